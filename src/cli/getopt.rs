@@ -1,0 +1,282 @@
+//! A small GNU `getopt_long` work-alike driven by an option table.
+//!
+//! Both iperfs parse with `getopt_long`, and their users rely on its habits:
+//! bundled short options (`-uP4`), attached values (`-P4`, `--port=5201`),
+//! unique prefixes of long names (`--rev`), optional values only after `=`
+//! (`--timestamps=%T`), and operands anywhere. Error texts match glibc's so a
+//! typo reads the same as it would with iperf.
+
+/// Whether an option takes a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A flag.
+    None,
+    /// Always takes a value (`-p 5201`, `-p5201`, `--port 5201`, `--port=5201`).
+    Required,
+    /// Takes a value only when attached (`-d2`, `--debug=2`).
+    Optional,
+}
+
+/// One row of an option table.
+#[derive(Debug, Clone, Copy)]
+pub struct OptSpec<K: Copy> {
+    /// What the caller matches on.
+    pub key: K,
+    /// Short letter, if any.
+    pub short: Option<char>,
+    /// Long name without the leading dashes, if any.
+    pub long: Option<&'static str>,
+    /// Value rule.
+    pub arg: ArgKind,
+}
+
+/// One recognised option occurrence, in command-line order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Occurrence<K> {
+    /// Which option.
+    pub key: K,
+    /// Its value, if one was given.
+    pub value: Option<String>,
+    /// How the user spelled it (`-p`, `--port`), for messages.
+    pub spelled: String,
+}
+
+/// The parse result: options in order plus the operands (non-options).
+#[derive(Debug, Clone)]
+pub struct Parsed<K> {
+    /// Options, in order.
+    pub opts: Vec<Occurrence<K>>,
+    /// Non-option arguments, in order.
+    pub operands: Vec<String>,
+}
+
+/// Parses `args` (without the program name) against `table`.
+///
+/// Errors are glibc's wording without the program-name prefix.
+pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>, String> {
+    let mut opts = Vec::new();
+    let mut operands = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "--" {
+            operands.extend(args[i..].iter().cloned());
+            break;
+        }
+        if let Some(body) = arg.strip_prefix("--") {
+            let (name, attached) = match body.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (body, None),
+            };
+            let spec = find_long(table, name)?;
+            let long = spec.long.unwrap_or(name);
+            let value = match spec.arg {
+                ArgKind::None => {
+                    if attached.is_some() {
+                        return Err(format!("option '--{long}' doesn't allow an argument"));
+                    }
+                    None
+                }
+                ArgKind::Optional => attached,
+                ArgKind::Required => match attached {
+                    Some(v) => Some(v),
+                    None => {
+                        if i < args.len() {
+                            i += 1;
+                            Some(args[i - 1].clone())
+                        } else {
+                            return Err(format!("option '--{long}' requires an argument"));
+                        }
+                    }
+                },
+            };
+            opts.push(Occurrence {
+                key: spec.key,
+                value,
+                spelled: format!("--{long}"),
+            });
+            continue;
+        }
+        if arg.len() > 1 && arg.starts_with('-') {
+            let chars: Vec<char> = arg[1..].chars().collect();
+            let mut j = 0;
+            while j < chars.len() {
+                let c = chars[j];
+                j += 1;
+                let spec = table
+                    .iter()
+                    .find(|s| s.short == Some(c))
+                    .ok_or_else(|| format!("invalid option -- '{c}'"))?;
+                let rest: String = chars[j..].iter().collect();
+                let value = match spec.arg {
+                    ArgKind::None => None,
+                    ArgKind::Optional => {
+                        j = chars.len();
+                        if rest.is_empty() { None } else { Some(rest) }
+                    }
+                    ArgKind::Required => {
+                        j = chars.len();
+                        if !rest.is_empty() {
+                            Some(rest)
+                        } else if i < args.len() {
+                            i += 1;
+                            Some(args[i - 1].clone())
+                        } else {
+                            return Err(format!("option requires an argument -- '{c}'"));
+                        }
+                    }
+                };
+                opts.push(Occurrence {
+                    key: spec.key,
+                    value,
+                    spelled: format!("-{c}"),
+                });
+            }
+            continue;
+        }
+        operands.push(arg.clone());
+    }
+    Ok(Parsed { opts, operands })
+}
+
+fn find_long<'a, K: Copy>(table: &'a [OptSpec<K>], name: &str) -> Result<&'a OptSpec<K>, String> {
+    if let Some(exact) = table.iter().find(|s| s.long == Some(name)) {
+        return Ok(exact);
+    }
+    let candidates: Vec<&OptSpec<K>> = if name.is_empty() {
+        Vec::new()
+    } else {
+        table
+            .iter()
+            .filter(|s| s.long.is_some_and(|l| l.starts_with(name)))
+            .collect()
+    };
+    match candidates.len() {
+        0 => Err(format!("unrecognized option '--{name}'")),
+        1 => Ok(candidates[0]),
+        _ => {
+            let list: Vec<String> = candidates
+                .iter()
+                .map(|s| format!("'--{}'", s.long.unwrap_or_default()))
+                .collect();
+            Err(format!(
+                "option '--{name}' is ambiguous; possibilities: {}",
+                list.join(" ")
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum K {
+        Port,
+        Udp,
+        Par,
+        Reverse,
+        Repeating,
+        Debug,
+    }
+
+    const T: &[OptSpec<K>] = &[
+        OptSpec {
+            key: K::Port,
+            short: Some('p'),
+            long: Some("port"),
+            arg: ArgKind::Required,
+        },
+        OptSpec {
+            key: K::Udp,
+            short: Some('u'),
+            long: Some("udp"),
+            arg: ArgKind::None,
+        },
+        OptSpec {
+            key: K::Par,
+            short: Some('P'),
+            long: Some("parallel"),
+            arg: ArgKind::Required,
+        },
+        OptSpec {
+            key: K::Reverse,
+            short: Some('R'),
+            long: Some("reverse"),
+            arg: ArgKind::None,
+        },
+        OptSpec {
+            key: K::Repeating,
+            short: None,
+            long: Some("repeating-payload"),
+            arg: ArgKind::None,
+        },
+        OptSpec {
+            key: K::Debug,
+            short: Some('d'),
+            long: Some("debug"),
+            arg: ArgKind::Optional,
+        },
+    ];
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn bundled_and_attached_shorts() {
+        let p = parse(T, &args("-uP4 -p 5201 host")).unwrap();
+        let keys: Vec<K> = p.opts.iter().map(|o| o.key).collect();
+        assert_eq!(keys, vec![K::Udp, K::Par, K::Port]);
+        assert_eq!(p.opts[1].value.as_deref(), Some("4"));
+        assert_eq!(p.opts[2].value.as_deref(), Some("5201"));
+        assert_eq!(p.operands, vec!["host"]);
+    }
+
+    #[test]
+    fn long_forms_and_prefixes() {
+        let p = parse(T, &args("--port=1 --par 3 --rev")).unwrap();
+        assert_eq!(p.opts[0].value.as_deref(), Some("1"));
+        assert_eq!(p.opts[1].key, K::Par);
+        assert_eq!(p.opts[2].key, K::Reverse);
+        assert_eq!(p.opts[2].spelled, "--reverse");
+    }
+
+    #[test]
+    fn ambiguity_and_unknown_and_missing_values() {
+        assert_eq!(
+            parse(T, &args("--re")).unwrap_err(),
+            "option '--re' is ambiguous; possibilities: '--reverse' '--repeating-payload'"
+        );
+        assert_eq!(parse(T, &args("--foo")).unwrap_err(), "unrecognized option '--foo'");
+        assert_eq!(parse(T, &args("-x")).unwrap_err(), "invalid option -- 'x'");
+        assert_eq!(parse(T, &args("-P")).unwrap_err(), "option requires an argument -- 'P'");
+        assert_eq!(
+            parse(T, &args("--port")).unwrap_err(),
+            "option '--port' requires an argument"
+        );
+        assert_eq!(
+            parse(T, &args("--udp=1")).unwrap_err(),
+            "option '--udp' doesn't allow an argument"
+        );
+    }
+
+    #[test]
+    fn optional_values_only_when_attached() {
+        let p = parse(T, &args("-d 3")).unwrap();
+        assert_eq!(p.opts[0].value, None);
+        assert_eq!(p.operands, vec!["3"]);
+        let p = parse(T, &args("-d3 --debug=2")).unwrap();
+        assert_eq!(p.opts[0].value.as_deref(), Some("3"));
+        assert_eq!(p.opts[1].value.as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn double_dash_ends_options() {
+        let p = parse(T, &args("-u -- -p")).unwrap();
+        assert_eq!(p.opts.len(), 1);
+        assert_eq!(p.operands, vec!["-p"]);
+    }
+}

@@ -1,0 +1,6 @@
+//! Command lines: one option table per personality, both producing a
+//! [`crate::config::TestConfig`].
+
+pub mod getopt;
+pub mod iperf3;
+pub mod units;

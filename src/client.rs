@@ -1,0 +1,459 @@
+//! The iperf3 client: drives the control exchange over a socket, starts the
+//! session, and feeds the reporter.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use crate::config::{EndCondition, Protocol, TestConfig};
+use crate::ctrl::{Ctrl, Polled};
+use crate::error::{Code, Error, Kind};
+use crate::net::{self, ConnectOpts};
+use crate::proto::iperf3::machine::{ClientAction, ClientMachine};
+use crate::proto::iperf3::params::{ParamsExtras, effective_bitrate, encode_params};
+use crate::proto::iperf3::{Cookie, MAX_RESULTS_LEN, Results, State};
+use crate::report::Reporter;
+use crate::report::event::*;
+use crate::session::{DataStream, LocalOpts, Session, stream_id, stream_roles};
+
+const SETUP_WAIT: Duration = Duration::from_secs(30);
+const WHOLE_MSG: Duration = Duration::from_secs(30);
+
+/// Runs a client test against `host:port`. Every outcome, including
+/// failures, reaches `reporter` (ending with `Event::Done`); the return value
+/// decides the exit code.
+pub fn run(
+    cfg: &TestConfig,
+    host: &str,
+    port: u16,
+    reporter: &mut Reporter,
+    signal: &Arc<AtomicUsize>,
+) -> Result<(), Error> {
+    let mut c = Client {
+        cfg,
+        host,
+        port,
+        reporter,
+        signal,
+        session: None,
+        ctrl: None,
+        pending: None,
+    };
+    let r = c.run();
+    if let Err(e) = &r {
+        if let Some(s) = c.session.as_mut() {
+            s.abort();
+        }
+        c.reporter.emit(Event::Error(e.clone()));
+    }
+    c.reporter.emit(Event::Done);
+    match r {
+        // Interrupted clients exit 0, as iperf3 3.19+ does.
+        Err(e) if e.kind == Kind::Interrupt => Ok(()),
+        other => other,
+    }
+}
+
+struct Client<'a> {
+    cfg: &'a TestConfig,
+    host: &'a str,
+    port: u16,
+    reporter: &'a mut Reporter,
+    signal: &'a Arc<AtomicUsize>,
+    session: Option<Session>,
+    ctrl: Option<Ctrl>,
+    pending: Option<(Vec<DataStream>, Arc<mio::Waker>, LocalOpts)>,
+}
+
+/// iperf3's words for a signal.
+pub fn signal_name(sig: usize) -> String {
+    let name = match sig as i32 {
+        libc::SIGINT => "Interrupt",
+        libc::SIGTERM => "Terminated",
+        libc::SIGHUP => "Hangup",
+        _ => "Signal",
+    };
+    format!("{name}({sig})")
+}
+
+impl Client<'_> {
+    fn interrupted(&self) -> Option<usize> {
+        match self.signal.load(Relaxed) {
+            0 => None,
+            s => Some(s),
+        }
+    }
+
+    fn run(&mut self) -> Result<(), Error> {
+        let cfg = self.cfg;
+        let mut params = cfg.params.clone();
+        let addrs = net::resolve(self.host, self.port, cfg.net.family)?;
+        let opts = ConnectOpts {
+            bind: cfg.net.bind.as_deref(),
+            port: None,
+            device: cfg.net.bind_dev.as_deref(),
+            timeout: cfg.net.connect_timeout,
+            mptcp: false,
+        };
+        let sock = net::connect_any(&addrs, &opts, &|_| Ok(()), Code::CONNECT)?;
+        let server_addr = sock.peer_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;
+        net::setup_control(&sock, cfg.net.cntl_ka, cfg.net.snd_timeout)?;
+        let control_mss = net::mss_of(&sock);
+        let mut ctrl = Ctrl::new(sock).map_err(|e| Error::io(Code::CONNECT, &e))?;
+        let cookie: Cookie = crate::util::new_cookie();
+        ctrl.write_all(&cookie.to_wire(), Instant::now() + SETUP_WAIT)
+            .map_err(|e| Error::io(Code::SENDCOOKIE, &e))?;
+        let mut udp_note = None;
+        if params.protocol == Protocol::Udp && params.block_len.is_none() {
+            let len = if control_mss > 0 {
+                control_mss
+            } else {
+                crate::config::DEFAULT_UDP_BLOCK
+            };
+            params.block_len = Some(len.min(crate::config::MAX_UDP_BLOCK));
+            udp_note = Some(len);
+        }
+        self.ctrl = Some(ctrl);
+        let mut machine = ClientMachine::new();
+        let timestamp = now_timestamp();
+        loop {
+            let deadline = Some(Instant::now() + SETUP_WAIT);
+            let b = self.ctrl().recv_byte(deadline, Code::RECVMESSAGE)?;
+            match machine.on_byte(b)? {
+                ClientAction::SendParams => {
+                    let body = encode_params(
+                        &params,
+                        &ParamsExtras {
+                            authtoken: None,
+                            client_version: crate::CLIENT_VERSION,
+                        },
+                    );
+                    self.ctrl().send_json(&body, Code::SENDPARAMS)?;
+                    self.reporter.emit(Event::Connecting(Box::new(ConnectingInfo {
+                        host: self.host.to_string(),
+                        port: self.port,
+                        direction: params.direction,
+                        cookie: cookie.as_str().to_string(),
+                        control_mss,
+                        mss_set: params.mss,
+                        target_bitrate: effective_bitrate(&params),
+                        timestamp: timestamp.clone(),
+                        udp_block_note: udp_note,
+                    })));
+                }
+                ClientAction::CreateStreams => {
+                    let streams = self.connect_streams(&params, server_addr, &cookie)?;
+                    let waker = self.ctrl().waker();
+                    let local = LocalOpts {
+                        interval: cfg.output.interval,
+                        affinity: cfg.net.affinity,
+                        file: cfg.file.clone(),
+                        decides_end: true,
+                    };
+                    // Threads start on TEST_RUNNING.
+                    self.pending = Some((streams, waker, local));
+                }
+                ClientAction::StartClocks => {}
+                ClientAction::StartData => {
+                    let (streams, waker, local) = self.pending.take().ok_or_else(|| Error::new(Code::MESSAGE))?;
+                    let session = Session::start(&params, Side::Client, streams, waker, &local)?;
+                    let (snd, rcv) = session.buffers();
+                    let start = StartInfo {
+                        connected: session.connected.clone(),
+                        version: crate::version_string(),
+                        system_info: crate::sys::process::system_info(),
+                        timestamp: timestamp.clone(),
+                        connecting_to: Some((self.host.to_string(), self.port)),
+                        accepted_connection: None,
+                        cookie: cookie.as_str().to_string(),
+                        tcp_mss: params.mss,
+                        tcp_mss_default: Some(control_mss),
+                        target_bitrate: effective_bitrate(&params),
+                        fq_rate: params.fq_rate,
+                        sock_bufsize: params.window.unwrap_or(0) as u64,
+                        sndbuf_actual: snd,
+                        rcvbuf_actual: rcv,
+                        protocol: params.protocol,
+                        num_streams: params.streams,
+                        blksize: params.block_len_or_default(),
+                        omit: params.omit.as_secs(),
+                        duration: params.duration().map(|d| d.as_secs()).unwrap_or(0),
+                        bytes: match params.end {
+                            EndCondition::Bytes(b) => b,
+                            _ => 0,
+                        },
+                        blocks: match params.end {
+                            EndCondition::Blocks(b) => b,
+                            _ => 0,
+                        },
+                        direction: params.direction,
+                        tos: params.tos,
+                        interval: cfg.output.interval.map(|d| d.as_secs_f64()).unwrap_or(0.0),
+                        gso: params.gsro,
+                        target_pps: params.pps,
+                        title: params.title.clone(),
+                        extra_data: params.extra_data.clone(),
+                    };
+                    self.reporter.emit(Event::Start(Box::new(start)));
+                    self.session = Some(session);
+                    return self.run_test(&mut machine);
+                }
+                ClientAction::AccessDenied => return Err(Error::new(Code::ACCESSDENIED)),
+                ClientAction::ServerError => return Err(self.server_error()),
+                ClientAction::ServerTerminated => return Err(Error::new(Code::SERVERTERM)),
+                ClientAction::ExchangeResults | ClientAction::DisplayResults | ClientAction::Ignore => {}
+            }
+        }
+    }
+
+    fn ctrl(&mut self) -> &mut Ctrl {
+        self.ctrl.as_mut().expect("control connection is set up before use")
+    }
+
+    fn server_error(&mut self) -> Error {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let code = self.ctrl().recv_i32_or_eof(deadline).ok().flatten().unwrap_or(0);
+        let errno = self.ctrl().recv_i32_or_eof(deadline).ok().flatten().unwrap_or(0);
+        let mut e = Error::new(Code(code));
+        e.errno = (errno != 0).then_some(errno);
+        e.kind = Kind::Server;
+        let text = e.text();
+        Error {
+            detail: Some(format!("SERVER ERROR - {text}")),
+            ..e
+        }
+    }
+
+    fn connect_streams(
+        &mut self,
+        params: &crate::config::TestParams,
+        server: std::net::SocketAddr,
+        cookie: &Cookie,
+    ) -> Result<Vec<DataStream>, Error> {
+        let cfg = self.cfg;
+        let roles = stream_roles(params.direction, params.streams, Side::Client);
+        let mut out = Vec::with_capacity(roles.len());
+        let mut warnings = Vec::new();
+        for (i, role) in roles.into_iter().enumerate() {
+            if let Some(s) = self.interrupted() {
+                return Err(interrupt_error(s));
+            }
+            let opts = ConnectOpts {
+                bind: cfg.net.bind.as_deref(),
+                port: cfg.net.cport.map(|p| p.wrapping_add(i as u16)),
+                device: cfg.net.bind_dev.as_deref(),
+                timeout: Some(cfg.net.connect_timeout.unwrap_or(SETUP_WAIT)),
+                mptcp: params.mptcp,
+            };
+            let sock = net::connect_tcp(
+                server,
+                &opts,
+                |s| {
+                    let mut w = Vec::new();
+                    net::apply_data_options(s, params, true, Some(server), &mut w)?;
+                    if let Some(t) = cfg.net.snd_timeout {
+                        s.set_tcp_user_timeout(Some(t))
+                            .map_err(|e| Error::io(Code::SETUSERTIMEOUT, &e))?;
+                    }
+                    Ok(())
+                },
+                Code::STREAMCONNECT,
+            )?;
+            if let Some(w) = params.window {
+                net::set_buffers(&socket2::SockRef::from(&sock), w as usize, &mut warnings)?;
+            }
+            let _ = sock.set_write_timeout(Some(Duration::from_secs(10)));
+            (&sock)
+                .write_all(&cookie.to_wire())
+                .map_err(|e| Error::io(Code::SENDCOOKIE, &e))?;
+            let _ = sock.set_write_timeout(None);
+            let local = sock.local_addr().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
+            let (lh, lp) = crate::util::split_addr(&local);
+            let (rh, rp) = crate::util::split_addr(&server);
+            let info = ConnInfo {
+                socket: std::os::fd::AsRawFd::as_raw_fd(&sock),
+                id: stream_id(i),
+                local_host: lh,
+                local_port: lp,
+                remote_host: rh,
+                remote_port: rp,
+            };
+            self.reporter.emit(Event::StreamConnected(info.clone()));
+            out.push(DataStream {
+                id: stream_id(i),
+                role,
+                sock,
+                info,
+            });
+        }
+        warnings.dedup();
+        for w in warnings {
+            self.reporter.emit(Event::Warning(w));
+        }
+        Ok(out)
+    }
+
+    fn run_test(&mut self, machine: &mut ClientMachine) -> Result<(), Error> {
+        let mut early_exchange = false;
+        // Data phase: wait for timers, stream events and control messages.
+        loop {
+            if let Some(sig) = self.interrupted() {
+                return self.terminate(sig);
+            }
+            let now = Instant::now();
+            let session = self.session.as_mut().expect("session");
+            if let Some(e) = session.stream_error() {
+                return Err(e);
+            }
+            let mut events = Vec::new();
+            session.on_timers(now, &mut |e| events.push(e));
+            let finished = session.finished(now);
+            for e in events {
+                self.reporter.emit(e);
+            }
+            if finished {
+                break;
+            }
+            let session = self.session.as_ref().expect("session");
+            let wake_by = session
+                .next_deadline()
+                .map(|d| d.min(now + Duration::from_millis(250)))
+                .unwrap_or(now + Duration::from_millis(250));
+            match self
+                .ctrl()
+                .poll_byte(Some(wake_by))
+                .map_err(|e| Error::io(Code::RECVMESSAGE, &e))?
+            {
+                Polled::Eof => return Err(Error::new(Code::CTRLCLOSE)),
+                Polled::Byte(b) => match machine.on_byte(b)? {
+                    ClientAction::ServerError => return Err(self.server_error()),
+                    ClientAction::ServerTerminated => return self.server_terminated(),
+                    ClientAction::AccessDenied => return Err(Error::new(Code::ACCESSDENIED)),
+                    ClientAction::ExchangeResults => {
+                        early_exchange = true;
+                        break;
+                    }
+                    _ => {}
+                },
+                Polled::Woken => {}
+            }
+        }
+        // End: stop senders (they half-close), tell the server.
+        self.session.as_mut().expect("session").stop_senders();
+        if !early_exchange {
+            self.ctrl().send_state(State::TestEnd)?;
+            machine.test_end_sent();
+            loop {
+                let b = self
+                    .ctrl()
+                    .recv_byte(Some(Instant::now() + WHOLE_MSG), Code::RECVMESSAGE)?;
+                match machine.on_byte(b)? {
+                    ClientAction::ExchangeResults => break,
+                    ClientAction::ServerError => return Err(self.server_error()),
+                    ClientAction::ServerTerminated => return self.server_terminated(),
+                    ClientAction::AccessDenied => return Err(Error::new(Code::ACCESSDENIED)),
+                    _ => {}
+                }
+            }
+        }
+        // The server has stopped its senders: drain what is in flight so the
+        // totals on both sides agree.
+        let session = self.session.as_mut().expect("session");
+        session.drain_receivers(Instant::now() + Duration::from_secs(5));
+        let now = Instant::now();
+        let mut events = Vec::new();
+        session.final_sample(now, &mut |e| events.push(e));
+        let congestion = session.congestion();
+        let ours = session.stats.local_results(now, congestion.clone());
+        for e in events {
+            self.reporter.emit(e);
+        }
+        self.ctrl().send_json(&ours.encode(), Code::SENDRESULTS)?;
+        let theirs = self
+            .ctrl()
+            .recv_json(MAX_RESULTS_LEN, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
+        let theirs = Results::decode(&theirs)?;
+        let session = self.session.as_ref().expect("session");
+        for r in &theirs.streams {
+            if !session.stats.streams.iter().any(|s| s.id as i64 == r.id) {
+                return Err(Error::new(Code::STREAMID));
+            }
+        }
+        machine.results_exchanged();
+        loop {
+            let b = self
+                .ctrl()
+                .recv_byte(Some(Instant::now() + WHOLE_MSG), Code::RECVMESSAGE)?;
+            match machine.on_byte(b)? {
+                ClientAction::DisplayResults => break,
+                ClientAction::ServerError => return Err(self.server_error()),
+                ClientAction::ServerTerminated => return self.server_terminated(),
+                _ => {}
+            }
+        }
+        let session = self.session.as_ref().expect("session");
+        let summary = session.stats.summary(Instant::now(), Some(&theirs), congestion);
+        self.reporter.emit(Event::End(Box::new(summary)));
+        if let Some(t) = theirs.server_output_text {
+            self.reporter.emit(Event::ServerOutput(ServerOutput::Text(t)));
+        }
+        if let Some(j) = theirs.server_output_json {
+            self.reporter.emit(Event::ServerOutput(ServerOutput::Json(j)));
+        }
+        self.ctrl().send_state(State::IperfDone)?;
+        self.ctrl().drain_close(Instant::now() + Duration::from_secs(2));
+        Ok(())
+    }
+
+    /// Local summary so far, CLIENT_TERMINATE, and the interrupt message.
+    fn terminate(&mut self, sig: usize) -> Result<(), Error> {
+        if let Some(s) = self.session.as_mut() {
+            s.abort();
+            let now = Instant::now();
+            let mut events = Vec::new();
+            s.final_sample(now, &mut |e| events.push(e));
+            events.push(Event::End(Box::new(s.stats.summary(now, None, s.congestion()))));
+            for e in events {
+                self.reporter.emit(e);
+            }
+        }
+        if let Some(c) = self.ctrl.as_mut() {
+            let _ = c.send_state(State::ClientTerminate);
+        }
+        Err(interrupt_error(sig))
+    }
+
+    fn server_terminated(&mut self) -> Result<(), Error> {
+        if let Some(s) = self.session.as_mut() {
+            s.abort();
+            let now = Instant::now();
+            let mut events = Vec::new();
+            s.final_sample(now, &mut |e| events.push(e));
+            events.push(Event::End(Box::new(s.stats.summary(now, None, s.congestion()))));
+            for e in events {
+                self.reporter.emit(e);
+            }
+        }
+        Err(Error::new(Code::SERVERTERM))
+    }
+}
+
+fn interrupt_error(sig: usize) -> Error {
+    Error {
+        kind: Kind::Interrupt,
+        detail: Some(format!("the client has terminated by signal {}", signal_name(sig))),
+        ..Error::new(Code::CLIENTTERM)
+    }
+}
+
+/// The current time as iperf3 prints it.
+pub fn now_timestamp() -> Timestamp {
+    let now = crate::sys::time::epoch_now();
+    let secs = now as i64;
+    Timestamp {
+        time: crate::sys::time::strftime("%a, %d %b %Y %H:%M:%S GMT", secs, true),
+        timesecs: secs,
+        timemillisecs: (now * 1000.0) as i64,
+    }
+}

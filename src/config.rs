@@ -1,0 +1,465 @@
+//! `TestConfig`: the one model both command lines produce and both protocols read.
+//!
+//! [`TestParams`] is the part a client and server agree on (it travels in the
+//! iperf3 parameter JSON or the iperf2 header); everything else is local to one
+//! end (how to print, where to bind, server limits).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which iperf generation's command line, output and wire protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// iperf3: control connection, JSON, `-p 5201`.
+    #[default]
+    Iperf3,
+    /// iperf 2.x: in-band headers, CSV, `-p 5001`.
+    Iperf2,
+}
+
+/// Transport carrying the test data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// TCP (MPTCP when `mptcp` is set).
+    #[default]
+    Tcp,
+    /// UDP datagrams.
+    Udp,
+    /// SCTP, where the kernel has it.
+    Sctp,
+}
+
+impl Protocol {
+    /// The name iperf3 prints (`"TCP"`, `"UDP"`, `"SCTP"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+            Protocol::Sctp => "SCTP",
+        }
+    }
+}
+
+/// Which way data flows, seen from the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Direction {
+    /// Client sends, server receives.
+    #[default]
+    Forward,
+    /// Server sends, client receives (`-R`).
+    Reverse,
+    /// Both send at once on separate connections (iperf3 `--bidir`).
+    Bidir,
+    /// Both send at once on the same socket (iperf2 `--full-duplex`).
+    FullDuplex,
+    /// iperf2 `-d`: the server connects back and sends while the client sends.
+    Dual,
+    /// iperf2 `-r`: the server connects back and sends after the client is done.
+    Tradeoff,
+}
+
+impl Direction {
+    /// Does the client send data?
+    pub fn client_sends(self) -> bool {
+        !matches!(self, Direction::Reverse)
+    }
+    /// Does the client receive data?
+    pub fn client_receives(self) -> bool {
+        !matches!(self, Direction::Forward)
+    }
+}
+
+/// What ends a test (the client decides).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EndCondition {
+    /// Run for this long; zero means until interrupted.
+    Time(Duration),
+    /// Stop after this many bytes in total over all streams.
+    Bytes(u64),
+    /// Stop after this many blocks (writes or datagrams) in total.
+    Blocks(u64),
+}
+
+impl Default for EndCondition {
+    fn default() -> Self {
+        EndCondition::Time(Duration::from_secs(10))
+    }
+}
+
+/// Test parameters both ends agree on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestParams {
+    /// Transport.
+    pub protocol: Protocol,
+    /// Direction of data flow.
+    pub direction: Direction,
+    /// Streams per direction (`-P`).
+    pub streams: u32,
+    /// End condition (`-t`, `-n`, `-k`).
+    pub end: EndCondition,
+    /// Omitted warm-up (`-O`).
+    pub omit: Duration,
+    /// Block (write/read) size or UDP datagram size; `None` = protocol default.
+    pub block_len: Option<u32>,
+    /// Target rate per stream in bit/s (0 = unlimited).
+    pub rate: u64,
+    /// Target rate per stream in packets/s, when given as `Npps`.
+    pub pps: Option<u64>,
+    /// Blocks per pacing burst (0 = no burst given).
+    pub burst: u32,
+    /// `--fq-rate` in bit/s (0 = off).
+    pub fq_rate: u64,
+    /// `--pacing-timer` in microseconds (sent for compatibility).
+    pub pacing_timer: u32,
+    /// SO_SNDBUF/SO_RCVBUF for data sockets (`-w`).
+    pub window: Option<u32>,
+    /// TCP_MAXSEG (`-M`).
+    pub mss: Option<u32>,
+    /// TCP_NODELAY on data sockets (`-N`).
+    pub nodelay: bool,
+    /// TCP congestion control algorithm (`-C` / iperf2 `-Z`).
+    pub congestion: Option<String>,
+    /// IP TOS byte (`-S`, `--dscp`).
+    pub tos: u8,
+    /// IPv6 flow label (`-L`).
+    pub flowlabel: Option<u32>,
+    /// Multipath TCP for data streams (`-m`).
+    pub mptcp: bool,
+    /// Zero-copy send (`-Z`).
+    pub zerocopy: bool,
+    /// Receive with MSG_TRUNC (`--skip-rx-copy`).
+    pub skip_rx_copy: bool,
+    /// 64-bit UDP sequence numbers.
+    pub udp_counters_64bit: bool,
+    /// Payload is the `0123456789...` pattern instead of random bytes.
+    pub repeating_payload: bool,
+    /// Set IPv4 DF on UDP sockets.
+    pub dont_fragment: bool,
+    /// UDP GSO on send / GRO on receive.
+    pub gsro: bool,
+    /// `-T` title (iperf3) echoed into the server's JSON.
+    pub title: Option<String>,
+    /// `--extra-data`, echoed into both JSON documents.
+    pub extra_data: Option<String>,
+    /// Ask the server to return its output (`--get-server-output`).
+    pub get_server_output: bool,
+    /// CPU the server should pin to (`-A n,m`).
+    pub server_affinity: Option<usize>,
+    /// iperf2 `--trip-times`: send timestamps for one-way latency.
+    pub trip_times: bool,
+}
+
+impl Default for TestParams {
+    fn default() -> Self {
+        TestParams {
+            protocol: Protocol::Tcp,
+            direction: Direction::Forward,
+            streams: 1,
+            end: EndCondition::default(),
+            omit: Duration::ZERO,
+            block_len: None,
+            rate: 0,
+            pps: None,
+            burst: 0,
+            fq_rate: 0,
+            pacing_timer: 1000,
+            window: None,
+            mss: None,
+            nodelay: false,
+            congestion: None,
+            tos: 0,
+            flowlabel: None,
+            mptcp: false,
+            zerocopy: false,
+            skip_rx_copy: false,
+            udp_counters_64bit: false,
+            repeating_payload: false,
+            dont_fragment: false,
+            gsro: false,
+            title: None,
+            extra_data: None,
+            get_server_output: false,
+            server_affinity: None,
+            trip_times: false,
+        }
+    }
+}
+
+/// Default TCP block size (both iperfs): 128 KiB.
+pub const DEFAULT_TCP_BLOCK: u32 = 128 * 1024;
+/// iperf3's UDP datagram size when the control MSS is unknown.
+pub const DEFAULT_UDP_BLOCK: u32 = 1460;
+/// iperf3's default UDP rate: 1 Mbit/s (2^20).
+pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
+/// Largest TCP block iperf3 accepts (1 MiB).
+pub const MAX_TCP_BLOCK: u32 = 1024 * 1024;
+/// Largest UDP payload.
+pub const MAX_UDP_BLOCK: u32 = 65507;
+/// Smallest UDP datagram that holds iperf3's header.
+pub const MIN_UDP_BLOCK: u32 = 16;
+
+impl TestParams {
+    /// The block size in effect for this protocol.
+    pub fn block_len_or_default(&self) -> u32 {
+        match (self.block_len, self.protocol) {
+            (Some(l), _) => l,
+            (None, Protocol::Udp) => DEFAULT_UDP_BLOCK,
+            (None, Protocol::Sctp) => 64 * 1024,
+            (None, Protocol::Tcp) => DEFAULT_TCP_BLOCK,
+        }
+    }
+
+    /// Test duration, when the test is timed (`None` for `-n`/`-k` or `-t 0`).
+    pub fn duration(&self) -> Option<Duration> {
+        match self.end {
+            EndCondition::Time(d) if !d.is_zero() => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// Address family restriction (`-4`/`-6`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Family {
+    /// Whatever the name resolves to; servers listen dual-stack.
+    #[default]
+    Any,
+    /// IPv4 only.
+    V4,
+    /// IPv6 only.
+    V6,
+}
+
+/// Control-connection keepalive (`--cntl-ka[=idle/intvl/count]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KeepAlive {
+    /// TCP_KEEPIDLE seconds.
+    pub idle: Option<u32>,
+    /// TCP_KEEPINTVL seconds.
+    pub interval: Option<u32>,
+    /// TCP_KEEPCNT probes.
+    pub count: Option<u32>,
+}
+
+/// Local socket and connection options.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NetOptions {
+    /// Address family.
+    pub family: Family,
+    /// Local address to bind (`-B`).
+    pub bind: Option<String>,
+    /// Device to bind (`--bind-dev`, or `%dev`).
+    pub bind_dev: Option<String>,
+    /// Client data-stream source port (`--cport`).
+    pub cport: Option<u16>,
+    /// Control connect timeout.
+    pub connect_timeout: Option<Duration>,
+    /// Receive idle timeout during a test (default 120 s).
+    pub rcv_timeout: Option<Duration>,
+    /// TCP_USER_TIMEOUT.
+    pub snd_timeout: Option<Duration>,
+    /// Control-connection keepalive.
+    pub cntl_ka: Option<KeepAlive>,
+    /// CPU to pin this process's data threads to (`-A n`).
+    pub affinity: Option<usize>,
+    /// iperf2 `-T`: IP TTL / multicast hops.
+    pub ttl: Option<u32>,
+}
+
+/// How and where results are printed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputOptions {
+    /// `-f` letter (`a` adaptive bits by default).
+    pub format: char,
+    /// Reporting interval; `None` disables periodic reports.
+    pub interval: Option<Duration>,
+    /// `-J`.
+    pub json: bool,
+    /// `--json-stream`.
+    pub json_stream: bool,
+    /// `--json-stream-full-output`.
+    pub json_stream_full: bool,
+    /// `-V`.
+    pub verbose: bool,
+    /// `-d` level (0 = off).
+    pub debug: u8,
+    /// `--logfile` (iperf3 appends) or iperf2 `-o` (truncates).
+    pub logfile: Option<PathBuf>,
+    /// Truncate rather than append the log file (iperf2 `-o`).
+    pub logfile_truncate: bool,
+    /// `--forceflush`.
+    pub forceflush: bool,
+    /// `--timestamps[=fmt]`: strftime format prefixed to each line.
+    pub timestamps: Option<String>,
+    /// `-T` title prefix (iperf3 client text).
+    pub title: Option<String>,
+    /// iperf2 `-e`.
+    pub enhanced: bool,
+    /// iperf2 `-y C`.
+    pub csv: bool,
+    /// iperf2 `-x` report exclusions (letters).
+    pub exclude: String,
+    /// iperf2 `--sum-only`.
+    pub sum_only: bool,
+    /// iperf2 `-m`: print the MSS.
+    pub print_mss: bool,
+    /// iperf2 `--histograms`.
+    pub histograms: Option<String>,
+    /// `--live` status line on a terminal.
+    pub live: bool,
+    /// `--report FILE.html`.
+    pub html_report: Option<PathBuf>,
+}
+
+impl Default for OutputOptions {
+    fn default() -> Self {
+        OutputOptions {
+            format: 'a',
+            interval: Some(Duration::from_secs(1)),
+            json: false,
+            json_stream: false,
+            json_stream_full: false,
+            verbose: false,
+            debug: 0,
+            logfile: None,
+            logfile_truncate: false,
+            forceflush: false,
+            timestamps: None,
+            title: None,
+            enhanced: false,
+            csv: false,
+            exclude: String::new(),
+            sum_only: false,
+            print_mss: false,
+            histograms: None,
+            live: false,
+            html_report: None,
+        }
+    }
+}
+
+/// Server-only settings and limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerOptions {
+    /// `-1`: serve one test, then exit.
+    pub one_off: bool,
+    /// `-D`.
+    pub daemon: bool,
+    /// `-I`.
+    pub pidfile: Option<PathBuf>,
+    /// `--idle-timeout`.
+    pub idle_timeout: Option<Duration>,
+    /// Concurrent tests (`--max-tests`, default 16).
+    pub max_tests: u32,
+    /// Streams per test the server accepts (`--max-streams`).
+    pub max_streams: u32,
+    /// `--server-max-duration` (time + omit), `None` = unlimited.
+    pub max_duration: Option<Duration>,
+    /// `--server-bitrate-limit` in bit/s (0 = none).
+    pub bitrate_limit: u64,
+    /// Averaging window for the bitrate limit.
+    pub bitrate_limit_window: Duration,
+    /// `--rsa-private-key-path`.
+    pub rsa_private_key: Option<PathBuf>,
+    /// `--authorized-users-path`.
+    pub authorized_users: Option<PathBuf>,
+    /// `--time-skew-threshold`.
+    pub time_skew_threshold: Duration,
+    /// `--use-pkcs1-padding`.
+    pub use_pkcs1_padding: bool,
+    /// Clients allowed (empty = any), iperf2 `-s -c host` included.
+    pub allow: Vec<String>,
+    /// Clients refused.
+    pub deny: Vec<String>,
+    /// `--metrics ADDR:PORT`.
+    pub metrics: Option<String>,
+    /// iperf2 `-P n` on a server: exit after n connections.
+    pub max_connections: Option<u32>,
+    /// iperf2 `-t` on a server: stop listening after this long.
+    pub listen_time: Option<Duration>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            one_off: false,
+            daemon: false,
+            pidfile: None,
+            idle_timeout: None,
+            max_tests: 16,
+            max_streams: 10_000,
+            max_duration: None,
+            bitrate_limit: 0,
+            bitrate_limit_window: Duration::from_secs(5),
+            rsa_private_key: None,
+            authorized_users: None,
+            time_skew_threshold: Duration::from_secs(10),
+            use_pkcs1_padding: false,
+            allow: Vec::new(),
+            deny: Vec::new(),
+            metrics: None,
+            max_connections: None,
+            listen_time: None,
+        }
+    }
+}
+
+/// Client authentication (iperf3 `--username` / `--rsa-public-key-path`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClientAuth {
+    /// User name.
+    pub username: Option<String>,
+    /// PEM public key path.
+    pub public_key: Option<PathBuf>,
+}
+
+/// What this process is asked to be.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Role {
+    /// Connect to this host.
+    Client(String),
+    /// Listen for clients.
+    #[default]
+    Server,
+    /// Run a client against an in-process server on 127.0.0.1.
+    Loopback,
+}
+
+/// Everything one run needs: produced by `cli`, read by client/server/report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestConfig {
+    /// Command-line / output / wire dialect.
+    pub dialect: Dialect,
+    /// Client, server or loopback.
+    pub role: Role,
+    /// Server port.
+    pub port: u16,
+    /// Negotiated parameters (the client's request, or the server's defaults).
+    pub params: TestParams,
+    /// Local network options.
+    pub net: NetOptions,
+    /// Output options.
+    pub output: OutputOptions,
+    /// Server options.
+    pub server: ServerOptions,
+    /// Client authentication.
+    pub auth: ClientAuth,
+    /// `-F` file to send from / write to.
+    pub file: Option<PathBuf>,
+}
+
+impl Default for TestConfig {
+    fn default() -> Self {
+        TestConfig {
+            dialect: Dialect::Iperf3,
+            role: Role::Server,
+            port: 5201,
+            params: TestParams::default(),
+            net: NetOptions::default(),
+            output: OutputOptions::default(),
+            server: ServerOptions::default(),
+            auth: ClientAuth::default(),
+            file: None,
+        }
+    }
+}

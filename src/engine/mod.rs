@@ -1,0 +1,370 @@
+//! The data plane: one thread per stream moving bytes as fast as asked.
+//!
+//! A stream's hot loop does no allocation, takes no lock and formats
+//! nothing: it writes or reads its preallocated buffer and bumps its own
+//! [`StreamCounters`]. The controller steers every stream of a test through
+//! one [`TestControl`] (stop, omit, drain) and is woken through its
+//! [`mio::Waker`] when a stream ends or a byte/block target is reached.
+
+pub mod pacer;
+pub mod tcp;
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::error::{Code, Error};
+use crate::stats::{StreamCounters, StreamRole};
+
+/// Shared steering for all streams of one test.
+#[derive(Debug)]
+pub struct TestControl {
+    /// Senders stop at the next block; receivers begin draining.
+    pub stop: AtomicBool,
+    /// Receivers give up draining at once (abort, or drain deadline).
+    pub abort: AtomicBool,
+    /// The omit period is running (senders do not spend `-n`/`-k` budgets).
+    pub omitting: AtomicBool,
+    /// Stream threads that have finished.
+    pub finished: AtomicUsize,
+    /// Base of the streams' timestamps.
+    pub epoch: Instant,
+    waker: Option<Arc<mio::Waker>>,
+    /// First fatal stream error, if any.
+    pub error: Mutex<Option<Error>>,
+}
+
+impl TestControl {
+    /// Control for a test whose controller is woken through `waker`.
+    pub fn new(waker: Option<Arc<mio::Waker>>) -> Arc<TestControl> {
+        Arc::new(TestControl {
+            stop: AtomicBool::new(false),
+            abort: AtomicBool::new(false),
+            omitting: AtomicBool::new(false),
+            finished: AtomicUsize::new(0),
+            epoch: Instant::now(),
+            waker,
+            error: Mutex::new(None),
+        })
+    }
+
+    /// Wakes the controller.
+    pub fn wake(&self) {
+        if let Some(w) = &self.waker {
+            let _ = w.wake();
+        }
+    }
+
+    /// Nanoseconds since the epoch, for stream timestamps (never 0).
+    pub fn now_ns(&self) -> u64 {
+        (self.epoch.elapsed().as_nanos() as u64).max(1)
+    }
+
+    /// Records a stream failure (the first one wins) and wakes the controller.
+    pub fn fail(&self, e: Error) {
+        if let Ok(mut g) = self.error.lock()
+            && g.is_none()
+        {
+            *g = Some(e);
+        }
+        self.wake();
+    }
+
+    /// The first stream failure, if any.
+    pub fn take_error(&self) -> Option<Error> {
+        self.error.lock().ok().and_then(|mut g| g.take())
+    }
+}
+
+/// An exact total shared by a test's senders (`-n` bytes or `-k` blocks).
+#[derive(Debug)]
+pub struct Budget {
+    remaining: AtomicU64,
+    blocks: bool,
+}
+
+impl Budget {
+    /// A byte budget.
+    pub fn bytes(n: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            remaining: AtomicU64::new(n),
+            blocks: false,
+        })
+    }
+
+    /// A block budget.
+    pub fn blocks(n: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            remaining: AtomicU64::new(n),
+            blocks: true,
+        })
+    }
+
+    /// Claims the next write: returns how many bytes of a `len`-byte block
+    /// may go (the last one may be short), or 0 when the budget is spent.
+    pub fn claim(&self, len: usize) -> usize {
+        let want = if self.blocks { 1 } else { len as u64 };
+        let mut cur = self.remaining.load(Relaxed);
+        loop {
+            if cur == 0 {
+                return 0;
+            }
+            let take = want.min(cur);
+            match self.remaining.compare_exchange_weak(cur, cur - take, Relaxed, Relaxed) {
+                Ok(_) => return if self.blocks { len } else { take as usize },
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Whether nothing is left.
+    pub fn spent(&self) -> bool {
+        self.remaining.load(Relaxed) == 0
+    }
+}
+
+/// A receive-side target (`-n`/`-k` when this host receives): wakes the
+/// controller once the streams have together received it.
+#[derive(Debug)]
+pub struct Target {
+    total: AtomicU64,
+    goal: u64,
+    blocks: bool,
+}
+
+impl Target {
+    /// A target of `goal` bytes (or blocks).
+    pub fn new(goal: u64, blocks: bool) -> Arc<Target> {
+        Arc::new(Target {
+            total: AtomicU64::new(0),
+            goal,
+            blocks,
+        })
+    }
+
+    /// Adds a read; true when this read reached the goal.
+    pub fn add(&self, bytes: u64) -> bool {
+        let add = if self.blocks { 1 } else { bytes };
+        let before = self.total.fetch_add(add, Relaxed);
+        before < self.goal && before + add >= self.goal
+    }
+
+    /// Whether the goal is reached.
+    pub fn reached(&self) -> bool {
+        self.total.load(Relaxed) >= self.goal
+    }
+}
+
+/// Bytes a sender writes: the same block over and over.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// Random bytes (iperf3's default).
+    Random,
+    /// `0123456789...` repeated (iperf2 style, `--repeating-payload`).
+    Repeating,
+    /// Read from a file (`-F`); each sending stream reads it from the start.
+    File(std::path::PathBuf),
+}
+
+impl Payload {
+    /// Fills a block.
+    pub fn fill(&self, buf: &mut [u8]) {
+        match self {
+            Payload::Random | Payload::File(_) => crate::util::fill_random(buf),
+            Payload::Repeating => {
+                for (i, b) in buf.iter_mut().enumerate() {
+                    *b = b'0' + (i % 10) as u8;
+                }
+            }
+        }
+    }
+}
+
+/// Where received bytes go.
+#[derive(Debug, Clone, Default)]
+pub enum Sinkhole {
+    /// Discarded.
+    #[default]
+    Discard,
+    /// Discarded without copying to user space (MSG_TRUNC).
+    Truncate,
+    /// Written to a file (`-F` on the receiver).
+    File(Arc<Mutex<File>>),
+}
+
+/// One stream's job.
+pub struct StreamTask {
+    /// Stream id.
+    pub id: u32,
+    /// Send or receive.
+    pub role: StreamRole,
+    /// Block size.
+    pub block_len: usize,
+    /// Pacing, if rate-limited.
+    pub pace: Option<(pacer::PaceRate, u32)>,
+    /// Exact total for senders.
+    pub budget: Option<Arc<Budget>>,
+    /// Receive goal.
+    pub target: Option<Arc<Target>>,
+    /// Payload for senders.
+    pub payload: Payload,
+    /// Destination for receivers.
+    pub sinkhole: Sinkhole,
+    /// Zero-copy send (sendfile).
+    pub zerocopy: bool,
+    /// Counters the reporter reads.
+    pub counters: Arc<StreamCounters>,
+    /// Test steering.
+    pub control: Arc<TestControl>,
+    /// CPU to pin to.
+    pub affinity: Option<usize>,
+    /// How long a draining receiver waits for more data before it stops.
+    pub drain_idle: Duration,
+}
+
+/// A running stream.
+pub struct StreamHandle {
+    join: Option<JoinHandle<()>>,
+    /// The socket's descriptor (printed as `[  5]`, used for TCP_INFO).
+    pub fd: RawFd,
+    /// A second handle on the socket, to unblock the thread and keep the
+    /// descriptor valid for TCP_INFO after the thread is done.
+    keep: Option<socket2::Socket>,
+}
+
+impl StreamHandle {
+    /// Waits for the thread to end.
+    pub fn join(&mut self) {
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+
+    /// Unblocks the thread by shutting the socket down.
+    pub fn shutdown(&self) {
+        if let Some(s) = &self.keep {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Whether the thread has ended.
+    pub fn is_finished(&self) -> bool {
+        self.join.as_ref().is_none_or(|j| j.is_finished())
+    }
+}
+
+impl Drop for StreamHandle {
+    fn drop(&mut self) {
+        if self.join.as_ref().is_some_and(|j| !j.is_finished()) {
+            self.shutdown();
+        }
+        self.join();
+    }
+}
+
+/// Starts a TCP stream thread on `sock`.
+pub fn spawn_tcp(sock: std::net::TcpStream, task: StreamTask) -> Result<StreamHandle, Error> {
+    let fd = sock.as_raw_fd();
+    let keep = socket2::Socket::from(sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?);
+    let name = format!("ws-tcp-{}", task.id);
+    let join = std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            let control = task.control.clone();
+            if let Some(cpu) = task.affinity {
+                let _ = crate::sys::process::pin_current_thread(cpu);
+            }
+            let res = match task.role {
+                StreamRole::Send => tcp::send_loop(&sock, &task),
+                StreamRole::Recv => tcp::recv_loop(&sock, &task),
+            };
+            if let Err(e) = res {
+                control.fail(e);
+            }
+            control.finished.fetch_add(1, Relaxed);
+            control.wake();
+        })
+        .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
+    Ok(StreamHandle {
+        join: Some(join),
+        fd,
+        keep: Some(keep),
+    })
+}
+
+/// Wraps an already-running thread (used by other transports).
+pub fn handle_from(join: JoinHandle<()>, fd: RawFd, keep: Option<socket2::Socket>) -> StreamHandle {
+    StreamHandle {
+        join: Some(join),
+        fd,
+        keep,
+    }
+}
+
+/// An `io::Error` that only means "try again" for a socket with a timeout.
+pub fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_are_exact_across_threads() {
+        let b = Budget::bytes(10_000_000 + 7);
+        let total = Arc::new(AtomicU64::new(0));
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let b = b.clone();
+                let total = total.clone();
+                std::thread::spawn(move || {
+                    loop {
+                        let n = b.claim(131072);
+                        if n == 0 {
+                            break;
+                        }
+                        total.fetch_add(n as u64, Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(total.load(Relaxed), 10_000_007);
+        assert!(b.spent());
+    }
+
+    #[test]
+    fn block_budget_counts_blocks() {
+        let b = Budget::blocks(3);
+        assert_eq!(b.claim(100), 100);
+        assert_eq!(b.claim(100), 100);
+        assert_eq!(b.claim(100), 100);
+        assert_eq!(b.claim(100), 0);
+    }
+
+    #[test]
+    fn target_fires_once() {
+        let t = Target::new(100, false);
+        assert!(!t.add(60));
+        assert!(t.add(60));
+        assert!(!t.add(60));
+        assert!(t.reached());
+    }
+
+    #[test]
+    fn repeating_payload_pattern() {
+        let mut b = [0u8; 12];
+        Payload::Repeating.fill(&mut b);
+        assert_eq!(&b, b"012345678901");
+    }
+}

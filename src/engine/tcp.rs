@@ -1,0 +1,186 @@
+//! TCP stream loops: write a block again and again, or read and count.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use super::pacer::Pacer;
+use super::{Payload, Sinkhole, StreamTask, is_timeout};
+use crate::error::{Code, Error};
+
+/// How long a blocked read or write waits before the loop looks at the
+/// test's stop flag again.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Sends until stopped, the budget is spent, or the file ends; then
+/// half-closes so the receiver sees every byte followed by EOF.
+pub fn send_loop(sock: &TcpStream, task: &StreamTask) -> Result<(), Error> {
+    let _ = sock.set_write_timeout(Some(POLL));
+    let mut buf = vec![0u8; task.block_len.max(1)];
+    task.payload.fill(&mut buf);
+    let mut file = match &task.payload {
+        Payload::File(p) => Some(File::open(p).map_err(|e| Error::io(Code::FILE, &e))?),
+        _ => None,
+    };
+    // sendfile needs a file to send from: a private temp file holding the block.
+    let zc_file = if task.zerocopy && file.is_none() {
+        Some(block_file(&buf)?)
+    } else {
+        None
+    };
+    let mut pacer = task
+        .pace
+        .map(|(rate, burst)| Pacer::new(rate, burst, buf.len(), std::time::Instant::now()));
+    let stop = &task.control.stop;
+    let c = &task.counters;
+    // When the last byte went out: the stream's true end, however long the
+    // final blocked write took to notice the stop.
+    let mut last_write = 0u64;
+    'blocks: loop {
+        if stop.load(Relaxed) {
+            break;
+        }
+        let mut n = match &task.budget {
+            Some(b) if !task.control.omitting.load(Relaxed) => b.claim(buf.len()),
+            _ => buf.len(),
+        };
+        if n == 0 {
+            break;
+        }
+        if let Some(f) = file.as_mut() {
+            n = read_full(f, &mut buf[..n]).map_err(|e| Error::io(Code::FILE, &e))?;
+            if n == 0 {
+                break;
+            }
+        }
+        if let Some(p) = pacer.as_mut()
+            && !p.wait(n, stop)
+        {
+            break;
+        }
+        let mut off = 0;
+        while off < n {
+            let r = match &zc_file {
+                Some(f) => crate::sys::socket::sendfile(sock, f, off as u64, n - off),
+                None => (&*sock).write(&buf[off..n]),
+            };
+            match r {
+                Ok(0) => return Err(Error::new(Code::STREAMWRITE)),
+                Ok(w) => {
+                    off += w;
+                    last_write = task.control.now_ns();
+                }
+                Err(e) if is_timeout(&e) => {
+                    if stop.load(Relaxed) {
+                        c.bytes.fetch_add(off as u64, Relaxed);
+                        break 'blocks;
+                    }
+                }
+                Err(e) => {
+                    c.bytes.fetch_add(off as u64, Relaxed);
+                    if stop.load(Relaxed) || task.control.abort.load(Relaxed) {
+                        break 'blocks;
+                    }
+                    return Err(Error::io(Code::STREAMWRITE, &e));
+                }
+            }
+        }
+        c.bytes.fetch_add(n as u64, Relaxed);
+        c.blocks.fetch_add(1, Relaxed);
+    }
+    c.ended_ns.store(
+        if last_write > 0 {
+            last_write
+        } else {
+            task.control.now_ns()
+        },
+        Relaxed,
+    );
+    let _ = sock.shutdown(Shutdown::Write);
+    Ok(())
+}
+
+fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match f.read(&mut buf[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
+}
+
+fn block_file(buf: &[u8]) -> Result<File, Error> {
+    let path = std::env::temp_dir().join(format!(
+        "wirespeed-zc-{}-{}",
+        std::process::id(),
+        crate::util::random_u64()
+    ));
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| Error::io(Code::FILE, &e))?;
+    let _ = std::fs::remove_file(&path);
+    f.write_all(buf).map_err(|e| Error::io(Code::FILE, &e))?;
+    f.seek(SeekFrom::Start(0)).map_err(|e| Error::io(Code::FILE, &e))?;
+    Ok(f)
+}
+
+/// Reads until EOF, or until the test stops and the stream has been quiet
+/// for a poll period (drained), or the controller aborts.
+pub fn recv_loop(sock: &TcpStream, task: &StreamTask) -> Result<(), Error> {
+    let _ = sock.set_read_timeout(Some(task.drain_idle.clamp(Duration::from_millis(10), POLL)));
+    let mut buf = vec![0u8; task.block_len.max(1)];
+    let c = &task.counters;
+    let control = &task.control;
+    let finish = || {
+        let last = c.last_rx_ns.load(Relaxed);
+        c.ended_ns
+            .store(if last > 0 { last } else { control.now_ns() }, Relaxed);
+    };
+    loop {
+        let r = match &task.sinkhole {
+            Sinkhole::Truncate => crate::sys::socket::recv_discard(sock, &mut buf, task.block_len),
+            _ => (&*sock).read(&mut buf),
+        };
+        match r {
+            Ok(0) => {
+                finish();
+                return Ok(());
+            }
+            Ok(n) => {
+                c.bytes.fetch_add(n as u64, Relaxed);
+                c.blocks.fetch_add(1, Relaxed);
+                c.last_rx_ns.store(control.now_ns(), Relaxed);
+                if let Sinkhole::File(f) = &task.sinkhole
+                    && let Ok(mut f) = f.lock()
+                {
+                    f.write_all(&buf[..n]).map_err(|e| Error::io(Code::FILE, &e))?;
+                }
+                if let Some(t) = &task.target
+                    && t.add(n as u64)
+                {
+                    control.wake();
+                }
+            }
+            Err(e) if is_timeout(&e) => {
+                if control.abort.load(Relaxed) || control.stop.load(Relaxed) {
+                    finish();
+                    return Ok(());
+                }
+            }
+            Err(e) => {
+                finish();
+                if control.stop.load(Relaxed) || control.abort.load(Relaxed) {
+                    return Ok(());
+                }
+                return Err(Error::io(Code::STREAMREAD, &e));
+            }
+        }
+    }
+}

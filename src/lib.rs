@@ -1,0 +1,227 @@
+//! wirespeed: an iperf3- and iperf 2-compatible network measurement tool.
+//!
+//! The binary is a thin shell over this library; tests, benchmarks and
+//! fuzzers use the same modules. See `design.md` for the shape:
+//! `cli` → [`config::TestConfig`] → `client`/`server` (driving the sans-IO
+//! `proto` cores over sockets) → `engine` data threads → `stats` →
+//! `report` sinks.
+#![warn(missing_docs)]
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod ctrl;
+pub mod engine;
+pub mod error;
+pub mod json;
+pub mod net;
+pub mod proto;
+pub mod report;
+pub mod server;
+pub mod session;
+pub mod stats;
+pub mod sys;
+pub mod util;
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use config::{Role, TestConfig};
+use error::{Code, Error};
+use report::event::{Event, Side};
+use report::{Output, Reporter};
+
+/// wirespeed's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the client announces as `client_version` (informational for servers).
+pub const CLIENT_VERSION: &str = concat!("wirespeed-", env!("CARGO_PKG_VERSION"));
+
+/// `"wirespeed x.y.z"`, as JSON `start.version` and `-v` print it.
+pub fn version_string() -> String {
+    format!("wirespeed {VERSION}")
+}
+
+/// Installs handlers for SIGINT, SIGTERM and SIGHUP: the returned cell holds
+/// the number of the last signal received (0 = none).
+pub fn install_signals() -> Arc<AtomicUsize> {
+    let cell = Arc::new(AtomicUsize::new(0));
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let _ = signal_hook::flag::register_usize(sig, cell.clone(), sig as usize);
+    }
+    cell
+}
+
+fn program_name(args: &[OsString]) -> String {
+    args.first()
+        .and_then(|a| {
+            std::path::Path::new(a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "wirespeed".into())
+}
+
+/// Runs the program with `args` (argv, program name first); returns the
+/// exit code.
+pub fn run(args: Vec<OsString>) -> i32 {
+    let prog = program_name(&args);
+    let rest: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    if prog == "iperf" || prog == "iperf2" || rest.first().is_some_and(|a| a == "--iperf2") {
+        eprintln!("{prog}: error - the iperf 2 dialect is not implemented yet");
+        return 1;
+    }
+    let wants_json = rest.iter().any(|a| a == "-J" || a == "--json" || a == "--json-stream");
+    let cmd = match cli::iperf3::parse_args(&rest) {
+        Ok(c) => c,
+        Err(e) => {
+            if wants_json {
+                print_json_error(&e);
+            } else {
+                eprintln!("{prog}: {}", e.line());
+            }
+            return 1;
+        }
+    };
+    match cmd {
+        cli::iperf3::Command::Help => {
+            print!("{}", cli::iperf3::long_usage(&prog));
+            0
+        }
+        cli::iperf3::Command::Version => {
+            println!("{} (iperf3 3.21 and iperf 2.1.8 compatible)", version_string());
+            println!("{}", sys::process::system_info());
+            println!(
+                "Optional features available: CPU affinity setting, IPv6 flow label, TCP congestion algorithm setting, \
+                 sendfile / zerocopy, socket pacing, bind to device, MPTCP, skip rx copy, multiple concurrent tests"
+            );
+            0
+        }
+        cli::iperf3::Command::Run(cfg, warnings) => run_config(*cfg, &prog, &warnings),
+    }
+}
+
+fn print_json_error(e: &Error) {
+    let mut start = serde_json::Map::new();
+    start.insert("connected".into(), serde_json::Value::Array(Vec::new()));
+    start.insert("version".into(), version_string().into());
+    start.insert("system_info".into(), sys::process::system_info().into());
+    let mut doc = serde_json::Map::new();
+    doc.insert("start".into(), serde_json::Value::Object(start));
+    doc.insert("intervals".into(), serde_json::Value::Array(Vec::new()));
+    doc.insert("end".into(), serde_json::Value::Object(serde_json::Map::new()));
+    doc.insert("error".into(), e.text().into());
+    println!("{}", json::to_formatted(&serde_json::Value::Object(doc)));
+}
+
+/// Runs a parsed configuration; returns the exit code.
+pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
+    let out = match Output::for_config(&cfg, prog) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{prog}: {}", e.line());
+            return 1;
+        }
+    };
+    let side = if matches!(cfg.role, Role::Server) {
+        Side::Server
+    } else {
+        Side::Client
+    };
+    if !cfg.output.json {
+        for w in warnings {
+            out.write_err(&format!("warning: {w}\n"));
+        }
+    }
+    let signal = install_signals();
+    let result = match &cfg.role {
+        Role::Client(host) => {
+            let mut reporter = Reporter::for_config(&cfg, out.clone(), side);
+            if cfg.output.json {
+                for w in warnings {
+                    reporter.emit(Event::Warning(w.clone()));
+                }
+            }
+            client::run(&cfg, &host.clone(), cfg.port, &mut reporter, &signal)
+        }
+        Role::Loopback => run_loopback(&cfg, out.clone(), &signal),
+        Role::Server => run_server(&cfg, out.clone(), signal.clone()),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            if matches!(cfg.role, Role::Server) {
+                out.write_err(&format!("{prog}: {}\n", e.line()));
+                out.write_err(&format!("{prog}: exiting\n"));
+            }
+            1
+        }
+    }
+}
+
+fn run_server(cfg: &TestConfig, out: Output, signal: Arc<AtomicUsize>) -> Result<(), Error> {
+    let server = server::Server::bind(cfg, out)?;
+    if cfg.server.daemon {
+        sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;
+    }
+    let _pid = match &cfg.server.pidfile {
+        Some(p) => Some(PidFile::create(p)?),
+        None => None,
+    };
+    server.run(signal)
+}
+
+/// Runs a client against an in-process server on 127.0.0.1.
+fn run_loopback(cfg: &TestConfig, out: Output, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
+    let mut scfg = TestConfig {
+        role: Role::Server,
+        port: 0,
+        ..TestConfig::default()
+    };
+    scfg.net.bind = Some("127.0.0.1".into());
+    scfg.net.family = config::Family::V4;
+    scfg.output.interval = cfg.output.interval;
+    let server = server::Server::bind(&scfg, Output::discard())?;
+    let port = server.port();
+    let stop = Arc::new(AtomicUsize::new(0));
+    let stop2 = stop.clone();
+    let t = std::thread::Builder::new()
+        .name("ws-loopback-server".into())
+        .spawn(move || server.run(stop2))
+        .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
+    let mut reporter = Reporter::for_config(cfg, out, Side::Client);
+    let r = client::run(cfg, "127.0.0.1", port, &mut reporter, signal);
+    stop.store(libc::SIGTERM as usize, Relaxed);
+    let _ = t.join();
+    r
+}
+
+/// A PID file that is removed when dropped.
+pub struct PidFile(std::path::PathBuf);
+
+impl PidFile {
+    /// Writes our PID (no newline, as iperf3), refusing if the file names a
+    /// live process.
+    pub fn create(path: &std::path::Path) -> Result<PidFile, Error> {
+        if let Ok(old) = std::fs::read_to_string(path)
+            && let Ok(pid) = old.trim().parse::<u32>()
+            && pid != std::process::id()
+            && std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            return Err(Error::msg(
+                Code::PIDFILE,
+                format!("unable to write PID file: process {pid} is running"),
+            ));
+        }
+        std::fs::write(path, std::process::id().to_string()).map_err(|e| Error::io(Code::PIDFILE, &e))?;
+        Ok(PidFile(path.to_path_buf()))
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

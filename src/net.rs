@@ -1,0 +1,321 @@
+//! Socket setup shared by client and server: name resolution, listeners,
+//! connects with deadlines, and the per-test socket options.
+
+use std::io;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol as SockProto, SockRef, Socket, TcpKeepalive, Type};
+
+use crate::config::{Family, KeepAlive, TestParams};
+use crate::error::{Code, Error};
+
+/// Resolves `host:port`, honouring `-4`/`-6`.
+pub fn resolve(host: &str, port: u16, family: Family) -> Result<Vec<SocketAddr>, Error> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| {
+            Error::msg(
+                Code::CONNECT,
+                format!("{}: {}", Code::CONNECT.message().unwrap_or(""), resolve_words(&e)),
+            )
+        })?
+        .filter(|a| match family {
+            Family::Any => true,
+            Family::V4 => a.is_ipv4(),
+            Family::V6 => a.is_ipv6(),
+        })
+        .collect();
+    if addrs.is_empty() {
+        return Err(Error::msg(
+            Code::CONNECT,
+            format!("{}: Name or service not known", Code::CONNECT.message().unwrap_or("")),
+        ));
+    }
+    Ok(addrs)
+}
+
+fn resolve_words(e: &io::Error) -> String {
+    let s = e.to_string();
+    // std words resolver failures as "failed to lookup address information: X".
+    match s.strip_prefix("failed to lookup address information: ") {
+        Some(rest) => rest.to_string(),
+        None => s,
+    }
+}
+
+/// Opens a listening TCP socket. With no bind address and `Family::Any`,
+/// listens dual-stack on `::` (IPv4 clients appear as mapped addresses).
+pub fn listen_tcp(
+    bind: Option<&str>,
+    port: u16,
+    family: Family,
+    mptcp: bool,
+    backlog: i32,
+) -> Result<TcpListener, Error> {
+    let addr = listen_addr(bind, port, family)?;
+    let proto = if mptcp {
+        Some(SockProto::MPTCP)
+    } else {
+        Some(SockProto::TCP)
+    };
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, proto).map_err(|e| Error::io(Code::LISTEN, &e))?;
+    sock.set_reuse_address(true)
+        .map_err(|e| Error::io(Code::REUSEADDR, &e))?;
+    if addr.is_ipv6() {
+        let v6only = family == Family::V6 || bind.is_some();
+        sock.set_only_v6(v6only).map_err(|e| Error::io(Code::V6ONLY, &e))?;
+    }
+    sock.bind(&addr.into()).map_err(|e| Error::io(Code::LISTEN, &e))?;
+    sock.listen(backlog).map_err(|e| Error::io(Code::LISTEN, &e))?;
+    Ok(sock.into())
+}
+
+/// The address a listener binds.
+pub fn listen_addr(bind: Option<&str>, port: u16, family: Family) -> Result<SocketAddr, Error> {
+    match bind {
+        Some(b) => {
+            let mut addrs = resolve(b, port, family).map_err(|e| Error {
+                code: Code::LISTEN,
+                ..e
+            })?;
+            Ok(addrs.remove(0))
+        }
+        None => Ok(match family {
+            Family::V4 => SocketAddr::new(IpAddr::from([0, 0, 0, 0]), port),
+            _ => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port),
+        }),
+    }
+}
+
+/// How a client socket is prepared before connecting.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectOpts<'a> {
+    /// Local address to bind.
+    pub bind: Option<&'a str>,
+    /// Local port to bind.
+    pub port: Option<u16>,
+    /// SO_BINDTODEVICE.
+    pub device: Option<&'a str>,
+    /// Connect deadline.
+    pub timeout: Option<Duration>,
+    /// Use MPTCP.
+    pub mptcp: bool,
+}
+
+/// Connects a TCP socket, applying `apply` to it before the connect.
+pub fn connect_tcp(
+    addr: SocketAddr,
+    opts: &ConnectOpts,
+    apply: impl FnOnce(&Socket) -> Result<(), Error>,
+    code: Code,
+) -> Result<TcpStream, Error> {
+    let proto = if opts.mptcp {
+        Some(SockProto::MPTCP)
+    } else {
+        Some(SockProto::TCP)
+    };
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, proto).map_err(|e| Error::io(code, &e))?;
+    if let Some(dev) = opts.device {
+        sock.bind_device(Some(dev.as_bytes()))
+            .map_err(|e| Error::io(Code::BINDDEV, &e))?;
+    }
+    if opts.bind.is_some() || opts.port.is_some() {
+        let ip = match opts.bind {
+            Some(b) => {
+                let fam = if addr.is_ipv4() { Family::V4 } else { Family::V6 };
+                resolve(b, 0, fam).map_err(|e| Error { code, ..e })?[0].ip()
+            }
+            None if addr.is_ipv4() => IpAddr::from([0, 0, 0, 0]),
+            None => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        };
+        if opts.port.is_some() {
+            let _ = sock.set_reuse_address(true);
+        }
+        sock.bind(&SocketAddr::new(ip, opts.port.unwrap_or(0)).into())
+            .map_err(|e| Error::io(code, &e))?;
+    }
+    apply(&sock)?;
+    let r = match opts.timeout {
+        Some(t) => sock.connect_timeout(&addr.into(), t),
+        None => sock.connect(&addr.into()),
+    };
+    r.map_err(|e| Error::io(code, &e))?;
+    Ok(sock.into())
+}
+
+/// Connects to the first address that answers.
+pub fn connect_any(
+    addrs: &[SocketAddr],
+    opts: &ConnectOpts,
+    apply: &dyn Fn(&Socket) -> Result<(), Error>,
+    code: Code,
+) -> Result<TcpStream, Error> {
+    let mut last = Error::new(code);
+    for a in addrs {
+        match connect_tcp(*a, opts, apply, code) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// Control-connection options: NODELAY, keepalive, TCP_USER_TIMEOUT.
+pub fn setup_control(s: &TcpStream, ka: Option<KeepAlive>, user_timeout: Option<Duration>) -> Result<(), Error> {
+    s.set_nodelay(true).map_err(|e| Error::io(Code::SETNODELAY, &e))?;
+    let r = SockRef::from(s);
+    if let Some(ka) = ka {
+        r.set_keepalive(true).map_err(|e| Error::io(Code::SETCNTLKA, &e))?;
+        let mut k = TcpKeepalive::new();
+        if let Some(i) = ka.idle {
+            k = k.with_time(Duration::from_secs(i as u64));
+        }
+        if let Some(i) = ka.interval {
+            k = k.with_interval(Duration::from_secs(i as u64));
+        }
+        if let Some(c) = ka.count {
+            k = k.with_retries(c);
+        }
+        r.set_tcp_keepalive(&k).map_err(|e| Error::io(Code::SETCNTLKA, &e))?;
+    }
+    if let Some(t) = user_timeout {
+        r.set_tcp_user_timeout(Some(t))
+            .map_err(|e| Error::io(Code::SETUSERTIMEOUT, &e))?;
+    }
+    Ok(())
+}
+
+/// Warnings produced while applying options (e.g. a clamped buffer).
+pub type Warnings = Vec<String>;
+
+/// Applies a test's data-socket options. Window sizes the kernel clamps
+/// produce a warning, as iperf2 does, rather than failing.
+pub fn apply_data_options(
+    s: &Socket,
+    p: &TestParams,
+    tcp: bool,
+    remote: Option<SocketAddr>,
+    warn: &mut Warnings,
+) -> Result<(), Error> {
+    if let Some(w) = p.window {
+        set_buffers(s, w as usize, warn)?;
+    }
+    if tcp {
+        if p.nodelay {
+            s.set_tcp_nodelay(true).map_err(|e| Error::io(Code::SETNODELAY, &e))?;
+        }
+        if let Some(m) = p.mss {
+            s.set_tcp_mss(m).map_err(|e| Error::io(Code::SETMSS, &e))?;
+        }
+        if let Some(c) = &p.congestion
+            && let Err(e) = s.set_tcp_congestion(c.as_bytes())
+        {
+            return Err(if e.raw_os_error() == Some(libc::ENOENT) {
+                Error::new(Code::SETCONGESTION)
+            } else {
+                Error::io(Code::SETCONGESTION, &e)
+            });
+        }
+    }
+    if p.tos > 0 {
+        let v6 = s
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .is_some_and(|a| a.is_ipv6());
+        if v6 {
+            s.set_tclass_v6(p.tos as u32).map_err(|e| Error::io(Code::SETCOS, &e))?;
+            // Dual-stack sockets carrying IPv4 need IP_TOS too.
+            let _ = s.set_tos_v4(p.tos as u32);
+        } else {
+            s.set_tos_v4(p.tos as u32).map_err(|e| Error::io(Code::SETTOS, &e))?;
+        }
+    }
+    if let (Some(fl), Some(SocketAddr::V6(dst))) = (p.flowlabel, remote) {
+        crate::sys::socket::set_flowlabel(s, dst.ip(), fl).map_err(|_| Error::new(Code::SETFLOW))?;
+    }
+    if p.fq_rate > 0 {
+        crate::sys::socket::set_max_pacing_rate(s, p.fq_rate / 8).map_err(|e| Error::io(Code::SETPACING, &e))?;
+    }
+    Ok(())
+}
+
+/// Sets SO_SNDBUF and SO_RCVBUF, forcing past the sysctl limits when
+/// privileged, warning when the kernel still gives less.
+pub fn set_buffers(s: &Socket, bytes: usize, warn: &mut Warnings) -> Result<(), Error> {
+    use crate::sys::socket::set_int_option;
+    let v = bytes.min(i32::MAX as usize) as i32;
+    if set_int_option(s, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
+        s.set_send_buffer_size(bytes).map_err(|e| Error::io(Code::SETBUF, &e))?;
+    }
+    if set_int_option(s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
+        s.set_recv_buffer_size(bytes).map_err(|e| Error::io(Code::SETBUF, &e))?;
+    }
+    // Linux reports twice the value set (bookkeeping overhead).
+    let snd = s.send_buffer_size().unwrap_or(0) / 2;
+    let rcv = s.recv_buffer_size().unwrap_or(0) / 2;
+    if snd < bytes || rcv < bytes {
+        warn.push(format!(
+            "requested socket buffer size {bytes} but the kernel gave {}",
+            snd.min(rcv)
+        ));
+    }
+    Ok(())
+}
+
+/// The congestion control algorithm a TCP socket uses.
+pub fn congestion_of(s: &TcpStream) -> Option<String> {
+    let v = SockRef::from(s).tcp_congestion().ok()?;
+    let end = v.iter().position(|b| *b == 0).unwrap_or(v.len());
+    Some(String::from_utf8_lossy(&v[..end]).into_owned())
+}
+
+/// TCP_MAXSEG of a connected socket.
+pub fn mss_of(s: &TcpStream) -> u32 {
+    SockRef::from(s).tcp_mss().unwrap_or(0)
+}
+
+/// (SO_SNDBUF, SO_RCVBUF) as the kernel reports them.
+pub fn buffers_of(s: &impl std::os::fd::AsFd) -> (u64, u64) {
+    let r = SockRef::from(s);
+    (
+        r.send_buffer_size().unwrap_or(0) as u64,
+        r.recv_buffer_size().unwrap_or(0) as u64,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_loopback_with_family_filters() {
+        assert!(resolve("127.0.0.1", 5201, Family::Any).unwrap()[0].is_ipv4());
+        assert!(resolve("::1", 5201, Family::V6).unwrap()[0].is_ipv6());
+        assert!(resolve("127.0.0.1", 5201, Family::V6).is_err());
+        let e = resolve("no-such-host.invalid", 1, Family::Any).unwrap_err();
+        assert_eq!(e.code, Code::CONNECT);
+    }
+
+    #[test]
+    fn dual_stack_listener_takes_ipv4() {
+        let l = listen_tcp(None, 0, Family::Any, false, 16).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (s, peer) = l.accept().unwrap();
+        assert_eq!(crate::util::host_string(peer.ip()), "127.0.0.1");
+        drop((c, s));
+    }
+
+    #[test]
+    fn refused_connect_reports_errno() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        let e = connect_tcp(addr, &ConnectOpts::default(), |_| Ok(()), Code::CONNECT).unwrap_err();
+        assert_eq!(e.errno, Some(libc::ECONNREFUSED));
+        assert!(e.text().ends_with("Connection refused"));
+    }
+}

@@ -1,0 +1,214 @@
+//! The results JSON both ends exchange after EXCHANGE_RESULTS (client first).
+
+use serde_json::{Map, Value};
+
+use crate::error::{Code, Error};
+use crate::json::{lenient_f64, lenient_i64, num, to_compact};
+
+/// One stream's entry in the results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamResult {
+    /// Stream id (1, 3, 4, ...).
+    pub id: i64,
+    /// Bytes sent or received after the omit period.
+    pub bytes: u64,
+    /// TCP retransmits (-1 when not a sender or unknown).
+    pub retransmits: i64,
+    /// UDP jitter in seconds (receivers).
+    pub jitter: f64,
+    /// UDP lost datagrams (receivers), cumulative.
+    pub errors: i64,
+    /// Lost datagrams at the end of the omit period; `None` from pre-3.14 peers.
+    pub omitted_errors: Option<i64>,
+    /// UDP datagrams sent, or highest sequence received.
+    pub packets: i64,
+    /// Datagrams in the omit period; `None` from pre-3.14 peers.
+    pub omitted_packets: Option<i64>,
+    /// Always 0.
+    pub start_time: f64,
+    /// Seconds from stream start to the last sample.
+    pub end_time: f64,
+}
+
+/// One side's results.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Results {
+    /// Process CPU % over the test.
+    pub cpu_util_total: f64,
+    /// User CPU %.
+    pub cpu_util_user: f64,
+    /// System CPU %.
+    pub cpu_util_system: f64,
+    /// -1 receiver only, 1 TCP sender with retransmit counters, 0 otherwise.
+    pub sender_has_retransmits: i64,
+    /// Congestion algorithm in use.
+    pub congestion_used: Option<String>,
+    /// Per-stream results in creation order.
+    pub streams: Vec<StreamResult>,
+    /// Server's text output, when asked for (server only).
+    pub server_output_text: Option<String>,
+    /// Server's JSON output, when asked for (server only).
+    pub server_output_json: Option<Value>,
+}
+
+impl Results {
+    /// Compact JSON for the wire.
+    pub fn encode(&self) -> String {
+        let mut m = Map::new();
+        m.insert("cpu_util_total".into(), num(self.cpu_util_total));
+        m.insert("cpu_util_user".into(), num(self.cpu_util_user));
+        m.insert("cpu_util_system".into(), num(self.cpu_util_system));
+        m.insert(
+            "sender_has_retransmits".into(),
+            Value::from(self.sender_has_retransmits),
+        );
+        if let Some(c) = &self.congestion_used {
+            m.insert("congestion_used".into(), Value::from(c.clone()));
+        }
+        if let Some(t) = &self.server_output_text {
+            m.insert("server_output_text".into(), Value::from(t.clone()));
+        }
+        if let Some(j) = &self.server_output_json {
+            m.insert("server_output_json".into(), j.clone());
+        }
+        let streams: Vec<Value> = self
+            .streams
+            .iter()
+            .map(|s| {
+                let mut o = Map::new();
+                o.insert("id".into(), Value::from(s.id));
+                o.insert("bytes".into(), Value::from(s.bytes));
+                o.insert("retransmits".into(), Value::from(s.retransmits));
+                o.insert("jitter".into(), num(s.jitter));
+                o.insert("errors".into(), Value::from(s.errors));
+                o.insert("omitted_errors".into(), Value::from(s.omitted_errors.unwrap_or(0)));
+                o.insert("packets".into(), Value::from(s.packets));
+                o.insert("omitted_packets".into(), Value::from(s.omitted_packets.unwrap_or(0)));
+                o.insert("start_time".into(), num(s.start_time));
+                o.insert("end_time".into(), num(s.end_time));
+                Value::Object(o)
+            })
+            .collect();
+        m.insert("streams".into(), Value::Array(streams));
+        to_compact(&Value::Object(m))
+    }
+
+    /// Decodes a peer's results. Missing required keys, wrong types or
+    /// absurd sizes are errors ("unable to receive results").
+    pub fn decode(bytes: &[u8]) -> Result<Results, Error> {
+        let bad = |why: &str| Error::msg(Code::RECVRESULTS, format!("unable to receive results: {why}"));
+        let v: Value = serde_json::from_slice(bytes).map_err(|_| bad("invalid JSON"))?;
+        let m = v.as_object().ok_or_else(|| bad("not an object"))?;
+        let f = |k: &str| {
+            m.get(k)
+                .and_then(lenient_f64)
+                .ok_or_else(|| bad(&format!("missing {k}")))
+        };
+        let mut r = Results {
+            cpu_util_total: f("cpu_util_total")?,
+            cpu_util_user: f("cpu_util_user")?,
+            cpu_util_system: f("cpu_util_system")?,
+            sender_has_retransmits: m
+                .get("sender_has_retransmits")
+                .and_then(lenient_i64)
+                .ok_or_else(|| bad("missing sender_has_retransmits"))?,
+            ..Results::default()
+        };
+        r.congestion_used = m.get("congestion_used").and_then(|v| v.as_str()).map(String::from);
+        r.server_output_text = m.get("server_output_text").and_then(|v| v.as_str()).map(String::from);
+        r.server_output_json = m.get("server_output_json").filter(|v| v.is_object()).cloned();
+        let streams = m
+            .get("streams")
+            .and_then(|v| v.as_array())
+            .ok_or_else(|| bad("missing streams"))?;
+        for s in streams {
+            let o = s.as_object().ok_or_else(|| bad("stream is not an object"))?;
+            let i = |k: &str| {
+                o.get(k)
+                    .and_then(lenient_i64)
+                    .ok_or_else(|| bad(&format!("missing {k}")))
+            };
+            let oe = o.get("omitted_errors").and_then(lenient_i64);
+            let op = o.get("omitted_packets").and_then(lenient_i64);
+            let (oe, op) = if oe.is_some() && op.is_some() {
+                (oe, op)
+            } else {
+                (None, None)
+            };
+            r.streams.push(StreamResult {
+                id: i("id")?,
+                bytes: i("bytes")?.max(0) as u64,
+                retransmits: i("retransmits")?,
+                jitter: o
+                    .get("jitter")
+                    .and_then(lenient_f64)
+                    .ok_or_else(|| bad("missing jitter"))?,
+                errors: i("errors")?,
+                omitted_errors: oe,
+                packets: i("packets")?,
+                omitted_packets: op,
+                start_time: o.get("start_time").and_then(lenient_f64).unwrap_or(0.0),
+                end_time: o.get("end_time").and_then(lenient_f64).unwrap_or(0.0),
+            });
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_master_results() {
+        let s = br#"{"cpu_util_total":27.87,"cpu_util_user":0.72,"cpu_util_system":27.15,"sender_has_retransmits":-1,"congestion_used":"bbr","streams":[{"id":1,"bytes":891420672,"retransmits":-1,"jitter":0,"errors":0,"omitted_errors":0,"packets":0,"omitted_packets":0,"start_time":0,"end_time":2.013482}]}"#;
+        let r = Results::decode(s).unwrap();
+        assert_eq!(r.sender_has_retransmits, -1);
+        assert_eq!(r.congestion_used.as_deref(), Some("bbr"));
+        assert_eq!(r.streams[0].bytes, 891420672);
+        assert_eq!(r.streams[0].omitted_errors, Some(0));
+        assert_eq!(r.streams[0].end_time, 2.013482);
+    }
+
+    #[test]
+    fn decodes_312_results_with_unsigned_negatives() {
+        let s = br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":18446744073709551615,"congestion_used":"bbr","streams":[{"id":1,"bytes":794689536,"retransmits":18446744073709551615,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":1.000116}]}"#;
+        let r = Results::decode(s).unwrap();
+        assert_eq!(r.sender_has_retransmits, -1);
+        assert_eq!(r.streams[0].retransmits, -1);
+        assert_eq!(r.streams[0].omitted_errors, None);
+    }
+
+    #[test]
+    fn round_trip() {
+        let r = Results {
+            cpu_util_total: 12.5,
+            cpu_util_user: 2.5,
+            cpu_util_system: 10.0,
+            sender_has_retransmits: 1,
+            congestion_used: Some("cubic".into()),
+            streams: vec![StreamResult {
+                id: 3,
+                bytes: 123,
+                retransmits: 4,
+                jitter: 0.001,
+                errors: 2,
+                omitted_errors: Some(1),
+                packets: 77,
+                omitted_packets: Some(5),
+                start_time: 0.0,
+                end_time: 2.000083,
+            }],
+            server_output_text: Some("line\n".into()),
+            server_output_json: None,
+        };
+        assert_eq!(Results::decode(r.encode().as_bytes()).unwrap(), r);
+    }
+
+    #[test]
+    fn malformed_results_are_errors() {
+        for bad in [&b"{}"[..], b"[]", b"{\"cpu_util_total\":1}", b"\xff\xfe"] {
+            assert!(Results::decode(bad).is_err());
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! Sans-IO protocol cores: bytes in, values and decisions out. No sockets, no
+//! clocks; the drivers in `client`/`server` do the I/O.
+
+pub mod iperf3;

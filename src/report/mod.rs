@@ -1,0 +1,213 @@
+//! Output: sinks of one event stream.
+//!
+//! Each format (iperf3 text, JSON, JSON stream, and the later ones) turns
+//! [`Event`]s into text on an [`Output`]. A [`Reporter`] fans events out to
+//! the sinks a configuration asks for.
+
+pub mod event;
+pub mod iperf3_json;
+pub mod iperf3_text;
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
+
+pub use event::Event;
+
+use crate::config::{Dialect, TestConfig};
+use crate::error::{Code, Error};
+
+/// A consumer of measurement events.
+pub trait Sink: Send {
+    /// Handles one event.
+    fn event(&mut self, ev: &Event);
+}
+
+/// Where a sink's text goes: stdout or a log file, with iperf3's optional
+/// timestamp prefix and flushing, optionally copied into a capture buffer
+/// (`--get-server-output`).
+#[derive(Clone)]
+pub struct Output {
+    target: Target,
+    timestamps: Option<String>,
+    forceflush: bool,
+    capture: Option<Arc<Mutex<String>>>,
+    program: String,
+}
+
+#[derive(Clone)]
+enum Target {
+    Stdout,
+    File(Arc<Mutex<std::fs::File>>),
+    Buffer(Arc<Mutex<String>>),
+}
+
+impl Output {
+    /// Output for a configuration: the log file if one was given, else stdout.
+    pub fn for_config(cfg: &TestConfig, program: &str) -> Result<Output, Error> {
+        let target = match &cfg.output.logfile {
+            Some(path) => {
+                let mut oo = OpenOptions::new();
+                oo.create(true);
+                if cfg.output.logfile_truncate {
+                    oo.write(true).truncate(true);
+                } else {
+                    oo.append(true);
+                }
+                let f = oo.open(path).map_err(|e| Error::io(Code::LOGFILE, &e))?;
+                Target::File(Arc::new(Mutex::new(f)))
+            }
+            None => Target::Stdout,
+        };
+        Ok(Output {
+            target,
+            timestamps: cfg.output.timestamps.clone(),
+            forceflush: cfg.output.forceflush,
+            capture: None,
+            program: program.to_string(),
+        })
+    }
+
+    /// Output into a shared string (tests, the in-process loopback server).
+    pub fn buffer(buf: Arc<Mutex<String>>) -> Output {
+        Output {
+            target: Target::Buffer(buf),
+            timestamps: None,
+            forceflush: false,
+            capture: None,
+            program: "wirespeed".into(),
+        }
+    }
+
+    /// Output that goes nowhere.
+    pub fn discard() -> Output {
+        Output::buffer(Arc::new(Mutex::new(String::new())))
+    }
+
+    /// Also copy every line into `buf`.
+    pub fn with_capture(mut self, buf: Arc<Mutex<String>>) -> Output {
+        self.capture = Some(buf);
+        self
+    }
+
+    /// The program name used in `prog: error - ...` lines.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// Writes one chunk of text to the report stream (stdout or the log
+    /// file). Like iperf3, `--timestamps` prefixes each chunk, not each line.
+    pub fn write(&self, text: &str) {
+        let text = match &self.timestamps {
+            Some(fmt) if !text.is_empty() => {
+                let now = crate::sys::time::epoch_now() as i64;
+                let ts = crate::sys::time::strftime(fmt, now, false);
+                format!("{ts}{text}")
+            }
+            _ => text.to_string(),
+        };
+        if let Some(c) = &self.capture
+            && let Ok(mut c) = c.lock()
+        {
+            c.push_str(&text);
+        }
+        match &self.target {
+            Target::Stdout => {
+                let mut out = io::stdout().lock();
+                let _ = out.write_all(text.as_bytes());
+                if self.forceflush || text.ends_with('\n') {
+                    let _ = out.flush();
+                }
+            }
+            Target::File(f) => {
+                if let Ok(mut f) = f.lock() {
+                    let _ = f.write_all(text.as_bytes());
+                }
+            }
+            Target::Buffer(b) => {
+                if let Ok(mut b) = b.lock() {
+                    b.push_str(&text);
+                }
+            }
+        }
+    }
+
+    /// Writes a diagnostic (errors, warnings) to stderr, or to the log file
+    /// when there is one (as iperf3 does).
+    pub fn write_err(&self, text: &str) {
+        match &self.target {
+            Target::Stdout => {
+                let mut e = io::stderr().lock();
+                let _ = e.write_all(text.as_bytes());
+                let _ = e.flush();
+            }
+            _ => self.write(text),
+        }
+    }
+
+    /// Whether output goes to a terminal.
+    pub fn is_terminal(&self) -> bool {
+        use std::io::IsTerminal;
+        matches!(self.target, Target::Stdout) && io::stdout().is_terminal()
+    }
+}
+
+/// Fans events out to every sink.
+#[derive(Default)]
+pub struct Reporter {
+    sinks: Vec<Box<dyn Sink>>,
+}
+
+impl Reporter {
+    /// A reporter with no sinks.
+    pub fn new() -> Reporter {
+        Reporter::default()
+    }
+
+    /// Adds a sink.
+    pub fn add(&mut self, sink: Box<dyn Sink>) {
+        self.sinks.push(sink);
+    }
+
+    /// Delivers an event to every sink.
+    pub fn emit(&mut self, ev: Event) {
+        for s in &mut self.sinks {
+            s.event(&ev);
+        }
+    }
+
+    /// The sinks a configuration asks for, writing to `out`.
+    pub fn for_config(cfg: &TestConfig, out: Output, side: event::Side) -> Reporter {
+        let mut r = Reporter::new();
+        match cfg.dialect {
+            Dialect::Iperf3 | Dialect::Iperf2 => {
+                if cfg.output.json_stream {
+                    r.add(Box::new(iperf3_json::JsonStreamSink::new(cfg, out.clone(), side)));
+                    if cfg.output.json_stream_full {
+                        r.add(Box::new(iperf3_json::JsonSink::new(cfg, out, side)));
+                    }
+                } else if cfg.output.json {
+                    r.add(Box::new(iperf3_json::JsonSink::new(cfg, out, side)));
+                } else {
+                    r.add(Box::new(iperf3_text::TextSink::new(cfg, out, side)));
+                }
+            }
+        }
+        r
+    }
+}
+
+/// A sink that keeps every event (tests, the HTML report, metrics).
+#[derive(Clone, Default)]
+pub struct Recorder {
+    /// Events seen so far.
+    pub events: Arc<Mutex<Vec<Event>>>,
+}
+
+impl Sink for Recorder {
+    fn event(&mut self, ev: &Event) {
+        if let Ok(mut e) = self.events.lock() {
+            e.push(ev.clone());
+        }
+    }
+}

@@ -1,0 +1,711 @@
+//! The server: one port, many tests at once.
+//!
+//! An acceptor thread owns the listener and every connection that has not
+//! yet said who it is. It reads first bytes without blocking (each
+//! connection has iperf3's 10 s first-byte / 30 s total deadline), so an idle
+//! or slow peer never keeps anyone else out. A complete cookie either belongs
+//! to a test collecting its data streams, or opens a new test on a thread of
+//! its own; over `--max-tests`, the client gets iperf3's busy answer.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mio::net::TcpListener as MioListener;
+use mio::{Events, Interest, Poll, Token};
+
+use crate::client::now_timestamp;
+use crate::config::{EndCondition, TestConfig};
+use crate::ctrl::{Ctrl, Polled, Woke};
+use crate::error::{Code, Error};
+use crate::net;
+use crate::proto::iperf3::cookie::could_be_cookie;
+use crate::proto::iperf3::framing::server_error_frame;
+use crate::proto::iperf3::machine::{ServerAction, ServerMachine};
+use crate::proto::iperf3::params::{Limits, decode_params, effective_bitrate, validate};
+use crate::proto::iperf3::{COOKIE_LEN, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Results, State};
+use crate::report::event::*;
+use crate::report::iperf3_json::JsonSink;
+use crate::report::{Output, Reporter, Sink};
+use crate::session::{DataStream, LocalOpts, Session, stream_id, stream_roles};
+
+const LISTENER: Token = Token(0);
+const FIRST_BYTE: Duration = Duration::from_secs(10);
+const WHOLE_MSG: Duration = Duration::from_secs(30);
+/// Listen backlog: large, so bursts of connections (many streams, many
+/// clients) are never reset.
+pub const BACKLOG: i32 = 4096;
+
+/// What the acceptor and the tests share.
+struct Shared {
+    cfg: TestConfig,
+    out: Output,
+    registry: Mutex<Registry>,
+    active: AtomicUsize,
+    tests_started: AtomicU64,
+    terminate: AtomicBool,
+    done_tx: Mutex<mpsc::Sender<TestOutcome>>,
+}
+
+#[derive(Default)]
+struct Registry {
+    /// Tests collecting their data streams, by cookie.
+    collecting: HashMap<Cookie, SyncSender<TcpStream>>,
+    /// Cookies of every running test.
+    running: HashSet<Cookie>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TestOutcome {
+    /// The test ran (successfully or not).
+    Ran,
+    /// Refused before it started (does not count for `-1`).
+    Refused,
+}
+
+/// A server bound to its port.
+pub struct Server {
+    listener: TcpListener,
+    port: u16,
+    shared: Arc<Shared>,
+    done_rx: Receiver<TestOutcome>,
+    banner: Reporter,
+}
+
+struct Pending {
+    stream: mio::net::TcpStream,
+    peer: SocketAddr,
+    buf: Vec<u8>,
+    since: Instant,
+}
+
+impl Server {
+    /// Binds the listening socket.
+    pub fn bind(cfg: &TestConfig, out: Output) -> Result<Server, Error> {
+        let listener = net::listen_tcp(
+            cfg.net.bind.as_deref(),
+            cfg.port,
+            cfg.net.family,
+            cfg.params.mptcp,
+            BACKLOG,
+        )?;
+        if let Some(dev) = &cfg.net.bind_dev {
+            socket2::SockRef::from(&listener)
+                .bind_device(Some(dev.as_bytes()))
+                .map_err(|e| Error::io(Code::BINDDEV, &e))?;
+        }
+        let port = listener.local_addr().map_err(|e| Error::io(Code::LISTEN, &e))?.port();
+        let (done_tx, done_rx) = mpsc::channel();
+        let banner = if cfg.output.json {
+            Reporter::new()
+        } else {
+            Reporter::for_config(cfg, out.clone(), Side::Server)
+        };
+        Ok(Server {
+            listener,
+            port,
+            shared: Arc::new(Shared {
+                cfg: cfg.clone(),
+                out,
+                registry: Mutex::new(Registry::default()),
+                active: AtomicUsize::new(0),
+                tests_started: AtomicU64::new(0),
+                terminate: AtomicBool::new(false),
+                done_tx: Mutex::new(done_tx),
+            }),
+            done_rx,
+            banner,
+        })
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until a signal arrives (its number stored in `signal`), or
+    /// after one test with `-1`.
+    pub fn run(mut self, signal: Arc<AtomicUsize>) -> Result<(), Error> {
+        self.listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::io(Code::LISTEN, &e))?;
+        let std_listener = self.listener.try_clone().map_err(|e| Error::io(Code::LISTEN, &e))?;
+        let mut listener = MioListener::from_std(std_listener);
+        let mut poll = Poll::new().map_err(|e| Error::io(Code::LISTEN, &e))?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .map_err(|e| Error::io(Code::LISTEN, &e))?;
+        let mut events = Events::with_capacity(256);
+        let mut pending: HashMap<Token, Pending> = HashMap::new();
+        let mut next_token = 2usize;
+        let mut idle_since = Instant::now();
+        self.announce();
+        loop {
+            if signal.load(Relaxed) != 0 {
+                self.shutdown();
+                return Ok(());
+            }
+            let timeout = Duration::from_millis(200);
+            match poll.poll(&mut events, Some(timeout)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(Code::SELECT, &e)),
+            }
+            for ev in events.iter() {
+                if ev.token() == LISTENER {
+                    loop {
+                        match listener.accept() {
+                            Ok((mut stream, peer)) => {
+                                let t = Token(next_token);
+                                next_token = next_token.wrapping_add(1).max(2);
+                                if poll.registry().register(&mut stream, t, Interest::READABLE).is_ok() {
+                                    pending.insert(
+                                        t,
+                                        Pending {
+                                            stream,
+                                            peer,
+                                            buf: Vec::with_capacity(COOKIE_LEN),
+                                            since: Instant::now(),
+                                        },
+                                    );
+                                }
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            // EMFILE and friends: keep serving; the client retries.
+                            Err(_) => break,
+                        }
+                    }
+                } else if let Some(p) = pending.get_mut(&ev.token()) {
+                    match read_prefix(p) {
+                        Ok(true) => {
+                            if let Some(mut p) = pending.remove(&ev.token()) {
+                                let _ = poll.registry().deregister(&mut p.stream);
+                                self.classify(p);
+                            }
+                        }
+                        Ok(false) => {}
+                        Err(_) => {
+                            pending.remove(&ev.token());
+                        }
+                    }
+                }
+            }
+            // Deadlines on connections that have not identified themselves.
+            let now = Instant::now();
+            pending.retain(|_, p| {
+                let limit = if p.buf.is_empty() { FIRST_BYTE } else { WHOLE_MSG };
+                now.duration_since(p.since) < limit
+            });
+            // Finished tests.
+            let mut one_off_done = false;
+            while let Ok(outcome) = self.done_rx.try_recv() {
+                if self.shared.cfg.server.one_off && outcome == TestOutcome::Ran {
+                    one_off_done = true;
+                }
+                if self.shared.active.load(Relaxed) == 0 {
+                    idle_since = Instant::now();
+                    if !one_off_done {
+                        self.announce();
+                    }
+                }
+            }
+            if one_off_done {
+                self.shutdown();
+                return Ok(());
+            }
+            if let Some(idle) = self.shared.cfg.server.idle_timeout
+                && self.shared.active.load(Relaxed) == 0
+                && pending.is_empty()
+                && idle_since.elapsed() >= idle
+            {
+                if self.shared.cfg.server.one_off {
+                    return Ok(());
+                }
+                // iperf3 restarts its listener here; ours never wedges,
+                // so the restart is just a fresh idle period.
+                idle_since = Instant::now();
+            }
+        }
+    }
+
+    fn announce(&mut self) {
+        let n = self.shared.tests_started.load(Relaxed) + 1;
+        self.banner.emit(Event::Listening {
+            port: self.port,
+            test_no: n,
+        });
+    }
+
+    fn shutdown(&self) {
+        self.shared.terminate.store(true, Relaxed);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.shared.active.load(Relaxed) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Decides what an identified connection is.
+    fn classify(&self, p: Pending) {
+        let Ok(stream) = mio_to_std(p.stream) else { return };
+        if !could_be_cookie(&p.buf) {
+            // Not iperf3: an iperf 2 client (served by the iperf2 dialect
+            // once it exists) or junk. Either way it cannot hurt a test.
+            return;
+        }
+        let mut wire = [0u8; COOKIE_LEN];
+        wire.copy_from_slice(&p.buf[..COOKIE_LEN]);
+        let Some(cookie) = Cookie::from_wire(&wire) else { return };
+        let mut reg = match self.shared.registry.lock() {
+            Ok(r) => r,
+            Err(_) => return,
+        };
+        if let Some(tx) = reg.collecting.get(&cookie) {
+            let _ = stream.set_nonblocking(false);
+            let _ = tx.try_send(stream);
+            return;
+        }
+        if reg.running.contains(&cookie)
+            || self.shared.active.load(Relaxed) >= self.shared.cfg.server.max_tests as usize
+        {
+            drop(reg);
+            deny(stream);
+            return;
+        }
+        reg.running.insert(cookie);
+        drop(reg);
+        self.shared.active.fetch_add(1, Relaxed);
+        self.shared.tests_started.fetch_add(1, Relaxed);
+        let shared = self.shared.clone();
+        let peer = p.peer;
+        let spawned = std::thread::Builder::new().name("ws-test".into()).spawn(move || {
+            let outcome = serve_test(&shared, stream, cookie, peer);
+            if let Ok(mut r) = shared.registry.lock() {
+                r.running.remove(&cookie);
+                r.collecting.remove(&cookie);
+            }
+            shared.active.fetch_sub(1, Relaxed);
+            if let Ok(tx) = shared.done_tx.lock() {
+                let _ = tx.send(outcome);
+            }
+        });
+        if spawned.is_err() {
+            self.shared.active.fetch_sub(1, Relaxed);
+            if let Ok(mut r) = self.shared.registry.lock() {
+                r.running.remove(&cookie);
+            }
+        }
+    }
+}
+
+fn mio_to_std(s: mio::net::TcpStream) -> io::Result<TcpStream> {
+    let s = TcpStream::from(s);
+    s.set_nonblocking(false)?;
+    Ok(s)
+}
+
+/// Reads the identifying prefix (up to a cookie's length). Ok(true) when
+/// complete or clearly not iperf3.
+fn read_prefix(p: &mut Pending) -> io::Result<bool> {
+    let mut tmp = [0u8; COOKIE_LEN];
+    loop {
+        let want = COOKIE_LEN - p.buf.len();
+        match p.stream.read(&mut tmp[..want]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                p.buf.extend_from_slice(&tmp[..n]);
+                if !could_be_cookie(&p.buf) || p.buf.len() == COOKIE_LEN {
+                    return Ok(true);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// ACCESS_DENIED and close: the busy answer.
+fn deny(mut s: TcpStream) {
+    let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+    let _ = s.write_all(&[State::AccessDenied.to_byte()]);
+}
+
+/// Output of one test: its reporter, plus captures for `--get-server-output`.
+struct TestOutput {
+    reporter: Reporter,
+    text: Option<Arc<Mutex<String>>>,
+    json: Option<JsonSink>,
+}
+
+impl TestOutput {
+    fn emit(&mut self, ev: Event) {
+        if let Some(j) = self.json.as_mut() {
+            j.event(&ev);
+        }
+        self.reporter.emit(ev);
+    }
+}
+
+fn send_server_error(ctrl: &mut Ctrl, e: &Error) {
+    let frame = server_error_frame(e.code.0, e.errno.unwrap_or(0));
+    let _ = ctrl.write_all(&frame, Instant::now() + Duration::from_secs(2));
+}
+
+/// Runs one test on its control connection.
+fn serve_test(shared: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAddr) -> TestOutcome {
+    let cfg = &shared.cfg;
+    let _ = net::setup_control(&stream, cfg.net.cntl_ka, cfg.net.snd_timeout);
+    let Ok(mut ctrl) = Ctrl::new(stream) else {
+        return TestOutcome::Refused;
+    };
+    let base_out = shared.out.clone();
+    // Before the parameters arrive, errors go to a plain reporter.
+    let mut early = Reporter::for_config(cfg, base_out.clone(), Side::Server);
+    let r = (|| -> Result<(crate::proto::iperf3::ParamsIn, TestConfig), Error> {
+        ctrl.send_state(State::ParamExchange)?;
+        let body = ctrl.recv_json(MAX_PARAMS_LEN, FIRST_BYTE, WHOLE_MSG, Code::RECVPARAMS)?;
+        let p = decode_params(&body)?;
+        let limits = Limits {
+            max_streams: cfg.server.max_streams,
+            max_duration: cfg.server.max_duration,
+            bitrate_limit: cfg.server.bitrate_limit,
+        };
+        validate(&p, &limits)?;
+        let mut test_cfg = cfg.clone();
+        test_cfg.params = p.params.clone();
+        Ok((p, test_cfg))
+    })();
+    let (params_in, test_cfg) = match r {
+        Ok(v) => v,
+        Err(e) => {
+            send_server_error(&mut ctrl, &e);
+            early.emit(Event::Error(e));
+            return TestOutcome::Refused;
+        }
+    };
+    let params = params_in.params.clone();
+    let text_capture = (params.get_server_output && !cfg.output.json).then(|| Arc::new(Mutex::new(String::new())));
+    let out = match &text_capture {
+        Some(c) => base_out.with_capture(c.clone()),
+        None => base_out,
+    };
+    let mut output = TestOutput {
+        reporter: Reporter::for_config(&test_cfg, out, Side::Server),
+        text: text_capture,
+        json: (params.get_server_output && cfg.output.json)
+            .then(|| JsonSink::new(&test_cfg, Output::discard(), Side::Server)),
+    };
+    let (ph, pp) = crate::util::split_addr(&peer);
+    output.emit(Event::Accepted {
+        host: ph.clone(),
+        port: pp,
+    });
+    let mut test = ServerTest {
+        shared,
+        ctrl,
+        cfg: test_cfg,
+        params,
+        cookie,
+        output,
+        session: None,
+        peer: (ph, pp),
+    };
+    match test.run() {
+        Ok(()) => {}
+        Err(e) => {
+            if let Some(s) = test.session.as_mut() {
+                s.abort();
+            }
+            if e.code != Code::CTRLCLOSE && e.code != Code::CLIENTTERM {
+                send_server_error(&mut test.ctrl, &e);
+            }
+            test.output.emit(Event::Error(e));
+        }
+    }
+    test.output.emit(Event::Done);
+    TestOutcome::Ran
+}
+
+struct ServerTest<'a> {
+    shared: &'a Arc<Shared>,
+    ctrl: Ctrl,
+    cfg: TestConfig,
+    params: crate::config::TestParams,
+    cookie: Cookie,
+    output: TestOutput,
+    session: Option<Session>,
+    peer: (String, u16),
+}
+
+impl ServerTest<'_> {
+    fn run(&mut self) -> Result<(), Error> {
+        let streams = self.collect_streams()?;
+        let waker = self.ctrl.waker();
+        let local = LocalOpts {
+            interval: self.cfg.output.interval,
+            affinity: self.params.server_affinity.or(self.cfg.net.affinity),
+            file: self.cfg.file.clone(),
+            decides_end: false,
+        };
+        let session = Session::start(&self.params, Side::Server, streams, waker, &local)?;
+        self.ctrl.send_state(State::TestStart)?;
+        self.ctrl.send_state(State::TestRunning)?;
+        let (snd, rcv) = session.buffers();
+        let p = &self.params;
+        let start = StartInfo {
+            connected: session.connected.clone(),
+            version: crate::version_string(),
+            system_info: crate::sys::process::system_info(),
+            timestamp: now_timestamp(),
+            connecting_to: None,
+            accepted_connection: Some(self.peer.clone()),
+            cookie: self.cookie.as_str().to_string(),
+            tcp_mss: p.mss,
+            tcp_mss_default: Some(0),
+            target_bitrate: effective_bitrate(p),
+            fq_rate: p.fq_rate,
+            sock_bufsize: p.window.unwrap_or(0) as u64,
+            sndbuf_actual: snd,
+            rcvbuf_actual: rcv,
+            protocol: p.protocol,
+            num_streams: p.streams,
+            blksize: p.block_len_or_default(),
+            omit: p.omit.as_secs(),
+            duration: p.duration().map(|d| d.as_secs()).unwrap_or(0),
+            bytes: if let EndCondition::Bytes(b) = p.end { b } else { 0 },
+            blocks: if let EndCondition::Blocks(b) = p.end { b } else { 0 },
+            direction: p.direction,
+            tos: p.tos,
+            interval: self.cfg.output.interval.map(|d| d.as_secs_f64()).unwrap_or(0.0),
+            gso: p.gsro,
+            target_pps: p.pps,
+            title: p.title.clone(),
+            extra_data: p.extra_data.clone(),
+        };
+        self.output.emit(Event::Start(Box::new(start)));
+        self.session = Some(session);
+        self.run_test()
+    }
+
+    fn collect_streams(&mut self) -> Result<Vec<DataStream>, Error> {
+        let roles = stream_roles(self.params.direction, self.params.streams, Side::Server);
+        let (tx, rx) = mpsc::sync_channel(roles.len().min(65536));
+        if let Ok(mut r) = self.shared.registry.lock() {
+            r.collecting.insert(self.cookie, tx);
+        }
+        self.ctrl.send_state(State::CreateStreams)?;
+        let deadline = Instant::now() + WHOLE_MSG;
+        let mut out = Vec::with_capacity(roles.len());
+        let mut warnings = Vec::new();
+        for (i, role) in roles.into_iter().enumerate() {
+            let sock = loop {
+                if self.shared.terminate.load(Relaxed) {
+                    return Err(Error::new(Code::SERVERTERM));
+                }
+                match rx.recv_timeout(Duration::from_millis(100)) {
+                    Ok(s) => break s,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if Instant::now() >= deadline {
+                            return Err(Error::msg(
+                                Code::STREAMACCEPT,
+                                "unable to accept stream connection: Connection timed out",
+                            ));
+                        }
+                        // A client that gave up closes its control connection.
+                        if self
+                            .ctrl
+                            .wait(Some(Instant::now()))
+                            .map_err(|e| Error::io(Code::STREAMACCEPT, &e))?
+                            == Woke::Eof
+                        {
+                            return Err(Error::new(Code::CTRLCLOSE));
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::new(Code::STREAMACCEPT)),
+                }
+            };
+            let sr = socket2::SockRef::from(&sock);
+            let remote = sock.peer_addr().ok();
+            net::apply_data_options(&sr, &self.params, true, remote, &mut warnings)?;
+            let local = sock.local_addr().map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
+            let remote = remote.ok_or_else(|| Error::new(Code::STREAMACCEPT))?;
+            let (lh, lp) = crate::util::split_addr(&local);
+            let (rh, rp) = crate::util::split_addr(&remote);
+            let info = ConnInfo {
+                socket: std::os::fd::AsRawFd::as_raw_fd(&sock),
+                id: stream_id(i),
+                local_host: lh,
+                local_port: lp,
+                remote_host: rh,
+                remote_port: rp,
+            };
+            self.output.emit(Event::StreamConnected(info.clone()));
+            out.push(DataStream {
+                id: stream_id(i),
+                role,
+                sock,
+                info,
+            });
+        }
+        if let Ok(mut r) = self.shared.registry.lock() {
+            r.collecting.remove(&self.cookie);
+        }
+        warnings.dedup();
+        for w in warnings {
+            self.output.emit(Event::Warning(w));
+        }
+        Ok(out)
+    }
+
+    fn run_test(&mut self) -> Result<(), Error> {
+        let mut machine = ServerMachine::new();
+        machine.running();
+        let started = Instant::now();
+        let watchdog = self
+            .params
+            .duration()
+            .map(|d| started + self.params.omit + d + Duration::from_secs(40));
+        let rcv_timeout = self.cfg.net.rcv_timeout.unwrap_or(Duration::from_secs(120));
+        let mut rate_window: Vec<(Instant, u64)> = Vec::new();
+        loop {
+            if self.shared.terminate.load(Relaxed) {
+                return self.terminated(State::ServerTerminate, None);
+            }
+            let now = Instant::now();
+            if watchdog.is_some_and(|w| now >= w) {
+                return Err(Error::new(Code::SERVERTESTDURATIONEXPIRED));
+            }
+            let session = self.session.as_mut().expect("session");
+            if let Some(e) = session.stream_error() {
+                return Err(e);
+            }
+            if session.stats.rx_idle(now).is_some_and(|idle| idle >= rcv_timeout) {
+                return Err(Error::new(Code::NOMSG));
+            }
+            let mut events = Vec::new();
+            session.on_timers(now, &mut |e| events.push(e));
+            let had_interval = events.iter().any(|e| matches!(e, Event::Interval(_)));
+            for e in events {
+                self.output.emit(e);
+            }
+            if had_interval && self.cfg.server.bitrate_limit > 0 {
+                self.check_bitrate(&mut rate_window)?;
+            }
+            let session = self.session.as_ref().expect("session");
+            let wake_by = session
+                .next_deadline()
+                .map(|d| d.min(now + Duration::from_millis(250)))
+                .unwrap_or(now + Duration::from_millis(250));
+            match self
+                .ctrl
+                .poll_byte(Some(wake_by))
+                .map_err(|e| Error::io(Code::RECVMESSAGE, &e))?
+            {
+                Polled::Eof => {
+                    return self.terminated(
+                        State::IperfDone,
+                        Some("the client has unexpectedly closed the connection"),
+                    );
+                }
+                Polled::Byte(b) => match machine.on_byte(b)? {
+                    ServerAction::EndTest => break,
+                    ServerAction::ClientTerminated => {
+                        return self.terminated(State::ClientTerminate, Some("the client has terminated"));
+                    }
+                    _ => {}
+                },
+                Polled::Woken => {}
+            }
+        }
+        // TEST_END: stop our senders (they half-close), drain our receivers.
+        let session = self.session.as_mut().expect("session");
+        session.stop_senders();
+        session.drain_receivers(Instant::now() + Duration::from_secs(3));
+        let now = Instant::now();
+        let mut events = Vec::new();
+        session.final_sample(now, &mut |e| events.push(e));
+        let congestion = session.congestion();
+        events.push(Event::End(Box::new(session.stats.summary(
+            now,
+            None,
+            congestion.clone(),
+        ))));
+        let mut ours = session.stats.local_results(now, congestion);
+        for e in events {
+            self.output.emit(e);
+        }
+        if let Some(t) = &self.output.text {
+            ours.server_output_text = t.lock().ok().map(|s| s.clone());
+        }
+        if let Some(j) = &self.output.json {
+            ours.server_output_json = Some(j.document());
+        }
+        self.ctrl.send_state(State::ExchangeResults)?;
+        let theirs = self
+            .ctrl
+            .recv_json(MAX_RESULTS_LEN, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
+        let _client_results = Results::decode(&theirs)?;
+        self.ctrl.send_json(&ours.encode(), Code::SENDRESULTS)?;
+        self.ctrl.send_state(State::DisplayResults)?;
+        machine.results_sent();
+        // Wait for IPERF_DONE (or the client closing).
+        let deadline = Instant::now() + WHOLE_MSG;
+        while let Ok(b) = self.ctrl.recv_byte(Some(deadline), Code::RECVMESSAGE) {
+            match machine.on_byte(b) {
+                Ok(ServerAction::Done | ServerAction::ClientTerminated) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the test early: a summary of what was measured, then `why`.
+    fn terminated(&mut self, tell: State, why: Option<&str>) -> Result<(), Error> {
+        if let Some(s) = self.session.as_mut() {
+            s.abort();
+            let now = Instant::now();
+            let mut events = Vec::new();
+            s.final_sample(now, &mut |e| events.push(e));
+            events.push(Event::End(Box::new(s.stats.summary(now, None, s.congestion()))));
+            for e in events {
+                self.output.emit(e);
+            }
+        }
+        if tell == State::ServerTerminate {
+            let _ = self.ctrl.send_state(State::ServerTerminate);
+            self.output
+                .emit(Event::Notice("interrupt - the server has terminated".into()));
+        }
+        if let Some(w) = why {
+            self.output.emit(Event::Notice(w.to_string()));
+        }
+        Ok(())
+    }
+
+    /// `--server-bitrate-limit`: the average over the window must stay under the limit.
+    fn check_bitrate(&mut self, window: &mut Vec<(Instant, u64)>) -> Result<(), Error> {
+        let s = self.session.as_ref().expect("session");
+        let now = Instant::now();
+        let total: u64 = s.stats.streams.iter().map(|st| st.counters.bytes.load(Relaxed)).sum();
+        window.push((now, total));
+        let span = self.cfg.server.bitrate_limit_window;
+        while window.len() > 2 && now.duration_since(window[1].0) >= span {
+            window.remove(0);
+        }
+        if let (Some(first), Some(last)) = (window.first(), window.last()) {
+            let secs = last.0.duration_since(first.0).as_secs_f64();
+            if secs > 0.0 && secs + 0.05 >= span.as_secs_f64() {
+                let bps = (last.1 - first.1) as f64 * 8.0 / secs;
+                if bps > self.cfg.server.bitrate_limit as f64 {
+                    return Err(Error::new(Code::TOTALRATE));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,392 @@
+//! One running test, as both ends see it: the data streams, their threads,
+//! the interval and omit timers, and the orderly stop (senders stop and
+//! half-close; receivers drain to EOF) that makes totals agree.
+
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use crate::config::{Direction, EndCondition, Protocol, TestParams};
+use crate::engine::pacer::PaceRate;
+use crate::engine::{self, Budget, Payload, Sinkhole, StreamHandle, StreamTask, Target, TestControl};
+use crate::error::{Code, Error};
+use crate::report::event::{ConnInfo, Event, RoleTag, Side};
+use crate::stats::{StreamCounters, StreamRole, StreamStats, TestStats};
+
+/// A connected data stream before its thread starts.
+pub struct DataStream {
+    /// Stream id (1, 3, 4, ...).
+    pub id: u32,
+    /// Send or receive, from this host's view.
+    pub role: StreamRole,
+    /// The socket.
+    pub sock: TcpStream,
+    /// Addresses, as printed.
+    pub info: ConnInfo,
+}
+
+/// Stream ids in creation order: 1, then 3, 4, 5, ... (2 is skipped, as iperf3 does).
+pub fn stream_id(index: usize) -> u32 {
+    if index == 0 { 1 } else { index as u32 + 2 }
+}
+
+/// Roles of the streams in creation order, for one side.
+pub fn stream_roles(direction: Direction, parallel: u32, side: Side) -> Vec<StreamRole> {
+    let p = parallel as usize;
+    let (client_send, client_recv) = match direction {
+        Direction::Reverse => (0, p),
+        Direction::Bidir | Direction::FullDuplex | Direction::Dual => (p, p),
+        _ => (p, 0),
+    };
+    let mut roles = Vec::with_capacity(client_send + client_recv);
+    // The client opens its senders first; the server classifies arrivals in
+    // the same order, so the client's senders are the server's receivers.
+    for _ in 0..client_send {
+        roles.push(if side == Side::Client {
+            StreamRole::Send
+        } else {
+            StreamRole::Recv
+        });
+    }
+    for _ in 0..client_recv {
+        roles.push(if side == Side::Client {
+            StreamRole::Recv
+        } else {
+            StreamRole::Send
+        });
+    }
+    roles
+}
+
+/// Local settings a session needs besides the negotiated parameters.
+#[derive(Debug, Clone, Default)]
+pub struct LocalOpts {
+    /// Reporting interval.
+    pub interval: Option<Duration>,
+    /// CPU to pin stream threads to.
+    pub affinity: Option<usize>,
+    /// `-F` file (sender reads it, receiver writes it).
+    pub file: Option<std::path::PathBuf>,
+    /// Whether this host decides the end (the client).
+    pub decides_end: bool,
+}
+
+/// A running test.
+pub struct Session {
+    /// Negotiated parameters.
+    pub params: TestParams,
+    /// Which end this is.
+    pub side: Side,
+    /// Steering shared with the stream threads.
+    pub control: Arc<TestControl>,
+    handles: Vec<(StreamRole, StreamHandle)>,
+    /// Statistics.
+    pub stats: TestStats,
+    /// Stream addresses, in creation order.
+    pub connected: Vec<ConnInfo>,
+    interval: Option<Duration>,
+    next_tick: Option<Instant>,
+    omit_end: Option<Instant>,
+    end_at: Option<Instant>,
+    target: Option<Arc<Target>>,
+    budget: Option<Arc<Budget>>,
+    /// When the test started (TEST_START).
+    pub started: Instant,
+    /// Streams kept open for TCP_INFO and shutdown.
+    socks: Vec<TcpStream>,
+}
+
+impl Session {
+    /// Starts a thread per stream.
+    pub fn start(
+        params: &TestParams,
+        side: Side,
+        streams: Vec<DataStream>,
+        waker: Arc<mio::Waker>,
+        local: &LocalOpts,
+    ) -> Result<Session, Error> {
+        let now = Instant::now();
+        let control = TestControl::new(Some(waker));
+        let omitting = !params.omit.is_zero();
+        control.omitting.store(omitting, Relaxed);
+        let block_len = params.block_len_or_default() as usize;
+        let sends = streams.iter().any(|s| s.role == StreamRole::Send);
+        let recvs = streams.iter().any(|s| s.role == StreamRole::Recv);
+        // Exact totals: every sender draws from one budget. The client also
+        // watches what it receives (reverse/bidir) to end the test.
+        let (budget, target) = match params.end {
+            EndCondition::Bytes(n) => (
+                sends.then(|| Budget::bytes(n)),
+                (recvs && local.decides_end).then(|| Target::new(n, false)),
+            ),
+            // A receiver cannot see block boundaries in a TCP byte stream, so
+            // it waits for the bytes the sender's blocks add up to.
+            EndCondition::Blocks(n) => (
+                sends.then(|| Budget::blocks(n)),
+                (recvs && local.decides_end).then(|| Target::new(n.saturating_mul(block_len as u64), false)),
+            ),
+            EndCondition::Time(_) => (None, None),
+        };
+        let pace = match (params.pps, params.rate) {
+            (Some(pps), _) if pps > 0 => Some((PaceRate::Packets(pps), params.burst)),
+            (_, r) if r > 0 => Some((PaceRate::Bits(r), params.burst)),
+            _ => None,
+        };
+        let sink_file = match (&local.file, recvs) {
+            (Some(p), true) => Some(Arc::new(std::sync::Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .truncate(true)
+                    .open(p)
+                    .map_err(|e| Error::io(Code::FILE, &e))?,
+            ))),
+            _ => None,
+        };
+        let bidir = params.direction == Direction::Bidir;
+        let mut handles = Vec::new();
+        let mut stats = Vec::new();
+        let mut connected = Vec::new();
+        let mut socks = Vec::new();
+        for ds in streams {
+            let counters = Arc::new(StreamCounters::default());
+            let tag = bidir.then_some(match (side, ds.role) {
+                (Side::Client, StreamRole::Send) => RoleTag::TxC,
+                (Side::Client, StreamRole::Recv) => RoleTag::RxC,
+                (Side::Server, StreamRole::Send) => RoleTag::TxS,
+                (Side::Server, StreamRole::Recv) => RoleTag::RxS,
+            });
+            let fd = ds.sock.as_raw_fd();
+            let keep = ds.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?;
+            let payload = match (&local.file, ds.role) {
+                (Some(p), StreamRole::Send) => Payload::File(p.clone()),
+                _ if params.repeating_payload => Payload::Repeating,
+                _ => Payload::Random,
+            };
+            let sinkhole = match (&sink_file, params.skip_rx_copy) {
+                (Some(f), _) => Sinkhole::File(f.clone()),
+                (None, true) => Sinkhole::Truncate,
+                (None, false) => Sinkhole::Discard,
+            };
+            let task = StreamTask {
+                id: ds.id,
+                role: ds.role,
+                block_len,
+                pace,
+                budget: if ds.role == StreamRole::Send {
+                    budget.clone()
+                } else {
+                    None
+                },
+                target: if ds.role == StreamRole::Recv {
+                    target.clone()
+                } else {
+                    None
+                },
+                payload,
+                sinkhole,
+                zerocopy: params.zerocopy,
+                counters: counters.clone(),
+                control: control.clone(),
+                affinity: local.affinity,
+                drain_idle: Duration::from_millis(100),
+            };
+            // TCP_INFO reads go through our own duplicate: the thread's
+            // descriptor closes when the thread ends, and its number may be reused.
+            let tcp_fd = (params.protocol == Protocol::Tcp).then_some(keep.as_raw_fd());
+            stats.push(StreamStats::new(ds.id, fd, ds.role, tag, counters, tcp_fd));
+            connected.push(ds.info);
+            handles.push((ds.role, engine::spawn_tcp(ds.sock, task)?));
+            socks.push(keep);
+        }
+        let interval = local.interval;
+        let omit_end = omitting.then(|| now + params.omit);
+        let end_at = match (local.decides_end, params.end) {
+            (true, EndCondition::Time(d)) if !d.is_zero() => Some(now + params.omit + d),
+            _ => None,
+        };
+        Ok(Session {
+            params: params.clone(),
+            side,
+            stats: TestStats::new(stats, params.protocol, params.streams, omitting, now, control.epoch),
+            control,
+            handles,
+            connected,
+            interval,
+            next_tick: interval.map(|i| now + i),
+            omit_end,
+            end_at,
+            target,
+            budget,
+            started: now,
+            socks,
+        })
+    }
+
+    /// The earliest timer.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        [self.next_tick, self.omit_end, self.end_at].into_iter().flatten().min()
+    }
+
+    /// Whether the test's end condition is met (time, bytes, blocks), or
+    /// every stream has ended on its own.
+    pub fn finished(&self, now: Instant) -> bool {
+        if self.end_at.is_some_and(|e| now >= e) {
+            return true;
+        }
+        if self.omit_end.is_some() {
+            return false;
+        }
+        if self.target.as_ref().is_some_and(|t| t.reached()) {
+            return true;
+        }
+        let senders = self.handles.iter().filter(|(r, _)| *r == StreamRole::Send).count();
+        if self.budget.as_ref().is_some_and(|b| b.spent()) && senders > 0 {
+            return self
+                .handles
+                .iter()
+                .filter(|(r, _)| *r == StreamRole::Send)
+                .all(|(_, h)| h.is_finished());
+        }
+        // All streams ended by themselves (file sent, peer closed everything).
+        !self.handles.is_empty() && self.handles.iter().all(|(_, h)| h.is_finished())
+    }
+
+    /// Runs due timers: the omit end and interval ticks. Emits events.
+    pub fn on_timers(&mut self, now: Instant, emit: &mut dyn FnMut(Event)) {
+        if let Some(oe) = self.omit_end
+            && now >= oe
+        {
+            // Report the last omitted interval, then restart the clocks.
+            if let Some(i) = self.interval
+                && let Some(r) = self.stats.sample(now, i.as_secs_f64() * 0.1)
+            {
+                emit(Event::Interval(Box::new(r)));
+            }
+            self.stats.end_omit(now);
+            self.control.omitting.store(false, Relaxed);
+            self.omit_end = None;
+            self.next_tick = self.interval.map(|i| now + i);
+            emit(Event::OmitDone);
+            return;
+        }
+        if let (Some(t), Some(i)) = (self.next_tick, self.interval)
+            && now >= t
+        {
+            if self.end_at.is_some_and(|e| now >= e) {
+                // The final interval is taken when the streams stop.
+                return;
+            }
+            if let Some(r) = self.stats.sample(now, 0.0) {
+                emit(Event::Interval(Box::new(r)));
+            }
+            let mut next = t + i;
+            while next <= now {
+                next += i;
+            }
+            self.next_tick = Some(next);
+        }
+    }
+
+    /// Stops the senders and waits for them (they half-close their sockets).
+    pub fn stop_senders(&mut self) {
+        self.control.stop.store(true, Relaxed);
+        for (role, h) in &mut self.handles {
+            if *role == StreamRole::Send {
+                h.join();
+            }
+        }
+    }
+
+    /// Waits for receivers to drain to EOF or quiet, up to `deadline`, then
+    /// aborts whatever is left.
+    pub fn drain_receivers(&mut self, deadline: Instant) {
+        self.control.stop.store(true, Relaxed);
+        loop {
+            let pending = self
+                .handles
+                .iter()
+                .any(|(r, h)| *r == StreamRole::Recv && !h.is_finished());
+            if !pending || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.control.abort.store(true, Relaxed);
+        for (_, h) in &mut self.handles {
+            h.join();
+        }
+    }
+
+    /// Stops everything at once (errors, signals).
+    pub fn abort(&mut self) {
+        self.control.stop.store(true, Relaxed);
+        self.control.abort.store(true, Relaxed);
+        for (_, h) in &self.handles {
+            h.shutdown();
+        }
+        for (_, h) in &mut self.handles {
+            h.join();
+        }
+    }
+
+    /// The last interval (if it is long enough or carried data). Without
+    /// periodic reports (`-i 0`) this is one interval covering the test, as
+    /// iperf3 prints it.
+    pub fn final_sample(&mut self, now: Instant, emit: &mut dyn FnMut(Event)) {
+        let min = self.interval.map(|i| i.as_secs_f64() * 0.1).unwrap_or(0.0);
+        let now = self.stats.all_ended().map_or(now, |e| e.min(now));
+        if let Some(r) = self.stats.sample(now, min) {
+            emit(Event::Interval(Box::new(r)));
+        }
+    }
+
+    /// The first stream failure, if any.
+    pub fn stream_error(&self) -> Option<Error> {
+        self.control.take_error()
+    }
+
+    /// Congestion algorithm of the first TCP data stream.
+    pub fn congestion(&self) -> Option<String> {
+        if self.params.protocol != Protocol::Tcp {
+            return None;
+        }
+        self.socks.first().and_then(crate::net::congestion_of)
+    }
+
+    /// (SO_SNDBUF, SO_RCVBUF) of the first stream.
+    pub fn buffers(&self) -> (u64, u64) {
+        self.socks.first().map(crate::net::buffers_of).unwrap_or((0, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_skip_two() {
+        let ids: Vec<u32> = (0..5).map(stream_id).collect();
+        assert_eq!(ids, vec![1, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn bidir_roles_mirror_each_other() {
+        let c = stream_roles(Direction::Bidir, 2, Side::Client);
+        let s = stream_roles(Direction::Bidir, 2, Side::Server);
+        assert_eq!(
+            c,
+            vec![StreamRole::Send, StreamRole::Send, StreamRole::Recv, StreamRole::Recv]
+        );
+        assert_eq!(
+            s,
+            vec![StreamRole::Recv, StreamRole::Recv, StreamRole::Send, StreamRole::Send]
+        );
+        assert_eq!(
+            stream_roles(Direction::Reverse, 3, Side::Client),
+            vec![StreamRole::Recv; 3]
+        );
+    }
+}

@@ -1,0 +1,283 @@
+//! Socket options and queries missing from std/socket2: TCP_INFO, pacing,
+//! IPv6 flow labels, IPv4 don't-fragment.
+
+use std::io;
+use std::mem;
+use std::os::fd::{AsRawFd, RawFd};
+
+/// The TCP_INFO fields wirespeed reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpInfo {
+    /// Total retransmitted segments over the connection's life.
+    pub total_retrans: u32,
+    /// Congestion window in segments.
+    pub snd_cwnd: u32,
+    /// Sender MSS in bytes.
+    pub snd_mss: u32,
+    /// Peer's advertised receive window in bytes (kernel ≥ 5.4; 0 if unknown).
+    pub snd_wnd: u32,
+    /// Smoothed RTT in microseconds.
+    pub rtt: u32,
+    /// RTT variance in microseconds.
+    pub rttvar: u32,
+    /// Path MTU.
+    pub pmtu: u32,
+    /// Reordering events seen.
+    pub reord_seen: u32,
+    /// Time (µs) the sender was limited by the receive window.
+    pub rwnd_limited_us: u64,
+    /// Time (µs) the sender was limited by the send buffer.
+    pub sndbuf_limited_us: u64,
+    /// Time (µs) the connection was busy sending.
+    pub busy_time_us: u64,
+    /// Bytes not yet sent from the send queue.
+    pub notsent_bytes: u32,
+    /// Minimum RTT seen, µs.
+    pub min_rtt: u32,
+}
+
+impl TcpInfo {
+    /// Congestion window in bytes, as iperf3 reports `snd_cwnd`.
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.snd_cwnd as u64 * self.snd_mss as u64
+    }
+}
+
+/// Reads TCP_INFO from a TCP socket.
+pub fn tcp_info(fd: &impl AsRawFd) -> io::Result<TcpInfo> {
+    tcp_info_raw(fd.as_raw_fd())
+}
+
+/// Reads TCP_INFO from a raw descriptor (used by the reporter, which holds
+/// only the fd of a socket a data thread owns).
+pub fn tcp_info_raw(fd: RawFd) -> io::Result<TcpInfo> {
+    // SAFETY: `info` is a plain-old-data struct; zeroed is a valid value.
+    let mut info: libc::tcp_info = unsafe { mem::zeroed() };
+    let mut len = mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: we pass a valid pointer to `info` and its exact size in `len`;
+    // the kernel writes at most `len` bytes and updates `len`. A stale fd
+    // yields EBADF/ENOTSOCK, which we return as an error.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Older kernels return a shorter struct; fields past `len` stay zero.
+    Ok(TcpInfo {
+        total_retrans: info.tcpi_total_retrans,
+        snd_cwnd: info.tcpi_snd_cwnd,
+        snd_mss: info.tcpi_snd_mss,
+        snd_wnd: info.tcpi_snd_wnd,
+        rtt: info.tcpi_rtt,
+        rttvar: info.tcpi_rttvar,
+        pmtu: info.tcpi_pmtu,
+        reord_seen: info.tcpi_reord_seen,
+        rwnd_limited_us: info.tcpi_rwnd_limited,
+        sndbuf_limited_us: info.tcpi_sndbuf_limited,
+        busy_time_us: info.tcpi_busy_time,
+        notsent_bytes: info.tcpi_notsent_bytes,
+        min_rtt: info.tcpi_min_rtt,
+    })
+}
+
+fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: the option value is a live c_int and we pass its exact size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// SO_MAX_PACING_RATE in bytes per second (kernel fq pacing).
+pub fn set_max_pacing_rate(fd: &impl AsRawFd, bytes_per_sec: u64) -> io::Result<()> {
+    let v: u64 = bytes_per_sec;
+    // SAFETY: the kernel accepts a u32 or u64 value for SO_MAX_PACING_RATE;
+    // we pass a live u64 and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&v as *const u64).cast(),
+            mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// IPv4 don't-fragment (IP_MTU_DISCOVER = IP_PMTUDISC_DO).
+pub fn set_dont_fragment_v4(fd: &impl AsRawFd) -> io::Result<()> {
+    setsockopt_int(
+        fd.as_raw_fd(),
+        libc::IPPROTO_IP,
+        libc::IP_MTU_DISCOVER,
+        libc::IP_PMTUDISC_DO,
+    )
+}
+
+/// Generic integer socket option.
+pub fn set_int_option(fd: &impl AsRawFd, level: i32, name: i32, value: i32) -> io::Result<()> {
+    setsockopt_int(fd.as_raw_fd(), level, name, value)
+}
+
+/// Reads an integer socket option.
+pub fn get_int_option(fd: &impl AsRawFd, level: i32, name: i32) -> io::Result<i32> {
+    let mut v: libc::c_int = 0;
+    let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` is a live c_int and `len` its size; the kernel writes at most that.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(v)
+    }
+}
+
+/// `struct in6_flowlabel_req` (linux/in6.h); not in the libc crate.
+#[repr(C)]
+struct In6FlowlabelReq {
+    flr_dst: libc::in6_addr,
+    flr_label: u32,
+    flr_action: u8,
+    flr_share: u8,
+    flr_flags: u16,
+    flr_expires: u16,
+    flr_linger: u16,
+    flr_pad: u32,
+}
+
+const IPV6_FLOWLABEL_MGR: libc::c_int = 32;
+const IPV6_FLOWINFO_SEND: libc::c_int = 33;
+const IPV6_FL_A_GET: u8 = 0;
+const IPV6_FL_S_ANY: u8 = 255;
+const IPV6_FL_F_CREATE: u16 = 1;
+
+/// Sets an IPv6 flow label for traffic to `dst` (must precede connect).
+pub fn set_flowlabel(fd: &impl AsRawFd, dst: &std::net::Ipv6Addr, label: u32) -> io::Result<()> {
+    let req = In6FlowlabelReq {
+        flr_dst: libc::in6_addr { s6_addr: dst.octets() },
+        flr_label: (label & 0xFFFFF).to_be(),
+        flr_action: IPV6_FL_A_GET,
+        flr_share: IPV6_FL_S_ANY,
+        flr_flags: IPV6_FL_F_CREATE,
+        flr_expires: 0,
+        flr_linger: 0,
+        flr_pad: 0,
+    };
+    // SAFETY: `req` is a repr(C) struct matching the kernel's layout and we
+    // pass its exact size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            IPV6_FLOWLABEL_MGR,
+            (&req as *const In6FlowlabelReq).cast(),
+            mem::size_of::<In6FlowlabelReq>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    setsockopt_int(fd.as_raw_fd(), libc::IPPROTO_IPV6, IPV6_FLOWINFO_SEND, 1)
+}
+
+/// Shuts a socket down by descriptor, to wake a thread blocked on it.
+pub fn shutdown_raw(fd: RawFd, how: std::net::Shutdown) -> io::Result<()> {
+    let how = match how {
+        std::net::Shutdown::Read => libc::SHUT_RD,
+        std::net::Shutdown::Write => libc::SHUT_WR,
+        std::net::Shutdown::Both => libc::SHUT_RDWR,
+    };
+    // SAFETY: shutdown takes no pointers; a stale fd yields EBADF.
+    let rc = unsafe { libc::shutdown(fd, how) };
+    if rc != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `sendfile(2)`: sends `count` bytes of `file` from `offset` on `sock`
+/// without copying through user space. Returns bytes sent.
+pub fn sendfile(sock: &impl AsRawFd, file: &impl AsRawFd, offset: u64, count: usize) -> io::Result<usize> {
+    let mut off: libc::off_t = offset as libc::off_t;
+    // SAFETY: both descriptors are live for the call; `off` is a valid
+    // pointer the kernel updates.
+    let n = unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut off, count) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Receives up to `len` bytes and discards them in the kernel (MSG_TRUNC),
+/// so the receiver measures the network, not memcpy. At most
+/// `scratch.len()` bytes are taken; TCP copies nothing into `scratch`.
+pub fn recv_discard(sock: &impl AsRawFd, scratch: &mut [u8], len: usize) -> io::Result<usize> {
+    // SAFETY: `scratch` is a live writable buffer and the length passed never
+    // exceeds it, so even a protocol that does copy stays in bounds.
+    let n = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            scratch.as_mut_ptr().cast(),
+            len.min(scratch.len()),
+            libc::MSG_TRUNC,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn tcp_info_on_a_loopback_connection() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let info = tcp_info(&c).unwrap();
+        assert!(info.snd_mss > 0);
+        assert!(info.cwnd_bytes() > 0);
+    }
+
+    #[test]
+    fn tcp_info_on_a_non_socket_fails_cleanly() {
+        let f = std::fs::File::open("/dev/null").unwrap();
+        assert!(tcp_info(&f).is_err());
+    }
+}

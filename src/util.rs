@@ -1,0 +1,89 @@
+//! Small helpers: randomness for cookies and payloads, address formatting.
+
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr};
+
+/// Fills `buf` from the kernel's random source (falls back to a clock-seeded
+/// generator if /dev/urandom cannot be read).
+pub fn os_random(buf: &mut [u8]) {
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(buf))
+        .is_ok();
+    if !ok {
+        fill_prng(buf, clock_seed());
+    }
+}
+
+fn clock_seed() -> u64 {
+    let (s, n) = crate::sys::time::monotonic();
+    s.wrapping_mul(1_000_000_007) ^ n as u64 ^ ((std::process::id() as u64) << 32)
+}
+
+/// A random 64-bit number.
+pub fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    os_random(&mut b);
+    u64::from_le_bytes(b)
+}
+
+/// Fills a payload buffer with pseudo-random bytes (fast; not for secrets).
+pub fn fill_random(buf: &mut [u8]) {
+    fill_prng(buf, random_u64() | 1);
+}
+
+fn fill_prng(buf: &mut [u8], mut x: u64) {
+    if x == 0 {
+        x = 0x9E37_79B9_7F4A_7C15;
+    }
+    for chunk in buf.chunks_mut(8) {
+        // xorshift64*
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        let v = x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes();
+        chunk.copy_from_slice(&v[..chunk.len()]);
+    }
+}
+
+/// A fresh iperf3 cookie.
+pub fn new_cookie() -> crate::proto::iperf3::Cookie {
+    let mut r = [0u8; 36];
+    os_random(&mut r);
+    crate::proto::iperf3::Cookie::from_random(&r)
+}
+
+/// An address as iperf prints it: IPv4-mapped IPv6 without `::ffff:`.
+pub fn host_string(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => v6.to_string(),
+        },
+        IpAddr::V4(v4) => v4.to_string(),
+    }
+}
+
+/// `(host, port)` of a socket address, iperf-style.
+pub fn split_addr(a: &SocketAddr) -> (String, u16) {
+    (host_string(a.ip()), a.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapped_addresses_print_as_ipv4() {
+        let a: SocketAddr = "[::ffff:127.0.0.1]:5201".parse().unwrap();
+        assert_eq!(split_addr(&a), ("127.0.0.1".to_string(), 5201));
+        let b: SocketAddr = "[::1]:5201".parse().unwrap();
+        assert_eq!(split_addr(&b).0, "::1");
+    }
+
+    #[test]
+    fn random_fill_is_not_constant() {
+        let mut a = [0u8; 64];
+        fill_random(&mut a);
+        assert!(a.iter().any(|b| *b != a[0]));
+    }
+}
