@@ -304,7 +304,7 @@ impl Client<'_> {
             let now = Instant::now();
             let session = self.session.as_mut().expect("session");
             if let Some(e) = session.stream_error() {
-                return Err(e);
+                return Err(self.explain_stream_error(machine, e));
             }
             let mut events = Vec::new();
             session.on_timers(now, &mut |e| events.push(e));
@@ -406,8 +406,32 @@ impl Client<'_> {
         Ok(())
     }
 
-    /// Local summary so far, CLIENT_TERMINATE, and the interrupt message.
+    /// A stream failing is often the echo of the server ending the test
+    /// (terminated, or an error it is about to report): give the control
+    /// connection a moment to say so, and report that instead.
+    fn explain_stream_error(&mut self, machine: &mut ClientMachine, e: Error) -> Error {
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < deadline {
+            match self.ctrl().poll_byte(Some(deadline)) {
+                Ok(Polled::Byte(b)) => match machine.on_byte(b) {
+                    Ok(ClientAction::ServerTerminated) => {
+                        return self.server_terminated().err().unwrap_or(e);
+                    }
+                    Ok(ClientAction::ServerError) => return self.server_error(),
+                    _ => {}
+                },
+                Ok(Polled::Eof) => return Error::new(Code::CTRLCLOSE),
+                _ => break,
+            }
+        }
+        e
+    }
+
+    /// CLIENT_TERMINATE, the local summary so far, and the interrupt message.
     fn terminate(&mut self, sig: usize) -> Result<(), Error> {
+        if let Some(c) = self.ctrl.as_mut() {
+            let _ = c.send_state(State::ClientTerminate);
+        }
         if let Some(s) = self.session.as_mut() {
             s.abort();
             let now = Instant::now();
@@ -417,9 +441,6 @@ impl Client<'_> {
             for e in events {
                 self.reporter.emit(e);
             }
-        }
-        if let Some(c) = self.ctrl.as_mut() {
-            let _ = c.send_state(State::ClientTerminate);
         }
         Err(interrupt_error(sig))
     }

@@ -666,6 +666,10 @@ impl ServerTest<'_> {
 
     /// Ends the test early: a summary of what was measured, then `why`.
     fn terminated(&mut self, tell: State, why: Option<&str>) -> Result<(), Error> {
+        // Tell the client before the streams break, so it hears why.
+        if tell == State::ServerTerminate {
+            let _ = self.ctrl.send_state(State::ServerTerminate);
+        }
         if let Some(s) = self.session.as_mut() {
             s.abort();
             let now = Instant::now();

@@ -479,3 +479,283 @@ pub fn end_clause(end: &EndCondition) -> String {
         EndCondition::Blocks(b) => format!("{b} blocks to send"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TestConfig;
+    use std::sync::{Arc, Mutex};
+
+    fn sink(cfg: &TestConfig, side: Side) -> (TextSink, Arc<Mutex<String>>) {
+        let buf = Arc::new(Mutex::new(String::new()));
+        (TextSink::new(cfg, Output::buffer(buf.clone()), side), buf)
+    }
+
+    fn start(direction: Direction, protocol: Protocol, streams: u32) -> StartInfo {
+        StartInfo {
+            connected: vec![],
+            version: "v".into(),
+            system_info: "s".into(),
+            timestamp: Timestamp {
+                time: "t".into(),
+                timesecs: 0,
+                timemillisecs: 0,
+            },
+            connecting_to: None,
+            accepted_connection: None,
+            cookie: "c".into(),
+            tcp_mss: None,
+            tcp_mss_default: None,
+            target_bitrate: 0,
+            fq_rate: 0,
+            sock_bufsize: 0,
+            sndbuf_actual: 0,
+            rcvbuf_actual: 0,
+            protocol,
+            num_streams: streams,
+            blksize: 131072,
+            omit: 0,
+            duration: 2,
+            bytes: 0,
+            blocks: 0,
+            direction,
+            tos: 0,
+            interval: 1.0,
+            gso: false,
+            target_pps: None,
+            title: None,
+            extra_data: None,
+        }
+    }
+
+    fn si(socket: i32, start: f64, end: f64, bytes: u64, bps: f64) -> StreamInterval {
+        StreamInterval {
+            socket,
+            id: 1,
+            role: None,
+            sender: true,
+            start,
+            end,
+            seconds: end - start,
+            bytes,
+            bits_per_second: bps,
+            omitted: false,
+            tcp: None,
+            udp: None,
+        }
+    }
+
+    // Lines below are verbatim from iperf3 3.12 runs on this machine.
+    #[test]
+    fn tcp_sender_interval_line() {
+        let cfg = TestConfig::default();
+        let (mut s, buf) = sink(&cfg, Side::Client);
+        s.event(&Event::Start(Box::new(start(Direction::Forward, Protocol::Tcp, 1))));
+        let mut st = si(5, 0.0, 1.0, 3_618_701_312, 28.9e9);
+        st.tcp = Some(TcpSample {
+            retransmits: 6,
+            snd_cwnd: 1023 * 1024,
+            ..TcpSample::default()
+        });
+        let r = IntervalReport {
+            sum: SumInterval {
+                role: None,
+                sender: true,
+                start: 0.0,
+                end: 1.0,
+                seconds: 1.0,
+                bytes: 0,
+                bits_per_second: 0.0,
+                retransmits: Some(6),
+                udp: None,
+                omitted: false,
+            },
+            streams: vec![st],
+            sum_bidir_reverse: None,
+        };
+        s.event(&Event::Interval(Box::new(r)));
+        let out = buf.lock().unwrap().clone();
+        assert_eq!(
+            out,
+            "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n\
+             [  5]   0.00-1.00   sec  3.37 GBytes  28.9 Gbits/sec    6   1023 KBytes       \n"
+        );
+    }
+
+    #[test]
+    fn receiver_interval_and_summary_lines() {
+        let cfg = TestConfig::default();
+        let (mut s, buf) = sink(&cfg, Side::Server);
+        s.event(&Event::Start(Box::new(start(Direction::Forward, Protocol::Tcp, 1))));
+        let mut st = si(5, 2.0, 2.0, 512 * 1024, 20.6e9);
+        st.sender = false;
+        let sum = SumInterval {
+            role: None,
+            sender: false,
+            start: 2.0,
+            end: 2.0,
+            seconds: 0.0,
+            bytes: 0,
+            bits_per_second: 0.0,
+            retransmits: None,
+            udp: None,
+            omitted: false,
+        };
+        s.event(&Event::Interval(Box::new(IntervalReport {
+            streams: vec![st],
+            sum,
+            sum_bidir_reverse: None,
+        })));
+        let out = buf.lock().unwrap().clone();
+        assert!(
+            out.ends_with("[  5]   2.00-2.00   sec   512 KBytes  20.6 Gbits/sec                  \n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn udp_sender_lines_plain_and_bidir() {
+        let cfg = TestConfig::default();
+        let (mut s, _) = sink(&cfg, Side::Client);
+        s.event(&Event::Start(Box::new(start(Direction::Forward, Protocol::Udp, 1))));
+        let mut st = si(5, 0.0, 1.0, 1_277_952, 10.2e6);
+        st.udp = Some(UdpSample {
+            packets: 39,
+            ..UdpSample::default()
+        });
+        assert_eq!(
+            s.stream_interval_line(&st),
+            "[  5]   0.00-1.00   sec  1.22 MBytes  10.2 Mbits/sec  39  \n"
+        );
+        let (mut s, _) = sink(&cfg, Side::Client);
+        s.event(&Event::Start(Box::new(start(Direction::Bidir, Protocol::Udp, 2))));
+        st.role = Some(RoleTag::TxC);
+        assert_eq!(
+            s.stream_interval_line(&st),
+            "[  5][TX-C]   0.00-1.00   sec  1.22 MBytes  10.2 Mbits/sec            39  \n"
+        );
+    }
+
+    #[test]
+    fn udp_receiver_line() {
+        let cfg = TestConfig::default();
+        let (mut s, _) = sink(&cfg, Side::Client);
+        s.event(&Event::Start(Box::new(start(Direction::Bidir, Protocol::Udp, 2))));
+        let mut st = si(9, 0.0, 1.0, 1_277_952, 10.2e6);
+        st.sender = false;
+        st.role = Some(RoleTag::RxC);
+        st.udp = Some(UdpSample {
+            packets: 39,
+            lost: 0,
+            jitter_ms: 0.015,
+            lost_percent: 0.0,
+            ..UdpSample::default()
+        });
+        assert_eq!(
+            s.stream_interval_line(&st),
+            "[  9][RX-C]   0.00-1.00   sec  1.22 MBytes  10.2 Mbits/sec  0.015 ms  0/39 (0%)  \n"
+        );
+    }
+
+    #[test]
+    fn summary_sender_receiver_and_sum_lines() {
+        let cfg = TestConfig {
+            params: crate::config::TestParams {
+                streams: 2,
+                ..Default::default()
+            },
+            ..TestConfig::default()
+        };
+        let (mut s, buf) = sink(&cfg, Side::Client);
+        s.event(&Event::Start(Box::new(start(Direction::Forward, Protocol::Tcp, 2))));
+        let tot = |bytes: u64, bps: f64, retr: Option<i64>| Totals {
+            start: 0.0,
+            end: 0.03,
+            seconds: 0.03,
+            bytes,
+            bits_per_second: bps,
+            retransmits: retr,
+            sender: true,
+        };
+        let st = |sock| StreamSummary {
+            socket: sock,
+            id: 1,
+            role: None,
+            local_sender: true,
+            sender: tot(52_428_800, 15.8e9, Some(0)),
+            receiver: tot(52_428_800, 15.7e9, None),
+            tcp: None,
+            udp: None,
+            peer_known: true,
+        };
+        let sum = Summary {
+            protocol: Protocol::Tcp,
+            streams: vec![st(5), st(7)],
+            forward: DirectionSums {
+                role: None,
+                sent: tot(104_857_600, 31.5e9, Some(0)),
+                received: tot(104_857_600, 31.5e9, None),
+                udp: None,
+            },
+            reverse: None,
+            cpu: CpuUtil::default(),
+            sender_tcp_congestion: None,
+            receiver_tcp_congestion: None,
+            has_retransmits: true,
+            local_sends: true,
+            local_receives: false,
+        };
+        s.event(&Event::End(Box::new(sum)));
+        let out = buf.lock().unwrap().clone();
+        let expect = "- - - - - - - - - - - - - - - - - - - - - - - - -\n\
+[ ID] Interval           Transfer     Bitrate         Retr\n\
+[  5]   0.00-0.03   sec  50.0 MBytes  15.8 Gbits/sec    0            sender\n\
+[  5]   0.00-0.03   sec  50.0 MBytes  15.7 Gbits/sec                  receiver\n\
+[  7]   0.00-0.03   sec  50.0 MBytes  15.8 Gbits/sec    0            sender\n\
+[  7]   0.00-0.03   sec  50.0 MBytes  15.7 Gbits/sec                  receiver\n\
+[SUM]   0.00-0.03   sec   100 MBytes  31.5 Gbits/sec    0             sender\n\
+[SUM]   0.00-0.03   sec   100 MBytes  31.5 Gbits/sec                  receiver\n";
+        // iperf3 3.18+ puts 12 spaces before a stream's "sender" (3.12 had 13).
+        assert_eq!(out, expect);
+    }
+
+    #[test]
+    fn title_prefixes_each_chunk_and_format_sets_bitrate_units() {
+        let cfg = TestConfig {
+            output: crate::config::OutputOptions {
+                title: Some("tt".into()),
+                format: 'm',
+                ..Default::default()
+            },
+            ..TestConfig::default()
+        };
+        let (mut s, buf) = sink(&cfg, Side::Client);
+        s.event(&Event::Start(Box::new(start(Direction::Forward, Protocol::Tcp, 1))));
+        let mut st = si(5, 0.0, 1.0, 3_618_701_312, 28.9e9);
+        st.sender = false;
+        let sum = SumInterval {
+            role: None,
+            sender: false,
+            start: 0.0,
+            end: 1.0,
+            seconds: 1.0,
+            bytes: 0,
+            bits_per_second: 0.0,
+            retransmits: None,
+            udp: None,
+            omitted: false,
+        };
+        s.event(&Event::Interval(Box::new(IntervalReport {
+            streams: vec![st],
+            sum,
+            sum_bidir_reverse: None,
+        })));
+        s.event(&Event::Done);
+        let out = buf.lock().unwrap().clone();
+        assert!(
+            out.contains("tt:  [  5]   0.00-1.00   sec  3.37 GBytes  28900 Mbits/sec"),
+            "{out}"
+        );
+        assert!(out.ends_with("tt:  \ntt:  iperf Done.\n"), "{out}");
+    }
+}

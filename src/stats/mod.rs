@@ -168,13 +168,15 @@ impl StreamStats {
         self.retrans_known
     }
 
+    /// Reads TCP_INFO. Every TCP stream feeds the end-of-test extremes (as
+    /// iperf3 does, even for receivers); only senders report an interval sample.
     fn tcp_sample(&mut self) -> Option<TcpSample> {
-        if self.role != StreamRole::Send || !self.retrans_known {
-            return None;
-        }
         let info = tcp_info_raw(self.tcp_fd?).ok()?;
+        let sending = self.role == StreamRole::Send && self.retrans_known;
         let retr = info.total_retrans.wrapping_sub(self.last_retrans) as i64;
-        self.last_retrans = info.total_retrans;
+        if sending {
+            self.last_retrans = info.total_retrans;
+        }
         let s = TcpSample {
             retransmits: retr,
             snd_cwnd: info.cwnd_bytes(),
@@ -192,7 +194,7 @@ impl StreamStats {
         t.reorder = s.reorder;
         self.rtt_sum += s.rtt;
         self.rtt_n += 1;
-        Some(s)
+        sending.then_some(s)
     }
 
     /// Retransmits since the omit period ended.
@@ -557,7 +559,7 @@ impl TestStats {
                 local_sender,
                 sender,
                 receiver,
-                tcp: if local_sender { s.tcp_totals() } else { None },
+                tcp: s.tcp_totals(),
                 udp,
                 peer_known: peer.is_some(),
             });
