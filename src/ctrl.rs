@@ -157,20 +157,24 @@ impl Ctrl {
     /// The next state byte if one is buffered, else waits like [`Ctrl::wait`]
     /// and takes one if it arrived.
     pub fn poll_byte(&mut self, until: Option<Instant>) -> io::Result<Polled> {
-        if let Some(b) = self.framer.take_byte() {
-            return Ok(Polled::Byte(b));
+        let polled = match self.framer.take_byte() {
+            Some(b) => Polled::Byte(b),
+            None => match self.wait(until)? {
+                Woke::Data => match self.framer.take_byte() {
+                    Some(b) => Polled::Byte(b),
+                    None => Polled::Woken,
+                },
+                Woke::Waker | Woke::Timeout => Polled::Woken,
+                Woke::Eof => match self.framer.take_byte() {
+                    Some(b) => Polled::Byte(b),
+                    None => Polled::Eof,
+                },
+            },
+        };
+        if let Polled::Byte(b) = polled {
+            log_state(&self.peer, b);
         }
-        Ok(match self.wait(until)? {
-            Woke::Data => match self.framer.take_byte() {
-                Some(b) => Polled::Byte(b),
-                None => Polled::Woken,
-            },
-            Woke::Waker | Woke::Timeout => Polled::Woken,
-            Woke::Eof => match self.framer.take_byte() {
-                Some(b) => Polled::Byte(b),
-                None => Polled::Eof,
-            },
-        })
+        Ok(polled)
     }
 
     /// Writes everything by `deadline`.
@@ -211,6 +215,7 @@ impl Ctrl {
 
     /// Sends one state byte.
     pub fn send_state(&mut self, s: crate::proto::iperf3::State) -> Result<(), Error> {
+        crate::debug!(3, "{} send state {:?} ({})", self.peer, s, s.to_byte() as i8);
         self.write_all(&[s.to_byte()], Instant::now() + Duration::from_secs(30))
             .map_err(|e| Error::io(Code::SENDMESSAGE, &e))
     }
@@ -219,6 +224,7 @@ impl Ctrl {
     pub fn recv_byte(&mut self, deadline: Option<Instant>, code: Code) -> Result<u8, Error> {
         loop {
             if let Some(b) = self.framer.take_byte() {
+                log_state(&self.peer, b);
                 return Ok(b);
             }
             match self.wait(deadline).map_err(|e| Error::io(code, &e))? {
@@ -266,7 +272,10 @@ impl Ctrl {
         let start = Instant::now();
         loop {
             match self.framer.take_json(max) {
-                Ok(Some(v)) => return Ok(v),
+                Ok(Some(v)) => {
+                    crate::debug!(4, "{} recv JSON: {}", self.peer, String::from_utf8_lossy(&v));
+                    return Ok(v);
+                }
                 Ok(None) => {}
                 Err(FrameError::EmptyJson) => {
                     return Err(Error::msg(
@@ -300,6 +309,7 @@ impl Ctrl {
 
     /// Writes a JSON frame.
     pub fn send_json(&mut self, body: &str, code: Code) -> Result<(), Error> {
+        crate::debug!(4, "{} send JSON: {body}", self.peer);
         let frame = crate::proto::iperf3::framing::json_frame(body);
         self.write_all(&frame, Instant::now() + Duration::from_secs(30))
             .map_err(|e| Error::io(code, &e))
@@ -316,6 +326,13 @@ impl Ctrl {
                 _ => {}
             }
         }
+    }
+}
+
+fn log_state(peer: &std::net::SocketAddr, b: u8) {
+    match crate::proto::iperf3::State::from_byte(b) {
+        Some(s) => crate::debug!(3, "{peer} recv state {s:?} ({})", b as i8),
+        None => crate::debug!(1, "{peer} recv unknown control byte {b}"),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod ctrl;
+pub mod debug;
 pub mod engine;
 pub mod error;
 pub mod json;
@@ -135,6 +136,7 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
             out.write_err(&format!("warning: {w}\n"));
         }
     }
+    debug::set_level(cfg.output.debug);
     let signal = install_signals();
     let result = match &cfg.role {
         Role::Client(host) => {

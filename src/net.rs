@@ -310,6 +310,27 @@ mod tests {
     }
 
     #[test]
+    fn data_options_are_applied_to_the_socket() {
+        use crate::sys::socket::get_int_option;
+        let p = TestParams {
+            nodelay: true,
+            mss: Some(1200),
+            tos: 0x28,
+            congestion: Some("reno".into()),
+            window: Some(1 << 20),
+            ..TestParams::default()
+        };
+        let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        let mut w = Vec::new();
+        apply_data_options(&s, &p, true, None, &mut w).unwrap();
+        assert!(s.tcp_nodelay().unwrap());
+        assert_eq!(s.tcp_mss().unwrap(), 1200);
+        assert_eq!(get_int_option(&s, libc::IPPROTO_IP, libc::IP_TOS).unwrap(), 0x28);
+        assert_eq!(&s.tcp_congestion().unwrap()[..4], b"reno");
+        assert!(s.recv_buffer_size().unwrap() >= 1 << 20);
+    }
+
+    #[test]
     fn refused_connect_reports_errno() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
