@@ -6,6 +6,7 @@
 //! one [`TestControl`] (stop, omit, drain) and is woken through its
 //! [`mio::Waker`] when a stream ends or a byte/block target is reached.
 
+pub mod mux;
 pub mod pacer;
 pub mod tcp;
 

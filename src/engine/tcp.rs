@@ -113,7 +113,7 @@ fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(got)
 }
 
-fn block_file(buf: &[u8]) -> Result<File, Error> {
+pub(crate) fn block_file(buf: &[u8]) -> Result<File, Error> {
     let path = std::env::temp_dir().join(format!(
         "wirespeed-zc-{}-{}",
         std::process::id(),
