@@ -188,10 +188,10 @@ impl Worker {
             } else {
                 next_due.map_or(TICK, |d| d.saturating_duration_since(now).min(TICK))
             };
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(Error::io(Code::SELECT, &e));
-                }
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout))
+                && e.kind() != io::ErrorKind::Interrupted
+            {
+                return Err(Error::io(Code::SELECT, &e));
             }
             for ev in events.iter() {
                 self.enqueue(ev.token().0);
