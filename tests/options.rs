@@ -310,3 +310,14 @@ fn client_receive_timeout_requires_receiving_mode() {
     assert_eq!(r.code, Some(1));
     assert!(r.stderr.contains("receiving mode"));
 }
+
+#[test]
+fn server_bind_limits_the_listening_address() {
+    let port = free_port();
+    let _srv = wirespeed_server(port, &["-B", "127.0.0.1"]);
+    let p = port.to_string();
+    let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "0.5"], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = run(&wirespeed(), &["-c", "::1", "-p", &p, "-t", "0.5"], T);
+    assert_eq!(r.code, Some(1), "an IPv4-bound server must not answer on ::1");
+}
