@@ -307,7 +307,10 @@ fn unimplemented(o: &Occurrence<Opt>) -> Option<CliError> {
         | PermitKeyTimeout => "this option",
         _ => return None,
     };
-    Some(CliError::err(format!("{} is not implemented yet ({})", what, o.spelled)))
+    Some(CliError::err(format!(
+        "{} is not implemented yet ({})",
+        what, o.spelled
+    )))
 }
 
 fn unit_value(opt: &str, v: &str) -> Result<f64, CliError> {
@@ -369,9 +372,7 @@ pub fn split_bind(s: &str) -> Result<(String, Option<u16>, Option<String>), CliE
         None => (s, None),
     };
     let bad = || CliError::err(format!("bind address '{s}' not recognized"));
-    let port = |p: &str| -> Result<u16, CliError> {
-        p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(bad)
-    };
+    let port = |p: &str| -> Result<u16, CliError> { p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(bad) };
     if let Some(r) = rest.strip_prefix('[') {
         let (h, tail) = r.split_once(']').ok_or_else(bad)?;
         let p = match tail.strip_prefix(':') {
@@ -397,7 +398,10 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     let mut opts: Vec<Occurrence<Opt>> = Vec::new();
     for (var, key) in ENV {
         if let Some(v) = env(var) {
-            let spec = TABLE.iter().find(|s| s.key == *key).expect("env options are in the table");
+            let spec = TABLE
+                .iter()
+                .find(|s| s.key == *key)
+                .expect("env options are in the table");
             opts.push(Occurrence {
                 key: *key,
                 value: (spec.arg != ArgKind::None).then_some(v),
@@ -426,7 +430,8 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     cfg.params.repeating_payload = true;
     let mut server = false;
     let mut client: Option<String> = None;
-    let mut udp = false;
+    // `-u` is refused above until the iperf 2 UDP data path exists.
+    let udp = false;
     let (mut dual, mut tradeoff, mut reverse, mut full_duplex) = (false, false, false, false);
     let mut len: Option<f64> = None;
     let mut time: Option<f64> = None;
@@ -626,7 +631,8 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 parallel = Some(p as u32);
             }
             Opt::Tos => {
-                cfg.params.tos = tos_value(&v).ok_or_else(|| CliError::err(format!("-S value of '{v}' not recognized")))?;
+                cfg.params.tos =
+                    tos_value(&v).ok_or_else(|| CliError::err(format!("-S value of '{v}' not recognized")))?;
             }
             Opt::Ttl => {
                 let t = int_value(sp, &v)?;
@@ -662,7 +668,9 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
             Opt::ConnectRetries => {
                 let n = int_value(sp, &v)?;
                 if !(0..=10_000).contains(&n) {
-                    return Err(CliError::err(format!("--connect-retries value of '{v}' is out of range")));
+                    return Err(CliError::err(format!(
+                        "--connect-retries value of '{v}' is out of range"
+                    )));
                 }
                 cfg.iperf2.connect_retries = n as u32;
                 client_only.push(sp.into());
@@ -702,10 +710,11 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     } else {
         Direction::Forward
     };
-    if cfg.iperf2.compat
-        && (cfg.output.enhanced || cfg.params.direction != Direction::Forward || cfg.params.trip_times)
+    if cfg.iperf2.compat && (cfg.output.enhanced || cfg.params.direction != Direction::Forward || cfg.params.trip_times)
     {
-        return Err(CliError::err("compatibility mode not supported with the requested with options"));
+        return Err(CliError::err(
+            "compatibility mode not supported with the requested with options",
+        ));
     }
     if cfg.file.is_some() && cfg.iperf2.stdin {
         return Err(CliError::err("options -F and -I are mutually exclusive"));
@@ -1051,13 +1060,19 @@ mod tests {
     #[test]
     fn bind_forms() {
         assert_eq!(split_bind("10.0.0.1").unwrap(), ("10.0.0.1".into(), None, None));
-        assert_eq!(split_bind("10.0.0.1:6000").unwrap(), ("10.0.0.1".into(), Some(6000), None));
+        assert_eq!(
+            split_bind("10.0.0.1:6000").unwrap(),
+            ("10.0.0.1".into(), Some(6000), None)
+        );
         assert_eq!(
             split_bind("10.0.0.1%eth0").unwrap(),
             ("10.0.0.1".into(), None, Some("eth0".into()))
         );
         assert_eq!(split_bind("[::1]:7000").unwrap(), ("::1".into(), Some(7000), None));
-        assert_eq!(split_bind("fe80::1%eth0").unwrap(), ("fe80::1".into(), None, Some("eth0".into())));
+        assert_eq!(
+            split_bind("fe80::1%eth0").unwrap(),
+            ("fe80::1".into(), None, Some("eth0".into()))
+        );
         assert!(split_bind("1.2.3.4:x").is_err());
         let c = run("-c h -B 127.0.0.1:6000");
         assert_eq!(c.net.bind.as_deref(), Some("127.0.0.1"));

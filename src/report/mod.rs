@@ -5,6 +5,7 @@
 //! the sinks a configuration asks for.
 
 pub mod event;
+pub mod iperf2_event;
 pub mod iperf3_json;
 pub mod iperf3_text;
 
