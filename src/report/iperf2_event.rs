@@ -103,6 +103,11 @@ pub struct FlowExtras {
     pub tcp: Option<TcpSample>,
     /// Retransmits during the span (TCP senders).
     pub retransmits: Option<i64>,
+    /// iperf2's "network power": bytes/s over the delay (RTT for a TCP
+    /// sender, mean burst latency for a trip-times receiver), × 1e-6.
+    pub net_power: Option<f64>,
+    /// Bytes in flight by Little's law (bytes/s × mean latency).
+    pub in_flight: Option<f64>,
 }
 
 /// One line of a flow report.
@@ -112,6 +117,8 @@ pub struct FlowLine {
     pub id: u32,
     /// This process sends on the flow.
     pub sender: bool,
+    /// Traffic opposite to the process's main role: printed `[ *1]`.
+    pub reversed: bool,
     /// Span start, seconds since the flow started.
     pub start: f64,
     /// Span end.

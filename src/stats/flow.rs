@@ -132,14 +132,23 @@ struct Last {
     bins: [u64; 8],
 }
 
+/// What the reporter knows of one iperf 2 stream besides its counters.
+#[derive(Debug, Clone, Default)]
+pub struct FlowInfo {
+    /// The hook's counters, if the stream has a hook.
+    pub counters: Option<Arc<FlowCounters>>,
+    /// (local, remote) addresses, for CSV.
+    pub addrs: Option<((String, u16), (String, u16))>,
+    /// Printed with a star (traffic opposite to the process's main role).
+    pub reversed: bool,
+}
+
 /// Reporter-side tracking of a session's iperf 2 flows.
 #[derive(Debug)]
 pub struct FlowStats {
-    /// Per stream of the session (same order): its counters, if it has them.
-    counters: Vec<Option<Arc<FlowCounters>>>,
+    /// Per stream of the session (same order).
+    info: Vec<FlowInfo>,
     last: Vec<Last>,
-    /// Local and remote addresses per stream, for CSV.
-    addrs: Vec<Option<((String, u16), (String, u16))>>,
 }
 
 fn delta_bins(now: [u64; 8], last: [u64; 8]) -> [u64; 8] {
@@ -148,16 +157,16 @@ fn delta_bins(now: [u64; 8], last: [u64; 8]) -> [u64; 8] {
 
 impl FlowStats {
     /// Tracking for streams in session order.
-    pub fn new(
-        counters: Vec<Option<Arc<FlowCounters>>>,
-        addrs: Vec<Option<((String, u16), (String, u16))>>,
-    ) -> FlowStats {
-        let n = counters.len();
+    pub fn new(info: Vec<FlowInfo>) -> FlowStats {
+        let n = info.len();
         FlowStats {
-            counters,
+            info,
             last: vec![Last::default(); n],
-            addrs,
         }
+    }
+
+    fn counters(&self, i: usize) -> Option<&Arc<FlowCounters>> {
+        self.info.get(i).and_then(|f| f.counters.as_ref())
     }
 
     /// The flow report of an interval the session just sampled.
@@ -168,7 +177,7 @@ impl FlowStats {
             let calls = st.counters.blocks.load(Relaxed);
             let errors = st.counters.errors.load(Relaxed);
             let last = self.last.get(i).copied().unwrap_or_default();
-            let fc = self.counters.get(i).and_then(|c| c.as_ref());
+            let fc = self.counters(i);
             let bins = fc.map(|c| c.bins());
             let latency = fc.filter(|c| c.trip_times).map(|c| c.take_interval_latency());
             let extras = FlowExtras {
@@ -180,6 +189,7 @@ impl FlowStats {
                 latency: latency.map(|w| w.stats().unwrap_or_default()),
                 tcp: s.tcp,
                 retransmits: s.tcp.map(|t| t.retransmits),
+                ..FlowExtras::default()
             };
             if let Some(l) = self.last.get_mut(i) {
                 *l = Last {
@@ -196,7 +206,8 @@ impl FlowStats {
                 bytes: s.bytes,
                 bits_per_second: s.bits_per_second,
                 extras,
-                addrs: self.addrs.get(i).cloned().flatten(),
+                addrs: self.info.get(i).and_then(|f| f.addrs.clone()),
+                reversed: self.info.get(i).is_some_and(|f| f.reversed),
             });
         }
         let (start, end) = (rep.sum.start, rep.sum.end);
@@ -209,7 +220,7 @@ impl FlowStats {
         for (i, st) in stats.streams.iter().enumerate() {
             let bytes = st.counters.bytes.load(Relaxed).saturating_sub(st.base.bytes);
             let dur = stats.stream_secs(st);
-            let fc = self.counters.get(i).and_then(|c| c.as_ref());
+            let fc = self.counters(i);
             let tcp = if st.role == StreamRole::Send && st.retrans_known {
                 st.tcp_fd.and_then(|fd| tcp_info_raw(fd).ok()).map(|info| TcpSample {
                     retransmits: st.retransmits_total().unwrap_or(0),
@@ -232,6 +243,7 @@ impl FlowStats {
                     .map(|c| c.total_latency().stats().unwrap_or_default()),
                 retransmits: tcp.map(|t| t.retransmits),
                 tcp,
+                ..FlowExtras::default()
             };
             flows.push(FlowLine {
                 id: st.id,
@@ -241,7 +253,8 @@ impl FlowStats {
                 bytes,
                 bits_per_second: rate(bytes, dur),
                 extras,
-                addrs: self.addrs.get(i).cloned().flatten(),
+                addrs: self.info.get(i).and_then(|f| f.addrs.clone()),
+                reversed: self.info.get(i).is_some_and(|f| f.reversed),
             });
         }
         let end = flows.iter().map(|f| f.end).fold(0.0, f64::max);
@@ -276,6 +289,7 @@ fn sum_lines<'a>(lines: impl Iterator<Item = &'a FlowLine>, id: u32, start: f64,
     FlowLine {
         id,
         sender,
+        reversed: false,
         start,
         end,
         bytes,
@@ -285,7 +299,28 @@ fn sum_lines<'a>(lines: impl Iterator<Item = &'a FlowLine>, id: u32, start: f64,
     }
 }
 
-fn build(final_report: bool, flows: Vec<FlowLine>, start: f64, end: f64) -> FlowReport {
+/// iperf2's NetPwr: bytes per second over a delay, × 1e-6 (`None` when
+/// the delay is unknown).
+pub fn net_power(bits_per_second: f64, delay_secs: f64) -> Option<f64> {
+    (delay_secs > 0.0).then(|| bits_per_second / 8.0 / delay_secs * 1e-6)
+}
+
+fn add_derived(l: &mut FlowLine) {
+    if let Some(t) = l.extras.tcp
+        && l.sender
+    {
+        l.extras.net_power = net_power(l.bits_per_second, t.rtt as f64 * 1e-6);
+    }
+    if let Some(lat) = l.extras.latency
+        && lat.count > 0
+    {
+        l.extras.net_power = net_power(l.bits_per_second, lat.mean);
+        l.extras.in_flight = Some(l.bits_per_second / 8.0 * lat.mean);
+    }
+}
+
+fn build(final_report: bool, mut flows: Vec<FlowLine>, start: f64, end: f64) -> FlowReport {
+    flows.iter_mut().for_each(add_derived);
     let sum = sum_lines(flows.iter(), 0, start, end);
     // Full duplex: both directions of one connection share its id.
     let mut pairs = Vec::new();
@@ -352,7 +387,13 @@ mod tests {
         let (b, cb) = stream(2, StreamRole::Recv);
         let mut st = TestStats::new(vec![a, b], Protocol::Tcp, 2, false, t0, t0);
         let fa = FlowCounters::new(800, true);
-        let mut fs = FlowStats::new(vec![Some(fa.clone()), None], vec![None, None]);
+        let mut fs = FlowStats::new(vec![
+            FlowInfo {
+                counters: Some(fa.clone()),
+                ..FlowInfo::default()
+            },
+            FlowInfo::default(),
+        ]);
         ca.bytes.store(1000, Relaxed);
         ca.blocks.store(10, Relaxed);
         cb.bytes.store(3000, Relaxed);
@@ -369,6 +410,9 @@ mod tests {
         let lat = r.flows[0].extras.latency.unwrap();
         assert_eq!(lat.count, 2);
         assert!((lat.mean - 0.003).abs() < 1e-12);
+        // 1000 bytes in 1 s over 3 ms: NetPwr 1000/0.003e6, in flight 3 bytes.
+        assert!((r.flows[0].extras.net_power.unwrap() - 1000.0 / 0.003 * 1e-6).abs() < 1e-9);
+        assert!((r.flows[0].extras.in_flight.unwrap() - 3.0).abs() < 1e-9);
         assert_eq!(r.flows[1].extras.read_bins, None);
         assert_eq!(r.sum.bytes, 4000);
         assert_eq!(r.sum.extras.calls, 13);
@@ -395,7 +439,7 @@ mod tests {
         let (a, ca) = stream(1, StreamRole::Send);
         let (b, cb) = stream(1, StreamRole::Recv);
         let mut st = TestStats::new(vec![a, b], Protocol::Tcp, 1, false, t0, t0);
-        let mut fs = FlowStats::new(vec![None, None], vec![None, None]);
+        let mut fs = FlowStats::new(vec![FlowInfo::default(), FlowInfo::default()]);
         ca.bytes.store(100, Relaxed);
         cb.bytes.store(50, Relaxed);
         let rep = st.sample(t0 + Duration::from_secs(1), 0.0).unwrap();
