@@ -33,6 +33,9 @@ pub struct DataStream {
 pub struct StreamExtras {
     /// Runs in the stream's hot loop.
     pub hook: Option<Box<dyn crate::engine::StreamHook>>,
+    /// Bytes of the stream already read before the session (counted as
+    /// received: an iperf 2 header, a prefix read to tell dialects apart).
+    pub initial_bytes: u64,
 }
 
 /// Stream ids in creation order: 1, then 3, 4, 5, ... (2 is skipped, as iperf3 does).
@@ -172,6 +175,7 @@ impl Session {
         let mut socks = Vec::new();
         for (ds, extras) in streams {
             let counters = Arc::new(StreamCounters::default());
+            counters.bytes.store(extras.initial_bytes, Relaxed);
             let tag = bidir.then_some(match (side, ds.role) {
                 (Side::Client, StreamRole::Send) => RoleTag::TxC,
                 (Side::Client, StreamRole::Recv) => RoleTag::RxC,

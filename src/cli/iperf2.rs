@@ -560,7 +560,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 if w > i32::MAX as f64 {
                     return Err(CliError::err(format!("window size {v} is too large")));
                 }
-                if w >= 1.0 && w < 2048.0 {
+                if (1.0..2048.0).contains(&w) {
                     warnings.push(format!(
                         "WARNING: TCP window size set to {} bytes. A small window size\nwill give poor performance. See the Iperf documentation.",
                         w as u64

@@ -271,7 +271,7 @@ impl Iperf2Text {
             Kind::Reader => format!("{base}  {}\n", Self::bins(l)),
             Kind::Trip => {
                 let lat = e.latency.unwrap_or_default();
-                let size = if lat.count > 0 { lat.bytes / lat.count } else { 0 };
+                let size = lat.bytes.checked_div(lat.count).unwrap_or(0);
                 format!(
                     "{base}  {:.3}/{:.3}/{:.3}/{:.3} ms ({}/{}) {} {}  {}\n",
                     lat.mean * 1e3,
@@ -302,6 +302,14 @@ impl Iperf2Text {
             self.out.write(&chunk);
         } else {
             self.out.write(line);
+        }
+    }
+
+    /// After a banner or a connection line the next data line gets a
+    /// column header again.
+    fn reset_header(&self) {
+        if let Ok(mut h) = self.header.lock() {
+            *h = None;
         }
     }
 
@@ -343,18 +351,13 @@ impl Iperf2Text {
 impl Sink for Iperf2Text {
     fn event(&mut self, ev: &Event) {
         match ev {
-            Event::Banner(b) => {
-                if !self.excluded('S') {
-                    self.out.write(&self.banner(b));
-                    if let Ok(mut h) = self.header.lock() {
-                        *h = None;
-                    }
-                }
+            Event::Banner(b) if !self.excluded('S') => {
+                self.out.write(&self.banner(b));
+                self.reset_header();
             }
-            Event::FlowConnected(c) => {
-                if !self.excluded('C') && !self.sum_only {
-                    self.out.write(&self.connection(c));
-                }
+            Event::FlowConnected(c) if !self.excluded('C') && !self.sum_only => {
+                self.out.write(&self.connection(c));
+                self.reset_header();
             }
             Event::Flows(r) => self.flows(r),
             Event::Notice(n) => self.out.write(&format!("{n}\n")),

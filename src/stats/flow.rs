@@ -120,7 +120,8 @@ impl FlowCounters {
             .unwrap_or_default()
     }
 
-    fn total_latency(&self) -> Welford {
+    /// Burst latency over the whole test so far.
+    pub fn total_latency(&self) -> Welford {
         self.latency.lock().map(|g| g.1).unwrap_or_default()
     }
 }
@@ -149,6 +150,10 @@ pub struct FlowStats {
     /// Per stream of the session (same order).
     info: Vec<FlowInfo>,
     last: Vec<Last>,
+    /// Reporting interval: interval reports sit on its grid (`0-1`, `1-2`,
+    /// as iperf 2 bins them), whatever the timer's latency was.
+    interval: Option<f64>,
+    grid_end: f64,
 }
 
 fn delta_bins(now: [u64; 8], last: [u64; 8]) -> [u64; 8] {
@@ -157,11 +162,41 @@ fn delta_bins(now: [u64; 8], last: [u64; 8]) -> [u64; 8] {
 
 impl FlowStats {
     /// Tracking for streams in session order.
-    pub fn new(info: Vec<FlowInfo>) -> FlowStats {
+    pub fn new(info: Vec<FlowInfo>, interval: Option<std::time::Duration>) -> FlowStats {
         let n = info.len();
         FlowStats {
             info,
             last: vec![Last::default(); n],
+            interval: interval.map(|i| i.as_secs_f64()),
+            grid_end: 0.0,
+        }
+    }
+
+    /// The span an interval report covers: the next step(s) of the grid for
+    /// a periodic report, from the grid to the real end for the last one.
+    fn span(&mut self, end: f64, last: bool, ended: Option<f64>) -> (f64, f64) {
+        let start = self.grid_end;
+        match self.interval {
+            Some(i) if !last && i > 0.0 => {
+                let steps = ((end - start) / i).round().max(1.0);
+                self.grid_end = start + steps * i;
+                // Flows that already ended close their interval there.
+                let e = ended
+                    .filter(|e| *e > start)
+                    .map_or(self.grid_end, |e| e.min(self.grid_end));
+                (start, e)
+            }
+            // The last interval closes at the end of the test, but never
+            // spans more than one step (a tick skipped at the very end).
+            Some(i) if i > 0.0 => {
+                let e = end.max(start).min(start + i);
+                self.grid_end = e;
+                (start, e)
+            }
+            _ => {
+                self.grid_end = end;
+                (start, end.max(start))
+            }
         }
     }
 
@@ -169,8 +204,11 @@ impl FlowStats {
         self.info.get(i).and_then(|f| f.counters.as_ref())
     }
 
-    /// The flow report of an interval the session just sampled.
-    pub fn interval(&mut self, rep: &IntervalReport, stats: &TestStats) -> FlowReport {
+    /// The flow report of an interval the session just sampled; `last` for
+    /// the partial interval at the end of the test.
+    pub fn interval(&mut self, rep: &IntervalReport, stats: &TestStats, last: bool) -> FlowReport {
+        let ended = stats.all_ended().map(|t| stats.elapsed(t));
+        let (start, end) = self.span(rep.sum.end, last, ended);
         let mut flows = Vec::with_capacity(rep.streams.len());
         for (i, s) in rep.streams.iter().enumerate() {
             let Some(st) = stats.streams.get(i) else { break };
@@ -201,16 +239,15 @@ impl FlowStats {
             flows.push(FlowLine {
                 id: s.id,
                 sender: s.sender,
-                start: s.start,
-                end: s.end,
+                start,
+                end,
                 bytes: s.bytes,
-                bits_per_second: s.bits_per_second,
+                bits_per_second: rate(s.bytes, end - start),
                 extras,
                 addrs: self.info.get(i).and_then(|f| f.addrs.clone()),
                 reversed: self.info.get(i).is_some_and(|f| f.reversed),
             });
         }
-        let (start, end) = (rep.sum.start, rep.sum.end);
         build(false, flows, start, end)
     }
 
@@ -387,13 +424,16 @@ mod tests {
         let (b, cb) = stream(2, StreamRole::Recv);
         let mut st = TestStats::new(vec![a, b], Protocol::Tcp, 2, false, t0, t0);
         let fa = FlowCounters::new(800, true);
-        let mut fs = FlowStats::new(vec![
-            FlowInfo {
-                counters: Some(fa.clone()),
-                ..FlowInfo::default()
-            },
-            FlowInfo::default(),
-        ]);
+        let mut fs = FlowStats::new(
+            vec![
+                FlowInfo {
+                    counters: Some(fa.clone()),
+                    ..FlowInfo::default()
+                },
+                FlowInfo::default(),
+            ],
+            None,
+        );
         ca.bytes.store(1000, Relaxed);
         ca.blocks.store(10, Relaxed);
         cb.bytes.store(3000, Relaxed);
@@ -403,7 +443,7 @@ mod tests {
         fa.record_latency(0.002, 800);
         fa.record_latency(0.004, 800);
         let rep = st.sample(t0 + Duration::from_secs(1), 0.0).unwrap();
-        let r = fs.interval(&rep, &st);
+        let r = fs.interval(&rep, &st, false);
         assert!(!r.final_report);
         assert_eq!(r.flows[0].extras.calls, 10);
         assert_eq!(r.flows[0].extras.read_bins, Some([0, 1, 0, 0, 0, 0, 0, 1]));
@@ -421,7 +461,7 @@ mod tests {
         ca.blocks.store(12, Relaxed);
         fa.count_read(100);
         let rep = st.sample(t0 + Duration::from_secs(2), 0.0).unwrap();
-        let r = fs.interval(&rep, &st);
+        let r = fs.interval(&rep, &st, false);
         assert_eq!(r.flows[0].extras.calls, 2);
         assert_eq!(r.flows[0].extras.read_bins, Some([0, 1, 0, 0, 0, 0, 0, 0]));
         assert_eq!(r.flows[0].extras.latency.unwrap().count, 0);
@@ -434,16 +474,33 @@ mod tests {
     }
 
     #[test]
+    fn interval_reports_sit_on_the_grid() {
+        let mut fs = FlowStats::new(Vec::new(), Some(std::time::Duration::from_millis(500)));
+        assert_eq!(fs.span(0.5007, false, None), (0.0, 0.5));
+        assert_eq!(fs.span(1.0011, false, None), (0.5, 1.0));
+        // A late tick that covers two steps.
+        assert_eq!(fs.span(2.0004, false, None), (1.0, 2.0));
+        assert_eq!(fs.span(2.2, true, None), (2.0, 2.2));
+        let mut fs = FlowStats::new(Vec::new(), Some(std::time::Duration::from_secs(1)));
+        assert_eq!(fs.span(1.0, false, None), (0.0, 1.0));
+        assert_eq!(fs.span(2.004, true, None), (1.0, 2.0));
+        // The flows ended inside the step.
+        let mut fs = FlowStats::new(Vec::new(), Some(std::time::Duration::from_millis(500)));
+        assert_eq!(fs.span(0.5, false, None), (0.0, 0.5));
+        assert_eq!(fs.span(1.2, false, Some(0.91)), (0.5, 0.91));
+    }
+
+    #[test]
     fn full_duplex_directions_pair_up_by_id() {
         let t0 = Instant::now();
         let (a, ca) = stream(1, StreamRole::Send);
         let (b, cb) = stream(1, StreamRole::Recv);
         let mut st = TestStats::new(vec![a, b], Protocol::Tcp, 1, false, t0, t0);
-        let mut fs = FlowStats::new(vec![FlowInfo::default(), FlowInfo::default()]);
+        let mut fs = FlowStats::new(vec![FlowInfo::default(), FlowInfo::default()], None);
         ca.bytes.store(100, Relaxed);
         cb.bytes.store(50, Relaxed);
         let rep = st.sample(t0 + Duration::from_secs(1), 0.0).unwrap();
-        let r = fs.interval(&rep, &st);
+        let r = fs.interval(&rep, &st, false);
         assert_eq!(r.pairs.len(), 1);
         assert_eq!(r.pairs[0].bytes, 150);
         assert_eq!(r.pairs[0].id, 1);
