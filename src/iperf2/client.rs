@@ -337,7 +337,11 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
             let s = take()?;
             flows.push(Flow {
                 ds: data_stream(id, StreamRole::Send, s, &c),
-                extras: StreamExtras { hook, initial_bytes: 0 },
+                // Like 2.1.8, the header counts as sent bytes.
+                extras: StreamExtras {
+                    hook,
+                    initial_bytes: header.as_ref().map_or(0, |h| h.len() as u64),
+                },
                 info: info(None, false),
                 await_close,
             });
@@ -357,6 +361,12 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
     if reverse_only {
         // The rate limits our reads (in the hooks), not a sender.
         params.rate = 0;
+    }
+    // The header is part of what `-n` counts (2.1.8 sends n bytes in all).
+    if let (EndCondition::Bytes(n), Some(h)) = (params.end, &header)
+        && !reverse_only
+    {
+        params.end = EndCondition::Bytes(n.saturating_sub(h.len() as u64));
     }
     let opts = RunOpts {
         interval: cfg.output.interval,

@@ -155,10 +155,11 @@ pub fn run_flows(
             let rep = fstats.interval(&r, &session.stats, true);
             // Like iperf 2, a last sliver under a quarter interval is only
             // part of the totals.
+            // An interval covering the whole test would only repeat the total.
             let long_enough = opts
                 .interval
                 .is_none_or(|i| rep.sum.end - rep.sum.start >= i.as_secs_f64() * 0.25);
-            if long_enough {
+            if long_enough && rep.sum.start > 0.0 {
                 reporter.emit(Event::Flows(Box::new(rep)));
             }
         }

@@ -246,7 +246,8 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
     let enhanced = cfg.output.enhanced || trip_times;
     let member = Member {
         id: ctx.next_id(),
-        initial: (buf.len() - len) as u64,
+        // Like 2.1.8, the header counts as received bytes.
+        initial: buf.len() as u64,
         sock,
         peer,
         local,
