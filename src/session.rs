@@ -36,6 +36,9 @@ pub struct StreamExtras {
     /// Bytes of the stream already read before the session (counted as
     /// received: an iperf 2 header, a prefix read to tell dialects apart).
     pub initial_bytes: u64,
+    /// A byte budget of this stream alone (iperf 2's `-n` is per flow),
+    /// instead of the test's shared one.
+    pub budget: Option<u64>,
 }
 
 /// Stream ids in creation order: 1, then 3, 4, 5, ... (2 is skipped, as iperf3 does).
@@ -199,10 +202,10 @@ impl Session {
                 role: ds.role,
                 block_len,
                 pace,
-                budget: if ds.role == StreamRole::Send {
-                    budget.clone()
-                } else {
-                    None
+                budget: match (ds.role, extras.budget) {
+                    (StreamRole::Send, Some(n)) => Some(Budget::bytes(n)),
+                    (StreamRole::Send, None) => budget.clone(),
+                    _ => None,
                 },
                 target: if ds.role == StreamRole::Recv {
                     target.clone()

@@ -201,7 +201,7 @@ fn reader(cfg: &TestConfig, counters_for: &TestParams, trip_times: bool, rate: u
     (
         StreamExtras {
             hook: Some(Box::new(hook)),
-            initial_bytes: 0,
+            ..StreamExtras::default()
         },
         FlowInfo {
             counters: Some(counters),
@@ -280,6 +280,7 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
     })));
     let start = wall_clock();
     let header = (!cfg.iperf2.compat).then(|| build_header(cfg, start).encode_tcp());
+    let hdr_len = header.as_ref().map_or(0, |h| h.len() as u64);
     let mut flows = Vec::new();
     let mut keep = Vec::new();
     let mut connect_times = Vec::new();
@@ -340,7 +341,13 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
                 // Like 2.1.8, the header counts as sent bytes.
                 extras: StreamExtras {
                     hook,
-                    initial_bytes: header.as_ref().map_or(0, |h| h.len() as u64),
+                    initial_bytes: hdr_len,
+                    // The header is part of what `-n` counts (2.1.8 sends n
+                    // bytes in all).
+                    budget: match p.end {
+                        EndCondition::Bytes(n) => Some(n.saturating_sub(hdr_len)),
+                        _ => None,
+                    },
                 },
                 info: info(None, false),
                 await_close,
@@ -362,11 +369,10 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         // The rate limits our reads (in the hooks), not a sender.
         params.rate = 0;
     }
-    // The header is part of what `-n` counts (2.1.8 sends n bytes in all).
-    if let (EndCondition::Bytes(n), Some(h)) = (params.end, &header)
-        && !reverse_only
-    {
-        params.end = EndCondition::Bytes(n.saturating_sub(h.len() as u64));
+    // `-n` is per flow (each stream has its own budget, set above); the
+    // session itself only has to wait for the streams.
+    if let EndCondition::Bytes(_) = params.end {
+        params.end = EndCondition::Time(Duration::ZERO);
     }
     let opts = RunOpts {
         interval: cfg.output.interval,

@@ -99,6 +99,11 @@ impl ServerCtx {
         })
     }
 
+    /// Whether `-c host` lets this peer in.
+    fn allowed(&self, peer: SocketAddr) -> bool {
+        self.allow.is_empty() || self.allow.contains(&canonical(peer.ip()))
+    }
+
     /// Connections being served.
     pub fn active(&self) -> usize {
         self.active.load(Relaxed)
@@ -110,6 +115,18 @@ fn canonical(ip: IpAddr) -> IpAddr {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
     }
+}
+
+/// `[drop] local A port P connected with B port Q (why)`.
+fn drop_line(ctx: &Ctx, sock: &TcpStream, peer: SocketAddr, why: &str) {
+    let (lh, lp) = sock
+        .local_addr()
+        .map(|a| crate::util::split_addr(&a))
+        .unwrap_or_default();
+    let (rh, rp) = crate::util::split_addr(&peer);
+    ctx.out.write(&format!(
+        "[drop] local {lh} port {lp} connected with {rh} port {rp} ({why})\n"
+    ));
 }
 
 /// One accepted connection whose header has been read.
@@ -180,15 +197,8 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
     let cfg = &ctx.cfg;
     let Ok(local) = sock.local_addr() else { return };
     let accepted = wall_clock();
-    let drop_line = |why: &str| {
-        let (lh, lp) = crate::util::split_addr(&local);
-        let (rh, rp) = crate::util::split_addr(&peer);
-        ctx.out.write(&format!(
-            "[drop] local {lh} port {lp} connected with {rh} port {rp} ({why})\n"
-        ));
-    };
-    if !sc.allow.is_empty() && !sc.allow.contains(&canonical(peer.ip())) {
-        drop_line("client not allowed");
+    if !sc.allowed(peer) {
+        drop_line(ctx, &sock, peer, "client not allowed");
         return;
     }
     let Some((len, buf)) = read_header(&sock, prefix) else {
@@ -211,7 +221,7 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
         _ => false,
     };
     if !key_ok {
-        drop_line("permit key fail");
+        drop_line(ctx, &sock, peer, "permit key fail");
         return;
     }
     let mut trip_times = header.upper() & flags::upper::TRIPTIME != 0;
@@ -370,6 +380,7 @@ fn reader_flow(
         extras: StreamExtras {
             hook: Some(Box::new(RecvHook::new(counters.clone(), trip, 0, block))),
             initial_bytes: initial,
+            budget: None,
         },
         info: FlowInfo {
             counters: Some(counters),
@@ -383,11 +394,11 @@ fn reader_flow(
 fn sender_flow(
     id: u32,
     sock: TcpStream,
-    local: SocketAddr,
-    peer: SocketAddr,
+    (local, peer): (SocketAddr, SocketAddr),
     trip: bool,
     starred: bool,
     await_close: bool,
+    budget: Option<u64>,
 ) -> Option<Flow> {
     let closer = if await_close {
         Some(sock.try_clone().ok()?)
@@ -399,6 +410,7 @@ fn sender_flow(
         extras: StreamExtras {
             hook: trip.then(|| Box::new(TripTimesStamp::new(wall_clock())) as Box<dyn crate::engine::StreamHook>),
             initial_bytes: 0,
+            budget,
         },
         info: FlowInfo {
             counters: None,
@@ -463,6 +475,14 @@ fn connect_back(sc: &ServerCtx, m: &Member) -> Option<(TcpStream, SocketAddr, So
     }
 }
 
+/// The header's `-n`, which each of our senders for it sends.
+fn bytes(h: &ClientHeader) -> Option<u64> {
+    match h.amount {
+        Some(Amount::Bytes(b)) => Some(b as u64),
+        _ => None,
+    }
+}
+
 fn params_for(sc: &ServerCtx, h: &ClientHeader, streams: usize, trip: bool) -> TestParams {
     let mut p = sc.ctx.cfg.params.clone();
     p.streams = streams.max(1) as u32;
@@ -470,8 +490,8 @@ fn params_for(sc: &ServerCtx, h: &ClientHeader, streams: usize, trip: bool) -> T
     p.trip_times = trip;
     p.end = match h.amount {
         Some(Amount::Time(cs)) => EndCondition::Time(Duration::from_millis(cs as u64 * 10)),
-        Some(Amount::Bytes(b)) => EndCondition::Bytes(b as u64),
-        None => EndCondition::Time(Duration::ZERO),
+        // Byte counts are per stream (StreamExtras::budget).
+        Some(Amount::Bytes(_)) | None => EndCondition::Time(Duration::ZERO),
     };
     p
 }
@@ -507,7 +527,7 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
         let Ok(sock) = m.sock.try_clone() else { continue };
         if v2 && u & flags::upper::REVERSE != 0 {
             // 2.1.8 does not star a server's sender in a plain reverse test.
-            if let Some(f) = sender_flow(m.id, sock, m.local, m.peer, m.trip_times, false, true) {
+            if let Some(f) = sender_flow(m.id, sock, (m.local, m.peer), m.trip_times, false, true, bytes(h)) {
                 flows.push(f);
                 has_sender = true;
             }
@@ -516,7 +536,7 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
         flows.push(reader_flow(m.id, sock, m.local, m.peer, block, m.trip_times, m.initial));
         if v2 && u & flags::upper::FULLDUPLEX != 0 {
             if let Ok(s2) = m.sock.try_clone()
-                && let Some(f) = sender_flow(m.id, s2, m.local, m.peer, m.trip_times, true, false)
+                && let Some(f) = sender_flow(m.id, s2, (m.local, m.peer), m.trip_times, true, false, bytes(h))
             {
                 flows.push(f);
                 has_sender = true;
@@ -524,7 +544,7 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
         } else if v1 && !v2 {
             if h.flags & flags::RUN_NOW != 0 {
                 if let Some((s, local, addr, id)) = connect_back(sc, m)
-                    && let Some(f) = sender_flow(id, s, local, addr, false, true, true)
+                    && let Some(f) = sender_flow(id, s, (local, addr), false, true, true, bytes(h))
                 {
                     flows.push(f);
                     has_sender = true;
@@ -548,7 +568,7 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
             break;
         }
         if let Some((s, local, addr, id)) = connect_back(sc, m)
-            && let Some(f) = sender_flow(id, s, local, addr, false, true, true)
+            && let Some(f) = sender_flow(id, s, (local, addr), false, true, true, bytes(&m.header))
         {
             back.push(f);
         }
@@ -636,6 +656,10 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
                 Ok((s, peer)) => {
                     let s = TcpStream::from(s);
                     if s.set_nonblocking(false).is_err() {
+                        continue;
+                    }
+                    if !sc.allowed(peer) {
+                        drop_line(&sc.ctx, &s, peer, "client not allowed");
                         continue;
                     }
                     served += 1;
