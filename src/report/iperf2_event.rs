@@ -108,6 +108,30 @@ pub struct FlowExtras {
     pub net_power: Option<f64>,
     /// Bytes in flight by Little's law (bytes/s × mean latency).
     pub in_flight: Option<f64>,
+    /// UDP numbers (UDP flows only).
+    pub udp: Option<UdpFlow>,
+}
+
+/// The UDP numbers of one flow line.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct UdpFlow {
+    /// Receiver: RFC 1889 jitter, ms.
+    pub jitter_ms: f64,
+    /// Receiver: lost datagrams.
+    pub lost: i64,
+    /// Receiver: datagrams expected (the highest sequence number seen).
+    pub total: i64,
+    /// Receiver: datagrams that arrived out of order.
+    pub out_of_order: i64,
+    /// Datagrams per second.
+    pub pps: f64,
+    /// Receiver (`-e` or `--trip-times`): one-way latency.
+    pub latency: Option<LatencyStats>,
+    /// Receiver `-e`: (packets, packets in flight by Little's law, its
+    /// variance), printed `Rx/inP`.
+    pub in_flight: Option<(i64, f64, f64)>,
+    /// Sender's final: datagrams sent (`Sent N datagrams`).
+    pub sent: Option<i64>,
 }
 
 /// One line of a flow report.
@@ -145,4 +169,6 @@ pub struct FlowReport {
     pub sum: FlowLine,
     /// Full-duplex: per-connection sums of both directions (`[FDn]`).
     pub pairs: Vec<FlowLine>,
+    /// A UDP server's report relayed to its client (`Server Report:`).
+    pub relay: bool,
 }

@@ -30,6 +30,9 @@ const HDR_SENDER_E: &str =
 const HDR_READER_E: &str = "[ ID] Interval            Transfer    Bandwidth       Reads=Dist\n";
 const HDR_TRIP: &str = "[ ID] Interval            Transfer    Bandwidth    Burst Latency avg/min/max/stdev (cnt/size) inP NetPwr  Reads=Dist\n";
 const HDR_SUM_ONLY: &str = "[SUM-cnt] Interval       Transfer     Bandwidth\n";
+const HDR_UDP_RECV: &str = "[ ID] Interval       Transfer     Bandwidth        Jitter   Lost/Total Datagrams\n";
+const HDR_UDP_RECV_E: &str = "[ ID] Interval            Transfer     Bandwidth        Jitter   Lost/Total  Latency avg/min/max/stdev PPS  Rx/inP  NetPwr\n";
+const HDR_UDP_SEND_E: &str = "[ ID] Interval            Transfer     Bandwidth      Write/Err  PPS\n";
 
 /// Prints iperf 2 events as 2.1.8 does.
 pub struct Iperf2Text {
@@ -51,6 +54,9 @@ enum Kind {
     Sender,
     Reader,
     Trip,
+    UdpRecv,
+    UdpRecvE,
+    UdpSendE,
 }
 
 impl Kind {
@@ -60,6 +66,9 @@ impl Kind {
             Kind::Sender => HDR_SENDER_E,
             Kind::Reader => HDR_READER_E,
             Kind::Trip => HDR_TRIP,
+            Kind::UdpRecv => HDR_UDP_RECV,
+            Kind::UdpRecvE => HDR_UDP_RECV_E,
+            Kind::UdpSendE => HDR_UDP_SEND_E,
         }
     }
 }
@@ -72,6 +81,16 @@ fn net_power(v: Option<f64>) -> String {
         Some(p) if p > 10.0 => format!("{p:.2}"),
         Some(p) => format!("{p:.6}"),
     }
+}
+
+/// Loss as iperf 2 prints it (`%.2g`: `0`, `0.55`, `62`, `1e+02`).
+fn loss_pct(u: &UdpFlow) -> String {
+    let pct = if u.total > 0 {
+        100.0 * u.lost as f64 / u.total as f64
+    } else {
+        0.0
+    };
+    crate::json::format_g(pct, 2)
 }
 
 /// `[  1] `, `[ *1] `, `[*12] `.
@@ -231,6 +250,14 @@ impl Iperf2Text {
     }
 
     fn kind(&self, l: &FlowLine) -> Kind {
+        if let Some(u) = &l.extras.udp {
+            return match (l.sender, self.enhanced || u.latency.is_some()) {
+                (false, true) => Kind::UdpRecvE,
+                (false, false) => Kind::UdpRecv,
+                (true, true) => Kind::UdpSendE,
+                (true, false) => Kind::Plain,
+            };
+        }
         if l.extras.latency.is_some() && !l.sender {
             Kind::Trip
         } else if !self.enhanced {
@@ -269,6 +296,42 @@ impl Iperf2Text {
                 s
             }
             Kind::Reader => format!("{base}  {}\n", Self::bins(l)),
+            Kind::UdpRecv | Kind::UdpRecvE if sum => {
+                let u = e.udp.unwrap_or_default();
+                format!("{base}   {}/{} ({}%)\n", u.lost, u.total, loss_pct(&u))
+            }
+            Kind::UdpRecv => {
+                let u = e.udp.unwrap_or_default();
+                format!(
+                    "{base}  {:6.3} ms {}/{} ({}%)\n",
+                    u.jitter_ms,
+                    u.lost,
+                    u.total,
+                    loss_pct(&u)
+                )
+            }
+            Kind::UdpRecvE => {
+                let u = e.udp.unwrap_or_default();
+                let lat = u.latency.unwrap_or_default();
+                let (rx, inp, var) = u.in_flight.unwrap_or((u.total - u.lost, 0.0, 0.0));
+                format!(
+                    "{base}  {:6.3} ms {}/{} ({}%) {:.3}/{:.3}/{:.3}/{:.3} ms {:.0} pps {rx}/{inp:.0}({var:.0}) pkts {}\n",
+                    u.jitter_ms,
+                    u.lost,
+                    u.total,
+                    loss_pct(&u),
+                    lat.mean * 1e3,
+                    lat.min * 1e3,
+                    lat.max * 1e3,
+                    lat.stdev * 1e3,
+                    u.pps,
+                    net_power(e.net_power)
+                )
+            }
+            Kind::UdpSendE => {
+                let pps = e.udp.map(|u| u.pps).unwrap_or(0.0);
+                format!("{base}  {}/{} {pps:8.0} pps\n", e.calls, e.errors)
+            }
             Kind::Trip => {
                 let lat = e.latency.unwrap_or_default();
                 let size = lat.bytes.checked_div(lat.count).unwrap_or(0);
@@ -326,7 +389,22 @@ impl Iperf2Text {
         for l in &r.flows {
             let kind = self.kind(l);
             let tag = id_tag(l.id, l.reversed);
+            if r.relay {
+                self.out.write(&format!("{tag}Server Report:\n"));
+                self.reset_header();
+            }
             self.under(kind.header(), &self.flow_line(&tag, l, kind, false));
+            if let Some(u) = &l.extras.udp {
+                if u.out_of_order > 0 && !l.sender {
+                    self.out.write(&format!(
+                        "{tag}{:.4}-{:.4} sec  {} datagrams received out-of-order\n",
+                        l.start, l.end, u.out_of_order
+                    ));
+                }
+                if let (Some(n), true) = (u.sent, r.final_report && !r.relay) {
+                    self.out.write(&format!("{tag}Sent {n} datagrams\n"));
+                }
+            }
         }
         if self.enhanced {
             for p in &r.pairs {
@@ -343,7 +421,16 @@ impl Iperf2Text {
                 Some(k) if kinds.iter().all(|x| x == k) && *k != Kind::Trip => *k,
                 _ => Kind::Plain,
             };
-            self.under(kind.header(), &self.flow_line("[SUM] ", &r.sum, kind, true));
+            // UDP receiver sums print under the plain header.
+            let header = match kind {
+                Kind::UdpRecv | Kind::UdpRecvE | Kind::UdpSendE => HDR_PLAIN,
+                k => k.header(),
+            };
+            let kind = if kind == Kind::UdpSendE { Kind::Plain } else { kind };
+            self.under(header, &self.flow_line("[SUM] ", &r.sum, kind, true));
+            if let (Some(n), true) = (r.sum.extras.udp.and_then(|u| u.sent), r.final_report) {
+                self.out.write(&format!("[SUM-{}] Sent {n} datagrams\n", r.flows.len()));
+            }
         }
     }
 }
@@ -401,6 +488,7 @@ mod tests {
             flows,
             sum,
             pairs: Vec::new(),
+            relay: false,
         }))
     }
 
@@ -661,6 +749,165 @@ TCP window size: 16.0 KByte (default)
         assert_eq!(net_power(Some(5333127.4)), "5333127");
         assert_eq!(net_power(Some(12.345)), "12.35");
         assert_eq!(net_power(Some(1.5)), "1.500000");
+    }
+
+    fn udp_line(id: u32, sender: bool, start: f64, end: f64, bytes: u64, u: UdpFlow) -> FlowLine {
+        let mut l = line(id, sender, start, end, bytes);
+        l.extras.udp = Some(u);
+        l
+    }
+
+    fn udp_rx(jitter_ms: f64, lost: i64, total: i64) -> UdpFlow {
+        UdpFlow {
+            jitter_ms,
+            lost,
+            total,
+            ..UdpFlow::default()
+        }
+    }
+
+    #[test]
+    fn udp_server_lines_and_sums() {
+        let mut cfg = TestConfig::default();
+        cfg.output.interval = Some(std::time::Duration::from_secs(1));
+        let (mut s, buf) = sink(&cfg, Side::Server);
+        let one = udp_line(1, false, 0.0, 1.0, 91 * 1470, udp_rx(0.005, 0, 91));
+        s.event(&report(false, vec![one.clone()], one));
+        let a = udp_line(2, false, 0.0, 1.0, 91 * 1470, udp_rx(0.004, 1, 92));
+        let b = udp_line(1, false, 0.0, 1.0, 91 * 1470, udp_rx(0.001, 0, 91));
+        let sum = udp_line(0, false, 0.0, 1.0, 182 * 1470, udp_rx(0.0, 1, 183));
+        s.event(&report(false, vec![a, b], sum));
+        assert_eq!(
+            *buf.lock().unwrap(),
+            "[ ID] Interval       Transfer     Bandwidth        Jitter   Lost/Total Datagrams
+[  1] 0.0000-1.0000 sec   131 KBytes  1.07 Mbits/sec   0.005 ms 0/91 (0%)
+[  2] 0.0000-1.0000 sec   131 KBytes  1.07 Mbits/sec   0.004 ms 1/92 (1.1%)
+[  1] 0.0000-1.0000 sec   131 KBytes  1.07 Mbits/sec   0.001 ms 0/91 (0%)
+[ ID] Interval       Transfer     Bandwidth
+[SUM] 0.0000-1.0000 sec   261 KBytes  2.14 Mbits/sec   1/183 (0.55%)
+"
+        );
+        assert_eq!(loss_pct(&udp_rx(0.0, 5, 5)), "1e+02");
+    }
+
+    #[test]
+    fn udp_client_final_sent_count_and_server_report() {
+        let mut cfg = TestConfig::default();
+        cfg.output.interval = None;
+        let (mut s, buf) = sink(&cfg, Side::Client);
+        let sent = UdpFlow {
+            sent: Some(183),
+            ..UdpFlow::default()
+        };
+        let l = udp_line(1, true, 0.0, 2.0193, 182 * 1470, sent);
+        s.event(&report(true, vec![l.clone()], l));
+        let relayed = udp_line(1, false, 0.0, 2.0176, 182 * 1470, udp_rx(0.005, 0, 182));
+        s.event(&Event::Flows(Box::new(FlowReport {
+            final_report: true,
+            flows: vec![relayed.clone()],
+            sum: relayed,
+            pairs: Vec::new(),
+            relay: true,
+        })));
+        assert_eq!(
+            *buf.lock().unwrap(),
+            "[ ID] Interval       Transfer     Bandwidth
+[  1] 0.0000-2.0193 sec   261 KBytes  1.06 Mbits/sec
+[  1] Sent 183 datagrams
+[  1] Server Report:
+[ ID] Interval       Transfer     Bandwidth        Jitter   Lost/Total Datagrams
+[  1] 0.0000-2.0176 sec   261 KBytes  1.06 Mbits/sec   0.005 ms 0/182 (0%)
+"
+        );
+    }
+
+    #[test]
+    fn udp_enhanced_columns() {
+        let mut cfg = TestConfig::default();
+        cfg.output.enhanced = true;
+        let (mut s, buf) = sink(&cfg, Side::Server);
+        let u = UdpFlow {
+            pps: 856.0,
+            latency: Some(LatencyStats {
+                count: 852,
+                bytes: 0,
+                mean: 0.000008,
+                min: 0.000001,
+                max: 0.000060,
+                stdev: 0.000004,
+            }),
+            in_flight: Some((852, 0.0, 0.0)),
+            ..udp_rx(0.002, 0, 852)
+        };
+        let mut l = udp_line(1, false, 0.0, 1.0, 852 * 1470, u);
+        l.extras.net_power = Some(166393.2);
+        s.event(&report(true, vec![l.clone()], l));
+        assert_eq!(
+            *buf.lock().unwrap(),
+            "[ ID] Interval            Transfer     Bandwidth        Jitter   Lost/Total  Latency avg/min/max/stdev PPS  Rx/inP  NetPwr
+[  1] 0.0000-1.0000 sec  1.19 MBytes  10.0 Mbits/sec   0.002 ms 0/852 (0%) 0.008/0.001/0.060/0.004 ms 856 pps 852/0(0) pkts 166393
+"
+        );
+        let (mut s, buf) = sink(&cfg, Side::Client);
+        let mut l = udp_line(
+            1,
+            true,
+            0.0,
+            1.0,
+            851 * 1470,
+            UdpFlow {
+                pps: 852.0,
+                ..UdpFlow::default()
+            },
+        );
+        l.extras.calls = 851;
+        s.event(&report(true, vec![l.clone()], l));
+        assert_eq!(
+            *buf.lock().unwrap(),
+            "[ ID] Interval            Transfer     Bandwidth      Write/Err  PPS
+[  1] 0.0000-1.0000 sec  1.19 MBytes  10.0 Mbits/sec  851/0      852 pps
+"
+        );
+    }
+
+    #[test]
+    fn relayed_report_with_latency_switches_to_enhanced_and_shows_reordering() {
+        let cfg = TestConfig::default();
+        let (mut s, buf) = sink(&cfg, Side::Client);
+        let u = UdpFlow {
+            jitter_ms: 1.234,
+            lost: 7,
+            total: 1000,
+            out_of_order: 3,
+            pps: 400.0,
+            latency: Some(LatencyStats {
+                count: 1000,
+                bytes: 0,
+                mean: 0.005,
+                min: 0.001,
+                max: 0.009,
+                stdev: 0.0,
+            }),
+            in_flight: Some((400, 2.0, 0.0)),
+            sent: None,
+        };
+        let mut l = udp_line(1, false, 0.0, 2.5, 123_456_789, u);
+        l.extras.net_power = Some(9876.54);
+        s.event(&Event::Flows(Box::new(FlowReport {
+            final_report: true,
+            flows: vec![l.clone()],
+            sum: l,
+            pairs: Vec::new(),
+            relay: true,
+        })));
+        assert_eq!(
+            *buf.lock().unwrap(),
+            "[  1] Server Report:
+[ ID] Interval            Transfer     Bandwidth        Jitter   Lost/Total  Latency avg/min/max/stdev PPS  Rx/inP  NetPwr
+[  1] 0.0000-2.5000 sec   118 MBytes   395 Mbits/sec   1.234 ms 7/1000 (0.7%) 5.000/1.000/9.000/0.000 ms 400 pps 400/2(0) pkts 9877
+[  1] 0.0000-2.5000 sec  3 datagrams received out-of-order
+"
+        );
     }
 
     #[test]

@@ -379,6 +379,7 @@ fn build(final_report: bool, mut flows: Vec<FlowLine>, start: f64, end: f64) -> 
         flows,
         sum,
         pairs,
+        relay: false,
     }
 }
 
