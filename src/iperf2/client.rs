@@ -219,21 +219,8 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         let why = text.rsplit(": ").next().unwrap_or(&text).to_string();
         Error::msg(Code::CONNECT, format!("ERROR: failed to find host {host}: {why}"))
     })?;
+    // Signals end the test early (RunOpts watches them); the reports still print.
     let stop = Arc::new(AtomicBool::new(false));
-    {
-        // Signals end the test early; the reports still print.
-        let stop = stop.clone();
-        let signal = signal.clone();
-        std::thread::Builder::new()
-            .name("ws-iperf2-signal".into())
-            .spawn(move || {
-                while signal.load(Relaxed) == 0 {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                stop.store(true, Relaxed);
-            })
-            .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
-    }
     let mut reporter = ctx.reporter(Side::Client);
     let connect_back = matches!(p.direction, Direction::Dual | Direction::Tradeoff);
     let listener = if connect_back {
@@ -471,7 +458,7 @@ fn receive_connect_back(
         .map_err(|e| Error::io(Code::LISTEN, &e))?;
     let mut flows = Vec::new();
     while (flows.len() as u32) < n {
-        if stop.load(Relaxed) {
+        if stop.load(Relaxed) || signal.load(Relaxed) != 0 {
             return Ok(());
         }
         match listener.accept() {
