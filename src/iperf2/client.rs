@@ -142,6 +142,10 @@ fn connect_one(cfg: &TestConfig, addrs: &[SocketAddr]) -> Result<Connected, Erro
             }
         }
         let e = last.unwrap_or_else(|| Error::new(Code::CONNECT));
+        if e.code != Code::CONNECT {
+            // A socket option the kernel refused: retrying cannot help.
+            return Err(e);
+        }
         if tries == 0 {
             let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
             return Err(Error::msg(Code::CONNECT, format!("tcp connect failed: {why}")));
