@@ -197,11 +197,10 @@ fn clock_sync_line(id: u32, ack: &ClientAck, start: (u32, u32), received: (u32, 
     ))
 }
 
-fn reader(cfg: &TestConfig, counters_for: &TestParams, trip_times: bool, rate: u64) -> (StreamExtras, FlowInfo) {
+fn reader(counters_for: &TestParams, trip_times: bool, rate: u64) -> (StreamExtras, FlowInfo) {
     let bl = counters_for.block_len_or_default() as usize;
     let counters = FlowCounters::new(bl, trip_times);
     let hook = RecvHook::new(counters.clone(), trip_times, rate, bl);
-    let _ = cfg;
     (
         StreamExtras {
             hook: Some(Box::new(hook)),
@@ -243,7 +242,6 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
                     nodelay: p.nodelay,
                     window,
                     window_requested: p.window.map(|w| w as u64),
-                    rate: 0,
                 })));
                 Some(l)
             }
@@ -267,7 +265,6 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         nodelay: p.nodelay,
         window: probe_window(cfg, addrs[0]),
         window_requested: p.window.map(|w| w as u64),
-        rate: p.rate,
     })));
     let start = wall_clock();
     let header = (!cfg.iperf2.compat).then(|| build_header(cfg, start).encode_tcp());
@@ -312,7 +309,7 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         let receives = matches!(p.direction, Direction::Reverse | Direction::FullDuplex);
         let take = || c.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e));
         if receives {
-            let (extras, fi) = reader(cfg, p, p.trip_times, p.rate);
+            let (extras, fi) = reader(p, p.trip_times, p.rate);
             let s = take()?;
             flows.push(Flow {
                 ds: data_stream(id, StreamRole::Recv, s, &c),
@@ -480,7 +477,7 @@ fn receive_connect_back(
                     remote: peer,
                     connect_ms: 0.0,
                 };
-                let (extras, fi) = reader(cfg, &cfg.params, false, 0);
+                let (extras, fi) = reader(&cfg.params, false, 0);
                 let sock = c.sock.try_clone().map_err(|e| Error::io(Code::ACCEPT, &e))?;
                 flows.push(Flow {
                     ds: data_stream(id, StreamRole::Recv, sock, &c),

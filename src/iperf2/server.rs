@@ -450,7 +450,6 @@ fn connect_back(sc: &ServerCtx, m: &Member) -> Option<(TcpStream, SocketAddr, So
         nodelay: cfg.params.nodelay,
         window,
         window_requested: cfg.params.window.map(|w| w as u64),
-        rate: 0,
     })));
     let opts = net::ConnectOpts {
         timeout: Some(Duration::from_secs(10)),
@@ -625,7 +624,6 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         nodelay: cfg.params.nodelay,
         window,
         window_requested: cfg.params.window.map(|w| w as u64),
-        rate: 0,
     })));
     listener
         .set_nonblocking(true)

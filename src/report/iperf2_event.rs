@@ -40,8 +40,6 @@ pub struct Banner {
     pub window: u64,
     /// `-w` as asked (bytes), when given.
     pub window_requested: Option<u64>,
-    /// Flows are paced to this many bits/s (TCP `-b`).
-    pub rate: u64,
 }
 
 /// A connection line (iperf2's `C` report).

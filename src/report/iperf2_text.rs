@@ -504,7 +504,6 @@ mod tests {
             nodelay: false,
             window,
             window_requested: None,
-            rate: 0,
         }))
     }
 
