@@ -215,6 +215,20 @@ fn trip_times_give_the_server_burst_latency() {
         // Bursts are whole 128 KiB writes.
         assert!(has(&srv, "/131072) "), "{s:?} server:\n{srv}");
     }
+    // Reverse: the server stamps, after a header of its own; the client
+    // reports the latency.
+    for (s, c) in BOTH {
+        let Some((r, _)) = pair(s, "", c, "-t 1 -R --trip-times") else {
+            return;
+        };
+        ok(&r);
+        assert!(
+            has(&r.stdout, "Burst Latency avg/min/max/stdev"),
+            "{c:?} client:\n{}",
+            r.stdout
+        );
+        assert!(has(&r.stdout, "/131072) "), "{s:?} server, {c:?} client:\n{}", r.stdout);
+    }
 }
 
 #[test]

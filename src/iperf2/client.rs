@@ -17,7 +17,7 @@ use crate::config::{Direction, EndCondition, TestConfig, TestParams};
 use crate::error::{Code, Error};
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf2::header::{Amount, ClientHeader, HeaderExt};
-use crate::proto::iperf2::{ClientAck, VERSION_L, VERSION_U, flags, join_secs};
+use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs};
 use crate::report::event::{Banner, BannerRole, Event, Side};
 use crate::session::{DataStream, StreamExtras};
 use crate::stats::StreamRole;
@@ -200,7 +200,9 @@ fn clock_sync_line(id: u32, ack: &ClientAck, start: (u32, u32), received: (u32, 
 fn reader(counters_for: &TestParams, trip_times: bool, rate: u64) -> (StreamExtras, FlowInfo) {
     let bl = counters_for.block_len_or_default() as usize;
     let counters = FlowCounters::new(bl, trip_times);
-    let hook = RecvHook::new(counters.clone(), trip_times, rate, bl);
+    // A server sending --trip-times bursts first sends its own header.
+    let bursts = trip_times.then(BurstTracker::after_header);
+    let hook = RecvHook::new(counters.clone(), bursts, rate, bl);
     (
         StreamExtras {
             hook: Some(Box::new(hook)),

@@ -62,12 +62,12 @@ pub struct RecvHook {
 }
 
 impl RecvHook {
-    /// A hook feeding `counters`; `trip_times` follows burst framing;
-    /// `rate` (bits/s) paces the reads (`-b` on a receiving client).
-    pub fn new(counters: Arc<FlowCounters>, trip_times: bool, rate: u64, block_len: usize) -> RecvHook {
+    /// A hook feeding `counters`; `bursts` follows `--trip-times` burst
+    /// framing; `rate` (bits/s) paces the reads (`-b` on a receiving client).
+    pub fn new(counters: Arc<FlowCounters>, bursts: Option<BurstTracker>, rate: u64, block_len: usize) -> RecvHook {
         RecvHook {
             counters,
-            bursts: trip_times.then(BurstTracker::new),
+            bursts,
             pacer: (rate > 0).then(|| Pacer::new(PaceRate::Bits(rate), 0, block_len, Instant::now())),
         }
     }
@@ -84,6 +84,11 @@ impl StreamHook for RecvHook {
                 let sent = join_secs(h.write.0, h.write.1);
                 c.record_latency(now - sent, h.burst_size as u64);
             });
+            if t.lost() {
+                // Not burst-framed after all: report plain reads.
+                c.no_trip_times();
+                self.bursts = None;
+            }
         }
         match self.pacer.as_mut() {
             Some(p) => p.wait(data.len(), stop),
@@ -101,7 +106,7 @@ mod tests {
         let start = wall_clock();
         let mut stamp = TripTimesStamp::new(start);
         let counters = FlowCounters::new(1000, true);
-        let mut hook = RecvHook::new(counters.clone(), true, 0, 1000);
+        let mut hook = RecvHook::new(counters.clone(), Some(BurstTracker::new()), 0, 1000);
         let stop = AtomicBool::new(false);
         for _ in 0..3 {
             let mut block = vec![b'0'; 1000];

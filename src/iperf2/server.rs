@@ -27,7 +27,7 @@ use crate::config::{EndCondition, TestConfig, TestParams};
 use crate::error::{Code, Error};
 use crate::net;
 use crate::proto::iperf2::header::{Amount, ClientHeader, MAX_TCP_HEADER, Need};
-use crate::proto::iperf2::{ClientAck, VERSION_L, VERSION_U, flags, join_secs, version_string};
+use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs, version_string};
 use crate::report::event::{Banner, BannerRole, ConnInfo, Event, Side};
 use crate::session::{DataStream, StreamExtras};
 use crate::stats::StreamRole;
@@ -378,7 +378,12 @@ fn reader_flow(
     Flow {
         ds: stream(id, StreamRole::Recv, sock, local, peer),
         extras: StreamExtras {
-            hook: Some(Box::new(RecvHook::new(counters.clone(), trip, 0, block))),
+            hook: Some(Box::new(RecvHook::new(
+                counters.clone(),
+                trip.then(BurstTracker::new),
+                0,
+                block,
+            ))),
             initial_bytes: initial,
             budget: None,
         },
@@ -405,12 +410,40 @@ fn sender_flow(
     } else {
         None
     };
+    // Like 2.1.8, a server sending --trip-times bursts opens with a client
+    // header of its own carrying its start time.
+    let mut sent = 0;
+    let start = wall_clock();
+    if trip {
+        let hdr = ClientHeader {
+            num_threads: 1,
+            port: local.port() as u32,
+            amount: budget.map(|b| Amount::Bytes(b.min(0x7FFF_FFFF) as u32)),
+            ext: Some(crate::proto::iperf2::HeaderExt {
+                upper: flags::upper::TRIPTIME,
+                version_u: VERSION_U,
+                version_l: VERSION_L,
+                ..Default::default()
+            }),
+            start: Some(crate::proto::iperf2::StartTime {
+                sec: start.0,
+                usec: start.1,
+                fq_rate: 0,
+            }),
+            ..ClientHeader::default()
+        }
+        .encode_tcp();
+        let _ = sock.set_write_timeout(Some(Duration::from_secs(5)));
+        (&sock).write_all(&hdr).ok()?;
+        let _ = sock.set_write_timeout(None);
+        sent = hdr.len() as u64;
+    }
     Some(Flow {
         ds: stream(id, StreamRole::Send, sock, local, peer),
         extras: StreamExtras {
-            hook: trip.then(|| Box::new(TripTimesStamp::new(wall_clock())) as Box<dyn crate::engine::StreamHook>),
-            initial_bytes: 0,
-            budget,
+            hook: trip.then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>),
+            initial_bytes: sent,
+            budget: budget.map(|b| b.saturating_sub(sent)),
         },
         info: FlowInfo {
             counters: None,

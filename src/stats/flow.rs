@@ -6,7 +6,7 @@
 //! [`FlowStats`] turns them, together with the session's [`TestStats`],
 //! into [`FlowReport`]s.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use super::{StreamRole, TestStats, rate};
@@ -79,8 +79,9 @@ pub struct FlowCounters {
     /// Burst latencies: (this interval, whole test). A completed burst takes
     /// the lock once (thousands per second at most, never per read).
     latency: Mutex<(Welford, Welford)>,
-    /// The stream carries `--trip-times` bursts.
-    pub trip_times: bool,
+    /// The stream carries `--trip-times` bursts (cleared by the hook when
+    /// the stream turns out not to be framed).
+    trip_times: AtomicBool,
 }
 
 impl FlowCounters {
@@ -90,8 +91,18 @@ impl FlowCounters {
             read_bins: Default::default(),
             bin_width: (block_len as u64 / 8).max(1),
             latency: Mutex::new((Welford::default(), Welford::default())),
-            trip_times,
+            trip_times: AtomicBool::new(trip_times),
         })
+    }
+
+    /// Whether burst latency is being measured.
+    pub fn trip_times(&self) -> bool {
+        self.trip_times.load(Relaxed)
+    }
+
+    /// Stops reporting burst latency (the stream is not burst-framed).
+    pub fn no_trip_times(&self) {
+        self.trip_times.store(false, Relaxed);
     }
 
     /// Counts one read of `n` bytes.
@@ -217,7 +228,7 @@ impl FlowStats {
             let last = self.last.get(i).copied().unwrap_or_default();
             let fc = self.counters(i);
             let bins = fc.map(|c| c.bins());
-            let latency = fc.filter(|c| c.trip_times).map(|c| c.take_interval_latency());
+            let latency = fc.filter(|c| c.trip_times()).map(|c| c.take_interval_latency());
             let extras = FlowExtras {
                 calls: calls.saturating_sub(last.calls),
                 errors: errors.saturating_sub(last.errors),
@@ -276,7 +287,7 @@ impl FlowStats {
                 errors: st.counters.errors.load(Relaxed),
                 read_bins: (st.role == StreamRole::Recv).then(|| fc.map(|c| c.bins())).flatten(),
                 latency: fc
-                    .filter(|c| c.trip_times)
+                    .filter(|c| c.trip_times())
                     .map(|c| c.total_latency().stats().unwrap_or_default()),
                 retransmits: tcp.map(|t| t.retransmits),
                 tcp,

@@ -7,6 +7,8 @@ use super::{be32, put32};
 
 /// Length of `TCP_burst_payload`.
 pub const BURST_HEADER_LEN: usize = 92;
+/// Largest burst a tracker believes (larger means the stream is not framed).
+pub const MAX_BURST: u32 = 256 << 20;
 
 /// The fields of a burst header wirespeed writes and reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,12 +54,20 @@ impl BurstHeader {
 }
 
 /// Follows the burst framing of a received byte stream, one read at a time.
+///
+/// A stream a 2.1.8 server sends with `--trip-times` (reverse, full
+/// duplex) first carries that server's own client header (with its start
+/// time); [`BurstTracker::after_header`] skips it. A burst header that
+/// cannot be one (size below the header or above [`MAX_BURST`]) means the
+/// stream is not framed: the tracker gives up ([`BurstTracker::lost`]).
 #[derive(Debug, Clone)]
 pub struct BurstTracker {
-    hdr: [u8; BURST_HEADER_LEN],
+    hdr: [u8; super::header::MAX_TCP_HEADER],
     have: usize,
     remaining: u64,
     current: Option<BurstHeader>,
+    leading_header: bool,
+    lost: bool,
 }
 
 impl Default for BurstTracker {
@@ -70,10 +80,54 @@ impl BurstTracker {
     /// A tracker at a burst boundary.
     pub fn new() -> BurstTracker {
         BurstTracker {
-            hdr: [0; BURST_HEADER_LEN],
+            hdr: [0; super::header::MAX_TCP_HEADER],
             have: 0,
             remaining: 0,
             current: None,
+            leading_header: false,
+            lost: false,
+        }
+    }
+
+    /// A tracker for a stream that starts with an iperf 2 client header.
+    pub fn after_header() -> BurstTracker {
+        BurstTracker {
+            leading_header: true,
+            ..BurstTracker::new()
+        }
+    }
+
+    /// The stream did not follow burst framing; nothing more is reported.
+    pub fn lost(&self) -> bool {
+        self.lost
+    }
+
+    /// Skips the leading header. Returns the bytes of `data` it used, or
+    /// `None` when more are needed.
+    fn skip_header(&mut self, data: &[u8]) -> Option<usize> {
+        use super::header::{ClientHeader, Need};
+        let mut used = 0;
+        loop {
+            // Only ever read up to what is needed, so nothing overshoots.
+            let need = match ClientHeader::need_tcp(&self.hdr[..self.have]) {
+                Ok(Need::Done(n)) if self.have >= n => {
+                    self.have = 0;
+                    self.leading_header = false;
+                    return Some(used);
+                }
+                Ok(Need::Done(n)) | Ok(Need::More(n)) if n <= self.hdr.len() => n,
+                _ => {
+                    self.lost = true;
+                    return Some(data.len());
+                }
+            };
+            if used == data.len() {
+                return None;
+            }
+            let take = (need - self.have).min(data.len() - used);
+            self.hdr[self.have..self.have + take].copy_from_slice(&data[used..used + take]);
+            self.have += take;
+            used += take;
         }
     }
 
@@ -81,7 +135,13 @@ impl BurstTracker {
     /// whose last byte is in `data`. A burst size below the header size is
     /// taken as the header alone (hostile or garbled input cannot stall it).
     pub fn feed(&mut self, mut data: &[u8], mut done: impl FnMut(&BurstHeader)) {
-        while !data.is_empty() {
+        if self.leading_header {
+            match self.skip_header(data) {
+                Some(used) => data = &data[used..],
+                None => return,
+            }
+        }
+        while !data.is_empty() && !self.lost {
             if self.current.is_none() {
                 let take = (BURST_HEADER_LEN - self.have).min(data.len());
                 self.hdr[self.have..self.have + take].copy_from_slice(&data[..take]);
@@ -90,8 +150,12 @@ impl BurstTracker {
                 if self.have < BURST_HEADER_LEN {
                     return;
                 }
-                let h = BurstHeader::read(&self.hdr);
+                let h = BurstHeader::read(&self.hdr[..BURST_HEADER_LEN]);
                 self.have = 0;
+                if h.burst_size < BURST_HEADER_LEN as u32 || h.burst_size > MAX_BURST {
+                    self.lost = true;
+                    return;
+                }
                 self.remaining = (h.burst_size as u64).saturating_sub(BURST_HEADER_LEN as u64);
                 self.current = Some(h);
             }
@@ -151,7 +215,7 @@ mod tests {
     }
 
     #[test]
-    fn undersized_bursts_do_not_stall() {
+    fn unframed_streams_are_given_up_on() {
         let mut b = vec![0u8; 92];
         BurstHeader {
             burst_size: 3,
@@ -162,7 +226,43 @@ mod tests {
         let mut t = BurstTracker::new();
         let mut n = 0;
         t.feed(&b, |_| n += 1);
-        t.feed(&b, |_| n += 1);
-        assert_eq!(n, 2);
+        t.feed(&burst(2, 300), |_| n += 1);
+        assert_eq!(n, 0);
+        assert!(t.lost());
+        let mut t = BurstTracker::new();
+        t.feed(
+            b"0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789",
+            |_| n += 1,
+        );
+        assert!(t.lost(), "the ASCII pattern is no burst header");
+    }
+
+    #[test]
+    fn a_leading_client_header_is_skipped() {
+        use crate::proto::iperf2::header::{ClientHeader, HeaderExt};
+        let hdr = ClientHeader {
+            num_threads: 1,
+            ext: Some(HeaderExt {
+                upper: crate::proto::iperf2::flags::upper::TRIPTIME,
+                ..HeaderExt::default()
+            }),
+            start: Some(Default::default()),
+            ..ClientHeader::default()
+        }
+        .encode_tcp();
+        assert_eq!(hdr.len(), 80);
+        let mut stream = hdr.clone();
+        for id in 1..=3 {
+            stream.extend(burst(id, 500));
+        }
+        for chunk in [1usize, 3, 60, 80, 81, 200, 5000] {
+            let mut t = BurstTracker::after_header();
+            let mut seen = Vec::new();
+            for c in stream.chunks(chunk) {
+                t.feed(c, |h| seen.push(h.burst_id));
+            }
+            assert_eq!(seen, vec![1, 2, 3], "chunk {chunk}");
+            assert!(!t.lost());
+        }
     }
 }
