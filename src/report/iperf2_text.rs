@@ -377,7 +377,7 @@ impl Iperf2Text {
     }
 
     fn flows(&self, r: &FlowReport) {
-        if self.excluded('D') || (!r.final_report && !self.intervals) {
+        if self.excluded('D') || (r.relay && self.excluded('V')) || (!r.final_report && !self.intervals) {
             return;
         }
         if self.sum_only {
