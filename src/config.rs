@@ -413,6 +413,33 @@ pub struct ClientAuth {
     pub public_key: Option<PathBuf>,
 }
 
+/// Settings only the iperf 2 dialect has (its wire header and CLI carry
+/// them; the iperf3 side never reads them).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Iperf2Options {
+    /// `-L`: port the client listens on for the server's -d/-r connect-back
+    /// (`None` = the `-p` port).
+    pub listen_port: Option<u16>,
+    /// `-X`: ask for and print the server's version.
+    pub peer_detect: bool,
+    /// `-C`: send no header (talk to very old iperf 2 servers).
+    pub compat: bool,
+    /// `-I`: send what stdin provides.
+    pub stdin: bool,
+    /// `-z`: realtime scheduling for the data threads.
+    pub realtime: bool,
+    /// `--hide-ips`: print addresses masked.
+    pub hide_ips: bool,
+    /// `-1`: serve one client at a time (a server option; not iperf3's `-1`).
+    pub single_client: bool,
+    /// `-l` was given (its value travels in the header's buffer-length word).
+    pub len_given: bool,
+    /// `--permit-key`: the shared key a client sends / a server requires.
+    pub permit_key: Option<String>,
+    /// `--connect-retries`: extra TCP connect attempts.
+    pub connect_retries: u32,
+}
+
 /// What this process is asked to be.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Role {
@@ -446,6 +473,8 @@ pub struct TestConfig {
     pub auth: ClientAuth,
     /// `-F` file to send from / write to.
     pub file: Option<PathBuf>,
+    /// iperf 2 dialect settings.
+    pub iperf2: Iperf2Options,
 }
 
 impl Default for TestConfig {
@@ -460,6 +489,7 @@ impl Default for TestConfig {
             server: ServerOptions::default(),
             auth: ClientAuth::default(),
             file: None,
+            iperf2: Iperf2Options::default(),
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod ctrl;
 pub mod debug;
 pub mod engine;
 pub mod error;
+pub mod iperf2;
 pub mod json;
 pub mod net;
 pub mod proto;
@@ -70,9 +71,11 @@ fn program_name(args: &[OsString]) -> String {
 pub fn run(args: Vec<OsString>) -> i32 {
     let prog = program_name(&args);
     let rest: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
-    if prog == "iperf" || prog == "iperf2" || rest.first().is_some_and(|a| a == "--iperf2") {
-        eprintln!("{prog}: error - the iperf 2 dialect is not implemented yet");
-        return 1;
+    if prog == "iperf" || prog == "iperf2" {
+        return iperf2::run(&rest, &prog);
+    }
+    if rest.first().is_some_and(|a| a == "--iperf2") {
+        return iperf2::run(&rest[1..], "iperf");
     }
     let wants_json = rest.iter().any(|a| a == "-J" || a == "--json" || a == "--json-stream");
     let cmd = match cli::iperf3::parse_args(&rest) {

@@ -74,6 +74,8 @@ pub struct Server {
     shared: Arc<Shared>,
     done_rx: Receiver<TestOutcome>,
     banner: Reporter,
+    /// Serves the iperf 2 clients that connect to this port.
+    iperf2: Arc<crate::iperf2::server::ServerCtx>,
 }
 
 struct Pending {
@@ -105,9 +107,11 @@ impl Server {
         } else {
             Reporter::for_config(cfg, out.clone(), Side::Server)
         };
+        let iperf2 = crate::iperf2::server::ServerCtx::for_iperf3_server(cfg, out.clone());
         Ok(Server {
             listener,
             port,
+            iperf2,
             shared: Arc::new(Shared {
                 cfg: cfg.clone(),
                 out,
@@ -243,8 +247,9 @@ impl Server {
 
     fn shutdown(&self) {
         self.shared.terminate.store(true, Relaxed);
+        self.iperf2.stop.store(true, Relaxed);
         let deadline = Instant::now() + Duration::from_secs(5);
-        while self.shared.active.load(Relaxed) > 0 && Instant::now() < deadline {
+        while (self.shared.active.load(Relaxed) > 0 || self.iperf2.active() > 0) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -253,8 +258,11 @@ impl Server {
     fn classify(&self, p: Pending) {
         let Ok(stream) = mio_to_std(p.stream) else { return };
         if !could_be_cookie(&p.buf) {
-            // Not iperf3: an iperf 2 client (served by the iperf2 dialect
-            // once it exists) or junk. Either way it cannot hurt a test.
+            // Not iperf3: an iperf 2 client (header words or a -C client's
+            // digits) or junk. Its own thread reads the rest of the header
+            // with a deadline, so the acceptor never waits on it and junk
+            // only ends that thread.
+            crate::iperf2::server::serve_connection(self.iperf2.clone(), stream, p.peer, p.buf);
             return;
         }
         let mut wire = [0u8; COOKIE_LEN];

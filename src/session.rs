@@ -27,6 +27,20 @@ pub struct DataStream {
     pub info: ConnInfo,
 }
 
+/// What a dialect adds to a stream beyond the common engine: a per-block
+/// hook and the counters the hook feeds (iperf 2's enhanced reports).
+#[derive(Default)]
+pub struct StreamExtras {
+    /// Runs in the stream's hot loop.
+    pub hook: Option<Box<dyn crate::engine::StreamHook>>,
+    /// Bytes of the stream already read before the session (counted as
+    /// received: an iperf 2 header, a prefix read to tell dialects apart).
+    pub initial_bytes: u64,
+    /// A byte budget of this stream alone (iperf 2's `-n` is per flow),
+    /// instead of the test's shared one.
+    pub budget: Option<u64>,
+}
+
 /// Stream ids in creation order: 1, then 3, 4, 5, ... (2 is skipped, as iperf3 does).
 pub fn stream_id(index: usize) -> u32 {
     if index == 0 { 1 } else { index as u32 + 2 }
@@ -107,13 +121,25 @@ impl Session {
         waker: Arc<mio::Waker>,
         local: &LocalOpts,
     ) -> Result<Session, Error> {
+        let streams = streams.into_iter().map(|d| (d, StreamExtras::default())).collect();
+        Session::start_with(params, side, streams, waker, local)
+    }
+
+    /// Starts a thread per stream, each with its dialect extras.
+    pub fn start_with(
+        params: &TestParams,
+        side: Side,
+        streams: Vec<(DataStream, StreamExtras)>,
+        waker: Arc<mio::Waker>,
+        local: &LocalOpts,
+    ) -> Result<Session, Error> {
         let now = Instant::now();
         let control = TestControl::new(Some(waker));
         let omitting = !params.omit.is_zero();
         control.omitting.store(omitting, Relaxed);
         let block_len = params.block_len_or_default() as usize;
-        let sends = streams.iter().any(|s| s.role == StreamRole::Send);
-        let recvs = streams.iter().any(|s| s.role == StreamRole::Recv);
+        let sends = streams.iter().any(|(s, _)| s.role == StreamRole::Send);
+        let recvs = streams.iter().any(|(s, _)| s.role == StreamRole::Recv);
         // Exact totals: every sender draws from one budget. The client also
         // watches what it receives (reverse/bidir) to end the test.
         let (budget, target) = match params.end {
@@ -150,8 +176,9 @@ impl Session {
         let mut stats = Vec::new();
         let mut connected = Vec::new();
         let mut socks = Vec::new();
-        for ds in streams {
+        for (ds, extras) in streams {
             let counters = Arc::new(StreamCounters::default());
+            counters.bytes.store(extras.initial_bytes, Relaxed);
             let tag = bidir.then_some(match (side, ds.role) {
                 (Side::Client, StreamRole::Send) => RoleTag::TxC,
                 (Side::Client, StreamRole::Recv) => RoleTag::RxC,
@@ -175,10 +202,10 @@ impl Session {
                 role: ds.role,
                 block_len,
                 pace,
-                budget: if ds.role == StreamRole::Send {
-                    budget.clone()
-                } else {
-                    None
+                budget: match (ds.role, extras.budget) {
+                    (StreamRole::Send, Some(n)) => Some(Budget::bytes(n)),
+                    (StreamRole::Send, None) => budget.clone(),
+                    _ => None,
                 },
                 target: if ds.role == StreamRole::Recv {
                     target.clone()
@@ -198,7 +225,7 @@ impl Session {
             let tcp_fd = (params.protocol == Protocol::Tcp).then_some(keep.as_raw_fd());
             stats.push(StreamStats::new(ds.id, fd, ds.role, tag, counters, tcp_fd));
             connected.push(ds.info);
-            handles.push((ds.role, engine::spawn_tcp(ds.sock, task)?));
+            handles.push((ds.role, engine::spawn_tcp_with(ds.sock, task, extras.hook)?));
             socks.push(keep);
         }
         let interval = local.interval;

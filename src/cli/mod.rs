@@ -2,5 +2,6 @@
 //! [`crate::config::TestConfig`].
 
 pub mod getopt;
+pub mod iperf2;
 pub mod iperf3;
 pub mod units;

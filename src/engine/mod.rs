@@ -267,8 +267,32 @@ impl Drop for StreamHandle {
     }
 }
 
+/// Per-block work a dialect adds to a stream's hot loop (iperf 2 stamps
+/// `--trip-times` bursts, histograms read sizes, rate-limits reads). A hook
+/// runs on the stream's own thread, once per block: it must not block
+/// except to pace, and must not allocate.
+pub trait StreamHook: Send {
+    /// Called before a block is written, with the block about to go out
+    /// (the last one may be short); it may overwrite the block's bytes.
+    fn before_write(&mut self, _block: &mut [u8]) {}
+    /// Called after each successful read with the bytes read. Returns false
+    /// when the stream should stop reading (`stop` raised while pacing).
+    fn after_read(&mut self, _data: &[u8], _stop: &AtomicBool) -> bool {
+        true
+    }
+}
+
 /// Starts a TCP stream thread on `sock`.
 pub fn spawn_tcp(sock: std::net::TcpStream, task: StreamTask) -> Result<StreamHandle, Error> {
+    spawn_tcp_with(sock, task, None)
+}
+
+/// Starts a TCP stream thread on `sock`, with a per-block hook.
+pub fn spawn_tcp_with(
+    sock: std::net::TcpStream,
+    task: StreamTask,
+    mut hook: Option<Box<dyn StreamHook>>,
+) -> Result<StreamHandle, Error> {
     let fd = sock.as_raw_fd();
     let keep = socket2::Socket::from(sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?);
     let name = format!("ws-tcp-{}", task.id);
@@ -279,9 +303,10 @@ pub fn spawn_tcp(sock: std::net::TcpStream, task: StreamTask) -> Result<StreamHa
             if let Some(cpu) = task.affinity {
                 let _ = crate::sys::process::pin_current_thread(cpu);
             }
+            let hook = hook.as_mut().map(|h| &mut **h as &mut dyn StreamHook);
             let res = match task.role {
-                StreamRole::Send => tcp::send_loop(&sock, &task),
-                StreamRole::Recv => tcp::recv_loop(&sock, &task),
+                StreamRole::Send => tcp::send_loop(&sock, &task, hook),
+                StreamRole::Recv => tcp::recv_loop(&sock, &task, hook),
             };
             if let Err(e) = res {
                 control.fail(e);

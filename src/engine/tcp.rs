@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use super::pacer::Pacer;
-use super::{Payload, Sinkhole, StreamTask, is_timeout};
+use super::{Payload, Sinkhole, StreamHook, StreamTask, is_timeout};
 use crate::error::{Code, Error};
 
 /// How long a blocked read or write waits before the loop looks at the
@@ -16,7 +16,7 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// Sends until stopped, the budget is spent, or the file ends; then
 /// half-closes so the receiver sees every byte followed by EOF.
-pub fn send_loop(sock: &TcpStream, task: &StreamTask) -> Result<(), Error> {
+pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn StreamHook>) -> Result<(), Error> {
     let _ = sock.set_write_timeout(Some(POLL));
     let mut buf = vec![0u8; task.block_len.max(1)];
     task.payload.fill(&mut buf);
@@ -59,6 +59,9 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask) -> Result<(), Error> {
             && !p.wait(n, stop)
         {
             break;
+        }
+        if let Some(h) = hook.as_deref_mut() {
+            h.before_write(&mut buf[..n]);
         }
         let mut off = 0;
         while off < n {
@@ -133,7 +136,7 @@ pub(crate) fn block_file(buf: &[u8]) -> Result<File, Error> {
 
 /// Reads until EOF, or until the test stops and the stream has been quiet
 /// for a poll period (drained), or the controller aborts.
-pub fn recv_loop(sock: &TcpStream, task: &StreamTask) -> Result<(), Error> {
+pub fn recv_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn StreamHook>) -> Result<(), Error> {
     let _ = sock.set_read_timeout(Some(task.drain_idle.clamp(Duration::from_millis(10), POLL)));
     let mut buf = vec![0u8; task.block_len.max(1)];
     let c = &task.counters;
@@ -166,6 +169,12 @@ pub fn recv_loop(sock: &TcpStream, task: &StreamTask) -> Result<(), Error> {
                     && t.add(n as u64)
                 {
                     control.wake();
+                }
+                if let Some(h) = hook.as_deref_mut()
+                    && !h.after_read(&buf[..n], &control.stop)
+                {
+                    finish();
+                    return Ok(());
                 }
             }
             Err(e) if is_timeout(&e) => {

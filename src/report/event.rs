@@ -8,6 +8,8 @@
 use crate::config::{Direction, Protocol};
 use crate::error::Error;
 
+pub use super::iperf2_event::{Banner, BannerRole, FlowConn, FlowExtras, FlowLine, FlowReport, LatencyStats, UdpFlow};
+
 /// Which end of the test this process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -437,4 +439,10 @@ pub enum Event {
     Error(Error),
     /// The test is over (a JSON document is printed now).
     Done,
+    /// iperf2: a settings banner.
+    Banner(Box<Banner>),
+    /// iperf2: a connection line.
+    FlowConnected(Box<FlowConn>),
+    /// iperf2: an interval or final flow report.
+    Flows(Box<FlowReport>),
 }

@@ -449,6 +449,8 @@ impl Sink for TextSink {
             )),
             Event::Start(s) => self.on_start(s),
             Event::OmitDone => {}
+            // The iperf 2 dialect's own events.
+            Event::Banner(_) | Event::FlowConnected(_) | Event::Flows(_) => {}
             Event::Interval(rep) => self.on_interval(rep),
             Event::End(sum) => self.on_end(sum),
             Event::ServerOutput(ServerOutput::Text(t)) => self.print(&format!("\nServer output:\n{t}\n")),

@@ -4,7 +4,10 @@
 //! [`Event`]s into text on an [`Output`]. A [`Reporter`] fans events out to
 //! the sinks a configuration asks for.
 
+pub mod csv;
 pub mod event;
+pub mod iperf2_event;
+pub mod iperf2_text;
 pub mod iperf3_json;
 pub mod iperf3_text;
 
@@ -176,11 +179,22 @@ impl Reporter {
         }
     }
 
+    /// Adds the iperf 2 sink a configuration asks for (text or `-y C`),
+    /// sharing the column-header state `header` with the process's others.
+    pub fn add_iperf2(&mut self, cfg: &TestConfig, out: Output, side: event::Side, header: iperf2_text::HeaderState) {
+        if cfg.output.csv {
+            self.add(Box::new(csv::CsvSink::new(cfg, out, side)));
+        } else {
+            self.add(Box::new(iperf2_text::Iperf2Text::new(cfg, out, side, header)));
+        }
+    }
+
     /// The sinks a configuration asks for, writing to `out`.
     pub fn for_config(cfg: &TestConfig, out: Output, side: event::Side) -> Reporter {
         let mut r = Reporter::new();
         match cfg.dialect {
-            Dialect::Iperf3 | Dialect::Iperf2 => {
+            Dialect::Iperf2 => r.add_iperf2(cfg, out, side, iperf2_text::header_state()),
+            Dialect::Iperf3 => {
                 if cfg.output.json_stream {
                     r.add(Box::new(iperf3_json::JsonStreamSink::new(cfg, out.clone(), side)));
                     if cfg.output.json_stream_full {

@@ -255,3 +255,53 @@ pub fn key_paths(v: &serde_json::Value) -> std::collections::BTreeSet<String> {
     walk(v, "", &mut out);
     out
 }
+
+/// Which program plays a role in an iperf 2 test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Iperf2 {
+    /// The real iperf 2.x.
+    Real,
+    /// `wirespeed --iperf2`.
+    Ours,
+}
+
+impl Iperf2 {
+    /// Program and leading arguments, or `None` (with a notice) when the
+    /// real iperf is missing.
+    pub fn command(self) -> Option<(PathBuf, Vec<String>)> {
+        match self {
+            Iperf2::Real => peer("iperf").map(|p| (p, Vec::new())),
+            Iperf2::Ours => Some((wirespeed(), vec!["--iperf2".to_string()])),
+        }
+    }
+}
+
+/// Starts an iperf 2 server (`-s -p port extra...`) and waits until it
+/// listens. `None` when the real iperf is asked for and missing.
+pub fn iperf2_server(who: Iperf2, port: u16, extra: &[&str]) -> Option<Proc> {
+    let (prog, mut args) = who.command()?;
+    args.extend(["-s".to_string(), "-p".to_string(), port.to_string()]);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let p = Proc::spawn(&prog, &a);
+    wait_listening(port);
+    Some(p)
+}
+
+/// Runs an iperf 2 client (`-c 127.0.0.1 -p port args...`) to completion.
+pub fn iperf2_client(who: Iperf2, port: u16, args: &str, timeout: Duration) -> Option<Ran> {
+    let (prog, mut a) = who.command()?;
+    a.extend(["-c", "127.0.0.1", "-p"].iter().map(|s| s.to_string()));
+    a.push(port.to_string());
+    a.extend(args.split_whitespace().map(String::from));
+    let a: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
+    Some(run(&prog, &a, timeout))
+}
+
+/// Stops a server with SIGTERM (it flushes and prints what it has) and
+/// returns its stdout.
+pub fn stop_server(mut p: Proc) -> String {
+    p.signal(15);
+    p.wait(Duration::from_secs(10));
+    p.out()
+}

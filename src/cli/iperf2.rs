@@ -1,0 +1,1089 @@
+//! The iperf 2 personality's command line: iperf 2.1.8's options, their
+//! spellings, defaults and environment variables, producing the same
+//! [`TestConfig`] the iperf3 side does.
+//!
+//! Where 2.1.8 silently accepts nonsense (`-f x`, `-l 10X`, an unknown
+//! option) this parser refuses it with one line, as wirespeed does
+//! everywhere; options whose feature is not built yet are refused the same
+//! way rather than ignored.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::getopt::{ArgKind, Occurrence, OptSpec, parse};
+use super::units::{parse_int, parse_iperf2, parse_seconds};
+use crate::config::*;
+
+/// iperf2's default port.
+pub const DEFAULT_PORT: u16 = 5001;
+/// iperf2's default UDP datagram size (IPv4).
+pub const DEFAULT_UDP_LEN: u32 = 1470;
+/// iperf2's default UDP rate: 1 Mbit/s in binary units.
+pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
+/// Smallest `-i` (Debian's fast-sampling build).
+pub const MIN_INTERVAL: f64 = 0.0001;
+
+/// What the command line asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Run a test; warnings to print first.
+    Run(Box<TestConfig>, Vec<String>),
+    /// `-h`: the long usage (stderr, exit 1, as 2.1.8).
+    Help,
+    /// `-v`: the version line (stderr, exit 1, as 2.1.8).
+    Version,
+    /// Neither `-s` nor `-c`: the short usage (stderr, exit 0).
+    Usage,
+}
+
+/// A command-line error: one line, printed after `prog: ` when it came from
+/// getopt, else on its own (iperf2 prints `ERROR: ...` lines bare).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    /// The line.
+    pub text: String,
+    /// Prefix the line with the program name (getopt's errors).
+    pub with_prog: bool,
+}
+
+impl CliError {
+    fn err(text: impl Into<String>) -> CliError {
+        CliError {
+            text: format!("ERROR: {}", text.into()),
+            with_prog: false,
+        }
+    }
+
+    fn getopt(text: impl Into<String>) -> CliError {
+        CliError {
+            text: text.into(),
+            with_prog: true,
+        }
+    }
+
+    /// The line as printed by a program called `prog`.
+    pub fn line(&self, prog: &str) -> String {
+        if self.with_prog {
+            format!("{prog}: {}", self.text)
+        } else {
+            self.text.clone()
+        }
+    }
+}
+
+/// Option identifiers.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt {
+    V4,
+    V6,
+    SingleClient,
+    Bandwidth,
+    Client,
+    Dual,
+    Enhanced,
+    Format,
+    Help,
+    Interval,
+    Len,
+    PrintMss,
+    Num,
+    Output,
+    Port,
+    Tradeoff,
+    Server,
+    Time,
+    Udp,
+    Version,
+    Window,
+    ReportExclude,
+    ReportStyle,
+    Realtime,
+    Affinity,
+    Bind,
+    Compat,
+    Daemon,
+    FileInput,
+    SsmHost,
+    StdinInput,
+    ListenPort,
+    Mss,
+    NoDelay,
+    Parallel,
+    Reverse,
+    Tos,
+    Ttl,
+    SingleUdp,
+    Ipv6Domain,
+    SuggestWin,
+    PeerDetect,
+    Congestion,
+    FullDuplex,
+    SumOnly,
+    HideIps,
+    PermitKey,
+    PermitKeyTimeout,
+    TripTimes,
+    Histograms,
+    ConnectRetries,
+    // Recognised, but their features are not built yet.
+    Bounceback,
+    TcpRxWindowClamp,
+    TapDev,
+    SumDstip,
+    TosOverride,
+    ConnectOnly,
+    FqRate,
+    Ipg,
+    Isochronous,
+    Incr,
+    LocalOnly,
+    NearCongestion,
+    NoConnectSync,
+    NoUdpFin,
+    TcpQuickack,
+    TcpWritePrefetch,
+    TcpWriteTimes,
+    TxDelay,
+    TxStart,
+    Burst,
+    L2Checks,
+    NumReportStructs,
+}
+
+macro_rules! o {
+    ($k:ident, $s:expr, $l:expr, $a:ident) => {
+        OptSpec {
+            key: Opt::$k,
+            short: $s,
+            long: $l,
+            arg: ArgKind::$a,
+        }
+    };
+}
+
+/// 2.1.8's option table (short string `146b:c:def:hi:l:mn:o:p:rst:uvw:x:y:zAB:CDF:H:IL:M:NP:RS:T:UVWXZ:`
+/// and its long options, with their real spellings).
+pub const TABLE: &[OptSpec<Opt>] = &[
+    o!(SingleClient, Some('1'), Some("singleclient"), None),
+    o!(V4, Some('4'), None, None),
+    o!(V6, Some('6'), None, None),
+    o!(Bandwidth, Some('b'), Some("bandwidth"), Required),
+    o!(Client, Some('c'), Some("client"), Required),
+    o!(Dual, Some('d'), Some("dualtest"), None),
+    o!(Enhanced, Some('e'), Some("enhanced"), None),
+    o!(Enhanced, None, Some("enhancedreports"), None),
+    o!(Format, Some('f'), Some("format"), Required),
+    o!(Help, Some('h'), Some("help"), None),
+    o!(Interval, Some('i'), Some("interval"), Required),
+    o!(Len, Some('l'), Some("len"), Required),
+    o!(PrintMss, Some('m'), Some("print_mss"), None),
+    o!(Num, Some('n'), Some("num"), Required),
+    o!(Output, Some('o'), Some("output"), Required),
+    o!(Port, Some('p'), Some("port"), Required),
+    o!(Tradeoff, Some('r'), Some("tradeoff"), None),
+    o!(Server, Some('s'), Some("server"), None),
+    o!(Time, Some('t'), Some("time"), Required),
+    o!(Udp, Some('u'), Some("udp"), None),
+    o!(Version, Some('v'), Some("version"), None),
+    o!(Window, Some('w'), Some("window"), Required),
+    o!(ReportExclude, Some('x'), Some("reportexclude"), Required),
+    o!(ReportStyle, Some('y'), Some("reportstyle"), Required),
+    o!(Realtime, Some('z'), Some("realtime"), None),
+    o!(Affinity, Some('A'), None, None),
+    o!(Bind, Some('B'), Some("bind"), Required),
+    o!(Compat, Some('C'), Some("compatibility"), None),
+    o!(Daemon, Some('D'), Some("daemon"), None),
+    o!(FileInput, Some('F'), Some("file_input"), Required),
+    o!(SsmHost, Some('H'), Some("ssm-host"), Required),
+    o!(StdinInput, Some('I'), Some("stdin_input"), None),
+    o!(ListenPort, Some('L'), Some("listenport"), Required),
+    o!(Mss, Some('M'), Some("mss"), Required),
+    o!(NoDelay, Some('N'), Some("nodelay"), None),
+    o!(Parallel, Some('P'), Some("parallel"), Required),
+    o!(Reverse, Some('R'), Some("reverse"), None),
+    o!(Tos, Some('S'), Some("tos"), Required),
+    o!(Ttl, Some('T'), Some("ttl"), Required),
+    o!(SingleUdp, Some('U'), Some("single_udp"), None),
+    o!(Ipv6Domain, Some('V'), Some("ipv6_domain"), None),
+    o!(SuggestWin, Some('W'), Some("suggest_win_size"), None),
+    o!(PeerDetect, Some('X'), Some("peer-detect"), None),
+    o!(Congestion, Some('Z'), Some("tcp-congestion"), Required),
+    o!(Congestion, None, Some("linux-congestion"), Required),
+    o!(FullDuplex, None, Some("full-duplex"), None),
+    o!(SumOnly, None, Some("sum-only"), None),
+    o!(HideIps, None, Some("hide-ips"), None),
+    o!(PermitKey, None, Some("permit-key"), Optional),
+    o!(PermitKeyTimeout, None, Some("permit-key-timeout"), Required),
+    o!(TripTimes, None, Some("trip-times"), None),
+    o!(Histograms, None, Some("histograms"), Optional),
+    o!(Histograms, None, Some("udp-histograms"), Optional),
+    o!(ConnectRetries, None, Some("connect-retries"), Required),
+    o!(Bounceback, None, Some("bounceback"), Optional),
+    o!(Bounceback, None, Some("bounceback-congest"), Optional),
+    o!(Bounceback, None, Some("bounceback-hold"), Required),
+    o!(Bounceback, None, Some("bounceback-period"), Required),
+    o!(Bounceback, None, Some("bounceback-no-quickack"), None),
+    o!(Bounceback, None, Some("bounceback-txdelay"), Required),
+    o!(TcpRxWindowClamp, None, Some("tcp-rx-window-clamp"), Required),
+    o!(TapDev, None, Some("tap-dev"), Optional),
+    o!(SumDstip, None, Some("sum-dstip"), None),
+    o!(TosOverride, None, Some("tos-override"), Required),
+    o!(ConnectOnly, None, Some("connect-only"), Optional),
+    o!(FqRate, None, Some("fq-rate"), Required),
+    o!(Ipg, None, Some("ipg"), Required),
+    o!(Isochronous, None, Some("isochronous"), Optional),
+    o!(Incr, None, Some("incr-dstip"), None),
+    o!(Incr, None, Some("incr-dstport"), None),
+    o!(Incr, None, Some("incr-srcip"), None),
+    o!(Incr, None, Some("incr-srcport"), None),
+    o!(LocalOnly, None, Some("local-only"), Optional),
+    o!(NearCongestion, None, Some("near-congestion"), Optional),
+    o!(NoConnectSync, None, Some("no-connect-sync"), None),
+    o!(NoUdpFin, None, Some("no-udp-fin"), None),
+    o!(TcpQuickack, None, Some("tcp-quickack"), None),
+    o!(TcpWritePrefetch, None, Some("tcp-write-prefetch"), Required),
+    o!(TcpWriteTimes, None, Some("tcp-write-times"), None),
+    o!(TxDelay, None, Some("txdelay-time"), Required),
+    o!(TxStart, None, Some("txstart-time"), Required),
+    o!(Burst, None, Some("burst-size"), Required),
+    o!(Burst, None, Some("burst-period"), Required),
+    o!(L2Checks, None, Some("l2checks"), None),
+    o!(NumReportStructs, None, Some("NUM_REPORT_STRUCTS"), Required),
+];
+
+/// Environment variables 2.1.8 honours, read before the command line:
+/// `(variable, option)`. A flag variable takes effect when set to anything.
+const ENV: &[(&str, Opt)] = &[
+    ("IPERF_IPV6_DOMAIN", Opt::Ipv6Domain),
+    ("IPERF_SINGLECLIENT", Opt::SingleClient),
+    ("IPERF_BANDWIDTH", Opt::Bandwidth),
+    ("IPERF_CLIENT", Opt::Client),
+    ("IPERF_DUALTEST", Opt::Dual),
+    ("IPERF_ENHANCEDREPORTS", Opt::Enhanced),
+    ("IPERF_FORMAT", Opt::Format),
+    ("IPERF_INTERVAL", Opt::Interval),
+    ("IPERF_LEN", Opt::Len),
+    ("IPERF_PRINT_MSS", Opt::PrintMss),
+    ("IPERF_NUM", Opt::Num),
+    ("IPERF_PORT", Opt::Port),
+    ("IPERF_TRADEOFF", Opt::Tradeoff),
+    ("IPERF_SERVER", Opt::Server),
+    ("IPERF_TIME", Opt::Time),
+    ("IPERF_UDP", Opt::Udp),
+    ("TCP_WINDOW_SIZE", Opt::Window),
+    ("IPERF_REPORTEXCLUDE", Opt::ReportExclude),
+    ("IPERF_REPORTSTYLE", Opt::ReportStyle),
+    ("IPERF_BIND", Opt::Bind),
+    ("IPERF_COMPAT", Opt::Compat),
+    ("IPERF_DAEMON", Opt::Daemon),
+    ("IPERF_FILE_INPUT", Opt::FileInput),
+    ("IPERF_STDIN_INPUT", Opt::StdinInput),
+    ("IPERF_MSS", Opt::Mss),
+    ("IPERF_NODELAY", Opt::NoDelay),
+    ("IPERF_LISTENPORT", Opt::ListenPort),
+    ("IPERF_PARALLEL", Opt::Parallel),
+    ("IPERF_TOS", Opt::Tos),
+    ("IPERF_TTL", Opt::Ttl),
+    ("IPERF_SINGLE_UDP", Opt::SingleUdp),
+    ("IPERF_SUGGEST_WIN_SIZE", Opt::SuggestWin),
+    ("IPERF_PEER_DETECT", Opt::PeerDetect),
+    ("IPERF_CONGESTION_CONTROL", Opt::Congestion),
+];
+
+/// Options whose feature is not built yet: refused, never ignored.
+fn unimplemented(o: &Occurrence<Opt>) -> Option<CliError> {
+    use Opt::*;
+    let what = match o.key {
+        Udp | SingleUdp | SsmHost | NoUdpFin | Ipg | L2Checks => "UDP tests (-u)",
+        Bounceback => "bounceback tests",
+        Histograms => "latency histograms",
+        Isochronous => "isochronous traffic",
+        ConnectOnly => "connect-only tests",
+        Burst => "periodic bursts",
+        TxDelay | TxStart => "scheduled starts",
+        Affinity | SuggestWin | TcpRxWindowClamp | TapDev | SumDstip | TosOverride | FqRate | Incr | LocalOnly
+        | NearCongestion | NoConnectSync | TcpQuickack | TcpWritePrefetch | TcpWriteTimes | NumReportStructs
+        | PermitKeyTimeout => "this option",
+        _ => return None,
+    };
+    Some(CliError::err(format!(
+        "{} is not implemented yet ({})",
+        what, o.spelled
+    )))
+}
+
+fn unit_value(opt: &str, v: &str) -> Result<f64, CliError> {
+    parse_iperf2(v)
+        .ok()
+        .filter(|x| *x >= 0.0)
+        .ok_or_else(|| CliError::err(format!("{opt} value of '{v}' not recognized")))
+}
+
+fn int_value(opt: &str, v: &str) -> Result<i64, CliError> {
+    parse_int(v, false).ok_or_else(|| CliError::err(format!("{opt} value of '{v}' not recognized")))
+}
+
+/// `-S` names (TOS byte values). 2.1.8 puts the bare DSCP number in the TOS
+/// byte for `le`, `nqb` and `nqb2`; wirespeed shifts it into the DSCP field
+/// as the names promise.
+pub fn tos_value(s: &str) -> Option<u8> {
+    let v = match s.to_ascii_lowercase().as_str() {
+        "af11" => 0x28,
+        "af12" => 0x30,
+        "af13" => 0x38,
+        "af21" => 0x48,
+        "af22" => 0x50,
+        "af23" => 0x58,
+        "af31" => 0x68,
+        "af32" => 0x70,
+        "af33" => 0x78,
+        "af41" => 0x88,
+        "af42" => 0x90,
+        "af43" => 0x98,
+        "cs0" | "ac_be" => 0x00,
+        "cs1" | "ac_bk" => 0x20,
+        "cs2" => 0x40,
+        "cs3" => 0x60,
+        "cs4" | "ac_vi" => 0x80,
+        "cs5" => 0xa0,
+        "cs6" => 0xc0,
+        "cs7" => 0xe0,
+        "ef" | "ac_vo" => 0xb8,
+        "le" => 1 << 2,
+        "nqb" => 45 << 2,
+        "nqb2" => 5 << 2,
+        "lowdelay" => 0x10,
+        "throughput" => 0x08,
+        "reliability" => 0x04,
+        _ => {
+            let v = parse_int(s, true)?;
+            return (0..=255).contains(&v).then_some(v as u8);
+        }
+    };
+    Some(v)
+}
+
+/// Splits `host[:port][%dev]` (IPv6 hosts in brackets when a port follows).
+pub fn split_bind(s: &str) -> Result<(String, Option<u16>, Option<String>), CliError> {
+    let (rest, dev) = match s.split_once('%') {
+        Some((h, d)) if !d.is_empty() => (h, Some(d.to_string())),
+        Some((h, _)) => (h, None),
+        None => (s, None),
+    };
+    let bad = || CliError::err(format!("bind address '{s}' not recognized"));
+    let port = |p: &str| -> Result<u16, CliError> { p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(bad) };
+    if let Some(r) = rest.strip_prefix('[') {
+        let (h, tail) = r.split_once(']').ok_or_else(bad)?;
+        let p = match tail.strip_prefix(':') {
+            Some(p) => Some(port(p)?),
+            None if tail.is_empty() => None,
+            None => return Err(bad()),
+        };
+        return Ok((h.to_string(), p, dev));
+    }
+    match rest.matches(':').count() {
+        1 => {
+            let (h, p) = rest.split_once(':').ok_or_else(bad)?;
+            Ok((h.to_string(), Some(port(p)?), dev))
+        }
+        _ => Ok((rest.to_string(), None, dev)),
+    }
+}
+
+/// Parses an iperf 2 command line (without the program name), with the
+/// environment variables given by `env` applied first.
+pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Command, CliError> {
+    let parsed = parse(TABLE, args).map_err(|m| CliError::getopt(iperf2_getopt_words(&m)))?;
+    let mut opts: Vec<Occurrence<Opt>> = Vec::new();
+    for (var, key) in ENV {
+        if let Some(v) = env(var) {
+            let spec = TABLE
+                .iter()
+                .find(|s| s.key == *key)
+                .expect("env options are in the table");
+            opts.push(Occurrence {
+                key: *key,
+                value: (spec.arg != ArgKind::None).then_some(v),
+                spelled: format!("${var}"),
+            });
+        }
+    }
+    opts.extend(parsed.opts);
+    for o in &opts {
+        match o.key {
+            Opt::Help => return Ok(Command::Help),
+            Opt::Version => return Ok(Command::Version),
+            _ => {}
+        }
+    }
+    let mut warnings = Vec::new();
+    if let Some(x) = parsed.operands.first() {
+        return Err(CliError::getopt(format!("ignoring extra argument -- {x}")));
+    }
+    let mut cfg = TestConfig {
+        dialect: Dialect::Iperf2,
+        port: DEFAULT_PORT,
+        ..TestConfig::default()
+    };
+    cfg.output.interval = None;
+    cfg.params.repeating_payload = true;
+    let mut server = false;
+    let mut client: Option<String> = None;
+    // `-u` is refused above until the iperf 2 UDP data path exists.
+    let udp = false;
+    let (mut dual, mut tradeoff, mut reverse, mut full_duplex) = (false, false, false, false);
+    let mut len: Option<f64> = None;
+    let mut time: Option<f64> = None;
+    let mut parallel: Option<u32> = None;
+    let mut rate_pps = false;
+    let mut rate_given = false;
+    let mut client_only: Vec<String> = Vec::new();
+    let mut ttl: Option<u32> = None;
+
+    for o in &opts {
+        if let Some(e) = unimplemented(o) {
+            return Err(e);
+        }
+        let v = o.value.clone().unwrap_or_default();
+        let sp = o.spelled.as_str();
+        match o.key {
+            Opt::V4 => cfg.net.family = Family::V4,
+            Opt::V6 | Opt::Ipv6Domain => cfg.net.family = Family::V6,
+            Opt::SingleClient => cfg.iperf2.single_client = true,
+            Opt::Bandwidth => {
+                rate_given = true;
+                let lower = v.to_ascii_lowercase();
+                if let Some(n) = lower.strip_suffix("pps") {
+                    rate_pps = true;
+                    cfg.params.pps = Some(unit_value(sp, n)?.round() as u64);
+                } else if v.contains(',') {
+                    return Err(CliError::err(format!(
+                        "variable load (-b mean,stdev) is not implemented yet ({sp})"
+                    )));
+                } else {
+                    cfg.params.rate = unit_value(sp, &v)? as u64;
+                }
+                client_only.push(sp.into());
+            }
+            Opt::Client => {
+                let (h, d) = match v.split_once('%') {
+                    Some((h, d)) if !d.is_empty() => (h.to_string(), Some(d.to_string())),
+                    _ => (v.clone(), None),
+                };
+                if h.is_empty() {
+                    return Err(CliError::err("option -c needs a host"));
+                }
+                client = Some(h);
+                if d.is_some() {
+                    cfg.net.bind_dev = d;
+                }
+            }
+            Opt::Dual => {
+                dual = true;
+                client_only.push(sp.into());
+            }
+            Opt::Tradeoff => {
+                tradeoff = true;
+                client_only.push(sp.into());
+            }
+            Opt::Reverse => {
+                reverse = true;
+                client_only.push(sp.into());
+            }
+            Opt::FullDuplex => {
+                full_duplex = true;
+                client_only.push(sp.into());
+            }
+            Opt::Enhanced => cfg.output.enhanced = true,
+            Opt::Format => {
+                let c = v.chars().next().unwrap_or(' ');
+                if v.chars().count() != 1 || !"abkmgtAKBMGT".contains(c) {
+                    return Err(CliError::err(format!(
+                        "format '{v}' not recognized (use one of a b k m g A B K M G)"
+                    )));
+                }
+                cfg.output.format = c;
+            }
+            Opt::Interval => {
+                if v == "f" {
+                    return Err(CliError::err("per-frame intervals (-i f) are not implemented yet"));
+                }
+                let mut i = parse_seconds(&v)
+                    .filter(|i| *i >= 0.0 && *i <= 86400.0)
+                    .ok_or_else(|| CliError::err(format!("{sp} value of '{v}' not recognized")))?;
+                if i > 0.0 && i < MIN_INTERVAL {
+                    warnings.push(format!(
+                        "WARNING: interval too small, increasing to {:.4} milliseconds.",
+                        MIN_INTERVAL * 1e3
+                    ));
+                    i = MIN_INTERVAL;
+                }
+                // Rounded up to a whole microsecond, as 2.1.8 does.
+                let us = (i * 1e6).ceil() as u64;
+                cfg.output.interval = (us > 0).then(|| Duration::from_micros(us));
+            }
+            Opt::Len => {
+                len = Some(unit_value(sp, &v)?);
+                cfg.iperf2.len_given = true;
+            }
+            Opt::PrintMss => cfg.output.print_mss = true,
+            Opt::Num => {
+                let n = unit_value(sp, &v)?;
+                cfg.params.end = EndCondition::Bytes(n as u64);
+                time = None;
+                client_only.push(sp.into());
+            }
+            Opt::Output => {
+                cfg.output.logfile = Some(PathBuf::from(&v));
+                cfg.output.logfile_truncate = true;
+            }
+            Opt::Port => {
+                if v.contains('-') && !v.starts_with('-') {
+                    return Err(CliError::err("port ranges (-p m-n) are not implemented yet"));
+                }
+                let p = int_value(sp, &v)?;
+                if !(1..=65535).contains(&p) {
+                    return Err(CliError::err(format!("port {v} is out of range (1-65535)")));
+                }
+                cfg.port = p as u16;
+            }
+            Opt::Server => server = true,
+            Opt::Time => {
+                let t = parse_seconds(&v)
+                    .filter(|t| *t >= 0.0 && *t <= 21_474_836.0)
+                    .ok_or_else(|| CliError::err(format!("-t value of '{v}' not recognized")))?;
+                time = Some(t);
+            }
+            Opt::Window => {
+                let w = unit_value(sp, &v)?;
+                if w > i32::MAX as f64 {
+                    return Err(CliError::err(format!("window size {v} is too large")));
+                }
+                if (1.0..2048.0).contains(&w) {
+                    warnings.push(format!(
+                        "WARNING: TCP window size set to {} bytes. A small window size\nwill give poor performance. See the Iperf documentation.",
+                        w as u64
+                    ));
+                }
+                cfg.params.window = (w >= 1.0).then_some(w as u32);
+            }
+            Opt::ReportExclude => {
+                if v.is_empty() || v.chars().any(|c| !"CDMSVcdmsv".contains(c)) {
+                    return Err(CliError::err(format!(
+                        "report exclusion '{v}' not recognized (use letters of CDMSV)"
+                    )));
+                }
+                cfg.output.exclude = v.to_ascii_uppercase();
+            }
+            Opt::ReportStyle => {
+                if !v.eq_ignore_ascii_case("c") {
+                    return Err(CliError::err(format!("report style '{v}' not recognized (only C)")));
+                }
+                cfg.output.csv = true;
+            }
+            Opt::Realtime => cfg.iperf2.realtime = true,
+            Opt::Bind => {
+                let (h, p, d) = split_bind(&v)?;
+                if !h.is_empty() {
+                    cfg.net.bind = Some(h);
+                }
+                cfg.net.cport = p;
+                if d.is_some() {
+                    cfg.net.bind_dev = d;
+                }
+            }
+            Opt::Compat => cfg.iperf2.compat = true,
+            Opt::Daemon => cfg.server.daemon = true,
+            Opt::FileInput => {
+                cfg.file = Some(PathBuf::from(&v));
+                client_only.push(sp.into());
+            }
+            Opt::StdinInput => {
+                cfg.iperf2.stdin = true;
+                client_only.push(sp.into());
+            }
+            Opt::ListenPort => {
+                let p = int_value(sp, &v)?;
+                if !(1..=65535).contains(&p) {
+                    return Err(CliError::err(format!("port {v} is out of range (1-65535)")));
+                }
+                cfg.iperf2.listen_port = Some(p as u16);
+                client_only.push(sp.into());
+            }
+            Opt::Mss => {
+                let m = unit_value(sp, &v)?;
+                if !(0.0..=65535.0).contains(&m) {
+                    return Err(CliError::err(format!("MSS {v} is out of range")));
+                }
+                cfg.params.mss = (m >= 1.0).then_some(m as u32);
+                cfg.output.print_mss = true;
+            }
+            Opt::NoDelay => cfg.params.nodelay = true,
+            Opt::Parallel => {
+                let p = int_value(sp, &v)?;
+                if !(1..=crate::cli::iperf3::MAX_PARALLEL as i64).contains(&p) {
+                    return Err(CliError::err(format!(
+                        "-P value of '{v}' must be between 1 and {}",
+                        crate::cli::iperf3::MAX_PARALLEL
+                    )));
+                }
+                parallel = Some(p as u32);
+            }
+            Opt::Tos => {
+                cfg.params.tos =
+                    tos_value(&v).ok_or_else(|| CliError::err(format!("-S value of '{v}' not recognized")))?;
+            }
+            Opt::Ttl => {
+                let t = int_value(sp, &v)?;
+                if !(0..255).contains(&t) {
+                    return Err(CliError::err("option of -ttl (-T) must be less than 255"));
+                }
+                ttl = Some(t as u32);
+                client_only.push(sp.into());
+            }
+            Opt::PeerDetect => {
+                cfg.iperf2.peer_detect = true;
+                client_only.push(sp.into());
+            }
+            Opt::Congestion => cfg.params.congestion = Some(v),
+            Opt::SumOnly => cfg.output.sum_only = true,
+            Opt::HideIps => cfg.iperf2.hide_ips = true,
+            Opt::PermitKey => {
+                if let Some(k) = &o.value {
+                    if !(4..=128).contains(&k.len()) {
+                        return Err(CliError::err("permit key must be 4 to 128 characters"));
+                    }
+                    cfg.iperf2.permit_key = Some(k.clone());
+                } else {
+                    return Err(CliError::err(
+                        "--permit-key needs a value (generated keys are not implemented yet)",
+                    ));
+                }
+            }
+            Opt::TripTimes => {
+                cfg.params.trip_times = true;
+                client_only.push(sp.into());
+            }
+            Opt::ConnectRetries => {
+                let n = int_value(sp, &v)?;
+                if !(0..=10_000).contains(&n) {
+                    return Err(CliError::err(format!(
+                        "--connect-retries value of '{v}' is out of range"
+                    )));
+                }
+                cfg.iperf2.connect_retries = n as u32;
+                client_only.push(sp.into());
+            }
+            Opt::Help | Opt::Version => {}
+            _ => unreachable!("refused above"),
+        }
+    }
+
+    cfg.net.ttl = ttl;
+    if server && client.is_some() {
+        // -s -c host: the server serves only that client (2.1.8 accepts
+        // the option and does nothing; its documentation promises this).
+        let host = client.take().unwrap_or_default();
+        cfg.server.allow.push(host);
+    }
+    if !server && client.is_none() {
+        return Ok(Command::Usage);
+    }
+    if udp {
+        cfg.params.protocol = Protocol::Udp;
+    }
+    let modes = [dual, tradeoff, reverse, full_duplex].iter().filter(|m| **m).count();
+    if modes > 1 {
+        return Err(CliError::err(
+            "options of --full-duplex, --reverse, -d and -r are mutually exclusive",
+        ));
+    }
+    cfg.params.direction = if dual {
+        Direction::Dual
+    } else if tradeoff {
+        Direction::Tradeoff
+    } else if reverse {
+        Direction::Reverse
+    } else if full_duplex {
+        Direction::FullDuplex
+    } else {
+        Direction::Forward
+    };
+    if cfg.iperf2.compat && (cfg.output.enhanced || cfg.params.direction != Direction::Forward || cfg.params.trip_times)
+    {
+        return Err(CliError::err(
+            "compatibility mode not supported with the requested with options",
+        ));
+    }
+    if cfg.file.is_some() && cfg.iperf2.stdin {
+        return Err(CliError::err("options -F and -I are mutually exclusive"));
+    }
+    if server {
+        cfg.role = Role::Server;
+        for o in &client_only {
+            warnings.push(format!("WARNING: option {o} is not valid for server mode"));
+        }
+        // Client-only settings have no meaning on a server.
+        cfg.params.direction = Direction::Forward;
+        cfg.params.trip_times = false;
+        cfg.file = None;
+        if let Some(p) = parallel {
+            cfg.server.max_connections = Some(p);
+        }
+        if let Some(t) = time {
+            cfg.server.listen_time = (t > 0.0).then(|| Duration::from_secs_f64(t));
+        }
+        if rate_given {
+            return Err(CliError::err("a server read-rate limit (-s -b) is not implemented yet"));
+        }
+    } else {
+        cfg.role = Role::Client(client.unwrap_or_default());
+        if let Some(p) = parallel {
+            cfg.params.streams = p;
+        }
+        if let Some(t) = time {
+            cfg.params.end = EndCondition::Time(Duration::from_secs_f64(t));
+        }
+        if cfg.server.daemon {
+            return Err(CliError::err("option -D is only valid for a server"));
+        }
+        if cfg.iperf2.single_client {
+            return Err(CliError::err("option -1 is only valid for a server"));
+        }
+    }
+    if rate_pps && cfg.params.protocol == Protocol::Tcp {
+        return Err(CliError::err("units of pps not supported with TCP"));
+    }
+    let block = match len {
+        Some(l) => l as u64,
+        None => match cfg.params.protocol {
+            Protocol::Udp => DEFAULT_UDP_LEN as u64,
+            _ => DEFAULT_TCP_BLOCK as u64,
+        },
+    };
+    if block == 0 || block > i32::MAX as u64 {
+        return Err(CliError::err(format!("-l value of {block} is out of range")));
+    }
+    if cfg.params.protocol == Protocol::Tcp && block > 64 * 1024 * 1024 {
+        return Err(CliError::err("-l above 64 MBytes is not supported"));
+    }
+    cfg.params.block_len = Some(block as u32);
+    if cfg.params.protocol == Protocol::Tcp && cfg.params.trip_times && (block as usize) < 92 {
+        return Err(CliError::err("--trip-times needs -l of at least 92 bytes"));
+    }
+    if cfg.params.protocol == Protocol::Tcp && cfg.params.rate > 0 && cfg.params.rate / 8 < block {
+        return Err(CliError::err(format!(
+            "option -b and -l of {block} are incompatible, consider setting -l to {} or lower",
+            cfg.params.rate / 8
+        )));
+    }
+    if let Some(f) = &cfg.file
+        && let Err(e) = std::fs::metadata(f)
+    {
+        return Err(CliError::err(format!(
+            "unable to open file stream {}: {}",
+            f.display(),
+            crate::error::strerror(e.raw_os_error().unwrap_or(libc::ENOENT))
+        )));
+    }
+    // The client's own report turns enhanced only when it receives too.
+    if cfg.params.trip_times && cfg.params.direction != Direction::Forward {
+        cfg.output.enhanced = true;
+    }
+    Ok(Command::Run(Box::new(cfg), warnings))
+}
+
+/// Parses an iperf 2 command line with the process environment.
+pub fn parse_args(args: &[String]) -> Result<Command, CliError> {
+    parse_args_with_env(args, &|k| std::env::var(k).ok())
+}
+
+/// glibc's wording as 2.1.8's bundled getopt prints it (backquotes, no
+/// quotes around a short option).
+fn iperf2_getopt_words(m: &str) -> String {
+    if let Some(rest) = m.strip_prefix("unrecognized option '") {
+        return format!("unrecognized option `{}", rest);
+    }
+    if let Some(c) = m.strip_prefix("invalid option -- '") {
+        return format!("invalid option -- {}", c.trim_end_matches('\''));
+    }
+    if let Some(c) = m.strip_prefix("option requires an argument -- '") {
+        return format!("option requires an argument -- {}", c.trim_end_matches('\''));
+    }
+    m.replace("'--", "`--")
+}
+
+/// The version line (`-v`).
+pub fn version_line() -> String {
+    format!("iperf version 2.1.8 (wirespeed {}) pthreads\n", crate::VERSION)
+}
+
+/// The short usage (no `-s`/`-c`).
+pub fn short_usage(prog: &str) -> String {
+    format!("Usage: {prog} [-s|-c host] [options]\nTry `{prog} --help' for more information.\n")
+}
+
+/// The long usage (`-h`), in iperf 2's layout, listing what wirespeed's
+/// iperf 2 dialect accepts.
+pub fn long_usage(prog: &str) -> String {
+    format!(
+        "Usage: {prog} [-s|-c host] [options]
+       {prog} [-h|--help] [-v|--version]
+
+Client/Server:
+  -b, --bandwidth #[kmgKMG]  bandwidth to send at in bits/sec (TCP: a rate limit)
+  -e, --enhanced    use enhanced reporting giving more tcp/udp and traffic information
+  -f, --format    [abkmgABKMG]  format to report: adaptive, bits, Kbits, Mbits, Gbits (upper case: bytes)
+      --hide-ips           hide ip addresses and host names within outputs
+  -i, --interval  #        seconds between periodic bandwidth reports (fractions allowed)
+  -l, --len       #[kmKM]    length of buffer in bytes to read or write (Defaults: TCP=128K)
+  -m, --print_mss          print TCP maximum segment size
+  -o, --output    <filename> output the report or error message to this specified file
+  -p, --port      #        client/server port to listen on/send on and to connect
+      --permit-key=<key>   permit key a client must send (TCP only)
+      --sum-only           output sum only reports
+  -u, --udp                use UDP rather than TCP (not implemented yet)
+  -w, --window    #[KM]    TCP window size (socket buffer size)
+  -z, --realtime           request realtime scheduler
+  -B, --bind <host>[:<port>][%<dev>] bind to <host>, ip addr and optional port and device
+  -C, --compatibility      for use with older versions: send no header
+  -M, --mss       #        set TCP maximum segment size using TCP_MAXSEG
+  -N, --nodelay            set TCP no delay, disabling Nagle's Algorithm
+  -S, --tos       #        set the socket's IP_TOS (byte) field
+  -Z, --tcp-congestion <algo>  set TCP congestion control algorithm (Linux only)
+
+Server specific:
+  -s, --server             run in server mode
+  -1, --singleclient       run one server at a time
+  -t, --time      #        time in seconds to listen for new connections as well as to receive traffic (default not set)
+  -B, --bind <ip>[%<dev>]  bind to this address and optional device
+  -D, --daemon             run the server as a daemon
+  -P, --parallel  #        exit after this many connections have been served
+  -c, --client    <host>   serve only this client
+  -V, --ipv6_domain        Enable IPv6 reception by setting the domain and socket to AF_INET6 (Can receive on both IPv4 and IPv6)
+
+Client specific:
+  -c, --client    <host>   run in client mode, connecting to <host>
+      --connect-retries #  number of times to retry tcp connect
+  -d, --dualtest           Do a bidirectional test simultaneously (multiple sockets)
+      --full-duplex        run full duplex test using same socket
+  -n, --num       #[kmgKMG]    number of bytes to transmit (instead of -t)
+  -r, --tradeoff           Do a bidirectional test individually
+  -t, --time      #        time in seconds to transmit for (default 10 secs)
+      --trip-times         enable end to end measurements (requires client and server clock sync)
+  -B, --bind [<ip> | <ip:port>] bind ip (and optional port) from which to source traffic
+  -F, --file_input <name>  input the data to be transmitted from a file
+  -I, --stdin_input        input the data to be transmitted from stdin
+  -L, --listenport #       port to receive bidirectional tests back on
+  -P, --parallel  #        number of parallel client threads to run
+  -R, --reverse            reverse the test (client receives, server sends)
+  -S, --tos                IP DSCP or tos settings
+  -T, --ttl       #        time-to-live, for multicast (default 1)
+  -V, --ipv6_domain        Set the domain to IPv6 (send packets over IPv6)
+  -X, --peer-detect        perform server version detection and version exchange
+
+Miscellaneous:
+  -x, --reportexclude [CDMSV]   exclude C(connection) D(data) M(multicast) S(settings) V(server) reports
+  -y, --reportstyle C      report as a Comma-Separated Values
+  -h, --help               print this message and quit
+  -v, --version            print version information and quit
+
+[kmgKMG] Indicates options that support a k,m,g,K,M or G suffix
+Lowercase format characters are 10^3 based and uppercase are 2^n based
+(e.g. 1k = 1000, 1K = 1024, 1m = 1,000,000 and 1M = 1,048,576)
+
+Accepted tos values are: af11, af12, af13, af21, af22, af23, af31, af32, af33, af41, af42, af43,
+cs0, cs1, cs2, cs3, cs4, cs5, cs6, cs7, ef, le, nqb, nqb2, ac_be, ac_bk, ac_vi, ac_vo, lowdelay, throughput,
+reliability, or a numeric value.
+
+The TCP window size option can be set by the environment variable
+TCP_WINDOW_SIZE. Most other options can be set by an environment variable
+IPERF_<long option name>, such as IPERF_BANDWIDTH.
+
+wirespeed speaks iperf 2.x and iperf3; run it without --iperf2 for the iperf3 options.
+"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_env(s: &str, env: &[(&str, &str)]) -> Result<(TestConfig, Vec<String>), CliError> {
+        let args: Vec<String> = s.split_whitespace().map(String::from).collect();
+        let env: Vec<(String, String)> = env.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let lookup = move |k: &str| env.iter().find(|(a, _)| a == k).map(|(_, b)| b.clone());
+        match parse_args_with_env(&args, &lookup)? {
+            Command::Run(c, w) => Ok((*c, w)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn run(s: &str) -> TestConfig {
+        run_env(s, &[]).unwrap().0
+    }
+
+    fn err(s: &str) -> String {
+        run_env(s, &[]).unwrap_err().line("iperf")
+    }
+
+    #[test]
+    fn client_defaults_are_iperf2s() {
+        let c = run("-c host");
+        assert_eq!(c.dialect, Dialect::Iperf2);
+        assert_eq!(c.role, Role::Client("host".into()));
+        assert_eq!(c.port, 5001);
+        assert_eq!(c.params.end, EndCondition::Time(Duration::from_secs(10)));
+        assert_eq!(c.params.block_len, Some(131072));
+        assert_eq!(c.output.interval, None);
+        assert_eq!(c.output.format, 'a');
+        assert!(c.params.repeating_payload);
+        assert!(!c.iperf2.len_given);
+    }
+
+    #[test]
+    fn suffix_case_decides_the_base() {
+        let c = run("-c h -b 10m -l 100K");
+        assert_eq!(c.params.rate, 10_000_000);
+        assert_eq!(c.params.block_len, Some(102400));
+        assert!(c.iperf2.len_given);
+        let c = run("-c h -b 10M -n 1k");
+        assert_eq!(c.params.rate, 10 * 1024 * 1024);
+        assert_eq!(c.params.end, EndCondition::Bytes(1000));
+        assert_eq!(run("-c h -w 4M").params.window, Some(4 << 20));
+    }
+
+    #[test]
+    fn directions_and_their_exclusions() {
+        assert_eq!(run("-c h -d").params.direction, Direction::Dual);
+        assert_eq!(run("-c h -r -L 6000").params.direction, Direction::Tradeoff);
+        assert_eq!(run("-c h -r -L 6000").iperf2.listen_port, Some(6000));
+        assert_eq!(run("-c h -R").params.direction, Direction::Reverse);
+        assert_eq!(run("-c h --full-duplex").params.direction, Direction::FullDuplex);
+        assert_eq!(
+            err("-c h -d -R"),
+            "ERROR: options of --full-duplex, --reverse, -d and -r are mutually exclusive"
+        );
+        assert_eq!(
+            err("-c h -C -e"),
+            "ERROR: compatibility mode not supported with the requested with options"
+        );
+    }
+
+    #[test]
+    fn intervals_are_fractional_with_a_floor() {
+        assert_eq!(run("-c h -i 0.25").output.interval, Some(Duration::from_millis(250)));
+        let (c, w) = run_env("-c h -i 0.00001", &[]).unwrap();
+        assert_eq!(c.output.interval, Some(Duration::from_micros(100)));
+        assert_eq!(w[0], "WARNING: interval too small, increasing to 0.1000 milliseconds.");
+        assert_eq!(run("-c h -i 0").output.interval, None);
+    }
+
+    #[test]
+    fn server_reuses_client_letters_for_its_own_meanings() {
+        let c = run("-s -P 2 -t 30 -1 -D");
+        assert_eq!(c.role, Role::Server);
+        assert_eq!(c.server.max_connections, Some(2));
+        assert_eq!(c.server.listen_time, Some(Duration::from_secs(30)));
+        assert!(c.iperf2.single_client);
+        assert!(c.server.daemon);
+        let c = run("-s -c 10.0.0.1");
+        assert_eq!(c.role, Role::Server);
+        assert_eq!(c.server.allow, vec!["10.0.0.1".to_string()]);
+        let (_, w) = run_env("-s -d", &[]).unwrap();
+        assert_eq!(w, vec!["WARNING: option -d is not valid for server mode".to_string()]);
+    }
+
+    #[test]
+    fn environment_comes_before_the_command_line() {
+        let (c, _) = run_env("-c h", &[("IPERF_PORT", "6001"), ("IPERF_ENHANCEDREPORTS", "0")]).unwrap();
+        assert_eq!(c.port, 6001);
+        assert!(c.output.enhanced, "flag variables act when set to anything");
+        let (c, _) = run_env("-c h -p 7001", &[("IPERF_PORT", "6001")]).unwrap();
+        assert_eq!(c.port, 7001);
+        let (c, _) = run_env("-c h", &[("TCP_WINDOW_SIZE", "64K")]).unwrap();
+        assert_eq!(c.params.window, Some(65536));
+        let (c, _) = run_env("", &[("IPERF_CLIENT", "h2"), ("IPERF_TIME", "3")]).unwrap();
+        assert_eq!(c.role, Role::Client("h2".into()));
+        assert_eq!(c.params.end, EndCondition::Time(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn errors_read_like_iperf2() {
+        assert_eq!(err("-c h --bogus"), "iperf: unrecognized option `--bogus'");
+        assert_eq!(err("-c h -Q"), "iperf: invalid option -- Q");
+        assert_eq!(err("-c h extra"), "iperf: ignoring extra argument -- extra");
+        assert_eq!(err("-c h -t abc"), "ERROR: -t value of 'abc' not recognized");
+        assert_eq!(err("-c h -b 10pps"), "ERROR: units of pps not supported with TCP");
+        assert_eq!(
+            err("-c h -b 1k -l 128K"),
+            "ERROR: option -b and -l of 131072 are incompatible, consider setting -l to 125 or lower"
+        );
+        assert_eq!(err("-c h -T 300"), "ERROR: option of -ttl (-T) must be less than 255");
+        assert!(err("-c h -l 10X").contains("not recognized"));
+        assert!(err("-c h -f x").contains("format 'x' not recognized"));
+        assert!(err("-c h -u").contains("not implemented yet"));
+        assert!(err("-c h --isochronous").contains("not implemented yet"));
+    }
+
+    #[test]
+    fn help_version_and_usage() {
+        let p = |s: &str| parse_args_with_env(&[s.to_string()], &|_| None).unwrap();
+        assert_eq!(p("-h"), Command::Help);
+        assert_eq!(p("-v"), Command::Version);
+        assert_eq!(parse_args_with_env(&[], &|_| None).unwrap(), Command::Usage);
+        assert!(long_usage("iperf").starts_with("Usage: iperf [-s|-c host] [options]\n"));
+    }
+
+    #[test]
+    fn long_option_spellings_and_prefixes() {
+        let c = run("-c h --file_input /dev/null --dual --peer-detect --tcp-congestion reno");
+        assert_eq!(c.file, Some(PathBuf::from("/dev/null")));
+        assert_eq!(c.params.direction, Direction::Dual);
+        assert!(c.iperf2.peer_detect);
+        assert_eq!(c.params.congestion.as_deref(), Some("reno"));
+        assert!(run("-c h --stdin").iperf2.stdin);
+        assert!(err("-c h --fileinput x").contains("unrecognized option `--fileinput'"));
+    }
+
+    #[test]
+    fn tos_names_and_numbers() {
+        assert_eq!(run("-c h -S af11").params.tos, 0x28);
+        assert_eq!(run("-c h -S ef").params.tos, 0xb8);
+        assert_eq!(run("-c h -S 0x10").params.tos, 0x10);
+        assert_eq!(run("-c h -S 020").params.tos, 0x10);
+        assert_eq!(run("-c h -S le").params.tos, 0x04);
+        assert!(err("-c h -S bogus").contains("not recognized"));
+    }
+
+    #[test]
+    fn bind_forms() {
+        assert_eq!(split_bind("10.0.0.1").unwrap(), ("10.0.0.1".into(), None, None));
+        assert_eq!(
+            split_bind("10.0.0.1:6000").unwrap(),
+            ("10.0.0.1".into(), Some(6000), None)
+        );
+        assert_eq!(
+            split_bind("10.0.0.1%eth0").unwrap(),
+            ("10.0.0.1".into(), None, Some("eth0".into()))
+        );
+        assert_eq!(split_bind("[::1]:7000").unwrap(), ("::1".into(), Some(7000), None));
+        assert_eq!(
+            split_bind("fe80::1%eth0").unwrap(),
+            ("fe80::1".into(), None, Some("eth0".into()))
+        );
+        assert!(split_bind("1.2.3.4:x").is_err());
+        let c = run("-c h -B 127.0.0.1:6000");
+        assert_eq!(c.net.bind.as_deref(), Some("127.0.0.1"));
+        assert_eq!(c.net.cport, Some(6000));
+    }
+
+    #[test]
+    fn trip_times_implies_enhanced_only_when_receiving() {
+        let c = run("-c h --trip-times");
+        assert!(c.params.trip_times && !c.output.enhanced);
+        assert!(run("-c h --trip-times -R").output.enhanced);
+        assert!(err("-c h --trip-times -l 50").contains("at least 92"));
+    }
+}

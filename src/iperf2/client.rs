@@ -1,0 +1,595 @@
+//! The iperf 2 TCP client: connects `-P` flows, opens each with the 2.1
+//! header, runs them (forward, `-R`, `--full-duplex`), and for `-d`/`-r`
+//! listens for the server's connect-back on `-L`.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use socket2::SockRef;
+
+use super::hooks::{RecvHook, TripTimesStamp, wall_clock};
+use super::runner::{Flow, RunOpts, run_flows};
+use super::{Ctx, conn_line};
+use crate::config::{Direction, EndCondition, TestConfig, TestParams};
+use crate::error::{Code, Error};
+use crate::net::{self, ConnectOpts};
+use crate::proto::iperf2::header::{Amount, ClientHeader, HeaderExt};
+use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs};
+use crate::report::event::{Banner, BannerRole, Event, Side};
+use crate::session::{DataStream, StreamExtras};
+use crate::stats::StreamRole;
+use crate::stats::flow::{FlowCounters, FlowInfo};
+
+/// The header a 2.1.8 client sends for this configuration.
+pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
+    let p = &cfg.params;
+    let mut base = 0;
+    let mut upper = 0u16;
+    match p.direction {
+        Direction::Dual => base |= flags::VERSION1 | flags::RUN_NOW,
+        Direction::Tradeoff => base |= flags::VERSION1,
+        Direction::Reverse => {
+            base |= flags::VERSION2;
+            upper |= flags::upper::REVERSE;
+        }
+        Direction::FullDuplex => {
+            base |= flags::VERSION2;
+            upper |= flags::upper::FULLDUPLEX;
+        }
+        _ => {}
+    }
+    if cfg.iperf2.peer_detect {
+        base |= flags::VERSION2 | flags::V2PEERDETECT;
+    }
+    if p.trip_times {
+        upper |= flags::upper::TRIPTIME;
+    }
+    let amount = match p.end {
+        EndCondition::Bytes(n) => Amount::Bytes(n.min(0x7FFF_FFFF) as u32),
+        EndCondition::Time(d) => Amount::from_secs(d.as_secs_f64()),
+        EndCondition::Blocks(_) => Amount::from_secs(10.0),
+    };
+    ClientHeader {
+        flags: base,
+        num_threads: p.streams,
+        port: cfg.iperf2.listen_port.unwrap_or(cfg.port) as u32,
+        buf_len: if cfg.iperf2.len_given {
+            p.block_len_or_default()
+        } else {
+            0
+        },
+        win_band: 0,
+        amount: Some(amount),
+        ext: Some(HeaderExt {
+            upper,
+            version_u: VERSION_U,
+            version_l: VERSION_L,
+            tos: p.tos as u16,
+            rate: p.rate,
+            ..HeaderExt::default()
+        }),
+        start: p.trip_times.then_some(crate::proto::iperf2::StartTime {
+            sec: start.0,
+            usec: start.1,
+            fq_rate: 0,
+        }),
+        isoch: None,
+        key: cfg.iperf2.permit_key.as_ref().map(|k| k.as_bytes().to_vec()),
+    }
+}
+
+/// Socket options every client flow gets, before connect.
+fn prepare(s: &socket2::Socket, cfg: &TestConfig, remote: SocketAddr) -> Result<(), Error> {
+    let mut w = Vec::new();
+    net::apply_data_options(s, &cfg.params, true, Some(remote), &mut w)?;
+    if let Some(t) = cfg.net.ttl {
+        if remote.is_ipv4() {
+            s.set_ttl_v4(t).map_err(|e| Error::io(Code::SETTOS, &e))?;
+        } else {
+            s.set_unicast_hops_v6(t).map_err(|e| Error::io(Code::SETTOS, &e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The send buffer a fresh socket with our options gets (the banner's
+/// "TCP window size").
+fn probe_window(cfg: &TestConfig, remote: SocketAddr) -> u64 {
+    let Ok(s) = socket2::Socket::new(socket2::Domain::for_address(remote), socket2::Type::STREAM, None) else {
+        return 0;
+    };
+    let _ = prepare(&s, cfg, remote);
+    s.send_buffer_size().unwrap_or(0) as u64
+}
+
+struct Connected {
+    sock: TcpStream,
+    local: SocketAddr,
+    remote: SocketAddr,
+    connect_ms: f64,
+}
+
+fn connect_one(cfg: &TestConfig, addrs: &[SocketAddr]) -> Result<Connected, Error> {
+    let opts = ConnectOpts {
+        bind: cfg.net.bind.as_deref(),
+        port: cfg.net.cport,
+        device: cfg.net.bind_dev.as_deref(),
+        timeout: Some(Duration::from_secs(10)),
+        mptcp: false,
+    };
+    let mut tries = cfg.iperf2.connect_retries + 1;
+    loop {
+        tries -= 1;
+        let t0 = Instant::now();
+        let mut last = None;
+        for a in addrs {
+            match net::connect_tcp(*a, &opts, |s| prepare(s, cfg, *a), Code::CONNECT) {
+                Ok(sock) => {
+                    let connect_ms = t0.elapsed().as_secs_f64() * 1e3;
+                    let local = sock.local_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;
+                    let remote = sock.peer_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;
+                    return Ok(Connected {
+                        sock,
+                        local,
+                        remote,
+                        connect_ms,
+                    });
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let e = last.unwrap_or_else(|| Error::new(Code::CONNECT));
+        if e.code != Code::CONNECT {
+            // A socket option the kernel refused: retrying cannot help.
+            return Err(e);
+        }
+        if tries == 0 {
+            let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
+            return Err(Error::msg(Code::CONNECT, format!("tcp connect failed: {why}")));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Sends the header; with `-X`, waits for the server's ack and returns it.
+fn send_header(s: &TcpStream, hdr: &[u8], peer_detect: bool) -> Result<Option<ClientAck>, Error> {
+    let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
+    if peer_detect {
+        let _ = s.set_nodelay(true);
+    }
+    (&*s).write_all(hdr).map_err(|e| Error::io(Code::SENDPARAMS, &e))?;
+    let _ = s.set_write_timeout(None);
+    if !peer_detect {
+        return Ok(None);
+    }
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut buf = vec![0u8; 0];
+    let mut want = ClientAck::needed(&buf);
+    let mut tmp = [0u8; 52];
+    while buf.len() < want {
+        match (&*s).read(&mut tmp[..want - buf.len()]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                buf.extend_from_slice(&tmp[..n]);
+                want = ClientAck::needed(&buf);
+            }
+        }
+    }
+    let _ = s.set_read_timeout(None);
+    let _ = s.set_nodelay(false);
+    Ok(ClientAck::decode(&buf))
+}
+
+/// The one-shot clock check `-X --trip-times` prints, in ms.
+fn clock_sync_line(id: u32, ack: &ClientAck, start: (u32, u32), received: (u32, u32)) -> Option<String> {
+    let t = ack.times?;
+    let j = |p: (u32, u32)| join_secs(p.0, p.1);
+    let send = (j(t[1]) - j(start)) * 1e3;
+    let back = (j(received) - j(t[2])) * 1e3;
+    let rtt = send + back;
+    Some(format!(
+        "[{id:>3}] Clock sync check (ms): RTT/Half=({rtt:.3}/{:.3}) OWD-send/ack/asym=({send:.3}/{back:.3}/{:.3})",
+        rtt / 2.0,
+        send - back
+    ))
+}
+
+fn reader(counters_for: &TestParams, trip_times: bool, rate: u64) -> (StreamExtras, FlowInfo) {
+    let bl = counters_for.block_len_or_default() as usize;
+    let counters = FlowCounters::new(bl, trip_times);
+    // A server sending --trip-times bursts first sends its own header.
+    let bursts = trip_times.then(BurstTracker::after_header);
+    let hook = RecvHook::new(counters.clone(), bursts, rate, bl);
+    (
+        StreamExtras {
+            hook: Some(Box::new(hook)),
+            ..StreamExtras::default()
+        },
+        FlowInfo {
+            counters: Some(counters),
+            ..FlowInfo::default()
+        },
+    )
+}
+
+/// Runs an iperf 2 client test against `host`.
+pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
+    let cfg = &ctx.cfg;
+    let p = &cfg.params;
+    let addrs = net::resolve(host, cfg.port, cfg.net.family).map_err(|e| {
+        let text = e.text();
+        let why = text.rsplit(": ").next().unwrap_or(&text).to_string();
+        Error::msg(Code::CONNECT, format!("ERROR: failed to find host {host}: {why}"))
+    })?;
+    // Signals end the test early (RunOpts watches them); the reports still print.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut reporter = ctx.reporter(Side::Client);
+    let connect_back = matches!(p.direction, Direction::Dual | Direction::Tradeoff);
+    let listener = if connect_back {
+        let port = cfg.iperf2.listen_port.unwrap_or(cfg.port);
+        match net::listen_tcp(cfg.net.bind.as_deref(), port, cfg.net.family, false, 128) {
+            Ok(l) => {
+                let window = SockRef::from(&l).recv_buffer_size().unwrap_or(0) as u64;
+                reporter.emit(Event::Banner(Box::new(Banner {
+                    role: BannerRole::Listening,
+                    protocol: p.protocol,
+                    port,
+                    pid: std::process::id(),
+                    flows: p.streams,
+                    block_len: p.block_len_or_default(),
+                    tos: p.tos,
+                    nodelay: p.nodelay,
+                    window,
+                    window_requested: p.window.map(|w| w as u64),
+                })));
+                Some(l)
+            }
+            Err(e) => {
+                let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
+                ctx.out.write_err(&format!("listener bind failed: {why}\n"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    reporter.emit(Event::Banner(Box::new(Banner {
+        role: BannerRole::Connecting(host.to_string()),
+        protocol: p.protocol,
+        port: cfg.port,
+        pid: std::process::id(),
+        flows: p.streams,
+        block_len: p.block_len_or_default(),
+        tos: p.tos,
+        nodelay: p.nodelay,
+        window: probe_window(cfg, addrs[0]),
+        window_requested: p.window.map(|w| w as u64),
+    })));
+    let start = wall_clock();
+    let header = (!cfg.iperf2.compat).then(|| build_header(cfg, start).encode_tcp());
+    let hdr_len = header.as_ref().map_or(0, |h| h.len() as u64);
+    let mut flows = Vec::new();
+    let mut keep = Vec::new();
+    let mut connect_times = Vec::new();
+    for _ in 0..p.streams {
+        let c = connect_one(cfg, &addrs)?;
+        let id = ctx.next_id();
+        // TCP_INFO before the header goes out, as 2.1.8 reads it.
+        let mut line = conn_line(id, &c.sock, c.local, c.remote);
+        let ack = match &header {
+            Some(h) => send_header(&c.sock, h, cfg.iperf2.peer_detect)?,
+            None => None,
+        };
+        line.connect_ms = Some(c.connect_ms);
+        line.mode = match p.direction {
+            Direction::Reverse => Some("reverse"),
+            Direction::FullDuplex => Some("full-duplex"),
+            _ if p.trip_times => Some("trip-times"),
+            _ => None,
+        };
+        reporter.emit(Event::FlowConnected(Box::new(line)));
+        if cfg.output.print_mss {
+            reporter.emit(Event::Notice(format!("MSS size {} bytes", net::mss_of(&c.sock))));
+        }
+        if let Some(a) = &ack
+            && p.trip_times
+            && let Some(l) = clock_sync_line(id, a, start, wall_clock())
+        {
+            reporter.emit(Event::Notice(l));
+        }
+        connect_times.push(c.connect_ms);
+        let addrs_pair = Some((crate::util::split_addr(&c.local), crate::util::split_addr(&c.remote)));
+        let info = |counters, reversed| FlowInfo {
+            counters,
+            addrs: addrs_pair.clone(),
+            reversed,
+        };
+        let sends = p.direction != Direction::Reverse;
+        let receives = matches!(p.direction, Direction::Reverse | Direction::FullDuplex);
+        let take = || c.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e));
+        if receives {
+            let (extras, fi) = reader(p, p.trip_times, p.rate);
+            let s = take()?;
+            flows.push(Flow {
+                ds: data_stream(id, StreamRole::Recv, s, &c),
+                extras,
+                info: info(fi.counters, true),
+                await_close: None,
+            });
+        }
+        if sends {
+            let hook: Option<Box<dyn crate::engine::StreamHook>> = p
+                .trip_times
+                .then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>);
+            let await_close = if receives { None } else { Some(take()?) };
+            let s = take()?;
+            flows.push(Flow {
+                ds: data_stream(id, StreamRole::Send, s, &c),
+                // Like 2.1.8, the header counts as sent bytes.
+                extras: StreamExtras {
+                    hook,
+                    initial_bytes: hdr_len,
+                    // The header is part of what `-n` counts (2.1.8 sends n
+                    // bytes in all).
+                    budget: match p.end {
+                        EndCondition::Bytes(n) => Some(n.saturating_sub(hdr_len)),
+                        _ => None,
+                    },
+                },
+                info: info(None, false),
+                await_close,
+            });
+        }
+        // Held until the test is over, so each connection keeps the
+        // descriptor its `(sock=N)` showed.
+        keep.push(c.sock);
+    }
+    if cfg.output.enhanced && connect_times.len() > 1 {
+        reporter.emit(Event::Notice(connect_times_line(&connect_times)));
+    }
+    // Reverse traffic ends when the server closes; everything else when we
+    // stop sending.
+    let reverse_only = p.direction == Direction::Reverse;
+    let dur = p.duration();
+    let mut params = p.clone();
+    if reverse_only {
+        // The rate limits our reads (in the hooks), not a sender.
+        params.rate = 0;
+    }
+    // `-n` is per flow (each stream has its own budget, set above); the
+    // session itself only has to wait for the streams.
+    if let EndCondition::Bytes(_) = params.end {
+        params.end = EndCondition::Time(Duration::ZERO);
+    }
+    let opts = RunOpts {
+        interval: cfg.output.interval,
+        decides_end: !reverse_only,
+        watchdog: dur.map(|d| Instant::now() + d + Duration::from_secs(30)),
+        drain: Duration::from_secs(5),
+        idle_limit: None,
+        stop: stop.clone(),
+        file: match (&cfg.file, cfg.iperf2.stdin) {
+            (Some(f), _) => Some(f.clone()),
+            (None, true) => Some("/dev/stdin".into()),
+            _ => None,
+        },
+        signal: signal.clone(),
+    };
+    let back = listener.map(|l| {
+        let wait = dur.unwrap_or(Duration::ZERO)
+            + if p.direction == Direction::Dual {
+                Duration::from_secs(2)
+            } else {
+                Duration::from_secs(3)
+            };
+        (l, wait.max(Duration::from_secs(3)))
+    });
+    match (p.direction, back) {
+        (Direction::Dual, Some((l, wait))) => {
+            let ctx2 = ctx.clone();
+            let stop2 = stop.clone();
+            let signal2 = signal.clone();
+            let n = p.streams;
+            let listen = std::thread::Builder::new()
+                .name("ws-iperf2-listen".into())
+                .spawn(move || receive_connect_back(&ctx2, l, n, wait, &stop2, &signal2))
+                .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
+            let r = run_flows(&params, Side::Client, flows, &opts, &mut reporter);
+            let r2 = listen.join().unwrap_or(Ok(()));
+            r.and(r2)
+        }
+        (Direction::Tradeoff, Some((l, wait))) => {
+            run_flows(&params, Side::Client, flows, &opts, &mut reporter)?;
+            receive_connect_back(ctx, l, p.streams, wait, &stop, signal)
+        }
+        _ => run_flows(&params, Side::Client, flows, &opts, &mut reporter),
+    }
+}
+
+fn data_stream(id: u32, role: StreamRole, sock: TcpStream, c: &Connected) -> DataStream {
+    let (lh, lp) = crate::util::split_addr(&c.local);
+    let (rh, rp) = crate::util::split_addr(&c.remote);
+    DataStream {
+        id,
+        role,
+        info: crate::report::event::ConnInfo {
+            socket: std::os::fd::AsRawFd::as_raw_fd(&sock),
+            id,
+            local_host: lh,
+            local_port: lp,
+            remote_host: rh,
+            remote_port: rp,
+        },
+        sock,
+    }
+}
+
+/// `[ CT] final connect times (min/avg/max/stdev) = ... ms (tot/err) = n/0`.
+fn connect_times_line(ms: &[f64]) -> String {
+    let mut w = crate::stats::flow::Welford::default();
+    for t in ms {
+        w.add(*t, 0);
+    }
+    format!(
+        "[ CT] final connect times (min/avg/max/stdev) = {:.3}/{:.3}/{:.3}/{:.3} ms (tot/err) = {}/0",
+        w.min,
+        w.mean,
+        w.max,
+        w.stdev(),
+        w.count
+    )
+}
+
+/// The client side of `-d`/`-r`: accepts the server's connections on the
+/// `-L` listener and receives on them.
+fn receive_connect_back(
+    ctx: &Arc<Ctx>,
+    listener: TcpListener,
+    n: u32,
+    wait: Duration,
+    stop: &Arc<AtomicBool>,
+    signal: &Arc<AtomicUsize>,
+) -> Result<(), Error> {
+    let cfg = &ctx.cfg;
+    let mut reporter = ctx.reporter(Side::Client);
+    let deadline = Instant::now() + wait;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::io(Code::LISTEN, &e))?;
+    let mut flows = Vec::new();
+    while (flows.len() as u32) < n {
+        if stop.load(Relaxed) || signal.load(Relaxed) != 0 {
+            return Ok(());
+        }
+        match listener.accept() {
+            Ok((sock, peer)) => {
+                let _ = sock.set_nonblocking(false);
+                let local = sock.local_addr().map_err(|e| Error::io(Code::ACCEPT, &e))?;
+                let id = ctx.next_id();
+                let mut line = super::conn_line(id, &sock, local, peer);
+                // 2.1.8's client listener prints no TCP_INFO.
+                line.tcp_init = None;
+                reporter.emit(Event::FlowConnected(Box::new(line)));
+                let c = Connected {
+                    sock,
+                    local,
+                    remote: peer,
+                    connect_ms: 0.0,
+                };
+                let (extras, fi) = reader(&cfg.params, false, 0);
+                let sock = c.sock.try_clone().map_err(|e| Error::io(Code::ACCEPT, &e))?;
+                flows.push(Flow {
+                    ds: data_stream(id, StreamRole::Recv, sock, &c),
+                    extras,
+                    info: FlowInfo {
+                        counters: fi.counters,
+                        addrs: Some((crate::util::split_addr(&local), crate::util::split_addr(&peer))),
+                        reversed: false,
+                    },
+                    await_close: None,
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    if flows.is_empty() {
+                        return Err(Error::msg(
+                            Code::ACCEPT,
+                            "ERROR: expected reverse connect did not occur",
+                        ));
+                    }
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(Error::io(Code::ACCEPT, &e)),
+        }
+    }
+    let mut params = cfg.params.clone();
+    params.rate = 0;
+    let opts = RunOpts {
+        interval: cfg.output.interval,
+        decides_end: false,
+        watchdog: cfg
+            .params
+            .duration()
+            .map(|d| Instant::now() + d + Duration::from_secs(30)),
+        drain: Duration::from_secs(2),
+        idle_limit: Some(Duration::from_secs(60)),
+        stop: stop.clone(),
+        file: None,
+        signal: signal.clone(),
+    };
+    run_flows(&params, Side::Client, flows, &opts, &mut reporter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::iperf2::{Command, parse_args_with_env};
+
+    fn cfg(s: &str) -> TestConfig {
+        let args: Vec<String> = s.split_whitespace().map(String::from).collect();
+        match parse_args_with_env(&args, &|_| None).unwrap() {
+            Command::Run(c, _) => *c,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn first_words(h: &ClientHeader) -> Vec<u32> {
+        h.encode_tcp()
+            .chunks(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    #[test]
+    fn headers_match_what_2_1_8_sends() {
+        let w = first_words(&build_header(&cfg("-c h -p 15030 -t 0.3 -l 1K"), (0, 0)));
+        assert_eq!(&w[..6], &[0x4001_0078, 1, 15030, 1024, 0, 0xffff_ffe2]);
+        assert_eq!(&w[6..11], &[0, 0, 0, 0x0002_0001, 0x0008_0003]);
+        let w = first_words(&build_header(&cfg("-c h -t 0.3 -d -L 17000"), (0, 0)));
+        assert_eq!(&w[..4], &[0xc001_0079, 1, 17000, 0]);
+        let w = first_words(&build_header(&cfg("-c h -t 0.3 -r -L 17001"), (0, 0)));
+        assert_eq!(&w[..3], &[0xc001_0078, 1, 17001]);
+        let w = first_words(&build_header(&cfg("-c h -t 0.3 -R"), (0, 0)));
+        assert_eq!((w[0], w[8]), (0x4401_0078, 0x0400_0000));
+        let w = first_words(&build_header(&cfg("-c h -t 0.3 --full-duplex"), (0, 0)));
+        assert_eq!((w[0], w[8]), (0x4401_0078, 0x0800_0000));
+        let w = first_words(&build_header(&cfg("-c h -t 0.3 --trip-times"), (7, 9)));
+        assert_eq!((w[0], w[8], w.len()), (0x4001_00a0, 0x0010_0000, 20));
+        assert_eq!(&w[15..18], &[0, 7, 9]);
+        let w = first_words(&build_header(&cfg("-c h -b 50m"), (0, 0)));
+        assert_eq!((w[5], w[12]), (0xffff_fc18, 50_000_000));
+        let w = first_words(&build_header(&cfg("-c h -n 100K"), (0, 0)));
+        assert_eq!(w[5], 102400);
+        let w = first_words(&build_header(&cfg("-c h -S 0x10"), (0, 0)));
+        assert_eq!(w[11], 0x10);
+        let w = first_words(&build_header(&cfg("-c h -X"), (0, 0)));
+        assert_eq!(w[0] & 0xFF00_0000, 0x4600_0000);
+    }
+
+    #[test]
+    fn clock_check_arithmetic() {
+        let ack = ClientAck {
+            version_u: VERSION_U,
+            version_l: VERSION_L,
+            times: Some([(10, 0), (10, 1000), (10, 1500)]),
+        };
+        let l = clock_sync_line(1, &ack, (10, 0), (10, 2500)).unwrap();
+        assert_eq!(
+            l,
+            "[  1] Clock sync check (ms): RTT/Half=(2.000/1.000) OWD-send/ack/asym=(1.000/1.000/0.000)"
+        );
+    }
+
+    #[test]
+    fn connect_time_summary() {
+        assert_eq!(
+            connect_times_line(&[1.0, 3.0]),
+            "[ CT] final connect times (min/avg/max/stdev) = 1.000/2.000/3.000/1.414 ms (tot/err) = 2/0"
+        );
+    }
+}

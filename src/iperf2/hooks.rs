@@ -1,0 +1,131 @@
+//! The per-block work iperf 2 adds to the engine's TCP loops: stamping
+//! `--trip-times` bursts on the sender; counting read sizes, timing bursts
+//! and rate-limiting reads on the receiver.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::engine::StreamHook;
+use crate::engine::pacer::{PaceRate, Pacer};
+use crate::proto::iperf2::{BURST_HEADER_LEN, BurstHeader, BurstTracker, join_secs};
+use crate::stats::flow::FlowCounters;
+
+/// Wall clock as iperf 2 stamps it: (seconds, microseconds).
+pub fn wall_clock() -> (u32, u32) {
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    (d.as_secs() as u32, d.subsec_micros())
+}
+
+/// Writes a burst header at the start of every block (one block = one
+/// burst, as a 2.1.8 client does with `--trip-times`).
+pub struct TripTimesStamp {
+    start: (u32, u32),
+    burst_id: u32,
+    seq: u64,
+}
+
+impl TripTimesStamp {
+    /// Stamps for a test that started at `start` (wall clock).
+    pub fn new(start: (u32, u32)) -> TripTimesStamp {
+        TripTimesStamp {
+            start,
+            burst_id: 0,
+            seq: 0,
+        }
+    }
+}
+
+impl StreamHook for TripTimesStamp {
+    fn before_write(&mut self, block: &mut [u8]) {
+        if block.len() < BURST_HEADER_LEN {
+            return;
+        }
+        self.burst_id = self.burst_id.wrapping_add(1);
+        self.seq += block.len() as u64;
+        BurstHeader {
+            start: self.start,
+            write: wall_clock(),
+            burst_id: self.burst_id,
+            burst_size: block.len() as u32,
+            seq: self.seq,
+        }
+        .write(block);
+    }
+}
+
+/// Receiver work: read-size histogram, burst latency, read pacing.
+pub struct RecvHook {
+    counters: Arc<FlowCounters>,
+    bursts: Option<BurstTracker>,
+    pacer: Option<Pacer>,
+}
+
+impl RecvHook {
+    /// A hook feeding `counters`; `bursts` follows `--trip-times` burst
+    /// framing; `rate` (bits/s) paces the reads (`-b` on a receiving client).
+    pub fn new(counters: Arc<FlowCounters>, bursts: Option<BurstTracker>, rate: u64, block_len: usize) -> RecvHook {
+        RecvHook {
+            counters,
+            bursts,
+            pacer: (rate > 0).then(|| Pacer::new(PaceRate::Bits(rate), 0, block_len, Instant::now())),
+        }
+    }
+}
+
+impl StreamHook for RecvHook {
+    fn after_read(&mut self, data: &[u8], stop: &AtomicBool) -> bool {
+        self.counters.count_read(data.len());
+        if let Some(t) = self.bursts.as_mut() {
+            let (s, us) = wall_clock();
+            let now = join_secs(s, us);
+            let c = &self.counters;
+            t.feed(data, |h| {
+                let sent = join_secs(h.write.0, h.write.1);
+                c.record_latency(now - sent, h.burst_size as u64);
+            });
+            if t.lost() {
+                // Not burst-framed after all: report plain reads.
+                c.no_trip_times();
+                self.bursts = None;
+            }
+        }
+        match self.pacer.as_mut() {
+            Some(p) => p.wait(data.len(), stop),
+            None => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamped_blocks_parse_back_with_latency() {
+        let start = wall_clock();
+        let mut stamp = TripTimesStamp::new(start);
+        let counters = FlowCounters::new(1000, true);
+        let mut hook = RecvHook::new(counters.clone(), Some(BurstTracker::new()), 0, 1000);
+        let stop = AtomicBool::new(false);
+        for _ in 0..3 {
+            let mut block = vec![b'0'; 1000];
+            stamp.before_write(&mut block);
+            assert_eq!(BurstHeader::read(&block).start, start);
+            for chunk in block.chunks(300) {
+                assert!(hook.after_read(chunk, &stop));
+            }
+        }
+        let mut short = vec![0u8; 50];
+        stamp.before_write(&mut short);
+        assert_eq!(short, vec![0u8; 50], "too short to carry a header");
+        // 3 bursts of 1000 bytes, each read in 4 pieces.
+        let reads: u64 = (0..8)
+            .map(|i| counters.read_bins[i].load(std::sync::atomic::Ordering::Relaxed))
+            .sum();
+        assert_eq!(reads, 12);
+        let lat = counters.total_latency();
+        assert_eq!((lat.count, lat.bytes), (3, 3000));
+        assert!(lat.mean >= 0.0 && lat.mean < 1.0);
+    }
+}

@@ -1,0 +1,150 @@
+//! The iperf 2 dialect's drivers: the TCP client and server, speaking
+//! 2.1.8's wire protocol (`proto::iperf2`) over the shared engine and
+//! session, and printing through the iperf 2 sinks.
+//!
+//! iperf 2 has no control connection: each TCP connection opens with a
+//! header (test settings); the receiver prints its own report, the sender
+//! its own. `-d`/`-r` make the server connect back to the client.
+
+pub mod client;
+mod hooks;
+mod runner;
+pub mod server;
+
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use crate::cli::iperf2::{Command, long_usage, parse_args, short_usage, version_line};
+use crate::config::{Role, TestConfig};
+use crate::report::event::{Event, FlowConn, Side};
+use crate::report::iperf2_text::{HeaderState, header_state};
+use crate::report::{Output, Reporter};
+
+/// What every flow of one process shares: where output goes, the column
+/// header state, and the transfer-id counter (`[  1]`, `[  2]`, ...).
+pub struct Ctx {
+    /// The process's configuration.
+    pub cfg: TestConfig,
+    /// Output.
+    pub out: Output,
+    header: HeaderState,
+    ids: AtomicU32,
+}
+
+impl Ctx {
+    /// A context printing to `out`.
+    pub fn new(cfg: TestConfig, out: Output) -> Ctx {
+        Ctx {
+            cfg,
+            out,
+            header: header_state(),
+            ids: AtomicU32::new(1),
+        }
+    }
+
+    /// The next transfer id.
+    pub fn next_id(&self) -> u32 {
+        self.ids.fetch_add(1, Relaxed)
+    }
+
+    /// A reporter with this process's iperf 2 sink.
+    pub fn reporter(&self, side: Side) -> Reporter {
+        self.reporter_for(&self.cfg, side)
+    }
+
+    /// A reporter for a flow whose settings differ from the process's
+    /// (a server flow the client asked to be enhanced).
+    pub fn reporter_for(&self, cfg: &TestConfig, side: Side) -> Reporter {
+        let mut r = Reporter::new();
+        r.add_iperf2(cfg, self.out.clone(), side, self.header.clone());
+        r
+    }
+}
+
+/// TCP_INFO right after connect, as iperf 2 prints it: (initial cwnd in
+/// KBytes, send MSS, RTT µs).
+pub fn tcp_init(s: &TcpStream) -> Option<(u32, u32, u32)> {
+    let i = crate::sys::socket::tcp_info(s).ok()?;
+    Some(((i.cwnd_bytes() / 1024) as u32, i.snd_mss, i.rtt))
+}
+
+/// A connection line's common fields.
+pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) -> FlowConn {
+    FlowConn {
+        id,
+        reversed: false,
+        local: crate::util::split_addr(&local),
+        remote: crate::util::split_addr(&remote),
+        local_dev: crate::sys::netif::interface_of(local.ip()),
+        mode: None,
+        sock: s.as_raw_fd(),
+        peer_version: None,
+        tcp_init: tcp_init(s),
+        connect_ms: None,
+        when: Some(crate::sys::time::epoch_now() as i64),
+    }
+}
+
+/// Runs the iperf 2 personality with `args` (without the program name);
+/// returns the exit code.
+pub fn run(args: &[String], prog: &str) -> i32 {
+    let cmd = match parse_args(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{}", e.line(prog));
+            return 1;
+        }
+    };
+    let (cfg, warnings) = match cmd {
+        Command::Help => {
+            eprint!("{}", long_usage(prog));
+            return 1;
+        }
+        Command::Version => {
+            eprint!("{}", version_line());
+            return 1;
+        }
+        Command::Usage => {
+            eprint!("{}", short_usage(prog));
+            return 0;
+        }
+        Command::Run(c, w) => (*c, w),
+    };
+    if let Some(f) = &cfg.output.logfile {
+        println!(
+            "Output from stdout and stderr will be redirected to file {}",
+            f.display()
+        );
+    }
+    let out = match Output::for_config(&cfg, prog) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("ERROR: unable to open output file: {}", e.text());
+            return 1;
+        }
+    };
+    for w in &warnings {
+        out.write(&format!("{w}\n"));
+    }
+    if cfg.iperf2.realtime
+        && let Err(e) = crate::sys::netif::set_realtime()
+    {
+        out.write_err(&format!("WARNING: realtime scheduling not set: {e}\n"));
+    }
+    let signal = crate::install_signals();
+    let ctx = Arc::new(Ctx::new(cfg.clone(), out.clone()));
+    let r = match &cfg.role {
+        Role::Client(host) => client::run(&ctx, host, &signal),
+        _ => server::run(ctx.clone(), signal),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            let mut rep = ctx.reporter(Side::Client);
+            rep.emit(Event::Error(e));
+            1
+        }
+    }
+}

@@ -1,0 +1,717 @@
+//! The iperf 2 TCP server: a listener that never waits on a peer, and a
+//! thread per connection that reads the client's header, answers with the
+//! version ack, and runs the flows it asks for (forward, `-R`,
+//! `--full-duplex`, `-d`/`-r` connect-back).
+//!
+//! Connections from one client address that announce the same `-P` are
+//! grouped into one session so their report gets `[SUM]` lines, as
+//! 2.1.8's per-source-address sums do. The iperf3 server hands connections
+//! that do not start with a cookie to [`serve_connection`], so one port
+//! serves both dialects.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mio::{Events, Interest, Poll, Token};
+use socket2::SockRef;
+
+use super::hooks::{RecvHook, TripTimesStamp, wall_clock};
+use super::runner::{Flow, RunOpts, run_flows};
+use super::{Ctx, conn_line};
+use crate::config::{EndCondition, TestConfig, TestParams};
+use crate::error::{Code, Error};
+use crate::net;
+use crate::proto::iperf2::header::{Amount, ClientHeader, MAX_TCP_HEADER, Need};
+use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs, version_string};
+use crate::report::event::{Banner, BannerRole, ConnInfo, Event, Side};
+use crate::session::{DataStream, StreamExtras};
+use crate::stats::StreamRole;
+use crate::stats::flow::{FlowCounters, FlowInfo};
+
+/// How long a connection may take to deliver its header (2.1.8: 4 s).
+const HEADER_WAIT: Duration = Duration::from_secs(4);
+/// How long a group waits for more of its `-P` connections.
+const GROUP_WAIT: Duration = Duration::from_millis(1500);
+/// Trip-times start stamps further than this from our clock are refused.
+const CLOCK_SKEW: f64 = 600.0;
+
+/// What the server's connection threads share.
+pub struct ServerCtx {
+    ctx: Arc<Ctx>,
+    /// Raised to end every flow (listen time over, shutdown).
+    pub stop: Arc<AtomicBool>,
+    signal: Arc<AtomicUsize>,
+    active: AtomicUsize,
+    groups: Mutex<HashMap<(IpAddr, u32), Sender<Member>>>,
+    allow: Vec<IpAddr>,
+}
+
+impl ServerCtx {
+    /// A server context for `ctx`'s configuration.
+    pub fn new(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<Arc<ServerCtx>, Error> {
+        let mut allow = Vec::new();
+        for h in &ctx.cfg.server.allow {
+            for a in net::resolve(h, 0, ctx.cfg.net.family)? {
+                allow.push(canonical(a.ip()));
+            }
+        }
+        Ok(Arc::new(ServerCtx {
+            ctx,
+            stop: Arc::new(AtomicBool::new(false)),
+            signal,
+            active: AtomicUsize::new(0),
+            groups: Mutex::new(HashMap::new()),
+            allow,
+        }))
+    }
+
+    /// The context an iperf3 server uses for the iperf 2 clients it meets:
+    /// its output, its interval and format, iperf 2's defaults otherwise.
+    pub fn for_iperf3_server(cfg3: &TestConfig, out: crate::report::Output) -> Arc<ServerCtx> {
+        let mut cfg = TestConfig {
+            dialect: crate::config::Dialect::Iperf2,
+            port: cfg3.port,
+            ..TestConfig::default()
+        };
+        cfg.output.interval = cfg3.output.interval;
+        cfg.output.format = cfg3.output.format;
+        cfg.params.repeating_payload = true;
+        cfg.params.block_len = Some(crate::config::DEFAULT_TCP_BLOCK);
+        cfg.net = cfg3.net.clone();
+        let out = if cfg3.output.json {
+            crate::report::Output::discard()
+        } else {
+            out
+        };
+        let ctx = Arc::new(Ctx::new(cfg, out));
+        Arc::new(ServerCtx {
+            ctx,
+            stop: Arc::new(AtomicBool::new(false)),
+            signal: Arc::new(AtomicUsize::new(0)),
+            active: AtomicUsize::new(0),
+            groups: Mutex::new(HashMap::new()),
+            allow: Vec::new(),
+        })
+    }
+
+    /// Whether `-c host` lets this peer in.
+    fn allowed(&self, peer: SocketAddr) -> bool {
+        self.allow.is_empty() || self.allow.contains(&canonical(peer.ip()))
+    }
+
+    /// Connections being served.
+    pub fn active(&self) -> usize {
+        self.active.load(Relaxed)
+    }
+}
+
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    }
+}
+
+/// `[drop] local A port P connected with B port Q (why)`.
+fn drop_line(ctx: &Ctx, sock: &TcpStream, peer: SocketAddr, why: &str) {
+    let (lh, lp) = sock
+        .local_addr()
+        .map(|a| crate::util::split_addr(&a))
+        .unwrap_or_default();
+    let (rh, rp) = crate::util::split_addr(&peer);
+    ctx.out.write(&format!(
+        "[drop] local {lh} port {lp} connected with {rh} port {rp} ({why})\n"
+    ));
+}
+
+/// One accepted connection whose header has been read.
+struct Member {
+    sock: TcpStream,
+    peer: SocketAddr,
+    local: SocketAddr,
+    header: ClientHeader,
+    has_header: bool,
+    initial: u64,
+    id: u32,
+    trip_times: bool,
+    enhanced: bool,
+    /// TCP_INFO when the header arrived (before our ack changes it).
+    tcp_init: Option<(u32, u32, u32)>,
+}
+
+struct ActiveGuard<'a>(&'a AtomicUsize);
+
+impl Drop for ActiveGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Serves one accepted connection on a thread of its own. `prefix` holds
+/// bytes already read from it (by a dialect-sniffing acceptor).
+pub fn serve_connection(sc: Arc<ServerCtx>, stream: TcpStream, peer: SocketAddr, prefix: Vec<u8>) {
+    sc.active.fetch_add(1, Relaxed);
+    let sc2 = sc.clone();
+    let spawned = std::thread::Builder::new()
+        .name("ws-iperf2-conn".into())
+        .spawn(move || {
+            let _guard = ActiveGuard(&sc2.active);
+            connection(&sc2, stream, peer, prefix);
+        });
+    if spawned.is_err() {
+        sc.active.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Reads the header, with a deadline. `None` for anything malformed.
+fn read_header(s: &TcpStream, mut buf: Vec<u8>) -> Option<(usize, Vec<u8>)> {
+    let deadline = Instant::now() + HEADER_WAIT;
+    let mut tmp = [0u8; MAX_TCP_HEADER];
+    loop {
+        match ClientHeader::need_tcp(&buf) {
+            Ok(Need::Done(n)) => return Some((n, buf)),
+            Ok(Need::More(n)) => {
+                let now = Instant::now();
+                if now >= deadline || n > MAX_TCP_HEADER {
+                    return None;
+                }
+                let _ = s.set_read_timeout(Some(deadline - now));
+                let want = (n - buf.len()).min(tmp.len());
+                match (&*s).read(&mut tmp[..want]) {
+                    Ok(0) | Err(_) => return None,
+                    Ok(k) => buf.extend_from_slice(&tmp[..k]),
+                }
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Vec<u8>) {
+    let ctx = &sc.ctx;
+    let cfg = &ctx.cfg;
+    let Ok(local) = sock.local_addr() else { return };
+    let accepted = wall_clock();
+    if !sc.allowed(peer) {
+        drop_line(ctx, &sock, peer, "client not allowed");
+        return;
+    }
+    let Some((len, buf)) = read_header(&sock, prefix) else {
+        return;
+    };
+    let _ = sock.set_read_timeout(None);
+    let tcp_init = super::tcp_init(&sock);
+    let has_header = len > 0;
+    let header = if has_header {
+        match ClientHeader::decode_tcp(&buf[..len]) {
+            Ok(h) => h,
+            Err(_) => return,
+        }
+    } else {
+        ClientHeader::default()
+    };
+    let key_ok = match (&cfg.iperf2.permit_key, &header.key) {
+        (Some(k), Some(got)) => k.as_bytes() == got.as_slice(),
+        (None, None) => true,
+        _ => false,
+    };
+    if !key_ok {
+        drop_line(ctx, &sock, peer, "permit key fail");
+        return;
+    }
+    let mut trip_times = header.upper() & flags::upper::TRIPTIME != 0;
+    if trip_times {
+        let st = header.start.unwrap_or_default();
+        let skew = (join_secs(st.sec, st.usec) - join_secs(accepted.0, accepted.1)).abs();
+        if skew > CLOCK_SKEW {
+            ctx.out.write(
+                "WARN: ignore --trip-times because client didn't provide valid start timestamp within 600 seconds of now\n",
+            );
+            trip_times = false;
+        }
+    }
+    if has_header && ClientAck::wanted(header.flags) {
+        let times = trip_times.then(|| {
+            let st = header.start.unwrap_or_default();
+            [(st.sec, st.usec), accepted, wall_clock()]
+        });
+        let ack = ClientAck {
+            version_u: VERSION_U,
+            version_l: VERSION_L,
+            times,
+        };
+        let _ = sock.set_nodelay(true);
+        let _ = sock.set_write_timeout(Some(Duration::from_secs(2)));
+        let _ = (&sock).write_all(&ack.encode());
+        let _ = sock.set_write_timeout(None);
+        let _ = sock.set_nodelay(cfg.params.nodelay);
+    }
+    let mut w = Vec::new();
+    let _ = net::apply_data_options(&SockRef::from(&sock), &cfg.params, true, Some(peer), &mut w);
+    let enhanced = cfg.output.enhanced || trip_times;
+    let member = Member {
+        id: ctx.next_id(),
+        // Like 2.1.8, the header counts as received bytes.
+        initial: buf.len() as u64,
+        sock,
+        peer,
+        local,
+        header,
+        has_header,
+        trip_times,
+        enhanced,
+        tcp_init,
+    };
+    print_connection(sc, &member);
+    let threads = member.header.num_threads;
+    if !member.has_header || threads <= 1 {
+        run_group(sc, vec![member]);
+        return;
+    }
+    let key = (canonical(peer.ip()), threads);
+    // Join a group that is forming, or start one.
+    let rx: Receiver<Member> = {
+        let Ok(mut groups) = sc.groups.lock() else { return };
+        let member = match groups.get(&key) {
+            Some(tx) => match tx.send(member) {
+                Ok(()) => return,
+                Err(mpsc::SendError(m)) => m,
+            },
+            None => member,
+        };
+        let (tx, rx) = mpsc::channel();
+        let _ = tx.send(member);
+        groups.insert(key, tx);
+        rx
+    };
+    let mut members = Vec::new();
+    let mut last = Instant::now();
+    while (members.len() as u32) < threads {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(m) => {
+                members.push(m);
+                last = Instant::now();
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if last.elapsed() >= GROUP_WAIT || sc.stop.load(Relaxed) {
+                    break;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    if let Ok(mut groups) = sc.groups.lock() {
+        groups.remove(&key);
+    }
+    // Late joiners that raced the removal.
+    while let Ok(m) = rx.try_recv() {
+        members.push(m);
+    }
+    run_group(sc, members);
+}
+
+fn flow_cfg(sc: &ServerCtx, enhanced: bool) -> TestConfig {
+    let mut c = sc.ctx.cfg.clone();
+    c.output.enhanced = enhanced;
+    c
+}
+
+fn print_connection(sc: &ServerCtx, m: &Member) {
+    let h = &m.header;
+    let mut line = conn_line(m.id, &m.sock, m.local, m.peer);
+    line.when = None;
+    line.tcp_init = m.tcp_init;
+    let u = h.upper();
+    let v2 = h.flags & flags::VERSION2 != 0;
+    line.mode = if v2 && u & flags::upper::REVERSE != 0 {
+        Some("reverse")
+    } else if v2 && u & flags::upper::FULLDUPLEX != 0 {
+        Some("full-duplex")
+    } else if m.trip_times {
+        Some("trip-times")
+    } else {
+        None
+    };
+    if line.mode.is_none() || m.trip_times {
+        line.when = Some(crate::sys::time::epoch_now() as i64);
+    }
+    line.peer_version = h.version().and_then(|(u, l)| version_string(u, l));
+    let cfg = flow_cfg(sc, m.enhanced);
+    sc.ctx
+        .reporter_for(&cfg, Side::Server)
+        .emit(Event::FlowConnected(Box::new(line)));
+}
+
+fn stream(id: u32, role: StreamRole, sock: TcpStream, local: SocketAddr, peer: SocketAddr) -> DataStream {
+    let (lh, lp) = crate::util::split_addr(&local);
+    let (rh, rp) = crate::util::split_addr(&peer);
+    DataStream {
+        id,
+        role,
+        info: ConnInfo {
+            socket: std::os::fd::AsRawFd::as_raw_fd(&sock),
+            id,
+            local_host: lh,
+            local_port: lp,
+            remote_host: rh,
+            remote_port: rp,
+        },
+        sock,
+    }
+}
+
+fn reader_flow(
+    id: u32,
+    sock: TcpStream,
+    local: SocketAddr,
+    peer: SocketAddr,
+    block: usize,
+    trip: bool,
+    initial: u64,
+) -> Flow {
+    let counters = FlowCounters::new(block, trip);
+    Flow {
+        ds: stream(id, StreamRole::Recv, sock, local, peer),
+        extras: StreamExtras {
+            hook: Some(Box::new(RecvHook::new(
+                counters.clone(),
+                trip.then(BurstTracker::new),
+                0,
+                block,
+            ))),
+            initial_bytes: initial,
+            budget: None,
+        },
+        info: FlowInfo {
+            counters: Some(counters),
+            addrs: Some((crate::util::split_addr(&local), crate::util::split_addr(&peer))),
+            reversed: false,
+        },
+        await_close: None,
+    }
+}
+
+fn sender_flow(
+    id: u32,
+    sock: TcpStream,
+    (local, peer): (SocketAddr, SocketAddr),
+    trip: bool,
+    starred: bool,
+    await_close: bool,
+    budget: Option<u64>,
+) -> Option<Flow> {
+    let closer = if await_close {
+        Some(sock.try_clone().ok()?)
+    } else {
+        None
+    };
+    // Like 2.1.8, a server sending --trip-times bursts opens with a client
+    // header of its own carrying its start time.
+    let mut sent = 0;
+    let start = wall_clock();
+    if trip {
+        let hdr = ClientHeader {
+            num_threads: 1,
+            port: local.port() as u32,
+            amount: budget.map(|b| Amount::Bytes(b.min(0x7FFF_FFFF) as u32)),
+            ext: Some(crate::proto::iperf2::HeaderExt {
+                upper: flags::upper::TRIPTIME,
+                version_u: VERSION_U,
+                version_l: VERSION_L,
+                ..Default::default()
+            }),
+            start: Some(crate::proto::iperf2::StartTime {
+                sec: start.0,
+                usec: start.1,
+                fq_rate: 0,
+            }),
+            ..ClientHeader::default()
+        }
+        .encode_tcp();
+        let _ = sock.set_write_timeout(Some(Duration::from_secs(5)));
+        (&sock).write_all(&hdr).ok()?;
+        let _ = sock.set_write_timeout(None);
+        sent = hdr.len() as u64;
+    }
+    Some(Flow {
+        ds: stream(id, StreamRole::Send, sock, local, peer),
+        extras: StreamExtras {
+            hook: trip.then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>),
+            initial_bytes: sent,
+            budget: budget.map(|b| b.saturating_sub(sent)),
+        },
+        info: FlowInfo {
+            counters: None,
+            addrs: Some((crate::util::split_addr(&local), crate::util::split_addr(&peer))),
+            reversed: starred,
+        },
+        await_close: closer,
+    })
+}
+
+/// The server's connect-back for `-d`/`-r`: banner, connect, connection line.
+fn connect_back(sc: &ServerCtx, m: &Member) -> Option<(TcpStream, SocketAddr, SocketAddr, u32)> {
+    let ctx = &sc.ctx;
+    let cfg = &ctx.cfg;
+    let port = (m.header.port as u16).max(1);
+    let addr = SocketAddr::new(m.peer.ip(), port);
+    let mut rep = ctx.reporter_for(&flow_cfg(sc, m.enhanced), Side::Server);
+    let apply = |s: &socket2::Socket| {
+        let mut w = Vec::new();
+        net::apply_data_options(s, &cfg.params, true, Some(addr), &mut w)
+    };
+    let window = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)
+        .ok()
+        .map(|s| {
+            let _ = apply(&s);
+            s.send_buffer_size().unwrap_or(0) as u64
+        })
+        .unwrap_or(0);
+    rep.emit(Event::Banner(Box::new(Banner {
+        role: BannerRole::Connecting(crate::util::host_string(m.peer.ip())),
+        protocol: crate::config::Protocol::Tcp,
+        port,
+        pid: std::process::id(),
+        flows: 1,
+        block_len: cfg.params.block_len_or_default(),
+        tos: cfg.params.tos,
+        nodelay: cfg.params.nodelay,
+        window,
+        window_requested: cfg.params.window.map(|w| w as u64),
+    })));
+    let opts = net::ConnectOpts {
+        timeout: Some(Duration::from_secs(10)),
+        ..net::ConnectOpts::default()
+    };
+    match net::connect_tcp(addr, &opts, apply, Code::CONNECT) {
+        Ok(s) => {
+            let local = s.local_addr().ok()?;
+            let id = ctx.next_id();
+            let mut line = conn_line(id, &s, local, addr);
+            line.reversed = true;
+            line.mode = Some("reverse");
+            line.when = None;
+            rep.emit(Event::FlowConnected(Box::new(line)));
+            Some((s, local, addr, id))
+        }
+        Err(e) => {
+            let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
+            ctx.out.write_err(&format!("tcp connect failed: {why}\n"));
+            None
+        }
+    }
+}
+
+/// The header's `-n`, which each of our senders for it sends.
+fn bytes(h: &ClientHeader) -> Option<u64> {
+    match h.amount {
+        Some(Amount::Bytes(b)) => Some(b as u64),
+        _ => None,
+    }
+}
+
+fn params_for(sc: &ServerCtx, h: &ClientHeader, streams: usize, trip: bool) -> TestParams {
+    let mut p = sc.ctx.cfg.params.clone();
+    p.streams = streams.max(1) as u32;
+    p.rate = 0;
+    p.trip_times = trip;
+    p.end = match h.amount {
+        Some(Amount::Time(cs)) => EndCondition::Time(Duration::from_millis(cs as u64 * 10)),
+        // Byte counts are per stream (StreamExtras::budget).
+        Some(Amount::Bytes(_)) | None => EndCondition::Time(Duration::ZERO),
+    };
+    p
+}
+
+fn run_opts(sc: &ServerCtx, p: &TestParams, decides_end: bool) -> RunOpts {
+    RunOpts {
+        interval: sc.ctx.cfg.output.interval,
+        decides_end,
+        watchdog: p.duration().map(|d| Instant::now() + d + Duration::from_secs(30)),
+        drain: Duration::from_secs(3),
+        idle_limit: Some(Duration::from_secs(60)),
+        stop: sc.stop.clone(),
+        file: None,
+        signal: sc.signal.clone(),
+    }
+}
+
+fn run_group(sc: &ServerCtx, members: Vec<Member>) {
+    let Some(first) = members.first() else { return };
+    let ctx = &sc.ctx;
+    let block = ctx.cfg.params.block_len_or_default() as usize;
+    let enhanced = members.iter().any(|m| m.enhanced);
+    let trip = members.iter().any(|m| m.trip_times);
+    let header = first.header.clone();
+    let mut flows = Vec::new();
+    let mut tradeoff = Vec::new();
+    let mut has_sender = false;
+    for m in &members {
+        let h = &m.header;
+        let v1 = h.flags & flags::VERSION1 != 0;
+        let v2 = h.flags & flags::VERSION2 != 0;
+        let u = h.upper();
+        let Ok(sock) = m.sock.try_clone() else { continue };
+        if v2 && u & flags::upper::REVERSE != 0 {
+            // 2.1.8 does not star a server's sender in a plain reverse test.
+            if let Some(f) = sender_flow(m.id, sock, (m.local, m.peer), m.trip_times, false, true, bytes(h)) {
+                flows.push(f);
+                has_sender = true;
+            }
+            continue;
+        }
+        flows.push(reader_flow(m.id, sock, m.local, m.peer, block, m.trip_times, m.initial));
+        if v2 && u & flags::upper::FULLDUPLEX != 0 {
+            if let Ok(s2) = m.sock.try_clone()
+                && let Some(f) = sender_flow(m.id, s2, (m.local, m.peer), m.trip_times, true, false, bytes(h))
+            {
+                flows.push(f);
+                has_sender = true;
+            }
+        } else if v1 && !v2 {
+            if h.flags & flags::RUN_NOW != 0 {
+                if let Some((s, local, addr, id)) = connect_back(sc, m)
+                    && let Some(f) = sender_flow(id, s, (local, addr), false, true, true, bytes(h))
+                {
+                    flows.push(f);
+                    has_sender = true;
+                }
+            } else {
+                tradeoff.push(m);
+            }
+        }
+    }
+    let params = params_for(sc, &header, flows.len(), trip);
+    let cfg = flow_cfg(sc, enhanced);
+    let mut rep = ctx.reporter_for(&cfg, Side::Server);
+    let opts = run_opts(sc, &params, has_sender);
+    if let Err(e) = run_flows(&params, Side::Server, flows, &opts, &mut rep) {
+        rep.emit(Event::Warning(format!("WARNING: {}", e.text())));
+    }
+    // -r: now the server's turn to send.
+    let mut back = Vec::new();
+    for m in tradeoff {
+        if sc.stop.load(Relaxed) {
+            break;
+        }
+        if let Some((s, local, addr, id)) = connect_back(sc, m)
+            && let Some(f) = sender_flow(id, s, (local, addr), false, true, true, bytes(&m.header))
+        {
+            back.push(f);
+        }
+    }
+    if !back.is_empty() {
+        let params = params_for(sc, &header, back.len(), false);
+        let opts = run_opts(sc, &params, true);
+        if let Err(e) = run_flows(&params, Side::Server, back, &opts, &mut rep) {
+            rep.emit(Event::Warning(format!("WARNING: {}", e.text())));
+        }
+    }
+}
+
+const LISTENER: Token = Token(0);
+
+/// Runs `wirespeed --iperf2 -s`: listens, serves every client on a thread
+/// of its own, until a signal, the listen time (`-t`), or `-P n`
+/// connections have been served.
+pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
+    let cfg = ctx.cfg.clone();
+    let listener = net::listen_tcp(
+        cfg.net.bind.as_deref(),
+        cfg.port,
+        cfg.net.family,
+        false,
+        crate::server::BACKLOG,
+    )
+    .map_err(|e| {
+        let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
+        Error::msg(Code::LISTEN, format!("listener bind failed: {why}"))
+    })?;
+    let sref = SockRef::from(&listener);
+    if let Some(dev) = &cfg.net.bind_dev {
+        sref.bind_device(Some(dev.as_bytes()))
+            .map_err(|e| Error::io(Code::BINDDEV, &e))?;
+    }
+    if let Some(w) = cfg.params.window {
+        let mut warn = Vec::new();
+        net::set_buffers(&sref, w as usize, &mut warn)?;
+    }
+    let window = sref.recv_buffer_size().unwrap_or(0) as u64;
+    if cfg.server.daemon {
+        crate::sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;
+    }
+    let sc = ServerCtx::new(ctx.clone(), signal.clone())?;
+    ctx.reporter(Side::Server).emit(Event::Banner(Box::new(Banner {
+        role: BannerRole::Listening,
+        protocol: cfg.params.protocol,
+        port: cfg.port,
+        pid: std::process::id(),
+        flows: 1,
+        block_len: cfg.params.block_len_or_default(),
+        tos: cfg.params.tos,
+        nodelay: cfg.params.nodelay,
+        window,
+        window_requested: cfg.params.window.map(|w| w as u64),
+    })));
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::io(Code::LISTEN, &e))?;
+    let mut mlistener = mio::net::TcpListener::from_std(listener);
+    let mut poll = Poll::new().map_err(|e| Error::io(Code::LISTEN, &e))?;
+    poll.registry()
+        .register(&mut mlistener, LISTENER, Interest::READABLE)
+        .map_err(|e| Error::io(Code::LISTEN, &e))?;
+    let mut events = Events::with_capacity(16);
+    let until = cfg.server.listen_time.map(|t| Instant::now() + t);
+    let mut served = 0u32;
+    loop {
+        if signal.load(Relaxed) != 0 || until.is_some_and(|u| Instant::now() >= u) {
+            sc.stop.store(true, Relaxed);
+            break;
+        }
+        if cfg.server.max_connections.is_some_and(|n| served >= n) {
+            break;
+        }
+        if cfg.iperf2.single_client && sc.active() > 0 {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        let _ = poll.poll(&mut events, Some(Duration::from_millis(100)));
+        loop {
+            match mlistener.accept() {
+                Ok((s, peer)) => {
+                    let s = TcpStream::from(s);
+                    if s.set_nonblocking(false).is_err() {
+                        continue;
+                    }
+                    if !sc.allowed(peer) {
+                        drop_line(&sc.ctx, &s, peer, "client not allowed");
+                        continue;
+                    }
+                    served += 1;
+                    serve_connection(sc.clone(), s, peer, Vec::new());
+                    if cfg.iperf2.single_client || cfg.server.max_connections.is_some_and(|n| served >= n) {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+    // Let running flows finish (they end promptly once `stop` is raised).
+    let limit = Instant::now() + Duration::from_secs(if sc.stop.load(Relaxed) { 10 } else { 3600 });
+    while sc.active() > 0 && Instant::now() < limit {
+        if signal.load(Relaxed) != 0 {
+            sc.stop.store(true, Relaxed);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
