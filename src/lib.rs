@@ -220,7 +220,10 @@ impl PidFile {
                 format!("unable to write PID file: process {pid} is running"),
             ));
         }
-        std::fs::write(path, std::process::id().to_string()).map_err(|e| Error::io(Code::PIDFILE, &e))?;
+        // Write then rename, so a reader never sees a half-written file.
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, std::process::id().to_string()).map_err(|e| Error::io(Code::PIDFILE, &e))?;
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(Code::PIDFILE, &e))?;
         Ok(PidFile(path.to_path_buf()))
     }
 }

@@ -133,6 +133,12 @@ fn daemon_writes_pidfile_and_logs() {
     );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     wait_listening(port);
+    // The daemon binds before it forks and writes its pidfile: wait for both.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pidfile.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(50));
     let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
     let c = run(
