@@ -6,6 +6,7 @@
 //! a sink prints is computed here, once.
 
 pub mod cpu;
+pub mod udp;
 
 use std::os::fd::RawFd;
 use std::sync::Arc;

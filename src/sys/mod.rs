@@ -5,3 +5,4 @@
 pub mod process;
 pub mod socket;
 pub mod time;
+pub mod udp;

@@ -1,0 +1,480 @@
+//! UDP stream loops: a sender that paces datagrams from a monotonic clock and
+//! hands them to the kernel in batches (`sendmmsg`, and UDP GSO so one send
+//! carries up to 64 datagrams), and a receiver that takes them in batches
+//! (`recvmmsg`, UDP GRO) and accounts for every datagram exactly.
+//!
+//! Offloads change how datagrams travel between user space and the kernel,
+//! never what is on the wire: every datagram is exactly `len` bytes with its
+//! own header, as a peer without offloads would send it.
+//!
+//! The loops are generic over the [`DatagramFormat`], so the iperf 2 dialect
+//! reuses the pacing, batching and accounting with its own header.
+
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use super::pacer::{Pacer, sleep_until};
+use super::{StreamHandle, StreamTask, is_timeout};
+use crate::error::{Code, Error};
+use crate::proto::iperf3::udp::DatagramHeader;
+use crate::stats::StreamRole;
+use crate::stats::udp::UdpAccounting;
+use crate::sys::udp::{self as sysudp, GSO_MAX_SEGMENTS, MAX_BATCH, MAX_UDP_PAYLOAD, RecvBatch};
+
+/// How long a blocked send or receive waits before the loop looks at the
+/// test's flags again.
+const POLL: Duration = Duration::from_millis(100);
+/// A paced sender sends datagrams due within this much of now rather than
+/// sleeping for them: shorter sleeps cost more than they smooth.
+const LOOKAHEAD: Duration = Duration::from_micros(20);
+/// Largest batch buffer per stream (send or receive).
+const BATCH_BYTES: usize = 1 << 20;
+
+/// How a dialect lays out the header of its datagrams.
+pub trait DatagramFormat: Send + Sync + 'static {
+    /// Bytes of header at the start of each datagram.
+    fn header_len(&self) -> usize;
+    /// Writes the header of datagram `seq`, sent at `sent_ns` (sender's
+    /// monotonic clock), at the start of `buf`.
+    fn stamp(&self, buf: &mut [u8], seq: u64, sent_ns: u64);
+    /// Reads `(sequence, sent ns)` from a received datagram.
+    fn parse(&self, buf: &[u8]) -> Option<(u64, u64)>;
+    /// Whether sequence numbers are 32 bits on the wire (and wrap).
+    fn narrow(&self) -> bool;
+}
+
+/// iperf3's header: seconds, microseconds, 32- or 64-bit sequence number.
+#[derive(Debug, Clone, Copy)]
+pub struct Iperf3Format {
+    /// 64-bit sequence numbers (`--udp-counters-64bit`).
+    pub wide: bool,
+}
+
+impl DatagramFormat for Iperf3Format {
+    fn header_len(&self) -> usize {
+        DatagramHeader::len(self.wide)
+    }
+
+    #[inline]
+    fn stamp(&self, buf: &mut [u8], seq: u64, sent_ns: u64) {
+        DatagramHeader::at(sent_ns, seq).write(buf, self.wide);
+    }
+
+    #[inline]
+    fn parse(&self, buf: &[u8]) -> Option<(u64, u64)> {
+        DatagramHeader::read(buf, self.wide).map(|h| (h.seq, h.sent_ns()))
+    }
+
+    fn narrow(&self) -> bool {
+        !self.wide
+    }
+}
+
+/// UDP-specific settings of a stream.
+#[derive(Debug, Clone)]
+pub struct UdpOptions {
+    /// Try UDP GSO when sending.
+    pub gso: bool,
+    /// Try UDP GRO when receiving.
+    pub gro: bool,
+    /// Send nothing due at or after this instant (the test's end, when this
+    /// host decides it), so a timed test sends exactly its duration's worth.
+    pub until: Option<Instant>,
+    /// How much backlog a paced sender may catch up at once after a stall.
+    pub catch_up: Duration,
+    /// Start of the pacing timeline (the test's start, shared by its
+    /// streams); `None` = when the thread starts.
+    pub origin: Option<Instant>,
+}
+
+impl Default for UdpOptions {
+    fn default() -> Self {
+        UdpOptions {
+            gso: true,
+            gro: true,
+            until: None,
+            catch_up: Duration::from_millis(1),
+            origin: None,
+        }
+    }
+}
+
+/// Starts a UDP stream thread on a connected socket.
+pub fn spawn_udp<F: DatagramFormat>(
+    sock: UdpSocket,
+    task: StreamTask,
+    format: F,
+    opts: UdpOptions,
+) -> Result<StreamHandle, Error> {
+    let fd = sock.as_raw_fd();
+    let keep = socket2::Socket::from(sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?);
+    let join = std::thread::Builder::new()
+        .name(format!("ws-udp-{}", task.id))
+        .spawn(move || {
+            let control = task.control.clone();
+            if let Some(cpu) = task.affinity {
+                let _ = crate::sys::process::pin_current_thread(cpu);
+            }
+            let res = match task.role {
+                StreamRole::Send => send_loop(&sock, &task, &format, &opts),
+                StreamRole::Recv => recv_loop(&sock, &task, &format, &opts),
+            };
+            if let Err(e) = res {
+                control.fail(e);
+            }
+            control.finished.fetch_add(1, Relaxed);
+            control.wake();
+        })
+        .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
+    Ok(super::handle_from(join, fd, Some(keep)))
+}
+
+fn monotonic_ns() -> u64 {
+    let (s, n) = crate::sys::time::monotonic();
+    s * 1_000_000_000 + n as u64
+}
+
+fn realtime_ns() -> i64 {
+    let (s, n) = crate::sys::time::realtime();
+    (s * 1_000_000_000 + n as u64) as i64
+}
+
+/// Sends until stopped, past `until`, or the budget is spent.
+fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, opts: &UdpOptions) -> Result<(), Error> {
+    let len = task.block_len.clamp(fmt.header_len(), MAX_UDP_PAYLOAD);
+    let _ = sock.set_write_timeout(Some(POLL));
+    let mut per_send = 1;
+    if opts.gso && len <= MAX_UDP_PAYLOAD / 2 && sysudp::set_gso(sock, len as u16).is_ok() {
+        per_send = (MAX_UDP_PAYLOAD / len).min(GSO_MAX_SEGMENTS);
+    }
+    let cap = (BATCH_BYTES / len).clamp(per_send, MAX_BATCH * per_send);
+    let mut buf = vec![0u8; cap * len];
+    // Every datagram carries the same filler, as iperf3's do.
+    task.payload.fill(&mut buf[..len]);
+    let (first, rest) = buf.split_at_mut(len);
+    for slot in rest.chunks_mut(len) {
+        slot.copy_from_slice(first);
+    }
+    let mut pacer = task.pace.map(|(rate, burst)| {
+        // Sleeps must end when asked, not 50 µs later.
+        let _ = sysudp::set_thread_timer_slack(1_000);
+        Pacer::new(rate, burst, len, opts.origin.unwrap_or_else(Instant::now)).with_catch_up(opts.catch_up)
+    });
+    let control = &task.control;
+    let c = &task.counters;
+    let mut seq: u64 = 1;
+    let mut last_send = 0u64;
+    loop {
+        if control.stop.load(Relaxed) {
+            break;
+        }
+        let now = Instant::now();
+        if opts.until.is_some_and(|u| now >= u) {
+            break;
+        }
+        let mut n = cap;
+        if let Some(p) = pacer.as_mut() {
+            if opts.until.is_some_and(|u| p.next_due() >= u) {
+                break;
+            }
+            match p.take(len, now, cap as u32, LOOKAHEAD) {
+                Ok(k) => n = k as usize,
+                Err(due) => {
+                    let due = opts.until.map_or(due, |u| due.min(u));
+                    if !sleep_until(due, &control.stop) {
+                        break;
+                    }
+                    continue;
+                }
+            }
+        }
+        if let Some(b) = &task.budget
+            && !control.omitting.load(Relaxed)
+        {
+            n = b.claim_datagrams(len, n);
+            if n == 0 {
+                break;
+            }
+        }
+        let stamp = monotonic_ns();
+        for (k, d) in buf[..n * len].chunks_mut(len).enumerate() {
+            fmt.stamp(d, seq + k as u64, stamp);
+        }
+        let sent = send_datagrams(sock, &buf[..n * len], len, &mut per_send, task)?;
+        if sent > 0 {
+            last_send = control.now_ns();
+            seq += sent as u64;
+            c.bytes.fetch_add((sent * len) as u64, Relaxed);
+            c.blocks.fetch_add(sent as u64, Relaxed);
+            c.packets.fetch_add(sent as u64, Relaxed);
+        }
+        if sent < n {
+            break; // stopped mid-batch
+        }
+    }
+    c.ended_ns
+        .store(if last_send > 0 { last_send } else { control.now_ns() }, Relaxed);
+    Ok(())
+}
+
+/// Sends `data` (whole datagrams of `len` bytes) in as few calls as it can:
+/// `per_send` datagrams per message (GSO), up to [`MAX_BATCH`] messages per
+/// `sendmmsg`. Returns how many datagrams went; fewer than asked only when
+/// the test stopped meanwhile. A path that refuses GSO turns it off.
+fn send_datagrams(
+    sock: &UdpSocket,
+    data: &[u8],
+    len: usize,
+    per_send: &mut usize,
+    task: &StreamTask,
+) -> Result<usize, Error> {
+    let total = data.len() / len;
+    let control = &task.control;
+    let mut done = 0;
+    while done < total {
+        let mut msgs: [&[u8]; MAX_BATCH] = [&[]; MAX_BATCH];
+        let mut count = 0;
+        let mut off = done;
+        while off < total && count < MAX_BATCH {
+            let k = (*per_send).min(total - off);
+            msgs[count] = &data[off * len..(off + k) * len];
+            count += 1;
+            off += k;
+        }
+        match sysudp::send_batch(sock, &msgs[..count]) {
+            Ok(m) => {
+                done += msgs[..m].iter().map(|s| s.len() / len).sum::<usize>();
+            }
+            Err(e) => {
+                let stopping = control.stop.load(Relaxed) || control.abort.load(Relaxed);
+                match e.raw_os_error() {
+                    _ if is_timeout(&e) => {}
+                    // The kernel is out of buffers or the peer's port
+                    // bounced an earlier datagram: not fatal for a UDP test.
+                    Some(libc::ENOBUFS) => {
+                        task.counters.errors.fetch_add(1, Relaxed);
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                    Some(libc::ECONNREFUSED) => {
+                        task.counters.errors.fetch_add(1, Relaxed);
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Some(libc::EINVAL | libc::EIO | libc::EMSGSIZE) if *per_send > 1 => {
+                        let _ = sysudp::clear_gso(sock);
+                        *per_send = 1;
+                    }
+                    _ if stopping => return Ok(done),
+                    _ => return Err(Error::io(Code::STREAMWRITE, &e)),
+                }
+                if stopping {
+                    return Ok(done);
+                }
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// Receives until the test stops and the stream has been quiet for a poll
+/// period (drained), or the controller aborts.
+fn recv_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, opts: &UdpOptions) -> Result<(), Error> {
+    let len = task.block_len.max(1);
+    let _ = sock.set_read_timeout(Some(task.drain_idle.clamp(Duration::from_millis(10), POLL)));
+    let gro = opts.gro && sysudp::set_gro(sock).is_ok();
+    let kernel_stamps = sysudp::set_rx_timestamps(sock).is_ok();
+    let (slot, slots) = if gro {
+        (MAX_UDP_PAYLOAD.next_multiple_of(64), BATCH_BYTES / 65536)
+    } else {
+        let s = len.next_multiple_of(64);
+        (s, BATCH_BYTES / s)
+    };
+    let mut batch = RecvBatch::new(slot, slots);
+    let mut acc = UdpAccounting::new();
+    let header = fmt.header_len();
+    let narrow = fmt.narrow();
+    let control = &task.control;
+    let c = &task.counters;
+    let mut omitting = control.omitting.load(Relaxed);
+    let finish = || {
+        let last = c.last_rx_ns.load(Relaxed);
+        c.ended_ns
+            .store(if last > 0 { last } else { control.now_ns() }, Relaxed);
+    };
+    loop {
+        if control.abort.load(Relaxed) {
+            finish();
+            return Ok(());
+        }
+        match batch.recv(sock) {
+            Ok(0) => {
+                if control.stop.load(Relaxed) || control.abort.load(Relaxed) {
+                    finish();
+                    return Ok(());
+                }
+            }
+            Ok(n) => {
+                let om = control.omitting.load(Relaxed);
+                if omitting && !om {
+                    // iperf3 restarts jitter when the omit period ends.
+                    acc.jitter.reset();
+                }
+                omitting = om;
+                let before = acc.max_seq();
+                let fallback = if kernel_stamps { 0 } else { realtime_ns() };
+                let (mut bytes, mut datagrams) = (0u64, 0u64);
+                for i in 0..n {
+                    let m = batch.message(i);
+                    let rx = m.rx_time_ns.unwrap_or(fallback);
+                    let seg = m.segment.unwrap_or(m.data.len()).max(1);
+                    for d in m.data.chunks(seg) {
+                        // Shorter than a header: a stray handshake, not data.
+                        if d.len() < header {
+                            continue;
+                        }
+                        bytes += d.len() as u64;
+                        datagrams += 1;
+                        if let Some((seq, sent_ns)) = fmt.parse(d) {
+                            let seq = if narrow { acc.unwrap32(seq as u32) } else { seq };
+                            acc.on_datagram(seq, rx.wrapping_sub(sent_ns as i64));
+                        }
+                    }
+                }
+                if datagrams > 0 {
+                    acc.publish(c);
+                    c.bytes.fetch_add(bytes, Relaxed);
+                    c.blocks.fetch_add(datagrams, Relaxed);
+                    c.last_rx_ns.store(control.now_ns(), Relaxed);
+                    // Progress towards a -n/-k goal is the highest sequence
+                    // seen: a lost datagram must not keep the test running.
+                    if let Some(t) = &task.target
+                        && t.add((acc.max_seq() - before) * len as u64)
+                    {
+                        control.wake();
+                    }
+                }
+            }
+            Err(e) if is_timeout(&e) => {
+                if control.stop.load(Relaxed) || control.abort.load(Relaxed) {
+                    finish();
+                    return Ok(());
+                }
+            }
+            // An ICMP error queued on the socket: nothing to do with data.
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
+            Err(e) => {
+                finish();
+                if control.stop.load(Relaxed) || control.abort.load(Relaxed) {
+                    return Ok(());
+                }
+                return Err(Error::io(Code::STREAMREAD, &e));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::pacer::PaceRate;
+    use crate::engine::{Budget, Payload, Sinkhole, TestControl};
+    use crate::stats::StreamCounters;
+    use std::sync::Arc;
+
+    fn pair() -> (UdpSocket, UdpSocket) {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        b.connect(a.local_addr().unwrap()).unwrap();
+        // Room for a long scheduling stall of the receiving thread on a busy machine.
+        let mut w = Vec::new();
+        crate::net::set_buffers(&socket2::SockRef::from(&b), 16 << 20, &mut w).unwrap();
+        (a, b)
+    }
+
+    fn task(role: StreamRole, control: &Arc<TestControl>, len: usize) -> StreamTask {
+        StreamTask {
+            id: 1,
+            role,
+            block_len: len,
+            pace: None,
+            budget: None,
+            target: None,
+            payload: Payload::Repeating,
+            sinkhole: Sinkhole::Discard,
+            zerocopy: false,
+            counters: Arc::new(StreamCounters::default()),
+            control: control.clone(),
+            affinity: None,
+            drain_idle: Duration::from_millis(100),
+        }
+    }
+
+    /// Sends exactly `-k`-style `blocks` datagrams with the given offloads
+    /// and checks the receiver saw every one, in order, nothing lost.
+    fn exact_transfer(gso: bool, gro: bool, wide: bool, len: usize, blocks: u64) {
+        let (a, b) = pair();
+        let control = TestControl::new(None);
+        let mut st = task(StreamRole::Send, &control, len);
+        st.budget = Some(Budget::blocks(blocks));
+        st.pace = Some((PaceRate::Packets(50_000), 0));
+        let rt = task(StreamRole::Recv, &control, len);
+        let (sc, rc) = (st.counters.clone(), rt.counters.clone());
+        let opts = UdpOptions {
+            gso,
+            gro,
+            ..UdpOptions::default()
+        };
+        let mut r = spawn_udp(b, rt, Iperf3Format { wide }, opts.clone()).unwrap();
+        let mut s = spawn_udp(a, st, Iperf3Format { wide }, opts).unwrap();
+        s.join();
+        control.stop.store(true, Relaxed);
+        r.join();
+        assert!(control.take_error().is_none());
+        assert_eq!(sc.packets.load(Relaxed), blocks);
+        assert_eq!(sc.bytes.load(Relaxed), blocks * len as u64);
+        assert_eq!(rc.bytes.load(Relaxed), blocks * len as u64);
+        assert_eq!(rc.packets.load(Relaxed), blocks);
+        assert_eq!(rc.lost.load(Relaxed), 0);
+        assert_eq!(rc.out_of_order.load(Relaxed), 0);
+        assert_eq!(rc.duplicates.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn plain_datagrams_arrive_exactly() {
+        exact_transfer(false, false, false, 1200, 3000);
+    }
+
+    #[test]
+    fn gso_and_gro_keep_every_datagram() {
+        exact_transfer(true, true, true, 100, 5000);
+    }
+
+    #[test]
+    fn gso_sender_to_a_receiver_without_gro() {
+        exact_transfer(true, false, false, 64, 4000);
+    }
+
+    #[test]
+    fn a_timed_sender_stops_at_its_deadline() {
+        let (a, _b) = pair();
+        let control = TestControl::new(None);
+        let mut st = task(StreamRole::Send, &control, 1000);
+        // 8 Mbit/s of 1000-byte datagrams = 1000 per second.
+        st.pace = Some((PaceRate::Bits(8_000_000), 0));
+        let c = st.counters.clone();
+        let t0 = Instant::now();
+        let opts = UdpOptions {
+            until: Some(t0 + Duration::from_millis(300)),
+            origin: Some(t0),
+            // However late the thread starts, it catches up rather than skips.
+            catch_up: Duration::from_millis(300),
+            ..UdpOptions::default()
+        };
+        let mut s = spawn_udp(a, st, Iperf3Format { wide: false }, opts).unwrap();
+        s.join();
+        // Due at 0, 1, ..., 299 ms: exactly 300, however the sleeps fell.
+        assert_eq!(c.packets.load(Relaxed), 300);
+    }
+}
