@@ -233,8 +233,7 @@ fn role_mark(o: Opt) -> RoleMark {
 fn unimplemented(o: Opt) -> Option<Error> {
     use Opt::*;
     let msg = match o {
-        Udp | Gsro | UdpCounters64 | DontFragment => "UDP tests are not implemented yet",
-        Sctp | Xbind | Nstreams => return Some(Error::new(Code::NOSCTP)),
+        Sctp | Xbind | Nstreams => return Some(crate::net::sctp_unavailable()),
         Username | RsaPublicKey | RsaPrivateKey | AuthorizedUsers | TimeSkew | UsePkcs1 => {
             "authentication is not implemented yet"
         }

@@ -35,6 +35,10 @@ pub struct TestControl {
     pub finished: AtomicUsize,
     /// Base of the streams' timestamps.
     pub epoch: Instant,
+    /// When `stop` was first raised through [`TestControl::raise_stop`], ns
+    /// since the epoch (0 = not yet): the end of a stream that was waiting
+    /// for its next paced datagram when the test stopped.
+    pub stopped_ns: AtomicU64,
     waker: Option<Arc<mio::Waker>>,
     /// First fatal stream error, if any.
     pub error: Mutex<Option<Error>>,
@@ -49,9 +53,24 @@ impl TestControl {
             omitting: AtomicBool::new(false),
             finished: AtomicUsize::new(0),
             epoch: Instant::now(),
+            stopped_ns: AtomicU64::new(0),
             waker,
             error: Mutex::new(None),
         })
+    }
+
+    /// Raises `stop`, remembering when it was first raised.
+    pub fn raise_stop(&self) {
+        let _ = self.stopped_ns.compare_exchange(0, self.now_ns(), Relaxed, Relaxed);
+        self.stop.store(true, Relaxed);
+    }
+
+    /// When the test was stopped, if it has been.
+    pub fn stopped_at_ns(&self) -> Option<u64> {
+        match self.stopped_ns.load(Relaxed) {
+            0 => None,
+            ns => Some(ns),
+        }
     }
 
     /// Wakes the controller.

@@ -165,18 +165,29 @@ fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
     let control = &task.control;
     let c = &task.counters;
     let mut seq: u64 = 1;
-    let mut last_send = 0u64;
+    // When this stream stopped sending: the deadline it reached, or when the
+    // test was stopped (not when the loop noticed, up to a sleep slice later).
+    let mut ended: Option<Instant> = None;
     loop {
         if control.stop.load(Relaxed) {
             break;
         }
         let now = Instant::now();
-        if opts.until.is_some_and(|u| now >= u) {
+        if let Some(u) = opts.until
+            && now >= u
+        {
+            ended = Some(u);
             break;
         }
         let mut n = cap;
         if let Some(p) = pacer.as_mut() {
-            if opts.until.is_some_and(|u| p.next_due() >= u) {
+            if let Some(u) = opts.until
+                && p.next_due() >= u
+            {
+                // Nothing more is due before the end: sleep to it, so the
+                // stream's time is the test's time.
+                sleep_until(u, &control.stop);
+                ended = Some(u.min(Instant::now()));
                 break;
             }
             match p.take(len, now, cap as u32, LOOKAHEAD) {
@@ -204,7 +215,6 @@ fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
         }
         let sent = send_datagrams(sock, &buf[..n * len], len, &mut per_send, task)?;
         if sent > 0 {
-            last_send = control.now_ns();
             seq += sent as u64;
             c.bytes.fetch_add((sent * len) as u64, Relaxed);
             c.blocks.fetch_add(sent as u64, Relaxed);
@@ -214,8 +224,13 @@ fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
             break; // stopped mid-batch
         }
     }
-    c.ended_ns
-        .store(if last_send > 0 { last_send } else { control.now_ns() }, Relaxed);
+    let now_ns = control.now_ns();
+    let end_ns = match (ended, control.stopped_at_ns()) {
+        (Some(t), _) => t.saturating_duration_since(control.epoch).as_nanos() as u64,
+        (None, Some(stop)) => stop.min(now_ns),
+        (None, None) => now_ns,
+    };
+    c.ended_ns.store(end_ns.max(1), Relaxed);
     Ok(())
 }
 
@@ -297,10 +312,12 @@ fn recv_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
     let control = &task.control;
     let c = &task.counters;
     let mut omitting = control.omitting.load(Relaxed);
+    // A receiver's time runs to when the test stopped, or to the last
+    // datagram drained after that.
     let finish = || {
         let last = c.last_rx_ns.load(Relaxed);
-        c.ended_ns
-            .store(if last > 0 { last } else { control.now_ns() }, Relaxed);
+        let stop = control.stopped_at_ns().unwrap_or_else(|| control.now_ns());
+        c.ended_ns.store(last.max(stop), Relaxed);
     };
     loop {
         if control.abort.load(Relaxed) {

@@ -519,10 +519,17 @@ impl TestStats {
             let udp = (self.protocol == Protocol::Udp).then(|| {
                 if local_sender {
                     let sent = snap.packets - s.base.packets;
+                    // A pre-3.14 peer does not say what it lost during the
+                    // omit period; without one its totals are exact.
+                    let omitted_here = s.base.packets;
                     let (packets, lost, jitter) = match pr {
                         Some(r) => (
-                            r.packets - r.omitted_packets.unwrap_or(0),
-                            r.omitted_errors.map(|oe| r.errors - oe),
+                            r.packets - r.omitted_packets.unwrap_or(omitted_here),
+                            match r.omitted_errors {
+                                Some(oe) => Some(r.errors - oe),
+                                None if omitted_here == 0 || r.errors == 0 => Some(r.errors),
+                                None => None,
+                            },
                             r.jitter,
                         ),
                         None => (0, Some(0), 0.0),
@@ -809,5 +816,43 @@ mod tests {
         assert_eq!(u.lost, Some(5));
         assert_eq!(u.lost_percent, 5.0);
         assert_eq!(u.out_of_order, 2);
+    }
+
+    #[test]
+    fn udp_sender_trusts_a_312_peer_without_omit_keys_when_nothing_was_omitted() {
+        let t0 = Instant::now();
+        let (a, ca) = stream(1, StreamRole::Send);
+        let mut st = TestStats::new(vec![a], Protocol::Udp, 1, false, t0, t0);
+        ca.packets.store(100, Relaxed);
+        st.sample(t0 + Duration::from_secs(1), 0.1);
+        let peer = |errors| Results {
+            streams: vec![StreamResult {
+                id: 1,
+                bytes: 0,
+                retransmits: -1,
+                jitter: 0.0,
+                errors,
+                omitted_errors: None,
+                packets: 100,
+                omitted_packets: None,
+                start_time: 0.0,
+                end_time: 1.0,
+            }],
+            ..Results::default()
+        };
+        let s = st.summary(t0 + Duration::from_secs(1), Some(&peer(3)), None);
+        let u = s.streams[0].udp.unwrap();
+        assert_eq!((u.lost, u.packets), (Some(3), 100));
+        // With an omit period the omitted losses are unknown, as iperf3 says.
+        let (b, cb) = stream(1, StreamRole::Send);
+        let mut st = TestStats::new(vec![b], Protocol::Udp, 1, true, t0, t0);
+        cb.packets.store(10, Relaxed);
+        st.end_omit(t0 + Duration::from_secs(1));
+        cb.packets.store(100, Relaxed);
+        let s = st.summary(t0 + Duration::from_secs(2), Some(&peer(3)), None);
+        let u = s.streams[0].udp.unwrap();
+        assert_eq!((u.lost, u.packets), (None, 90));
+        let s = st.summary(t0 + Duration::from_secs(2), Some(&peer(0)), None);
+        assert_eq!(s.streams[0].udp.unwrap().lost, Some(0));
     }
 }
