@@ -332,14 +332,19 @@ impl Session {
         }
         let senders = self.handles.iter().filter(|(r, _)| *r == StreamRole::Send).count();
         if self.budget.as_ref().is_some_and(|b| b.spent()) && senders > 0 {
-            return self
-                .handles
-                .iter()
-                .filter(|(r, _)| *r == StreamRole::Send)
-                .all(|(_, h)| h.is_finished());
+            return (0..self.handles.len())
+                .filter(|&i| self.handles[i].0 == StreamRole::Send)
+                .all(|i| self.stream_ended(i));
         }
         // All streams ended by themselves (file sent, peer closed everything).
-        !self.handles.is_empty() && self.handles.iter().all(|(_, h)| h.is_finished())
+        !self.handles.is_empty() && (0..self.handles.len()).all(|i| self.stream_ended(i))
+    }
+
+    /// Whether stream `i` is done. Its end stamp is written before the
+    /// thread wakes the controller, while the thread itself may still be
+    /// exiting: looking only at the thread would miss that wake-up.
+    fn stream_ended(&self, i: usize) -> bool {
+        self.handles[i].1.is_finished() || self.stats.streams[i].counters.ended_ns.load(Relaxed) != 0
     }
 
     /// Runs due timers: the omit end and interval ticks. Emits events.

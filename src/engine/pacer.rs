@@ -29,7 +29,13 @@ pub struct Pacer {
     /// Sends allowed back-to-back before the schedule is consulted.
     burst: u32,
     in_burst: u32,
+    /// A catching-up batch sender waits until then ([`Pacer::take`]).
+    hold: Instant,
 }
+
+/// Debt a batch sender may build up and pay back ([`Pacer::take`]); a longer
+/// stall is forgiven beyond this.
+pub const MAX_DEBT: Duration = Duration::from_millis(250);
 
 impl Pacer {
     /// A pacer starting at `start`. `burst` blocks go back-to-back (0 or 1 =
@@ -46,6 +52,7 @@ impl Pacer {
             depth,
             burst: burst.max(1),
             in_burst: 0,
+            hold: start,
         }
     }
 
@@ -91,35 +98,43 @@ impl Pacer {
     /// blocks per call: how many `bytes`-sized blocks (at most `max`) may go
     /// at `now`, counting those due within `lookahead` (sleeping for less
     /// than that costs more than it smooths). The schedule advances by the
-    /// blocks granted. `Err(due)` when none may go yet.
+    /// blocks granted. `Err(when)` when none may go yet.
     ///
-    /// With a burst size N, blocks go in groups of exactly N, one group per
-    /// call, and the catch-up allowance is cut to less than one group, so no
-    /// burst is ever larger than N.
+    /// A sender that fell behind (a stall) pays the debt back instead of
+    /// losing it, so the average rate holds, but smoothly: at most the
+    /// catch-up allowance (or one burst group) at once, then a pause of
+    /// half that long, i.e. at twice the rate until caught up. Debt beyond
+    /// [`MAX_DEBT`] is forgiven. With a burst size N blocks go in groups of
+    /// exactly N, so no burst is ever larger than N.
     pub fn take(&mut self, bytes: usize, now: Instant, max: u32, lookahead: Duration) -> Result<u32, Instant> {
-        let cost = Self::cost(self.rate, bytes);
-        let group = self.burst;
-        let depth = if group > 1 {
-            (cost * group).saturating_sub(Duration::from_nanos(1)).min(self.depth)
-        } else {
-            self.depth
-        };
-        if self.next + depth < now {
-            self.next = now - depth;
+        if now < self.hold {
+            return Err(self.hold);
         }
+        let cost = Self::cost(self.rate, bytes);
+        if self.next + MAX_DEBT < now {
+            self.next = now - MAX_DEBT;
+        }
+        let group = self.burst;
         let horizon = now + if group > 1 { Duration::ZERO } else { lookahead };
         if self.next > horizon {
             return Err(self.next);
         }
+        let max = max.max(1);
         let n = if group > 1 {
-            group.min(max.max(1))
+            group.min(max)
         } else if cost.is_zero() {
             max
         } else {
             let due = (horizon - self.next).as_nanos() / cost.as_nanos() + 1;
-            (due.min(max as u128) as u32).max(1)
+            let chunk = (self.depth.as_nanos() / cost.as_nanos()).max(1);
+            due.min(chunk).min(max as u128) as u32
         };
         self.next += cost * n;
+        if self.next < now {
+            // Still behind: the next chunk waits, so catching up runs at
+            // twice the rate rather than at line rate.
+            self.hold = now + cost * n / 2;
+        }
         Ok(n)
     }
 
@@ -238,11 +253,41 @@ mod tests {
     }
 
     #[test]
-    fn catch_up_is_bounded_by_the_depth() {
+    fn a_stall_is_paid_back_in_bounded_chunks_at_twice_the_rate() {
         let t0 = Instant::now();
+        // 100 000 pps (10 µs each), catch-up chunks of 100 µs worth.
         let mut p = Pacer::new(PaceRate::Packets(100_000), 0, 64, t0).with_catch_up(Duration::from_micros(100));
-        // A 1 s stall: only 100 µs worth (10 datagrams, plus the one due now) go.
-        assert_eq!(p.take(64, t0 + Duration::from_secs(1), 1000, Duration::ZERO), Ok(11));
+        let stall = t0 + Duration::from_millis(5);
+        // 5 ms behind (501 datagrams owed): 10 now, then a 50 µs pause.
+        assert_eq!(p.take(64, stall, 1000, Duration::ZERO), Ok(10));
+        assert_eq!(
+            p.take(64, stall, 1000, Duration::ZERO),
+            Err(stall + Duration::from_micros(50))
+        );
+        // Keep taking whenever allowed: the debt is repaid, none is lost,
+        // and nothing ever goes more than 10 at a time.
+        let mut now = stall;
+        let mut sent = 10u64;
+        while now < t0 + Duration::from_millis(20) {
+            match p.take(64, now, 1000, Duration::ZERO) {
+                Ok(n) => {
+                    assert!(n <= 10);
+                    sent += n as u64;
+                }
+                Err(t) => now = t,
+            }
+        }
+        // Datagrams due before 20 ms (0, 10, ..., 19 990 µs): all 2000, whatever the stall.
+        assert_eq!(sent, 2000);
+    }
+
+    #[test]
+    fn a_very_long_stall_is_forgiven_beyond_the_debt_limit() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(PaceRate::Packets(1000), 0, 64, t0).with_catch_up(Duration::from_secs(1));
+        let late = t0 + Duration::from_secs(10);
+        // Only MAX_DEBT (250 ms = 250 datagrams, plus the one due now) is owed.
+        assert_eq!(p.take(64, late, 10_000, Duration::ZERO), Ok(251));
     }
 
     #[test]
@@ -255,9 +300,13 @@ mod tests {
             p.take(1000, t0 + Duration::from_micros(100), 64, Duration::from_micros(50)),
             Err(t0 + Duration::from_millis(4))
         );
-        // Even after a long stall only one group goes at a time.
-        assert_eq!(p.take(1000, t0 + Duration::from_secs(1), 64, Duration::ZERO), Ok(4));
-        assert!(p.take(1000, t0 + Duration::from_secs(1), 64, Duration::ZERO).is_err());
+        // After a stall groups still go one at a time, 2 ms apart (twice the rate).
+        let late = t0 + Duration::from_millis(100);
+        assert_eq!(p.take(1000, late, 64, Duration::ZERO), Ok(4));
+        assert_eq!(
+            p.take(1000, late, 64, Duration::ZERO),
+            Err(late + Duration::from_millis(2))
+        );
     }
 
     #[test]
