@@ -12,7 +12,7 @@ use crate::error::{Code, Error, Kind};
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf3::machine::{ClientAction, ClientMachine};
 use crate::proto::iperf3::params::{ParamsExtras, effective_bitrate, encode_params};
-use crate::proto::iperf3::udp::{HELLO, is_hello_reply};
+use crate::proto::iperf3::udp::{cookie_hello, is_hello_reply};
 use crate::proto::iperf3::{Cookie, MAX_RESULTS_LEN, Results, State};
 use crate::report::Reporter;
 use crate::report::event::*;
@@ -261,7 +261,7 @@ impl Client<'_> {
                     net::apply_data_options(s, params, false, Some(server), &mut w)
                 })?;
                 warnings.extend(w);
-                udp_hello(&u, Instant::now() + SETUP_WAIT)?;
+                udp_hello(&u, &cookie_hello(&cookie.to_wire()), Instant::now() + SETUP_WAIT)?;
                 let local = u.local_addr().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
                 (DataSock::Udp(u), local)
             } else {
@@ -481,11 +481,12 @@ impl Client<'_> {
     }
 }
 
-/// Opens a UDP stream (spec §8.2): "9876" to the server, "6789" back from
-/// the stream's own server socket. The hello is repeated every second in
-/// case the network lost it; datagrams other than the reply (a reverse
-/// test's first data) are skipped.
-fn udp_hello(sock: &std::net::UdpSocket, deadline: Instant) -> Result<(), Error> {
+/// Opens a UDP stream (spec §8.2): "9876" to the server (followed by the
+/// cookie, which C servers do not read), "6789" back from the stream's own
+/// server socket. The hello is repeated every second in case the network
+/// lost it; datagrams other than the reply (a reverse test's first data)
+/// are skipped.
+fn udp_hello(sock: &std::net::UdpSocket, hello: &[u8], deadline: Instant) -> Result<(), Error> {
     let err = |e: &std::io::Error| Error::io(Code::STREAMCONNECT, e);
     let mut buf = vec![0u8; crate::config::MAX_UDP_BLOCK as usize + 1];
     let resend = Duration::from_secs(1);
@@ -499,7 +500,7 @@ fn udp_hello(sock: &std::net::UdpSocket, deadline: Instant) -> Result<(), Error>
             ));
         }
         if now >= next_hello {
-            sock.send(&HELLO).map_err(|e| err(&e))?;
+            sock.send(hello).map_err(|e| err(&e))?;
             next_hello = now + resend;
         }
         let wait = next_hello.min(deadline).saturating_duration_since(now);

@@ -27,7 +27,7 @@ use crate::proto::iperf3::cookie::could_be_cookie;
 use crate::proto::iperf3::framing::server_error_frame;
 use crate::proto::iperf3::machine::{ServerAction, ServerMachine};
 use crate::proto::iperf3::params::{Limits, decode_params, effective_bitrate, validate};
-use crate::proto::iperf3::udp::{HELLO_REPLY, is_hello};
+use crate::proto::iperf3::udp::{HELLO_REPLY, Hello, parse_hello};
 use crate::proto::iperf3::{COOKIE_LEN, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Results, State};
 use crate::report::event::*;
 use crate::report::iperf3_json::JsonSink;
@@ -74,6 +74,9 @@ struct Registry {
 /// A test waiting for the UDP streams of its client.
 struct UdpSlot {
     cookie: Cookie,
+    /// The client is wirespeed: its hellos carry the cookie, and plain
+    /// ones from its address are someone else's.
+    needs_cookie: bool,
     /// Where the client's hellos go (the control connection's local address).
     local: SocketAddr,
     tx: SyncSender<DataSock>,
@@ -323,9 +326,9 @@ impl Server {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return false,
             };
-            if !is_hello(&buf[..n.min(buf.len())]) {
+            let Some(hello) = parse_hello(&buf[..n.min(buf.len())]) else {
                 continue;
-            }
+            };
             let from = net::canonical(from);
             let Ok(mut reg) = self.shared.registry.lock() else {
                 return false;
@@ -333,6 +336,13 @@ impl Server {
             let Some(slot) = reg.udp.get_mut(&from.ip()) else {
                 continue;
             };
+            let ours = match hello {
+                Hello::WithCookie(c) => c == slot.cookie.to_wire(),
+                Hello::Plain => !slot.needs_cookie,
+            };
+            if !ours {
+                continue;
+            }
             if let Some((_, s)) = slot.given.iter().find(|(a, _)| *a == from) {
                 let _ = s.send(&HELLO_REPLY);
                 continue;
@@ -515,6 +525,10 @@ fn serve_test(shared: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: Soc
         output,
         session: None,
         peer: (ph, pp),
+        wirespeed_client: params_in
+            .client_version
+            .as_deref()
+            .is_some_and(|v| v.starts_with("wirespeed")),
     };
     match test.run() {
         Ok(()) => {}
@@ -541,6 +555,8 @@ struct ServerTest<'a> {
     output: TestOutput,
     session: Option<Session>,
     peer: (String, u16),
+    /// The client said it is wirespeed (its UDP hellos carry the cookie).
+    wirespeed_client: bool,
 }
 
 impl ServerTest<'_> {
@@ -684,6 +700,7 @@ impl ServerTest<'_> {
                     key,
                     UdpSlot {
                         cookie: self.cookie,
+                        needs_cookie: self.wirespeed_client,
                         local,
                         tx: tx.clone(),
                         given: Vec::new(),

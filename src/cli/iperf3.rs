@@ -976,6 +976,26 @@ mod tests {
     }
 
     #[test]
+    fn udp_options_follow_iperf3() {
+        let c = run("-c h -u").unwrap();
+        assert_eq!(c.params.protocol, Protocol::Udp);
+        assert_eq!(c.params.rate, DEFAULT_UDP_RATE);
+        // The datagram size is left for the client to take from the MSS.
+        assert_eq!(c.params.block_len, None);
+        let c = run("-c h -u -b 0").unwrap();
+        assert_eq!(c.params.rate, 0);
+        let c = run("-c h -u -l 16 --udp-counters-64bit --gsro --dont-fragment --repeating-payload").unwrap();
+        assert_eq!(c.params.block_len, Some(16));
+        assert!(c.params.udp_counters_64bit && c.params.gsro && c.params.dont_fragment && c.params.repeating_payload);
+        let c = run("-c h -u -b 2kpps/8").unwrap();
+        assert_eq!((c.params.pps, c.params.burst), (Some(2000), 8));
+        assert_eq!(code("-c h -u -l 15"), Code::UDPBLOCKSIZE);
+        assert_eq!(code("-c h -u -l 65508"), Code::UDPBLOCKSIZE);
+        assert!(run("-c h -u -l 65507").is_ok());
+        assert_eq!(code("-s -u"), Code::CLIENTONLY);
+    }
+
+    #[test]
     fn json_with_format_warns() {
         let args: Vec<String> = "-c h -J -f m".split_whitespace().map(String::from).collect();
         match parse_args(&args).unwrap() {

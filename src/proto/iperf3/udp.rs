@@ -14,14 +14,42 @@ pub const LEGACY_REPLY: [u8; 4] = 987_654_321u32.to_le_bytes();
 /// Pre-3.x clients sent the integer 123456789 in host order.
 const LEGACY_HELLO: u32 = 123_456_789;
 
-/// Whether a datagram is a stream-opening request. Before 3.17 big-endian
-/// hosts sent the ASCII constants byte-reversed, and before 3.0 they were
-/// integers in host order; all of those are accepted, anything else is junk.
-pub fn is_hello(d: &[u8]) -> bool {
-    let Ok(b) = <[u8; 4]>::try_from(d) else {
-        return false;
-    };
-    b == HELLO || b == HELLO_REPLY || u32::from_le_bytes(b) == LEGACY_HELLO || u32::from_be_bytes(b) == LEGACY_HELLO
+/// Length of a wirespeed hello: [`HELLO`] followed by the test's 37-byte
+/// cookie. C servers read only the first 4 bytes of the datagram, so the
+/// cookie costs them nothing; a wirespeed server uses it to tell its
+/// client's streams from anyone else's at the same address.
+pub const COOKIE_HELLO_LEN: usize = 4 + crate::proto::iperf3::COOKIE_LEN;
+
+/// A hello carrying the test's cookie.
+pub fn cookie_hello(cookie: &[u8; crate::proto::iperf3::COOKIE_LEN]) -> [u8; COOKIE_HELLO_LEN] {
+    let mut d = [0u8; COOKIE_HELLO_LEN];
+    d[..4].copy_from_slice(&HELLO);
+    d[4..].copy_from_slice(cookie);
+    d
+}
+
+/// What a datagram on the server's UDP port is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hello<'a> {
+    /// iperf3's 4-byte request (nothing says whose it is but the address).
+    Plain,
+    /// wirespeed's request, with the cookie of the test it belongs to.
+    WithCookie(&'a [u8]),
+}
+
+/// Classifies a datagram on the server's port; `None` is junk. Before 3.17
+/// big-endian hosts sent the ASCII constants byte-reversed, and before 3.0
+/// they were integers in host order; all of those are accepted.
+pub fn parse_hello(d: &[u8]) -> Option<Hello<'_>> {
+    if d.len() == COOKIE_HELLO_LEN && d[..4] == HELLO {
+        return Some(Hello::WithCookie(&d[4..]));
+    }
+    let b = <[u8; 4]>::try_from(d).ok()?;
+    let plain = b == HELLO
+        || b == HELLO_REPLY
+        || u32::from_le_bytes(b) == LEGACY_HELLO
+        || u32::from_be_bytes(b) == LEGACY_HELLO;
+    plain.then_some(Hello::Plain)
 }
 
 /// Whether a datagram is the server's answer to [`HELLO`].
@@ -106,11 +134,19 @@ mod tests {
         assert_eq!(HELLO, [0x39, 0x38, 0x37, 0x36]);
         assert_eq!(HELLO_REPLY, [0x36, 0x37, 0x38, 0x39]);
         assert_eq!(LEGACY_REPLY, [0xb1, 0x68, 0xde, 0x3a]);
-        assert!(is_hello(b"9876"));
-        assert!(is_hello(&123_456_789u32.to_le_bytes()));
-        assert!(!is_hello(b"98765"));
-        assert!(!is_hello(b"abcd"));
-        assert!(!is_hello(&[]));
+        assert_eq!(parse_hello(b"9876"), Some(Hello::Plain));
+        assert_eq!(parse_hello(&123_456_789u32.to_le_bytes()), Some(Hello::Plain));
+        assert_eq!(parse_hello(b"98765"), None);
+        assert_eq!(parse_hello(b"abcd"), None);
+        assert_eq!(parse_hello(&[]), None);
+        let cookie = *b"fxo4n5djuz3cykdm3tczotcvrjtxqu5ks3ws\0";
+        let h = cookie_hello(&cookie);
+        assert_eq!(&h[..4], b"9876");
+        assert_eq!(parse_hello(&h), Some(Hello::WithCookie(&cookie[..])));
+        // Same length but not a hello.
+        let mut bad = h;
+        bad[0] = b'x';
+        assert_eq!(parse_hello(&bad), None);
         assert!(is_hello_reply(b"6789"));
         assert!(is_hello_reply(&LEGACY_REPLY));
         assert!(!is_hello_reply(b"678"));
