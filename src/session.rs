@@ -208,6 +208,7 @@ impl Session {
             _ => None,
         };
         let udp = UdpOptions {
+            batch_bytes: UdpOptions::batch_for(streams.len()),
             until: end_at,
             // --pacing-timer bounds the catch-up after a stall (µs).
             catch_up: Duration::from_micros(params.pacing_timer as u64),

@@ -189,7 +189,7 @@ fn junk_at_the_udp_port_does_not_disturb_a_test() {
             // Random-ish sizes and bytes, including fake hellos from a stranger.
             let len = (i % 7) as usize * 300;
             let mut d = vec![(i % 251) as u8; len];
-            if i % 5 == 0 {
+            if i.is_multiple_of(5) {
                 d = b"9876".to_vec();
             }
             let _ = s.send_to(&d, ("127.0.0.1", port));

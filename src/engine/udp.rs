@@ -29,8 +29,6 @@ const POLL: Duration = Duration::from_millis(100);
 /// A paced sender sends datagrams due within this much of now rather than
 /// sleeping for them: shorter sleeps cost more than they smooth.
 const LOOKAHEAD: Duration = Duration::from_micros(20);
-/// Largest batch buffer per stream (send or receive).
-const BATCH_BYTES: usize = 1 << 20;
 
 /// How a dialect lays out the header of its datagrams.
 pub trait DatagramFormat: Send + Sync + 'static {
@@ -87,6 +85,17 @@ pub struct UdpOptions {
     /// Start of the pacing timeline (the test's start, shared by its
     /// streams); `None` = when the thread starts.
     pub origin: Option<Instant>,
+    /// Size of the stream's batch buffer (send or receive): large for a few
+    /// fast streams, small when there are many.
+    pub batch_bytes: usize,
+}
+
+impl UdpOptions {
+    /// Batch buffer size for one of `streams` streams in a process: 1 MiB
+    /// each for up to 16, shrinking to 64 KiB (one GRO buffer) for many.
+    pub fn batch_for(streams: usize) -> usize {
+        ((16 << 20) / streams.max(1)).clamp(64 << 10, 1 << 20)
+    }
 }
 
 impl Default for UdpOptions {
@@ -97,6 +106,7 @@ impl Default for UdpOptions {
             until: None,
             catch_up: Duration::from_millis(1),
             origin: None,
+            batch_bytes: 1 << 20,
         }
     }
 }
@@ -149,14 +159,12 @@ fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
     if opts.gso && len <= MAX_UDP_PAYLOAD / 2 && sysudp::set_gso(sock, len as u16).is_ok() {
         per_send = (MAX_UDP_PAYLOAD / len).min(GSO_MAX_SEGMENTS);
     }
-    let cap = (BATCH_BYTES / len).clamp(per_send, MAX_BATCH * per_send);
+    let cap = (opts.batch_bytes / len).clamp(per_send, MAX_BATCH * per_send);
     let mut buf = vec![0u8; cap * len];
-    // Every datagram carries the same filler, as iperf3's do.
+    // Every datagram carries the same filler, as iperf3's do. Slots are
+    // filled when first used, so a slow stream's buffer stays untouched.
     task.payload.fill(&mut buf[..len]);
-    let (first, rest) = buf.split_at_mut(len);
-    for slot in rest.chunks_mut(len) {
-        slot.copy_from_slice(first);
-    }
+    let mut filled = 1;
     let mut pacer = task.pace.map(|(rate, burst)| {
         // Sleeps must end when asked, not 50 µs later.
         let _ = sysudp::set_thread_timer_slack(1_000);
@@ -215,6 +223,13 @@ fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
             if n == 0 {
                 break;
             }
+        }
+        if n > filled {
+            let (first, rest) = buf.split_at_mut(len);
+            for slot in rest[(filled - 1) * len..(n - 1) * len].chunks_mut(len) {
+                slot.copy_from_slice(first);
+            }
+            filled = n;
         }
         let stamp = monotonic_ns();
         for (k, d) in buf[..n * len].chunks_mut(len).enumerate() {
@@ -307,10 +322,10 @@ fn recv_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
     let gro = opts.gro && sysudp::set_gro(sock).is_ok();
     let kernel_stamps = sysudp::set_rx_timestamps(sock).is_ok();
     let (slot, slots) = if gro {
-        (MAX_UDP_PAYLOAD.next_multiple_of(64), BATCH_BYTES / 65536)
+        (MAX_UDP_PAYLOAD.next_multiple_of(64), opts.batch_bytes / 65536)
     } else {
         let s = len.next_multiple_of(64);
-        (s, BATCH_BYTES / s)
+        (s, opts.batch_bytes / s)
     };
     let mut batch = RecvBatch::new(slot, slots);
     let mut acc = UdpAccounting::new();

@@ -221,10 +221,12 @@ impl RecvBatch {
             )
         };
         let n = check(rc)? as usize;
-        for i in 0..n {
-            self.lens[i] = hdrs[i].msg_len;
-            self.ctl_lens[i] = (hdrs[i].msg_hdr.msg_controllen as usize).min(CMSG_ROOM);
-            self.flags[i] = hdrs[i].msg_hdr.msg_flags;
+        // msg_controllen is size_t with glibc but u32 with musl.
+        #[allow(clippy::unnecessary_cast)]
+        for (i, h) in hdrs.iter().enumerate().take(n) {
+            self.lens[i] = h.msg_len;
+            self.ctl_lens[i] = (h.msg_hdr.msg_controllen as usize).min(CMSG_ROOM);
+            self.flags[i] = h.msg_hdr.msg_flags;
         }
         self.got = n;
         Ok(n)
