@@ -125,27 +125,7 @@ pub fn connect_udp(
     apply: impl FnOnce(&Socket) -> Result<(), Error>,
 ) -> Result<UdpSocket, Error> {
     let code = Code::STREAMCONNECT;
-    let sock =
-        Socket::new(Domain::for_address(addr), Type::DGRAM, Some(SockProto::UDP)).map_err(|e| Error::io(code, &e))?;
-    if let Some(dev) = opts.device {
-        sock.bind_device(Some(dev.as_bytes()))
-            .map_err(|e| Error::io(Code::BINDDEV, &e))?;
-    }
-    if opts.bind.is_some() || opts.port.is_some() {
-        let ip = match opts.bind {
-            Some(b) => {
-                let fam = if addr.is_ipv4() { Family::V4 } else { Family::V6 };
-                resolve(b, 0, fam).map_err(|e| Error { code, ..e })?[0].ip()
-            }
-            None if addr.is_ipv4() => IpAddr::from([0, 0, 0, 0]),
-            None => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
-        };
-        if opts.port.is_some() {
-            let _ = sock.set_reuse_address(true);
-        }
-        sock.bind(&SocketAddr::new(ip, opts.port.unwrap_or(0)).into())
-            .map_err(|e| Error::io(code, &e))?;
-    }
+    let sock = client_socket(addr, opts, Type::DGRAM, SockProto::UDP, code)?;
     apply(&sock)?;
     sock.connect(&addr.into()).map_err(|e| Error::io(code, &e))?;
     Ok(sock.into())
@@ -198,19 +178,16 @@ pub struct ConnectOpts<'a> {
     pub mptcp: bool,
 }
 
-/// Connects a TCP socket, applying `apply` to it before the connect.
-pub fn connect_tcp(
+/// A client socket of type `ty` for talking to `addr`, bound as `opts`
+/// asks (device, address, port).
+fn client_socket(
     addr: SocketAddr,
     opts: &ConnectOpts,
-    apply: impl FnOnce(&Socket) -> Result<(), Error>,
+    ty: Type,
+    proto: SockProto,
     code: Code,
-) -> Result<TcpStream, Error> {
-    let proto = if opts.mptcp {
-        Some(SockProto::MPTCP)
-    } else {
-        Some(SockProto::TCP)
-    };
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, proto).map_err(|e| Error::io(code, &e))?;
+) -> Result<Socket, Error> {
+    let sock = Socket::new(Domain::for_address(addr), ty, Some(proto)).map_err(|e| Error::io(code, &e))?;
     if let Some(dev) = opts.device {
         sock.bind_device(Some(dev.as_bytes()))
             .map_err(|e| Error::io(Code::BINDDEV, &e))?;
@@ -230,6 +207,18 @@ pub fn connect_tcp(
         sock.bind(&SocketAddr::new(ip, opts.port.unwrap_or(0)).into())
             .map_err(|e| Error::io(code, &e))?;
     }
+    Ok(sock)
+}
+
+/// Connects a TCP socket, applying `apply` to it before the connect.
+pub fn connect_tcp(
+    addr: SocketAddr,
+    opts: &ConnectOpts,
+    apply: impl FnOnce(&Socket) -> Result<(), Error>,
+    code: Code,
+) -> Result<TcpStream, Error> {
+    let proto = if opts.mptcp { SockProto::MPTCP } else { SockProto::TCP };
+    let sock = client_socket(addr, opts, Type::STREAM, proto, code)?;
     apply(&sock)?;
     let r = match opts.timeout {
         Some(t) => sock.connect_timeout(&addr.into(), t),

@@ -64,8 +64,9 @@ struct Shared {
 struct Registry {
     /// Tests collecting their data streams, by cookie.
     collecting: HashMap<Cookie, SyncSender<DataSock>>,
-    /// The test collecting UDP streams from each client address. UDP
-    /// hellos carry no cookie, so one test per address at a time.
+    /// The test collecting UDP streams from each client address. iperf3's
+    /// hellos carry no cookie, only their address says whose they are, so
+    /// one test per address at a time.
     udp: HashMap<IpAddr, UdpSlot>,
     /// Cookies of every running test.
     running: HashSet<Cookie>,

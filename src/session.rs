@@ -33,9 +33,7 @@ impl DataSock {
             DataSock::Udp(s) => DataSock::Udp(s.try_clone()?),
         })
     }
-}
 
-impl DataSock {
     /// The local address.
     pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
         match self {
