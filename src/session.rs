@@ -207,6 +207,7 @@ impl Session {
         };
         let udp = UdpOptions {
             batch_bytes: UdpOptions::batch_for(streams.len()),
+            nominal_end: params.duration().map(|d| now + params.omit + d),
             until: end_at,
             // --pacing-timer bounds the catch-up after a stall (µs).
             catch_up: Duration::from_micros(params.pacing_timer as u64),

@@ -85,6 +85,11 @@ pub struct UdpOptions {
     /// Start of the pacing timeline (the test's start, shared by its
     /// streams); `None` = when the thread starts.
     pub origin: Option<Instant>,
+    /// When a timed test ends by the clock (start + omit + duration), on
+    /// either side. A stream's time runs to then, or to its last datagram
+    /// if that came later; not to when the stop message happened to be
+    /// read, which a busy machine delays.
+    pub nominal_end: Option<Instant>,
     /// Size of the stream's batch buffer (send or receive): large for a few
     /// fast streams, small when there are many.
     pub batch_bytes: usize,
@@ -106,6 +111,7 @@ impl Default for UdpOptions {
             until: None,
             catch_up: Duration::from_millis(1),
             origin: None,
+            nominal_end: None,
             batch_bytes: 1 << 20,
         }
     }
@@ -173,9 +179,9 @@ fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
     let control = &task.control;
     let c = &task.counters;
     let mut seq: u64 = 1;
-    // When this stream stopped sending: the deadline it reached, or when the
-    // test was stopped (not when the loop noticed, up to a sleep slice later).
+    // When this stream stopped sending, if it reached its own deadline.
     let mut ended: Option<Instant> = None;
+    let mut last_send = 0u64;
     loop {
         if control.stop.load(Relaxed) {
             break;
@@ -237,6 +243,7 @@ fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
         }
         let sent = send_datagrams(sock, &buf[..n * len], len, &mut per_send, task)?;
         if sent > 0 {
+            last_send = control.now_ns();
             seq += sent as u64;
             c.bytes.fetch_add((sent * len) as u64, Relaxed);
             c.blocks.fetch_add(sent as u64, Relaxed);
@@ -246,14 +253,27 @@ fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
             break; // stopped mid-batch
         }
     }
-    let now_ns = control.now_ns();
-    let end_ns = match (ended, control.stopped_at_ns()) {
-        (Some(t), _) => t.saturating_duration_since(control.epoch).as_nanos() as u64,
-        (None, Some(stop)) => stop.min(now_ns),
-        (None, None) => now_ns,
+    let end_ns = match ended {
+        Some(t) => ns_since(control, t),
+        // Stopped from outside (or the budget ran out).
+        None => stream_end(control, last_send, opts.nominal_end),
     };
     c.ended_ns.store(end_ns.max(1), Relaxed);
     Ok(())
+}
+
+fn ns_since(control: &super::TestControl, t: Instant) -> u64 {
+    t.saturating_duration_since(control.epoch).as_nanos() as u64
+}
+
+/// Where a stream's time ends, in ns since the epoch: at the test's stop
+/// (when it was raised, not when a loop noticed), but for a timed test no
+/// later than its nominal end unless the stream's `last` datagram (sent or
+/// received) was later than that.
+fn stream_end(control: &super::TestControl, last: u64, nominal: Option<Instant>) -> u64 {
+    let stop = control.stopped_at_ns().unwrap_or_else(|| control.now_ns());
+    let cap = nominal.map_or(stop, |n| stop.min(ns_since(control, n)));
+    last.max(cap)
 }
 
 /// Sends `data` (whole datagrams of `len` bytes) in as few calls as it can:
@@ -334,12 +354,9 @@ fn recv_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
     let control = &task.control;
     let c = &task.counters;
     let mut omitting = control.omitting.load(Relaxed);
-    // A receiver's time runs to when the test stopped, or to the last
-    // datagram drained after that.
     let finish = || {
-        let last = c.last_rx_ns.load(Relaxed);
-        let stop = control.stopped_at_ns().unwrap_or_else(|| control.now_ns());
-        c.ended_ns.store(last.max(stop), Relaxed);
+        let end = stream_end(control, c.last_rx_ns.load(Relaxed), opts.nominal_end);
+        c.ended_ns.store(end.max(1), Relaxed);
     };
     loop {
         if control.abort.load(Relaxed) {
