@@ -19,6 +19,7 @@ output parsers.
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -146,7 +147,7 @@ def main():
     tools = [bench.Wirespeed(a.wirespeed), bench.Iperf3(shutil.which("iperf3")), bench.Iperf2(shutil.which("iperf"))]
     tools[2].udp = True
     m = bench.machine()
-    res = {"machine": m, "command": " ".join(["python3", "bench/udp.py"] + sys.argv[1:]), "rounds": a.rounds}
+    res = {"machine": m, "command": shlex.join(["python3", "bench/udp.py"] + sys.argv[1:]), "rounds": a.rounds}
     res["duration"] = a.duration
     if a.preliminary:
         res["preliminary"] = a.preliminary

@@ -174,7 +174,13 @@ fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
     let mut pacer = task.pace.map(|(rate, burst)| {
         // Sleeps must end when asked, not 50 µs later.
         let _ = sysudp::set_thread_timer_slack(1_000);
-        Pacer::new(rate, burst, len, opts.origin.unwrap_or_else(Instant::now)).with_catch_up(opts.catch_up)
+        // Each datagram goes in the middle of its time slot (a burst at its
+        // first datagram's), so a test of length T carries round(T / slot)
+        // of them: the closest count to the asked rate (first-at-zero would
+        // always round up).
+        let half_slot = Pacer::cost(rate, len) / 2;
+        let origin = opts.origin.unwrap_or_else(Instant::now) + half_slot;
+        Pacer::new(rate, burst, len, origin).with_catch_up(opts.catch_up)
     });
     let control = &task.control;
     let c = &task.counters;
@@ -545,7 +551,7 @@ mod tests {
         let (a, _b) = pair();
         let control = TestControl::new(None);
         let mut st = task(StreamRole::Send, &control, 1000);
-        // 8 Mbit/s of 1000-byte datagrams in bursts of 7: due at 0..=299 ms.
+        // 8 Mbit/s of 1000-byte datagrams in bursts of 7: 300 slots before 300 ms.
         st.pace = Some((PaceRate::Bits(8_000_000), 7));
         let c = st.counters.clone();
         let t0 = Instant::now();
@@ -578,7 +584,7 @@ mod tests {
         };
         let mut s = spawn_udp(a, st, Iperf3Format { wide: false }, opts).unwrap();
         s.join();
-        // Due at 0, 1, ..., 299 ms: exactly 300, however the sleeps fell.
+        // Due at 0.5, 1.5, ..., 299.5 ms: exactly 300, however the sleeps fell.
         assert_eq!(c.packets.load(Relaxed), 300);
     }
 }
