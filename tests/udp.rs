@@ -157,8 +157,9 @@ fn omitted_datagrams_are_left_out_of_the_totals() {
     assert_eq!(u.sent_packets, counted);
     assert_eq!(u.lost, Some(0));
     // The receiver's post-omit total matches what was sent after the omit
-    // period, give or take the datagram in flight at its boundary.
-    assert!((u.packets - u.sent_packets).abs() <= 1, "{u:?}");
+    // period, give or take what crossed the boundary while the two ends'
+    // clocks (started one control message apart) disagreed on it.
+    assert!((u.packets - u.sent_packets).abs() <= u.sent_packets / 50, "{u:?}");
 }
 
 #[test]
