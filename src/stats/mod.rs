@@ -553,12 +553,16 @@ impl TestStats {
                 } else {
                     let mut packets = snap.packets - s.base.packets;
                     let mut lost = snap.lost - s.base.lost;
+                    // A pre-3.14 sender does not say how many it sent during
+                    // the omit period; the highest sequence seen by then is
+                    // the nearest count there is.
                     let sent = pr
-                        .map(|r| r.packets - r.omitted_packets.unwrap_or(0))
+                        .map(|r| r.packets - r.omitted_packets.unwrap_or(s.base.packets))
                         .unwrap_or(packets);
+                    let sent_exact = pr.is_some_and(|r| r.omitted_packets.is_some() || s.base.packets == 0);
                     // This receiver drained: what the peer sent past the
                     // highest datagram seen here was lost on the way.
-                    if sent > packets {
+                    if sent_exact && sent > packets {
                         lost += sent - packets;
                         packets = sent;
                     }
@@ -882,6 +886,23 @@ mod tests {
         // Before the exchange (a server) only the local view exists.
         let r = st.summary(t0, None, None).streams[0].udp.unwrap();
         assert_eq!((r.lost, r.packets), (Some(5), 97));
+    }
+
+    /// A 3.12 sender's count includes its omit period and does not say how
+    /// much of it that was: no tail is guessed from it.
+    #[test]
+    fn no_tail_loss_is_guessed_from_a_312_sender_after_an_omit_period() {
+        let t0 = Instant::now();
+        let (b, cb) = stream(1, StreamRole::Recv);
+        let mut st = TestStats::new(vec![b], Protocol::Udp, 1, true, t0, t0);
+        cb.packets.store(100, Relaxed);
+        st.end_omit(t0 + Duration::from_secs(1));
+        cb.packets.store(300, Relaxed);
+        let mut peer = peer_result(300, 0, false);
+        peer.streams[0].omitted_packets = None;
+        peer.streams[0].omitted_errors = None;
+        let r = st.summary(t0, Some(&peer), None).streams[0].udp.unwrap();
+        assert_eq!((r.lost, r.packets, r.sent_packets), (Some(0), 200, 200));
     }
 
     #[test]
