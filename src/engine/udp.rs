@@ -546,35 +546,13 @@ mod tests {
         assert_eq!(rc.bytes.load(Relaxed), 800);
     }
 
-    #[test]
-    fn the_last_burst_is_cut_at_the_deadline() {
+    /// Datagrams a sender of 1000-byte datagrams at 8 Mbit/s (one per ms),
+    /// in bursts of `burst`, sends before its 300 ms deadline.
+    fn sent_before_deadline(burst: u32) -> u64 {
         let (a, _b) = pair();
         let control = TestControl::new(None);
         let mut st = task(StreamRole::Send, &control, 1000);
-        // 8 Mbit/s of 1000-byte datagrams in bursts of 7: 300 slots before 300 ms.
-        st.pace = Some((PaceRate::Bits(8_000_000), 7));
-        let c = st.counters.clone();
-        let t0 = Instant::now();
-        let opts = UdpOptions {
-            until: Some(t0 + Duration::from_millis(300)),
-            origin: Some(t0),
-            catch_up: Duration::from_millis(300),
-            ..UdpOptions::default()
-        };
-        spawn_udp(a, st, Iperf3Format { wide: false }, opts).unwrap().join();
-        // 300 is not a multiple of 7: the last group is cut, not overshot
-        // (a stall spanning the deadline could cost a few, never add one).
-        let sent = c.packets.load(Relaxed);
-        assert!((285..=300).contains(&sent), "{sent}");
-    }
-
-    #[test]
-    fn a_timed_sender_stops_at_its_deadline() {
-        let (a, _b) = pair();
-        let control = TestControl::new(None);
-        let mut st = task(StreamRole::Send, &control, 1000);
-        // 8 Mbit/s of 1000-byte datagrams = 1000 per second.
-        st.pace = Some((PaceRate::Bits(8_000_000), 0));
+        st.pace = Some((PaceRate::Bits(8_000_000), burst));
         let c = st.counters.clone();
         let t0 = Instant::now();
         let opts = UdpOptions {
@@ -584,12 +562,23 @@ mod tests {
             catch_up: Duration::from_millis(300),
             ..UdpOptions::default()
         };
-        let mut s = spawn_udp(a, st, Iperf3Format { wide: false }, opts).unwrap();
-        s.join();
-        // Due at 0.5, 1.5, ..., 299.5 ms: 300, however the sleeps fell, and
-        // never one more. Only a scheduling stall that spans the deadline
-        // can cost the last few (nothing is sent after the test's end).
-        let sent = c.packets.load(Relaxed);
+        spawn_udp(a, st, Iperf3Format { wide: false }, opts).unwrap().join();
+        c.packets.load(Relaxed)
+    }
+
+    /// Due at 0.5, 1.5, ..., 299.5 ms: 300, however the sleeps fell, and
+    /// never one more. Only a scheduling stall that spans the deadline can
+    /// cost the last few (nothing is sent after the test's end).
+    #[test]
+    fn a_timed_sender_stops_at_its_deadline() {
+        let sent = sent_before_deadline(0);
+        assert!((285..=300).contains(&sent), "{sent}");
+    }
+
+    /// 300 is not a multiple of 7: the last burst is cut, not overshot.
+    #[test]
+    fn the_last_burst_is_cut_at_the_deadline() {
+        let sent = sent_before_deadline(7);
         assert!((285..=300).contains(&sent), "{sent}");
     }
 }

@@ -912,20 +912,11 @@ mod tests {
         let mut st = TestStats::new(vec![a], Protocol::Udp, 1, false, t0, t0);
         ca.packets.store(100, Relaxed);
         st.sample(t0 + Duration::from_secs(1), 0.1);
-        let peer = |errors| Results {
-            streams: vec![StreamResult {
-                id: 1,
-                bytes: 0,
-                retransmits: -1,
-                jitter: 0.0,
-                errors,
-                omitted_errors: None,
-                packets: 100,
-                omitted_packets: None,
-                start_time: 0.0,
-                end_time: 1.0,
-            }],
-            ..Results::default()
+        let peer = |errors| {
+            let mut r = peer_result(100, errors, false);
+            r.streams[0].omitted_errors = None;
+            r.streams[0].omitted_packets = None;
+            r
         };
         let s = st.summary(t0 + Duration::from_secs(1), Some(&peer(3)), None);
         let u = s.streams[0].udp.unwrap();

@@ -8,7 +8,9 @@
 
 use std::io;
 use std::mem;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
+
+use super::socket::set_int_option;
 
 // Linux UAPI constants the libc crate does not export for every target.
 /// `SOL_UDP` option: segment sends into datagrams of this size (GSO).
@@ -35,55 +37,45 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> io::Result<()> {
-    // SAFETY: the value is a live c_int and we pass its exact size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&v as *const libc::c_int).cast(),
-            mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    check(rc).map(|_| ())
-}
-
 /// Turns on UDP GSO: every send is cut by the kernel into datagrams of
 /// `segment` bytes (the last may be shorter; wirespeed always sends whole
 /// multiples). Fails on kernels before 4.18.
 pub fn set_gso(sock: &impl AsRawFd, segment: u16) -> io::Result<()> {
-    setsockopt_int(sock.as_raw_fd(), libc::SOL_UDP, UDP_SEGMENT, segment as libc::c_int)
+    set_int_option(sock, libc::SOL_UDP, UDP_SEGMENT, segment as libc::c_int)
 }
 
 /// Turns off UDP GSO (after the path refused it, e.g. a datagram over the MTU).
 pub fn clear_gso(sock: &impl AsRawFd) -> io::Result<()> {
-    setsockopt_int(sock.as_raw_fd(), libc::SOL_UDP, UDP_SEGMENT, 0)
+    set_int_option(sock, libc::SOL_UDP, UDP_SEGMENT, 0)
 }
 
 /// Turns on UDP GRO: the kernel may hand over several same-sized datagrams
 /// of one flow as one buffer, with their size in a control message.
 pub fn set_gro(sock: &impl AsRawFd) -> io::Result<()> {
-    setsockopt_int(sock.as_raw_fd(), libc::SOL_UDP, UDP_GRO, 1)
+    set_int_option(sock, libc::SOL_UDP, UDP_GRO, 1)
 }
 
 /// Asks for a kernel receive timestamp (CLOCK_REALTIME, ns) on every datagram.
 pub fn set_rx_timestamps(sock: &impl AsRawFd) -> io::Result<()> {
-    setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    set_int_option(sock, libc::SOL_SOCKET, SO_TIMESTAMPNS, 1)
 }
 
 /// Sets don't-fragment on the socket's datagrams (path MTU discovery "do"):
 /// IPv4 DF, and for an IPv6 socket also its IPv6 equivalent.
 pub fn set_dont_fragment(sock: &impl AsRawFd, ipv6_socket: bool) -> io::Result<()> {
-    let fd = sock.as_raw_fd();
     if ipv6_socket {
-        setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER, libc::IPV6_PMTUDISC_DO)?;
+        set_int_option(
+            sock,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        )?;
         // A dual-stack socket carrying IPv4 needs the IPv4 option too; an
         // IPv6-only one refuses it, which is fine.
-        let _ = setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO);
+        let _ = set_int_option(sock, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO);
         Ok(())
     } else {
-        setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
+        set_int_option(sock, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
     }
 }
 
