@@ -12,10 +12,11 @@ use crate::error::{Code, Error, Kind};
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf3::machine::{ClientAction, ClientMachine};
 use crate::proto::iperf3::params::{ParamsExtras, effective_bitrate, encode_params};
+use crate::proto::iperf3::udp::{cookie_hello, is_hello_reply};
 use crate::proto::iperf3::{Cookie, MAX_RESULTS_LEN, Results, State};
 use crate::report::Reporter;
 use crate::report::event::*;
-use crate::session::{DataStream, LocalOpts, Session, stream_id, stream_roles};
+use crate::session::{DataSock, DataStream, LocalOpts, Session, stream_id, stream_roles};
 
 const SETUP_WAIT: Duration = Duration::from_secs(30);
 const WHOLE_MSG: Duration = Duration::from_secs(30);
@@ -113,6 +114,13 @@ impl Client<'_> {
             };
             params.block_len = Some(len.min(crate::config::MAX_UDP_BLOCK));
             udp_note = Some(len);
+        } else if let (Protocol::Udp, Some(len)) = (params.protocol, params.block_len)
+            && control_mss > 0
+            && len > control_mss
+        {
+            self.reporter.emit(Event::Warning(format!(
+                "UDP block size {len} exceeds TCP MSS {control_mss}, may result in fragmentation / drops"
+            )));
         }
         self.ctrl = Some(ctrl);
         let mut machine = ClientMachine::new();
@@ -140,6 +148,7 @@ impl Client<'_> {
                         target_bitrate: effective_bitrate(&params),
                         timestamp: timestamp.clone(),
                         udp_block_note: udp_note,
+                        target_pps: params.pps,
                     })));
                 }
                 ClientAction::CreateStreams => {
@@ -246,29 +255,41 @@ impl Client<'_> {
                 timeout: Some(cfg.net.connect_timeout.unwrap_or(SETUP_WAIT)),
                 mptcp: params.mptcp,
             };
-            let sock = net::connect_tcp(
-                server,
-                &opts,
-                |s| {
-                    let mut w = Vec::new();
-                    net::apply_data_options(s, params, true, Some(server), &mut w)?;
-                    if let Some(t) = cfg.net.snd_timeout {
-                        s.set_tcp_user_timeout(Some(t))
-                            .map_err(|e| Error::io(Code::SETUSERTIMEOUT, &e))?;
-                    }
-                    Ok(())
-                },
-                Code::STREAMCONNECT,
-            )?;
-            if let Some(w) = params.window {
-                net::set_buffers(&socket2::SockRef::from(&sock), w as usize, &mut warnings)?;
-            }
-            let _ = sock.set_write_timeout(Some(Duration::from_secs(10)));
-            (&sock)
-                .write_all(&cookie.to_wire())
-                .map_err(|e| Error::io(Code::SENDCOOKIE, &e))?;
-            let _ = sock.set_write_timeout(None);
-            let local = sock.local_addr().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
+            let (sock, local) = if params.protocol == Protocol::Udp {
+                let mut w = Vec::new();
+                let u = net::connect_udp(server, &opts, |s| {
+                    net::apply_data_options(s, params, false, Some(server), &mut w)
+                })?;
+                warnings.extend(w);
+                udp_hello(&u, &cookie_hello(&cookie.to_wire()), Instant::now() + SETUP_WAIT)?;
+                let local = u.local_addr().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
+                (DataSock::Udp(u), local)
+            } else {
+                let sock = net::connect_tcp(
+                    server,
+                    &opts,
+                    |s| {
+                        let mut w = Vec::new();
+                        net::apply_data_options(s, params, true, Some(server), &mut w)?;
+                        if let Some(t) = cfg.net.snd_timeout {
+                            s.set_tcp_user_timeout(Some(t))
+                                .map_err(|e| Error::io(Code::SETUSERTIMEOUT, &e))?;
+                        }
+                        Ok(())
+                    },
+                    Code::STREAMCONNECT,
+                )?;
+                if let Some(w) = params.window {
+                    net::set_buffers(&socket2::SockRef::from(&sock), w as usize, &mut warnings)?;
+                }
+                let _ = sock.set_write_timeout(Some(Duration::from_secs(10)));
+                (&sock)
+                    .write_all(&cookie.to_wire())
+                    .map_err(|e| Error::io(Code::SENDCOOKIE, &e))?;
+                let _ = sock.set_write_timeout(None);
+                let local = sock.local_addr().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
+                (DataSock::Tcp(sock), local)
+            };
             let (lh, lp) = crate::util::split_addr(&local);
             let (rh, rp) = crate::util::split_addr(&server);
             let info = ConnInfo {
@@ -457,6 +478,43 @@ impl Client<'_> {
             }
         }
         Err(Error::new(Code::SERVERTERM))
+    }
+}
+
+/// Opens a UDP stream (spec §8.2): "9876" to the server (followed by the
+/// cookie, which C servers do not read), "6789" back from the stream's own
+/// server socket. The hello is repeated every second in case the network
+/// lost it; datagrams other than the reply (a reverse test's first data)
+/// are skipped.
+fn udp_hello(sock: &std::net::UdpSocket, hello: &[u8], deadline: Instant) -> Result<(), Error> {
+    let err = |e: &std::io::Error| Error::io(Code::STREAMCONNECT, e);
+    let mut buf = vec![0u8; crate::config::MAX_UDP_BLOCK as usize + 1];
+    let resend = Duration::from_secs(1);
+    let mut next_hello = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Error::msg(
+                Code::STREAMREAD,
+                "unable to read from stream socket: no reply to the UDP stream request",
+            ));
+        }
+        if now >= next_hello {
+            sock.send(hello).map_err(|e| err(&e))?;
+            next_hello = now + resend;
+        }
+        let wait = next_hello.min(deadline).saturating_duration_since(now);
+        sock.set_read_timeout(Some(wait.max(Duration::from_millis(1))))
+            .map_err(|e| err(&e))?;
+        match sock.recv(&mut buf) {
+            Ok(n) if is_hello_reply(&buf[..n]) => {
+                sock.set_read_timeout(None).map_err(|e| err(&e))?;
+                return Ok(());
+            }
+            Ok(_) => {}
+            Err(e) if crate::engine::is_timeout(&e) => {}
+            Err(e) => return Err(err(&e)),
+        }
     }
 }
 

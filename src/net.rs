@@ -2,7 +2,7 @@
 //! connects with deadlines, and the per-test socket options.
 
 use std::io;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol as SockProto, SockRef, Socket, TcpKeepalive, Type};
@@ -72,6 +72,80 @@ pub fn listen_tcp(
     Ok(sock.into())
 }
 
+/// Opens the server's UDP socket on the test port, where new UDP streams
+/// say hello. It shares the port with every test's connected stream
+/// sockets (SO_REUSEADDR + SO_REUSEPORT; a connected socket wins the
+/// kernel's lookup for its peer), so many UDP tests can run at once.
+pub fn listen_udp(bind: Option<&str>, port: u16, family: Family) -> Result<UdpSocket, Error> {
+    let addr = listen_addr(bind, port, family)?;
+    let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(SockProto::UDP))
+        .map_err(|e| Error::io(Code::STREAMLISTEN, &e))?;
+    sock.set_reuse_address(true)
+        .map_err(|e| Error::io(Code::REUSEADDR, &e))?;
+    sock.set_reuse_port(true).map_err(|e| Error::io(Code::REUSEADDR, &e))?;
+    if addr.is_ipv6() {
+        let v6only = family == Family::V6 || bind.is_some();
+        sock.set_only_v6(v6only).map_err(|e| Error::io(Code::V6ONLY, &e))?;
+    }
+    sock.bind(&addr.into()).map_err(|e| Error::io(Code::STREAMLISTEN, &e))?;
+    sock.set_nonblocking(true)
+        .map_err(|e| Error::io(Code::NONBLOCKING, &e))?;
+    Ok(sock.into())
+}
+
+/// An IPv4-mapped IPv6 address as plain IPv4 (what a UDP socket of the
+/// stream's family should bind and connect to).
+pub fn canonical(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(IpAddr::V4(v4), v6.port()),
+            None => a,
+        },
+        v4 => v4,
+    }
+}
+
+/// The server's socket for one UDP stream: bound to the address and port
+/// the client sent its hello to, connected to the client's stream socket.
+pub fn udp_stream_socket(local: SocketAddr, peer: SocketAddr) -> io::Result<UdpSocket> {
+    let (local, peer) = (canonical(local), canonical(peer));
+    let sock = Socket::new(Domain::for_address(peer), Type::DGRAM, Some(SockProto::UDP))?;
+    sock.set_reuse_address(true)?;
+    sock.set_reuse_port(true)?;
+    sock.bind(&local.into())?;
+    sock.connect(&peer.into())?;
+    Ok(sock.into())
+}
+
+/// A client's UDP stream socket: bound as asked (`-B`, `--cport`,
+/// `--bind-dev`), options applied by `apply`, connected to the server.
+pub fn connect_udp(
+    addr: SocketAddr,
+    opts: &ConnectOpts,
+    apply: impl FnOnce(&Socket) -> Result<(), Error>,
+) -> Result<UdpSocket, Error> {
+    let code = Code::STREAMCONNECT;
+    let sock = client_socket(addr, opts, Type::DGRAM, SockProto::UDP, code)?;
+    apply(&sock)?;
+    sock.connect(&addr.into()).map_err(|e| Error::io(code, &e))?;
+    Ok(sock.into())
+}
+
+/// Why `--sctp` cannot run here: the kernel has no SCTP (one line for the
+/// user), or it has but wirespeed's SCTP data path is not built yet.
+pub fn sctp_unavailable() -> Error {
+    match Socket::new(Domain::IPV4, Type::STREAM, Some(SockProto::from(libc::IPPROTO_SCTP))) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EPROTONOSUPPORT | libc::ESOCKTNOSUPPORT)) => {
+            Error::msg(Code::NOSCTP, "SCTP is not supported by this kernel")
+        }
+        _ => Error::param_msg(Code::UNIMP, "SCTP tests are not implemented yet"),
+    }
+}
+
+/// Receive buffer a UDP stream gets unless `-w` says otherwise: large enough
+/// to ride out a scheduling stall of the receiving thread at Gbit/s rates.
+pub const UDP_DEFAULT_RCVBUF: usize = 8 << 20;
+
 /// The address a listener binds.
 pub fn listen_addr(bind: Option<&str>, port: u16, family: Family) -> Result<SocketAddr, Error> {
     match bind {
@@ -104,19 +178,16 @@ pub struct ConnectOpts<'a> {
     pub mptcp: bool,
 }
 
-/// Connects a TCP socket, applying `apply` to it before the connect.
-pub fn connect_tcp(
+/// A client socket of type `ty` for talking to `addr`, bound as `opts`
+/// asks (device, address, port).
+fn client_socket(
     addr: SocketAddr,
     opts: &ConnectOpts,
-    apply: impl FnOnce(&Socket) -> Result<(), Error>,
+    ty: Type,
+    proto: SockProto,
     code: Code,
-) -> Result<TcpStream, Error> {
-    let proto = if opts.mptcp {
-        Some(SockProto::MPTCP)
-    } else {
-        Some(SockProto::TCP)
-    };
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, proto).map_err(|e| Error::io(code, &e))?;
+) -> Result<Socket, Error> {
+    let sock = Socket::new(Domain::for_address(addr), ty, Some(proto)).map_err(|e| Error::io(code, &e))?;
     if let Some(dev) = opts.device {
         sock.bind_device(Some(dev.as_bytes()))
             .map_err(|e| Error::io(Code::BINDDEV, &e))?;
@@ -136,6 +207,18 @@ pub fn connect_tcp(
         sock.bind(&SocketAddr::new(ip, opts.port.unwrap_or(0)).into())
             .map_err(|e| Error::io(code, &e))?;
     }
+    Ok(sock)
+}
+
+/// Connects a TCP socket, applying `apply` to it before the connect.
+pub fn connect_tcp(
+    addr: SocketAddr,
+    opts: &ConnectOpts,
+    apply: impl FnOnce(&Socket) -> Result<(), Error>,
+    code: Code,
+) -> Result<TcpStream, Error> {
+    let proto = if opts.mptcp { SockProto::MPTCP } else { SockProto::TCP };
+    let sock = client_socket(addr, opts, Type::STREAM, proto, code)?;
     apply(&sock)?;
     let r = match opts.timeout {
         Some(t) => sock.connect_timeout(&addr.into(), t),
@@ -201,6 +284,20 @@ pub fn apply_data_options(
 ) -> Result<(), Error> {
     if let Some(w) = p.window {
         set_buffers(s, w as usize, warn)?;
+    } else if !tcp {
+        // Not asked for, so no warning when the kernel clamps it.
+        let v = UDP_DEFAULT_RCVBUF as i32;
+        if crate::sys::socket::set_int_option(s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
+            let _ = s.set_recv_buffer_size(UDP_DEFAULT_RCVBUF);
+        }
+    }
+    if !tcp && p.dont_fragment {
+        let v6 = s
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .is_some_and(|a| a.is_ipv6());
+        crate::sys::udp::set_dont_fragment(s, v6).map_err(|_| Error::new(Code::SETDONTFRAGMENT))?;
     }
     if tcp {
         if p.nodelay {

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -19,7 +19,7 @@ use mio::net::TcpListener as MioListener;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::client::now_timestamp;
-use crate::config::{EndCondition, TestConfig};
+use crate::config::{EndCondition, Protocol, TestConfig};
 use crate::ctrl::{Ctrl, Polled, Woke};
 use crate::error::{Code, Error};
 use crate::net;
@@ -27,13 +27,18 @@ use crate::proto::iperf3::cookie::could_be_cookie;
 use crate::proto::iperf3::framing::server_error_frame;
 use crate::proto::iperf3::machine::{ServerAction, ServerMachine};
 use crate::proto::iperf3::params::{Limits, decode_params, effective_bitrate, validate};
+use crate::proto::iperf3::udp::{HELLO_REPLY, Hello, parse_hello};
 use crate::proto::iperf3::{COOKIE_LEN, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Results, State};
 use crate::report::event::*;
 use crate::report::iperf3_json::JsonSink;
 use crate::report::{Output, Reporter, Sink};
-use crate::session::{DataStream, LocalOpts, Session, stream_id, stream_roles};
+use crate::session::{DataSock, DataStream, LocalOpts, Session, stream_id, stream_roles};
 
 const LISTENER: Token = Token(0);
+const UDP_LISTENER: Token = Token(1);
+/// Datagrams the acceptor reads from the UDP port per turn, so a flood of
+/// junk there cannot starve new TCP connections.
+const UDP_READS_PER_TURN: usize = 4096;
 const FIRST_BYTE: Duration = Duration::from_secs(10);
 const WHOLE_MSG: Duration = Duration::from_secs(30);
 /// Listen backlog: large, so bursts of connections (many streams, many
@@ -49,14 +54,36 @@ struct Shared {
     tests_started: AtomicU64,
     terminate: AtomicBool,
     done_tx: Mutex<mpsc::Sender<TestOutcome>>,
+    /// The server's port (TCP and UDP).
+    port: u16,
+    /// Why UDP tests cannot run, if the UDP port could not be opened.
+    udp_error: Option<Error>,
 }
 
 #[derive(Default)]
 struct Registry {
     /// Tests collecting their data streams, by cookie.
-    collecting: HashMap<Cookie, SyncSender<TcpStream>>,
+    collecting: HashMap<Cookie, SyncSender<DataSock>>,
+    /// The test collecting UDP streams from each client address. iperf3's
+    /// hellos carry no cookie, only their address says whose they are, so
+    /// one test per address at a time.
+    udp: HashMap<IpAddr, UdpSlot>,
     /// Cookies of every running test.
     running: HashSet<Cookie>,
+}
+
+/// A test waiting for the UDP streams of its client.
+struct UdpSlot {
+    cookie: Cookie,
+    /// The client is wirespeed: its hellos carry the cookie, and plain
+    /// ones from its address are someone else's.
+    needs_cookie: bool,
+    /// Where the client's hellos go (the control connection's local address).
+    local: SocketAddr,
+    tx: SyncSender<DataSock>,
+    /// Streams handed over, so a repeated hello (the reply was lost) gets
+    /// its reply again instead of a second socket.
+    given: Vec<(SocketAddr, UdpSocket)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +97,7 @@ enum TestOutcome {
 /// A server bound to its port.
 pub struct Server {
     listener: TcpListener,
+    udp: Option<UdpSocket>,
     port: u16,
     shared: Arc<Shared>,
     done_rx: Receiver<TestOutcome>,
@@ -101,6 +129,17 @@ impl Server {
                 .map_err(|e| Error::io(Code::BINDDEV, &e))?;
         }
         let port = listener.local_addr().map_err(|e| Error::io(Code::LISTEN, &e))?.port();
+        // UDP streams say hello on the same port number. Without it TCP
+        // tests still run; UDP tests are refused with the reason.
+        let (udp, udp_error) = match net::listen_udp(cfg.net.bind.as_deref(), port, cfg.net.family) {
+            Ok(u) => {
+                if let Some(dev) = &cfg.net.bind_dev {
+                    let _ = socket2::SockRef::from(&u).bind_device(Some(dev.as_bytes()));
+                }
+                (Some(u), None)
+            }
+            Err(e) => (None, Some(e)),
+        };
         let (done_tx, done_rx) = mpsc::channel();
         let banner = if cfg.output.json {
             Reporter::new()
@@ -110,6 +149,7 @@ impl Server {
         let iperf2 = crate::iperf2::server::ServerCtx::for_iperf3_server(cfg, out.clone());
         Ok(Server {
             listener,
+            udp,
             port,
             iperf2,
             shared: Arc::new(Shared {
@@ -120,6 +160,8 @@ impl Server {
                 tests_started: AtomicU64::new(0),
                 terminate: AtomicBool::new(false),
                 done_tx: Mutex::new(done_tx),
+                port,
+                udp_error,
             }),
             done_rx,
             banner,
@@ -143,6 +185,17 @@ impl Server {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)
             .map_err(|e| Error::io(Code::LISTEN, &e))?;
+        let udp = match self.udp.take() {
+            Some(u) => {
+                let mut u = mio::net::UdpSocket::from_std(u);
+                poll.registry()
+                    .register(&mut u, UDP_LISTENER, Interest::READABLE)
+                    .map_err(|e| Error::io(Code::STREAMLISTEN, &e))?;
+                Some(u)
+            }
+            None => None,
+        };
+        let mut udp_more = false;
         let mut events = Events::with_capacity(256);
         let mut pending: HashMap<Token, Pending> = HashMap::new();
         let mut next_token = 2usize;
@@ -153,14 +206,26 @@ impl Server {
                 self.shutdown();
                 return Ok(());
             }
-            let timeout = Duration::from_millis(200);
+            // Hellos left unread last turn: look again at once.
+            let timeout = if udp_more {
+                Duration::ZERO
+            } else {
+                Duration::from_millis(200)
+            };
             match poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Error::io(Code::SELECT, &e)),
             }
+            if udp_more && let Some(u) = &udp {
+                udp_more = self.udp_hellos(u);
+            }
             for ev in events.iter() {
-                if ev.token() == LISTENER {
+                if ev.token() == UDP_LISTENER {
+                    if let Some(u) = &udp {
+                        udp_more = self.udp_hellos(u);
+                    }
+                } else if ev.token() == LISTENER {
                     loop {
                         match listener.accept() {
                             Ok((mut stream, peer)) => {
@@ -254,6 +319,52 @@ impl Server {
         }
     }
 
+    /// Reads datagrams on the UDP port: a hello from a client whose test is
+    /// collecting UDP streams gets a socket of its own (bound to the port,
+    /// connected to the client's stream socket), the reply from it, and is
+    /// handed to the test. Anything else is dropped. Returns true if more
+    /// may be waiting (the per-turn limit was hit).
+    fn udp_hellos(&self, udp: &mio::net::UdpSocket) -> bool {
+        let mut buf = [0u8; 64];
+        for _ in 0..UDP_READS_PER_TURN {
+            let (n, from) = match udp.recv_from(&mut buf) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            };
+            let Some(hello) = parse_hello(&buf[..n.min(buf.len())]) else {
+                continue;
+            };
+            let from = net::canonical(from);
+            let Ok(mut reg) = self.shared.registry.lock() else {
+                return false;
+            };
+            let Some(slot) = reg.udp.get_mut(&from.ip()) else {
+                continue;
+            };
+            let ours = match hello {
+                Hello::WithCookie(c) => c == slot.cookie.to_wire(),
+                Hello::Plain => !slot.needs_cookie,
+            };
+            if !ours {
+                continue;
+            }
+            if let Some((_, s)) = slot.given.iter().find(|(a, _)| *a == from) {
+                let _ = s.send(&HELLO_REPLY);
+                continue;
+            }
+            let Ok(sock) = net::udp_stream_socket(slot.local, from) else {
+                continue;
+            };
+            let Ok(keep) = sock.try_clone() else { continue };
+            if slot.tx.try_send(DataSock::Udp(sock)).is_ok() {
+                let _ = keep.send(&HELLO_REPLY);
+                slot.given.push((from, keep));
+            }
+        }
+        true
+    }
+
     /// Decides what an identified connection is.
     fn classify(&self, p: Pending) {
         let Ok(stream) = mio_to_std(p.stream) else { return };
@@ -274,7 +385,7 @@ impl Server {
         };
         if let Some(tx) = reg.collecting.get(&cookie) {
             let _ = stream.set_nonblocking(false);
-            let _ = tx.try_send(stream);
+            let _ = tx.try_send(DataSock::Tcp(stream));
             return;
         }
         if reg.running.contains(&cookie)
@@ -295,6 +406,7 @@ impl Server {
             if let Ok(mut r) = shared.registry.lock() {
                 r.running.remove(&cookie);
                 r.collecting.remove(&cookie);
+                r.udp.retain(|_, slot| slot.cookie != cookie);
             }
             shared.active.fetch_sub(1, Relaxed);
             if let Ok(tx) = shared.done_tx.lock() {
@@ -422,6 +534,10 @@ fn serve_test(shared: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: Soc
         output,
         session: None,
         peer: (ph, pp),
+        wirespeed_client: params_in
+            .client_version
+            .as_deref()
+            .is_some_and(|v| v.starts_with("wirespeed")),
     };
     match test.run() {
         Ok(()) => {}
@@ -448,6 +564,8 @@ struct ServerTest<'a> {
     output: TestOutput,
     session: Option<Session>,
     peer: (String, u16),
+    /// The client said it is wirespeed (its UDP hellos carry the cookie).
+    wirespeed_client: bool,
 }
 
 impl ServerTest<'_> {
@@ -503,11 +621,14 @@ impl ServerTest<'_> {
     fn collect_streams(&mut self) -> Result<Vec<DataStream>, Error> {
         let roles = stream_roles(self.params.direction, self.params.streams, Side::Server);
         let (tx, rx) = mpsc::sync_channel(roles.len().min(65536));
-        if let Ok(mut r) = self.shared.registry.lock() {
+        let udp = self.params.protocol == Protocol::Udp;
+        let deadline = Instant::now() + WHOLE_MSG;
+        if udp {
+            self.claim_udp_slot(tx, deadline)?;
+        } else if let Ok(mut r) = self.shared.registry.lock() {
             r.collecting.insert(self.cookie, tx);
         }
         self.ctrl.send_state(State::CreateStreams)?;
-        let deadline = Instant::now() + WHOLE_MSG;
         let mut out = Vec::with_capacity(roles.len());
         let mut warnings = Vec::new();
         for (i, role) in roles.into_iter().enumerate() {
@@ -539,7 +660,7 @@ impl ServerTest<'_> {
             };
             let sr = socket2::SockRef::from(&sock);
             let remote = sock.peer_addr().ok();
-            net::apply_data_options(&sr, &self.params, true, remote, &mut warnings)?;
+            net::apply_data_options(&sr, &self.params, !udp, remote, &mut warnings)?;
             let local = sock.local_addr().map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
             let remote = remote.ok_or_else(|| Error::new(Code::STREAMACCEPT))?;
             let (lh, lp) = crate::util::split_addr(&local);
@@ -562,12 +683,59 @@ impl ServerTest<'_> {
         }
         if let Ok(mut r) = self.shared.registry.lock() {
             r.collecting.remove(&self.cookie);
+            let cookie = self.cookie;
+            r.udp.retain(|_, slot| slot.cookie != cookie);
         }
         warnings.dedup();
         for w in warnings {
             self.output.emit(Event::Warning(w));
         }
         Ok(out)
+    }
+
+    /// Becomes the test that collects UDP streams from this client's
+    /// address, waiting while another test from the same address does.
+    fn claim_udp_slot(&mut self, tx: SyncSender<DataSock>, deadline: Instant) -> Result<(), Error> {
+        if let Some(e) = &self.shared.udp_error {
+            return Err(e.clone());
+        }
+        let local = net::canonical(SocketAddr::new(self.ctrl.local.ip(), self.shared.port));
+        let key = net::canonical(self.ctrl.peer).ip();
+        loop {
+            if let Ok(mut r) = self.shared.registry.lock()
+                && !r.udp.contains_key(&key)
+            {
+                r.udp.insert(
+                    key,
+                    UdpSlot {
+                        cookie: self.cookie,
+                        needs_cookie: self.wirespeed_client,
+                        local,
+                        tx: tx.clone(),
+                        given: Vec::new(),
+                    },
+                );
+                return Ok(());
+            }
+            if self.shared.terminate.load(Relaxed) {
+                return Err(Error::new(Code::SERVERTERM));
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::msg(
+                    Code::STREAMLISTEN,
+                    "unable to start stream listener: another test from this address kept setting up UDP streams",
+                ));
+            }
+            let wait = Instant::now() + Duration::from_millis(20);
+            if self
+                .ctrl
+                .wait(Some(wait))
+                .map_err(|e| Error::io(Code::STREAMLISTEN, &e))?
+                == Woke::Eof
+            {
+                return Err(Error::new(Code::CTRLCLOSE));
+            }
+        }
     }
 
     fn run_test(&mut self) -> Result<(), Error> {

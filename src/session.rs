@@ -2,18 +2,69 @@
 //! the interval and omit timers, and the orderly stop (senders stop and
 //! half-close; receivers drain to EOF) that makes totals agree.
 
-use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use crate::config::{Direction, EndCondition, Protocol, TestParams};
-use crate::engine::pacer::PaceRate;
+use crate::engine::pacer::{PaceRate, Pacer};
+use crate::engine::udp::{Iperf3Format, UdpOptions};
 use crate::engine::{self, Budget, Payload, Sinkhole, StreamHandle, StreamTask, Target, TestControl};
 use crate::error::{Code, Error};
 use crate::report::event::{ConnInfo, Event, RoleTag, Side};
 use crate::stats::{StreamCounters, StreamRole, StreamStats, TestStats};
+
+/// A data stream's socket: a TCP connection or a connected UDP socket.
+#[derive(Debug)]
+pub enum DataSock {
+    /// TCP (and MPTCP).
+    Tcp(TcpStream),
+    /// UDP, connected to the peer's stream socket.
+    Udp(UdpSocket),
+}
+
+impl DataSock {
+    /// A second handle on the same socket.
+    pub fn try_clone(&self) -> std::io::Result<DataSock> {
+        Ok(match self {
+            DataSock::Tcp(s) => DataSock::Tcp(s.try_clone()?),
+            DataSock::Udp(s) => DataSock::Udp(s.try_clone()?),
+        })
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        match self {
+            DataSock::Tcp(s) => s.local_addr(),
+            DataSock::Udp(s) => s.local_addr(),
+        }
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        match self {
+            DataSock::Tcp(s) => s.peer_addr(),
+            DataSock::Udp(s) => s.peer_addr(),
+        }
+    }
+}
+
+impl AsFd for DataSock {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            DataSock::Tcp(s) => s.as_fd(),
+            DataSock::Udp(s) => s.as_fd(),
+        }
+    }
+}
+
+impl AsRawFd for DataSock {
+    fn as_raw_fd(&self) -> RawFd {
+        self.as_fd().as_raw_fd()
+    }
+}
 
 /// A connected data stream before its thread starts.
 pub struct DataStream {
@@ -22,7 +73,7 @@ pub struct DataStream {
     /// Send or receive, from this host's view.
     pub role: StreamRole,
     /// The socket.
-    pub sock: TcpStream,
+    pub sock: DataSock,
     /// Addresses, as printed.
     pub info: ConnInfo,
 }
@@ -109,7 +160,10 @@ pub struct Session {
     /// When the test started (TEST_START).
     pub started: Instant,
     /// Streams kept open for TCP_INFO and shutdown.
-    socks: Vec<TcpStream>,
+    socks: Vec<DataSock>,
+    /// UDP: how long every receiving stream must be quiet before a receive
+    /// goal (-n/-k) counts as reached though datagrams were lost.
+    udp_quiet: Duration,
 }
 
 impl Session {
@@ -172,6 +226,20 @@ impl Session {
             _ => None,
         };
         let bidir = params.direction == Direction::Bidir;
+        let omit_end = omitting.then(|| now + params.omit);
+        let end_at = match (local.decides_end, params.end) {
+            (true, EndCondition::Time(d)) if !d.is_zero() => Some(now + params.omit + d),
+            _ => None,
+        };
+        let udp = UdpOptions {
+            batch_bytes: UdpOptions::batch_for(streams.len()),
+            nominal_end: params.duration().map(|d| now + params.omit + d),
+            until: end_at,
+            // --pacing-timer bounds the catch-up after a stall (µs).
+            catch_up: Duration::from_micros(params.pacing_timer as u64),
+            origin: Some(now),
+            ..UdpOptions::default()
+        };
         let mut handles = Vec::new();
         let mut stats = Vec::new();
         let mut connected = Vec::new();
@@ -222,18 +290,26 @@ impl Session {
             };
             // TCP_INFO reads go through our own duplicate: the thread's
             // descriptor closes when the thread ends, and its number may be reused.
-            let tcp_fd = (params.protocol == Protocol::Tcp).then_some(keep.as_raw_fd());
+            let tcp_fd = matches!(keep, DataSock::Tcp(_)).then_some(keep.as_raw_fd());
             stats.push(StreamStats::new(ds.id, fd, ds.role, tag, counters, tcp_fd));
             connected.push(ds.info);
-            handles.push((ds.role, engine::spawn_tcp_with(ds.sock, task, extras.hook)?));
+            let handle = match ds.sock {
+                DataSock::Tcp(sock) => engine::spawn_tcp_with(sock, task, extras.hook)?,
+                DataSock::Udp(sock) => {
+                    let format = Iperf3Format {
+                        wide: params.udp_counters_64bit,
+                    };
+                    engine::udp::spawn_udp(sock, task, format, udp.clone())?
+                }
+            };
+            handles.push((ds.role, handle));
             socks.push(keep);
         }
         let interval = local.interval;
-        let omit_end = omitting.then(|| now + params.omit);
-        let end_at = match (local.decides_end, params.end) {
-            (true, EndCondition::Time(d)) if !d.is_zero() => Some(now + params.omit + d),
-            _ => None,
-        };
+        let udp_quiet = pace
+            .map(|(r, _)| Pacer::cost(r, block_len) * 3)
+            .unwrap_or_default()
+            .max(Duration::from_secs(2));
         Ok(Session {
             params: params.clone(),
             side,
@@ -249,6 +325,7 @@ impl Session {
             budget,
             started: now,
             socks,
+            udp_quiet,
         })
     }
 
@@ -266,19 +343,35 @@ impl Session {
         if self.omit_end.is_some() {
             return false;
         }
-        if self.target.as_ref().is_some_and(|t| t.reached()) {
-            return true;
+        if let Some(t) = &self.target {
+            if t.reached() {
+                return true;
+            }
+            // UDP has no end marker: if the last datagrams before the goal
+            // were lost, the goal is never reached. Quiet receivers that got
+            // something end the test; the loss shows in the results.
+            if self.params.protocol == Protocol::Udp
+                && self.stats.total_bytes(StreamRole::Recv) > 0
+                && self.stats.rx_idle(now).is_some_and(|idle| idle >= self.udp_quiet)
+            {
+                return true;
+            }
         }
         let senders = self.handles.iter().filter(|(r, _)| *r == StreamRole::Send).count();
         if self.budget.as_ref().is_some_and(|b| b.spent()) && senders > 0 {
-            return self
-                .handles
-                .iter()
-                .filter(|(r, _)| *r == StreamRole::Send)
-                .all(|(_, h)| h.is_finished());
+            return (0..self.handles.len())
+                .filter(|&i| self.handles[i].0 == StreamRole::Send)
+                .all(|i| self.stream_ended(i));
         }
         // All streams ended by themselves (file sent, peer closed everything).
-        !self.handles.is_empty() && self.handles.iter().all(|(_, h)| h.is_finished())
+        !self.handles.is_empty() && (0..self.handles.len()).all(|i| self.stream_ended(i))
+    }
+
+    /// Whether stream `i` is done. Its end stamp is written before the
+    /// thread wakes the controller, while the thread itself may still be
+    /// exiting: looking only at the thread would miss that wake-up.
+    fn stream_ended(&self, i: usize) -> bool {
+        self.handles[i].1.is_finished() || self.stats.streams[i].counters.ended_ns.load(Relaxed) != 0
     }
 
     /// Runs due timers: the omit end and interval ticks. Emits events.
@@ -319,7 +412,7 @@ impl Session {
 
     /// Stops the senders and waits for them (they half-close their sockets).
     pub fn stop_senders(&mut self) {
-        self.control.stop.store(true, Relaxed);
+        self.control.raise_stop();
         for (role, h) in &mut self.handles {
             if *role == StreamRole::Send {
                 h.join();
@@ -330,7 +423,7 @@ impl Session {
     /// Waits for receivers to drain to EOF or quiet, up to `deadline`, then
     /// aborts whatever is left.
     pub fn drain_receivers(&mut self, deadline: Instant) {
-        self.control.stop.store(true, Relaxed);
+        self.control.raise_stop();
         loop {
             let pending = self
                 .handles
@@ -349,7 +442,7 @@ impl Session {
 
     /// Stops everything at once (errors, signals).
     pub fn abort(&mut self) {
-        self.control.stop.store(true, Relaxed);
+        self.control.raise_stop();
         self.control.abort.store(true, Relaxed);
         for (_, h) in &self.handles {
             h.shutdown();
@@ -377,10 +470,10 @@ impl Session {
 
     /// Congestion algorithm of the first TCP data stream.
     pub fn congestion(&self) -> Option<String> {
-        if self.params.protocol != Protocol::Tcp {
-            return None;
+        match self.socks.first() {
+            Some(DataSock::Tcp(s)) if self.params.protocol == Protocol::Tcp => crate::net::congestion_of(s),
+            _ => None,
         }
-        self.socks.first().and_then(crate::net::congestion_of)
     }
 
     /// (SO_SNDBUF, SO_RCVBUF) of the first stream.

@@ -194,3 +194,20 @@ fn server_terminated_by_signal_tells_the_client() {
     assert!(c.err().contains("the server has terminated"), "{}", c.err());
     assert!(srv.wait(Duration::from_secs(10)).is_some(), "server exits on SIGTERM");
 }
+
+/// This kernel has no SCTP: one clear line, exit 1 (and valid JSON with -J).
+#[test]
+fn sctp_without_kernel_support_is_one_clear_line() {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let supported = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::from(132))).is_ok();
+    let r = ws(&["-c", "127.0.0.1", "--sctp", "-t", "1"]);
+    if supported {
+        assert_one_line_error(&r, "SCTP tests are not implemented yet");
+        return;
+    }
+    assert_one_line_error(&r, "error - SCTP is not supported by this kernel");
+    assert_json_error(
+        &ws(&["-c", "127.0.0.1", "--sctp", "-J"]),
+        "SCTP is not supported by this kernel",
+    );
+}

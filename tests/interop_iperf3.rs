@@ -148,3 +148,108 @@ fn iperf3_json_client_against_our_server() {
     assert!(v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
     assert!(v.get("error").is_none(), "{}", r.stdout);
 }
+
+// ---------------------------------------------------------------- UDP
+
+const UDP_CLIENT: &[&str] = &["Jitter    Lost/Total Datagrams", "sender", "receiver"];
+
+both_ways!(udp_forward, "-u -b 50M -t 1", UDP_CLIENT, &["Lost/Total", "receiver"]);
+both_ways!(udp_reverse, "-u -t 1 -R", UDP_CLIENT, &["Total Datagrams", "sender"]);
+both_ways!(
+    udp_bidir,
+    "-u -t 1 --bidir",
+    &["[TX-C]", "[RX-C]"],
+    &["[RX-S]", "[TX-S]"]
+);
+both_ways!(
+    udp_parallel_length,
+    "-u -P 2 -l 1000 -t 1",
+    &["[SUM]", "receiver"],
+    &["[SUM]", "receiver"]
+);
+both_ways!(
+    udp_64bit_counters,
+    "-u --udp-counters-64bit -b 20M -t 1",
+    UDP_CLIENT,
+    &["receiver"]
+);
+
+/// On loopback at these rates nothing is lost, so both peers' numbers must
+/// say exactly that, whichever end is wirespeed (a header or sequence
+/// mismatch would show up as loss or as "Unknown").
+fn udp_clean(args: &str, ours_client: bool) {
+    let r = if ours_client {
+        ours_to_iperf3(args)
+    } else {
+        iperf3_to_ours(args)
+    };
+    let Some((r, server)) = r else { return };
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    for text in [&r.stdout, &server] {
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("sender") || l.contains("receiver"))
+            .collect();
+        assert!(!lines.is_empty(), "{text}");
+        for l in lines {
+            assert!(
+                l.contains(" 0/") && l.contains("(0%)"),
+                "loss reported on loopback: {l}\n{text}"
+            );
+        }
+    }
+}
+
+// A slow rate, so iperf3's default 208 KiB receive buffer rides out a
+// scheduling stall on a busy machine: the point is the headers, not speed.
+#[test]
+fn udp_wirespeed_client_loses_nothing_against_iperf3() {
+    udp_clean("-u -b 4M -t 1 -l 1400", true);
+    udp_clean("-u -b 4M -t 1 -l 1400 -R --udp-counters-64bit", true);
+}
+
+#[test]
+fn udp_iperf3_client_loses_nothing_against_wirespeed() {
+    udp_clean("-u -b 4M -t 1 -l 1400", false);
+    udp_clean("-u -b 4M -t 1 -l 1400 -R --udp-counters-64bit", false);
+}
+
+#[test]
+fn json_keys_udp_forward() {
+    json_superset("-u -t 1");
+}
+
+#[test]
+fn json_keys_udp_reverse_parallel() {
+    json_superset("-u -t 1 -R -P 2");
+}
+
+#[test]
+fn json_keys_udp_bidir() {
+    json_superset("-u -t 1 --bidir");
+}
+
+/// Our server's -J document carries every key iperf3's server writes for
+/// the same UDP test from the same (real iperf3) client.
+#[test]
+fn server_json_keys_udp() {
+    let Some(iperf3) = peer("iperf3") else { return };
+    let docs: Vec<serde_json::Value> = [&iperf3, &wirespeed()]
+        .iter()
+        .map(|prog| {
+            let port = free_port();
+            let p = port.to_string();
+            let mut srv = Proc::spawn(prog, &["-s", "-1", "-J", "-p", &p]);
+            wait_listening(port);
+            let c = run(&iperf3, &["-c", "127.0.0.1", "-p", &p, "-u", "-t", "1", "-b", "5M"], T);
+            assert_eq!(c.code, Some(0), "{}", c.stderr);
+            srv.wait(Duration::from_secs(10));
+            json(&srv.out())
+        })
+        .collect();
+    let missing: Vec<String> = key_paths(&docs[0]).difference(&key_paths(&docs[1])).cloned().collect();
+    assert!(
+        missing.is_empty(),
+        "keys iperf3's server writes but ours does not: {missing:?}"
+    );
+}

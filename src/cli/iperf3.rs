@@ -233,8 +233,7 @@ fn role_mark(o: Opt) -> RoleMark {
 fn unimplemented(o: Opt) -> Option<Error> {
     use Opt::*;
     let msg = match o {
-        Udp | Gsro | UdpCounters64 | DontFragment => "UDP tests are not implemented yet",
-        Sctp | Xbind | Nstreams => return Some(Error::new(Code::NOSCTP)),
+        Sctp | Xbind | Nstreams => return Some(crate::net::sctp_unavailable()),
         Username | RsaPublicKey | RsaPrivateKey | AuthorizedUsers | TimeSkew | UsePkcs1 => {
             "authentication is not implemented yet"
         }
@@ -823,12 +822,17 @@ Server specific:
 Client specific:
   -c, --client <host>[%<dev>] run in client mode, connecting to <host>
                               (option <dev> equivalent to `--bind-dev <dev>`)
+  --sctp                    use SCTP rather than TCP
+  -X, --xbind <name>        bind SCTP association to links
+  --nstreams      #         number of SCTP streams
+  -u, --udp                 use UDP rather than TCP
   --connect-timeout #       timeout for control connection setup (ms)
   -b, --bitrate #[KMG][/#]  target bitrate in bits/sec (0 for unlimited)
                             (default 1 Mbit/sec for UDP, unlimited for TCP)
                             (optional slash and packet count for burst mode)
                             (#pps gives a rate in packets per second)
-  --pacing-timer #[KMG]     set the timing for pacing, in microseconds (default 1000)
+  --pacing-timer #[KMG]     set the timing for pacing, in microseconds (default 1000):
+                            a UDP sender that fell behind catches up at most this much at once
   --fq-rate #[KMG]          enable fair-queuing based socket pacing in
                             bits/sec (Linux only)
   -t, --time      #         time in seconds to transmit for (default 10 secs)
@@ -836,6 +840,7 @@ Client specific:
   -k, --blockcount #[KMG]   number of blocks (packets) to transmit (instead of -t or -n)
   -l, --length    #[KMG]    length of buffer to read or write
                             (default 128 KB for TCP, dynamic or 1460 for UDP)
+                            (UDP: each datagram is exactly this long, 16..65507)
   --cport         <port>    bind to a specific client port (TCP and UDP, default: ephemeral port)
   -P, --parallel  #         number of parallel client streams to run
   -R, --reverse             run in reverse mode (server sends, client receives)
@@ -861,8 +866,12 @@ Client specific:
   -T, --title str           prefix every output line with this string
   --extra-data str          data string to include in client and server JSON
   --get-server-output       get results from server
+  --udp-counters-64bit      use 64-bit counters in UDP test packets
   --repeating-payload       use repeating pattern in payload, instead of
                             randomized payload (like in iperf2)
+  --dont-fragment           set IPv4 Don't Fragment flag
+  --gsro                    ask the server for UDP GSO/GRO too (wirespeed uses them
+                            whenever the kernel has them)
 
 [KMG] indicates options that support a K/M/G suffix for kilo-, mega-, or giga-
 
@@ -974,6 +983,26 @@ mod tests {
         let c = run("--loopback -t 1").unwrap();
         assert_eq!(c.role, Role::Loopback);
         assert_eq!(code("--loopback -c h"), Code::SERVCLIENT);
+    }
+
+    #[test]
+    fn udp_options_follow_iperf3() {
+        let c = run("-c h -u").unwrap();
+        assert_eq!(c.params.protocol, Protocol::Udp);
+        assert_eq!(c.params.rate, DEFAULT_UDP_RATE);
+        // The datagram size is left for the client to take from the MSS.
+        assert_eq!(c.params.block_len, None);
+        let c = run("-c h -u -b 0").unwrap();
+        assert_eq!(c.params.rate, 0);
+        let c = run("-c h -u -l 16 --udp-counters-64bit --gsro --dont-fragment --repeating-payload").unwrap();
+        assert_eq!(c.params.block_len, Some(16));
+        assert!(c.params.udp_counters_64bit && c.params.gsro && c.params.dont_fragment && c.params.repeating_payload);
+        let c = run("-c h -u -b 2kpps/8").unwrap();
+        assert_eq!((c.params.pps, c.params.burst), (Some(2000), 8));
+        assert_eq!(code("-c h -u -l 15"), Code::UDPBLOCKSIZE);
+        assert_eq!(code("-c h -u -l 65508"), Code::UDPBLOCKSIZE);
+        assert!(run("-c h -u -l 65507").is_ok());
+        assert_eq!(code("-s -u"), Code::CLIENTONLY);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 pub mod mux;
 pub mod pacer;
 pub mod tcp;
+pub mod udp;
 
 use std::fs::File;
 use std::io;
@@ -34,6 +35,10 @@ pub struct TestControl {
     pub finished: AtomicUsize,
     /// Base of the streams' timestamps.
     pub epoch: Instant,
+    /// When `stop` was first raised through [`TestControl::raise_stop`], ns
+    /// since the epoch (0 = not yet): the end of a stream that was waiting
+    /// for its next paced datagram when the test stopped.
+    pub stopped_ns: AtomicU64,
     waker: Option<Arc<mio::Waker>>,
     /// First fatal stream error, if any.
     pub error: Mutex<Option<Error>>,
@@ -48,9 +53,24 @@ impl TestControl {
             omitting: AtomicBool::new(false),
             finished: AtomicUsize::new(0),
             epoch: Instant::now(),
+            stopped_ns: AtomicU64::new(0),
             waker,
             error: Mutex::new(None),
         })
+    }
+
+    /// Raises `stop`, remembering when it was first raised.
+    pub fn raise_stop(&self) {
+        let _ = self.stopped_ns.compare_exchange(0, self.now_ns(), Relaxed, Relaxed);
+        self.stop.store(true, Relaxed);
+    }
+
+    /// When the test was stopped, if it has been.
+    pub fn stopped_at_ns(&self) -> Option<u64> {
+        match self.stopped_ns.load(Relaxed) {
+            0 => None,
+            ns => Some(ns),
+        }
     }
 
     /// Wakes the controller.
@@ -117,6 +137,26 @@ impl Budget {
             let take = want.min(cur);
             match self.remaining.compare_exchange_weak(cur, cur - take, Relaxed, Relaxed) {
                 Ok(_) => return if self.blocks { len } else { take as usize },
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Claims up to `n` whole datagrams of `len` bytes at once (UDP, where
+    /// a datagram is never cut): returns how many may go, 0 when spent. A
+    /// byte budget's last datagram is sent whole, so a UDP `-n` overshoots
+    /// by less than one datagram, as iperf3's does.
+    pub fn claim_datagrams(&self, len: usize, n: usize) -> usize {
+        let len = len.max(1) as u64;
+        let per = if self.blocks { 1 } else { len };
+        let mut cur = self.remaining.load(Relaxed);
+        loop {
+            if cur == 0 || n == 0 {
+                return 0;
+            }
+            let take = (per * n as u64).min(cur);
+            match self.remaining.compare_exchange_weak(cur, cur - take, Relaxed, Relaxed) {
+                Ok(_) => return take.div_ceil(per) as usize,
                 Err(now) => cur = now,
             }
         }
@@ -376,6 +416,18 @@ mod tests {
         assert_eq!(b.claim(100), 100);
         assert_eq!(b.claim(100), 100);
         assert_eq!(b.claim(100), 0);
+    }
+
+    #[test]
+    fn datagram_claims_never_cut_a_datagram() {
+        let b = Budget::bytes(1000);
+        assert_eq!(b.claim_datagrams(300, 2), 2);
+        // 400 bytes left: one more whole datagram and a last one for the rest.
+        assert_eq!(b.claim_datagrams(300, 5), 2);
+        assert_eq!(b.claim_datagrams(300, 5), 0);
+        let k = Budget::blocks(10);
+        assert_eq!(k.claim_datagrams(1470, 64), 10);
+        assert!(k.spent());
     }
 
     #[test]

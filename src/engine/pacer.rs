@@ -29,7 +29,13 @@ pub struct Pacer {
     /// Sends allowed back-to-back before the schedule is consulted.
     burst: u32,
     in_burst: u32,
+    /// A catching-up batch sender waits until then ([`Pacer::take`]).
+    hold: Instant,
 }
+
+/// Debt a batch sender may build up and pay back ([`Pacer::take`]); a longer
+/// stall is forgiven beyond this.
+pub const MAX_DEBT: Duration = Duration::from_millis(250);
 
 impl Pacer {
     /// A pacer starting at `start`. `burst` blocks go back-to-back (0 or 1 =
@@ -46,6 +52,7 @@ impl Pacer {
             depth,
             burst: burst.max(1),
             in_burst: 0,
+            hold: start,
         }
     }
 
@@ -73,6 +80,62 @@ impl Pacer {
         }
         self.in_burst = 0;
         (due > now).then_some(due)
+    }
+
+    /// Replaces the catch-up allowance: after a stall, at most `depth` worth
+    /// of blocks go back-to-back (`--pacing-timer` sets it for UDP).
+    pub fn with_catch_up(mut self, depth: Duration) -> Pacer {
+        self.depth = depth;
+        self
+    }
+
+    /// When the next block is due.
+    pub fn next_due(&self) -> Instant {
+        self.next
+    }
+
+    /// Batch form of [`Pacer::schedule`] for senders that can send several
+    /// blocks per call: how many `bytes`-sized blocks (at most `max`) may go
+    /// at `now`, counting those due within `lookahead` (sleeping for less
+    /// than that costs more than it smooths). The schedule advances by the
+    /// blocks granted. `Err(when)` when none may go yet.
+    ///
+    /// A sender that fell behind (a stall) pays the debt back instead of
+    /// losing it, so the average rate holds, but smoothly: at most the
+    /// catch-up allowance (or one burst group) at once, then a pause of
+    /// half that long, i.e. at twice the rate until caught up. Debt beyond
+    /// [`MAX_DEBT`] is forgiven. With a burst size N blocks go in groups of
+    /// exactly N, so no burst is ever larger than N.
+    pub fn take(&mut self, bytes: usize, now: Instant, max: u32, lookahead: Duration) -> Result<u32, Instant> {
+        if now < self.hold {
+            return Err(self.hold);
+        }
+        let cost = Self::cost(self.rate, bytes);
+        if self.next + MAX_DEBT < now {
+            self.next = now - MAX_DEBT;
+        }
+        let group = self.burst;
+        let horizon = now + if group > 1 { Duration::ZERO } else { lookahead };
+        if self.next > horizon {
+            return Err(self.next);
+        }
+        let max = max.max(1);
+        let n = if group > 1 {
+            group.min(max)
+        } else if cost.is_zero() {
+            max
+        } else {
+            let due = (horizon - self.next).as_nanos() / cost.as_nanos() + 1;
+            let chunk = (self.depth.as_nanos() / cost.as_nanos()).max(1);
+            due.min(chunk).min(max as u128) as u32
+        };
+        self.next += cost * n;
+        if self.next < now {
+            // Still behind: the next chunk waits, so catching up runs at
+            // twice the rate rather than at line rate.
+            self.hold = now + cost * n / 2;
+        }
+        Ok(n)
     }
 
     /// Blocks until a send of `bytes` may go. Returns false if `stop` was
@@ -145,6 +208,105 @@ mod tests {
             assert!(immediate < 10);
         }
         assert!(immediate <= 3, "{immediate}");
+    }
+
+    #[test]
+    fn batches_take_what_is_due_and_nothing_more() {
+        let t0 = Instant::now();
+        // 1 Gbit/s of 1250-byte datagrams: one every 10 µs.
+        let mut p = Pacer::new(PaceRate::Bits(1_000_000_000), 0, 1250, t0).with_catch_up(Duration::from_millis(1));
+        assert_eq!(p.take(1250, t0, 64, Duration::ZERO), Ok(1));
+        // 35 µs later, datagrams due at 10, 20, 30 µs may go.
+        assert_eq!(p.take(1250, t0 + Duration::from_micros(35), 64, Duration::ZERO), Ok(3));
+        // The next is due at 40 µs: nothing yet, and the answer says when.
+        assert_eq!(
+            p.take(1250, t0 + Duration::from_micros(36), 64, Duration::ZERO),
+            Err(t0 + Duration::from_micros(40))
+        );
+        // With 25 µs of lookahead, 40, 50 and 60 go now (sent early, not extra).
+        assert_eq!(
+            p.take(1250, t0 + Duration::from_micros(36), 64, Duration::from_micros(25)),
+            Ok(3)
+        );
+        assert_eq!(p.next_due(), t0 + Duration::from_micros(70));
+        // The batch cap holds.
+        assert_eq!(p.take(1250, t0 + Duration::from_micros(500), 4, Duration::ZERO), Ok(4));
+    }
+
+    #[test]
+    fn batch_schedule_keeps_the_average_rate_exactly() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(PaceRate::Packets(10_000), 0, 64, t0).with_catch_up(Duration::from_millis(1));
+        let mut now = t0;
+        let mut sent = 0u64;
+        // Wake up at irregular times (sleep overshoot) for one second.
+        let mut k = 0u64;
+        while now < t0 + Duration::from_secs(1) {
+            match p.take(64, now, 64, Duration::from_micros(50)) {
+                Ok(n) => sent += n as u64,
+                Err(due) => now = due + Duration::from_micros(k % 37),
+            }
+            k += 1;
+        }
+        // 10 000 pps for one second, give or take the lookahead (one datagram).
+        assert!((10_000..=10_001).contains(&sent), "{sent}");
+    }
+
+    #[test]
+    fn a_stall_is_paid_back_in_bounded_chunks_at_twice_the_rate() {
+        let t0 = Instant::now();
+        // 100 000 pps (10 µs each), catch-up chunks of 100 µs worth.
+        let mut p = Pacer::new(PaceRate::Packets(100_000), 0, 64, t0).with_catch_up(Duration::from_micros(100));
+        let stall = t0 + Duration::from_millis(5);
+        // 5 ms behind (501 datagrams owed): 10 now, then a 50 µs pause.
+        assert_eq!(p.take(64, stall, 1000, Duration::ZERO), Ok(10));
+        assert_eq!(
+            p.take(64, stall, 1000, Duration::ZERO),
+            Err(stall + Duration::from_micros(50))
+        );
+        // Keep taking whenever allowed: the debt is repaid, none is lost,
+        // and nothing ever goes more than 10 at a time.
+        let mut now = stall;
+        let mut sent = 10u64;
+        while now < t0 + Duration::from_millis(20) {
+            match p.take(64, now, 1000, Duration::ZERO) {
+                Ok(n) => {
+                    assert!(n <= 10);
+                    sent += n as u64;
+                }
+                Err(t) => now = t,
+            }
+        }
+        // Datagrams due before 20 ms (0, 10, ..., 19 990 µs): all 2000, whatever the stall.
+        assert_eq!(sent, 2000);
+    }
+
+    #[test]
+    fn a_very_long_stall_is_forgiven_beyond_the_debt_limit() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(PaceRate::Packets(1000), 0, 64, t0).with_catch_up(Duration::from_secs(1));
+        let late = t0 + Duration::from_secs(10);
+        // Only MAX_DEBT (250 ms = 250 datagrams, plus the one due now) is owed.
+        assert_eq!(p.take(64, late, 10_000, Duration::ZERO), Ok(251));
+    }
+
+    #[test]
+    fn burst_groups_are_exact_and_never_merge() {
+        let t0 = Instant::now();
+        // 8 Mbit/s of 1000-byte blocks (1 ms each) in groups of 4.
+        let mut p = Pacer::new(PaceRate::Bits(8_000_000), 4, 1000, t0).with_catch_up(Duration::from_millis(50));
+        assert_eq!(p.take(1000, t0, 64, Duration::from_micros(50)), Ok(4));
+        assert_eq!(
+            p.take(1000, t0 + Duration::from_micros(100), 64, Duration::from_micros(50)),
+            Err(t0 + Duration::from_millis(4))
+        );
+        // After a stall groups still go one at a time, 2 ms apart (twice the rate).
+        let late = t0 + Duration::from_millis(100);
+        assert_eq!(p.take(1000, late, 64, Duration::ZERO), Ok(4));
+        assert_eq!(
+            p.take(1000, late, 64, Duration::ZERO),
+            Err(late + Duration::from_millis(2))
+        );
     }
 
     #[test]

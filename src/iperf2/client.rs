@@ -423,7 +423,7 @@ fn data_stream(id: u32, role: StreamRole, sock: TcpStream, c: &Connected) -> Dat
             remote_host: rh,
             remote_port: rp,
         },
-        sock,
+        sock: crate::session::DataSock::Tcp(sock),
     }
 }
 

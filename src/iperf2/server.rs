@@ -361,7 +361,7 @@ fn stream(id: u32, role: StreamRole, sock: TcpStream, local: SocketAddr, peer: S
             remote_host: rh,
             remote_port: rp,
         },
-        sock,
+        sock: crate::session::DataSock::Tcp(sock),
     }
 }
 

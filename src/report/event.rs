@@ -68,6 +68,8 @@ pub struct ConnectingInfo {
     pub timestamp: Timestamp,
     /// UDP block size chosen for the user, when it was derived from the MSS.
     pub udp_block_note: Option<u32>,
+    /// Target packet rate per stream, when `-b` was given as `Npps`.
+    pub target_pps: Option<u64>,
 }
 
 /// The `start.test_start` object and the rest of `start`.

@@ -221,6 +221,8 @@ fn udp_totals(socket: Option<i32>, t: &Totals, u: &UdpTotals, sender: bool, ooo:
     m.insert("lost_percent".into(), num(u.lost_percent));
     if ooo {
         m.insert("out_of_order".into(), Value::from(u.out_of_order));
+        // Not in iperf3: datagrams that arrived more than once.
+        m.insert("duplicates".into(), Value::from(u.duplicates));
     }
     m.insert("sender".into(), Value::Bool(sender));
     Value::Object(m)

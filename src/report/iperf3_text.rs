@@ -294,6 +294,17 @@ impl TextSink {
                         u.out_of_order
                     ));
                 }
+                // iperf3 cannot tell duplicates from reordering; wirespeed
+                // counts them apart and says so when there are any.
+                if u.duplicates > 0 && !s.local_sender {
+                    self.print(&format!(
+                        "[SUM]{} {:4.1}-{:4.1} sec  {} datagrams received more than once\n",
+                        self.role(s.role),
+                        s.receiver.start,
+                        s.receiver.end,
+                        u.duplicates
+                    ));
+                }
             }
             _ => {
                 if show_sender {
@@ -372,6 +383,9 @@ impl TextSink {
             }
             if c.target_bitrate > 0 {
                 self.print(&format!("      Target Bitrate: {}\n", c.target_bitrate));
+            }
+            if let Some(pps) = c.target_pps {
+                self.print(&format!("      Target Packet Rate: {pps} pps\n"));
             }
         }
     }

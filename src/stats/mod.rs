@@ -7,6 +7,7 @@
 
 pub mod cpu;
 pub mod flow;
+pub mod udp;
 
 use std::os::fd::RawFd;
 use std::sync::Arc;
@@ -477,6 +478,7 @@ impl TestStats {
             streams,
             server_output_text: None,
             server_output_json: None,
+            receiver_drained: true,
         }
     }
 
@@ -519,14 +521,27 @@ impl TestStats {
             let udp = (self.protocol == Protocol::Udp).then(|| {
                 if local_sender {
                     let sent = snap.packets - s.base.packets;
-                    let (packets, lost, jitter) = match pr {
+                    // A pre-3.14 peer does not say what it lost during the
+                    // omit period; without one its totals are exact.
+                    let omitted_here = s.base.packets;
+                    let (mut packets, mut lost, jitter) = match pr {
                         Some(r) => (
-                            r.packets - r.omitted_packets.unwrap_or(0),
-                            r.omitted_errors.map(|oe| r.errors - oe),
+                            r.packets - r.omitted_packets.unwrap_or(omitted_here),
+                            match r.omitted_errors {
+                                Some(oe) => Some(r.errors - oe),
+                                None if omitted_here == 0 || r.errors == 0 => Some(r.errors),
+                                None => None,
+                            },
                             r.jitter,
                         ),
                         None => (0, Some(0), 0.0),
                     };
+                    // A receiver that drained never saw the datagrams after
+                    // its highest one: they were lost too.
+                    if peer.is_some_and(|p| p.receiver_drained) && sent > packets {
+                        lost = lost.map(|l| l + (sent - packets));
+                        packets = sent;
+                    }
                     UdpTotals {
                         jitter_ms: jitter * 1000.0,
                         lost,
@@ -537,11 +552,21 @@ impl TestStats {
                         duplicates: 0,
                     }
                 } else {
-                    let packets = snap.packets - s.base.packets;
-                    let lost = snap.lost - s.base.lost;
+                    let mut packets = snap.packets - s.base.packets;
+                    let mut lost = snap.lost - s.base.lost;
+                    // A pre-3.14 sender does not say how many it sent during
+                    // the omit period; the highest sequence seen by then is
+                    // the nearest count there is.
                     let sent = pr
-                        .map(|r| r.packets - r.omitted_packets.unwrap_or(0))
+                        .map(|r| r.packets - r.omitted_packets.unwrap_or(s.base.packets))
                         .unwrap_or(packets);
+                    let sent_exact = pr.is_some_and(|r| r.omitted_packets.is_some() || s.base.packets == 0);
+                    // This receiver drained: what the peer sent past the
+                    // highest datagram seen here was lost on the way.
+                    if sent_exact && sent > packets {
+                        lost += sent - packets;
+                        packets = sent;
+                    }
                     UdpTotals {
                         jitter_ms: s.counters.jitter() * 1000.0,
                         lost: Some(lost),
@@ -809,5 +834,104 @@ mod tests {
         assert_eq!(u.lost, Some(5));
         assert_eq!(u.lost_percent, 5.0);
         assert_eq!(u.out_of_order, 2);
+    }
+
+    fn peer_result(packets: i64, errors: i64, drained: bool) -> Results {
+        Results {
+            streams: vec![StreamResult {
+                id: 1,
+                bytes: 0,
+                retransmits: -1,
+                jitter: 0.0,
+                errors,
+                omitted_errors: Some(0),
+                packets,
+                omitted_packets: Some(0),
+                start_time: 0.0,
+                end_time: 1.0,
+            }],
+            receiver_drained: drained,
+            ..Results::default()
+        }
+    }
+
+    /// 100 sent, the receiver saw up to 97 with 5 gaps: the last 3 were
+    /// dropped too, which only the sender's count can reveal.
+    #[test]
+    fn datagrams_lost_after_the_last_one_seen_are_counted_when_the_receiver_drained() {
+        let t0 = Instant::now();
+        let (a, ca) = stream(1, StreamRole::Send);
+        let st = TestStats::new(vec![a], Protocol::Udp, 1, false, t0, t0);
+        ca.packets.store(100, Relaxed);
+        let u = |drained| {
+            st.summary(t0, Some(&peer_result(97, 5, drained)), None).streams[0]
+                .udp
+                .unwrap()
+        };
+        let d = u(true);
+        assert_eq!((d.lost, d.packets, d.sent_packets), (Some(8), 100, 100));
+        // A C receiver stops counting at TEST_END: its tail may have been in
+        // flight, not lost, so its own numbers stand.
+        let c = u(false);
+        assert_eq!((c.lost, c.packets), (Some(5), 97));
+        // A local receiver always drains.
+        let (b, cb) = stream(1, StreamRole::Recv);
+        let st = TestStats::new(vec![b], Protocol::Udp, 1, false, t0, t0);
+        cb.packets.store(97, Relaxed);
+        cb.lost.store(5, Relaxed);
+        let r = st.summary(t0, Some(&peer_result(100, 0, false)), None).streams[0]
+            .udp
+            .unwrap();
+        assert_eq!((r.lost, r.packets), (Some(8), 100));
+        assert_eq!(r.lost_percent, 8.0);
+        // Before the exchange (a server) only the local view exists.
+        let r = st.summary(t0, None, None).streams[0].udp.unwrap();
+        assert_eq!((r.lost, r.packets), (Some(5), 97));
+    }
+
+    /// A 3.12 sender's count includes its omit period and does not say how
+    /// much of it that was: no tail is guessed from it.
+    #[test]
+    fn no_tail_loss_is_guessed_from_a_312_sender_after_an_omit_period() {
+        let t0 = Instant::now();
+        let (b, cb) = stream(1, StreamRole::Recv);
+        let mut st = TestStats::new(vec![b], Protocol::Udp, 1, true, t0, t0);
+        cb.packets.store(100, Relaxed);
+        st.end_omit(t0 + Duration::from_secs(1));
+        cb.packets.store(300, Relaxed);
+        let mut peer = peer_result(300, 0, false);
+        peer.streams[0].omitted_packets = None;
+        peer.streams[0].omitted_errors = None;
+        let r = st.summary(t0, Some(&peer), None).streams[0].udp.unwrap();
+        assert_eq!((r.lost, r.packets, r.sent_packets), (Some(0), 200, 200));
+    }
+
+    #[test]
+    fn udp_sender_trusts_a_312_peer_without_omit_keys_when_nothing_was_omitted() {
+        let t0 = Instant::now();
+        let (a, ca) = stream(1, StreamRole::Send);
+        let mut st = TestStats::new(vec![a], Protocol::Udp, 1, false, t0, t0);
+        ca.packets.store(100, Relaxed);
+        st.sample(t0 + Duration::from_secs(1), 0.1);
+        let peer = |errors| {
+            let mut r = peer_result(100, errors, false);
+            r.streams[0].omitted_errors = None;
+            r.streams[0].omitted_packets = None;
+            r
+        };
+        let s = st.summary(t0 + Duration::from_secs(1), Some(&peer(3)), None);
+        let u = s.streams[0].udp.unwrap();
+        assert_eq!((u.lost, u.packets), (Some(3), 100));
+        // With an omit period the omitted losses are unknown, as iperf3 says.
+        let (b, cb) = stream(1, StreamRole::Send);
+        let mut st = TestStats::new(vec![b], Protocol::Udp, 1, true, t0, t0);
+        cb.packets.store(10, Relaxed);
+        st.end_omit(t0 + Duration::from_secs(1));
+        cb.packets.store(100, Relaxed);
+        let s = st.summary(t0 + Duration::from_secs(2), Some(&peer(3)), None);
+        let u = s.streams[0].udp.unwrap();
+        assert_eq!((u.lost, u.packets), (None, 90));
+        let s = st.summary(t0 + Duration::from_secs(2), Some(&peer(0)), None);
+        assert_eq!(s.streams[0].udp.unwrap().lost, Some(0));
     }
 }

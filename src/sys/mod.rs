@@ -6,3 +6,4 @@ pub mod netif;
 pub mod process;
 pub mod socket;
 pub mod time;
+pub mod udp;

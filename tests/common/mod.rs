@@ -305,3 +305,69 @@ pub fn stop_server(mut p: Proc) -> String {
     p.wait(Duration::from_secs(10));
     p.out()
 }
+
+/// An in-process wirespeed server on 127.0.0.1 (ephemeral port), stopped
+/// and joined when dropped.
+pub struct InprocServer {
+    pub port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    join: Option<std::thread::JoinHandle<Result<(), wirespeed::error::Error>>>,
+}
+
+impl InprocServer {
+    pub fn start() -> InprocServer {
+        use wirespeed::config::{Role, TestConfig};
+        let mut scfg = TestConfig {
+            role: Role::Server,
+            port: 0,
+            ..TestConfig::default()
+        };
+        scfg.net.bind = Some("127.0.0.1".into());
+        let server = wirespeed::server::Server::bind(&scfg, wirespeed::report::Output::discard()).unwrap();
+        let port = server.port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let s2 = stop.clone();
+        let join = Some(std::thread::spawn(move || server.run(s2)));
+        InprocServer { port, stop, join }
+    }
+
+    /// Runs a client with iperf3 `args` against this server; every event it emitted.
+    pub fn client(&self, args: &str) -> Result<Vec<wirespeed::report::event::Event>, String> {
+        use wirespeed::cli::iperf3::{Command, parse_args};
+        let argv: Vec<String> = format!("-c 127.0.0.1 -p {} {args}", self.port)
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let Command::Run(cfg, _) = parse_args(&argv).map_err(|e| e.line())? else {
+            return Err("not a test".into());
+        };
+        let rec = wirespeed::report::Recorder::default();
+        let mut reporter = wirespeed::report::Reporter::new();
+        reporter.add(Box::new(rec.clone()));
+        let sig = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let r = wirespeed::client::run(&cfg, "127.0.0.1", self.port, &mut reporter, &sig);
+        r.map_err(|e| e.line())?;
+        let events = rec.events.lock().unwrap().clone();
+        Ok(events)
+    }
+}
+
+impl Drop for InprocServer {
+    fn drop(&mut self) {
+        self.stop.store(15, std::sync::atomic::Ordering::Relaxed);
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}
+
+/// The final summary among a client's events.
+pub fn summary_of(events: &[wirespeed::report::event::Event]) -> &wirespeed::report::event::Summary {
+    events
+        .iter()
+        .find_map(|e| match e {
+            wirespeed::report::event::Event::End(s) => Some(&**s),
+            _ => None,
+        })
+        .expect("no summary event")
+}

@@ -6,6 +6,7 @@ pub mod machine;
 pub mod params;
 pub mod results;
 pub mod state;
+pub mod udp;
 
 pub use cookie::{COOKIE_LEN, Cookie};
 pub use framing::Framer;

@@ -350,6 +350,10 @@ pub struct Limits {
 pub fn validate(p: &ParamsIn, limits: &Limits) -> Result<(), Error> {
     let r = &p.raw;
     let e = |c: Code| Err(Error::new(c));
+    if p.params.protocol == Protocol::Sctp {
+        // No SCTP data path on this server (see net::sctp_unavailable).
+        return e(Code::NOSCTP);
+    }
     if !(0..=600).contains(&r.omit) {
         return e(Code::OMIT);
     }

@@ -49,6 +49,11 @@ pub struct Results {
     pub server_output_text: Option<String>,
     /// Server's JSON output, when asked for (server only).
     pub server_output_json: Option<Value>,
+    /// wirespeed extension (`"receiver_drained":true`): this side's receivers
+    /// counted everything that arrived until the senders had stopped, so a
+    /// UDP datagram sent but never seen was lost, even after the last one
+    /// seen. C peers ignore the key and never send it.
+    pub receiver_drained: bool,
 }
 
 impl Results {
@@ -70,6 +75,9 @@ impl Results {
         }
         if let Some(j) = &self.server_output_json {
             m.insert("server_output_json".into(), j.clone());
+        }
+        if self.receiver_drained {
+            m.insert("receiver_drained".into(), Value::Bool(true));
         }
         let streams: Vec<Value> = self
             .streams
@@ -117,6 +125,7 @@ impl Results {
         r.congestion_used = m.get("congestion_used").and_then(|v| v.as_str()).map(String::from);
         r.server_output_text = m.get("server_output_text").and_then(|v| v.as_str()).map(String::from);
         r.server_output_json = m.get("server_output_json").filter(|v| v.is_object()).cloned();
+        r.receiver_drained = m.get("receiver_drained").and_then(|v| v.as_bool()).unwrap_or(false);
         let streams = m
             .get("streams")
             .and_then(|v| v.as_array())
@@ -201,6 +210,7 @@ mod tests {
             }],
             server_output_text: Some("line\n".into()),
             server_output_json: None,
+            receiver_drained: true,
         };
         assert_eq!(Results::decode(r.encode().as_bytes()).unwrap(), r);
     }

@@ -1,0 +1,363 @@
+//! UDP batching and offloads: `sendmmsg`, `recvmmsg` with control messages
+//! (GRO segment size, kernel receive timestamps), UDP GSO/GRO, don't-fragment,
+//! and the timer slack that lets a pacing thread sleep precisely.
+//!
+//! The batch types own every buffer the kernel writes into and build the
+//! `mmsghdr` arrays per call on the stack, so no raw pointer outlives the
+//! call that uses it.
+
+use std::io;
+use std::mem;
+use std::os::fd::AsRawFd;
+
+use super::socket::set_int_option;
+
+// Linux UAPI constants the libc crate does not export for every target.
+/// `SOL_UDP` option: segment sends into datagrams of this size (GSO).
+const UDP_SEGMENT: libc::c_int = 103;
+/// `SOL_UDP` option: accept coalesced datagrams (GRO).
+const UDP_GRO: libc::c_int = 104;
+/// `SO_TIMESTAMPNS` (the "old", native-time_t variant on 64-bit targets).
+const SO_TIMESTAMPNS: libc::c_int = 35;
+const PR_SET_TIMERSLACK: libc::c_int = 29;
+
+/// Most datagrams one GSO send may carry (UDP_MAX_SEGMENTS is 64 before
+/// Linux 6.x's 128; 64 works everywhere).
+pub const GSO_MAX_SEGMENTS: usize = 64;
+/// Most bytes one UDP send or GRO receive can carry.
+pub const MAX_UDP_PAYLOAD: usize = 65507;
+/// Most messages per `sendmmsg`/`recvmmsg` call handled here.
+pub const MAX_BATCH: usize = 64;
+
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// Turns on UDP GSO: every send is cut by the kernel into datagrams of
+/// `segment` bytes (the last may be shorter; wirespeed always sends whole
+/// multiples). Fails on kernels before 4.18.
+pub fn set_gso(sock: &impl AsRawFd, segment: u16) -> io::Result<()> {
+    set_int_option(sock, libc::SOL_UDP, UDP_SEGMENT, segment as libc::c_int)
+}
+
+/// Turns off UDP GSO (after the path refused it, e.g. a datagram over the MTU).
+pub fn clear_gso(sock: &impl AsRawFd) -> io::Result<()> {
+    set_int_option(sock, libc::SOL_UDP, UDP_SEGMENT, 0)
+}
+
+/// Turns on UDP GRO: the kernel may hand over several same-sized datagrams
+/// of one flow as one buffer, with their size in a control message.
+pub fn set_gro(sock: &impl AsRawFd) -> io::Result<()> {
+    set_int_option(sock, libc::SOL_UDP, UDP_GRO, 1)
+}
+
+/// Asks for a kernel receive timestamp (CLOCK_REALTIME, ns) on every datagram.
+pub fn set_rx_timestamps(sock: &impl AsRawFd) -> io::Result<()> {
+    set_int_option(sock, libc::SOL_SOCKET, SO_TIMESTAMPNS, 1)
+}
+
+/// Sets don't-fragment on the socket's datagrams (path MTU discovery "do"):
+/// IPv4 DF, and for an IPv6 socket also its IPv6 equivalent.
+pub fn set_dont_fragment(sock: &impl AsRawFd, ipv6_socket: bool) -> io::Result<()> {
+    if ipv6_socket {
+        set_int_option(
+            sock,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        )?;
+        // A dual-stack socket carrying IPv4 needs the IPv4 option too; an
+        // IPv6-only one refuses it, which is fine.
+        let _ = set_int_option(sock, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO);
+        Ok(())
+    } else {
+        set_int_option(sock, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
+    }
+}
+
+/// Sets the calling thread's timer slack, so sleeps end within `ns` of
+/// their deadline instead of the default 50 µs (a pacing thread needs this).
+pub fn set_thread_timer_slack(ns: u64) -> io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes its value by value; no pointers.
+    let rc = unsafe { libc::prctl(PR_SET_TIMERSLACK, ns.max(1) as libc::c_ulong, 0, 0, 0) };
+    check(rc).map(|_| ())
+}
+
+/// Sends each slice as one message on a connected socket with one
+/// `sendmmsg` call. Returns how many messages went (possibly fewer than
+/// asked, as `sendmmsg` does). At most [`MAX_BATCH`] messages are sent.
+pub fn send_batch(sock: &impl AsRawFd, msgs: &[&[u8]]) -> io::Result<usize> {
+    let n = msgs.len().min(MAX_BATCH);
+    if n == 0 {
+        return Ok(0);
+    }
+    // SAFETY: iovec and mmsghdr are plain data; zeroed is valid for both.
+    let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
+    // SAFETY: as above.
+    let mut hdrs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+    for i in 0..n {
+        iov[i] = libc::iovec {
+            iov_base: msgs[i].as_ptr() as *mut libc::c_void,
+            iov_len: msgs[i].len(),
+        };
+        hdrs[i].msg_hdr.msg_iov = &mut iov[i];
+        hdrs[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: `hdrs[..n]` point at `iov[..n]`, which point at the caller's
+    // live slices; the kernel only reads them (sendmmsg does not write
+    // through msg_iov) and writes `msg_len` inside `hdrs`. Everything
+    // outlives the call. No address is given: the socket is connected.
+    let rc = unsafe { libc::sendmmsg(sock.as_raw_fd(), hdrs.as_mut_ptr(), n as libc::c_uint, 0) };
+    check(rc).map(|r| r as usize)
+}
+
+/// Room for the control messages one datagram may carry: a GRO segment
+/// size (int) and a receive timestamp (timespec), each with its header.
+const CMSG_ROOM: usize = 64;
+
+/// One received message, as [`RecvBatch::message`] shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct Received<'a> {
+    /// The payload (several datagrams back to back when `segment` is set).
+    pub data: &'a [u8],
+    /// GRO: the size of each coalesced datagram (the last may be shorter).
+    pub segment: Option<usize>,
+    /// Kernel receive time, CLOCK_REALTIME nanoseconds.
+    pub rx_time_ns: Option<i64>,
+    /// The payload did not fit the slot and was cut.
+    pub truncated: bool,
+}
+
+/// Buffers for receiving up to [`MAX_BATCH`] messages per `recvmmsg`.
+pub struct RecvBatch {
+    slot: usize,
+    slots: usize,
+    data: Vec<u8>,
+    control: Vec<u64>,
+    lens: [u32; MAX_BATCH],
+    ctl_lens: [usize; MAX_BATCH],
+    flags: [i32; MAX_BATCH],
+    got: usize,
+}
+
+impl RecvBatch {
+    /// Buffers for `slots` messages (capped at [`MAX_BATCH`]) of up to
+    /// `slot` bytes each.
+    pub fn new(slot: usize, slots: usize) -> RecvBatch {
+        let slots = slots.clamp(1, MAX_BATCH);
+        let slot = slot.max(1);
+        RecvBatch {
+            slot,
+            slots,
+            data: vec![0u8; slot * slots],
+            // u64 words keep each control area aligned for cmsghdr.
+            control: vec![0u64; slots * CMSG_ROOM / 8],
+            lens: [0; MAX_BATCH],
+            ctl_lens: [0; MAX_BATCH],
+            flags: [0; MAX_BATCH],
+            got: 0,
+        }
+    }
+
+    /// Receives what is queued: blocks (up to the socket's receive timeout)
+    /// for the first message, then takes whatever else is already there.
+    /// Returns the number of messages.
+    pub fn recv(&mut self, sock: &impl AsRawFd) -> io::Result<usize> {
+        self.got = 0;
+        // SAFETY: plain data; zeroed is valid.
+        let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
+        // SAFETY: plain data; zeroed is valid.
+        let mut hdrs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+        let data = self.data.as_mut_ptr();
+        let control = self.control.as_mut_ptr().cast::<u8>();
+        for i in 0..self.slots {
+            iov[i] = libc::iovec {
+                // SAFETY: i * slot + slot <= data.len(), so the offset stays inside the buffer.
+                iov_base: unsafe { data.add(i * self.slot) }.cast(),
+                iov_len: self.slot,
+            };
+            let h = &mut hdrs[i].msg_hdr;
+            h.msg_iov = &mut iov[i];
+            h.msg_iovlen = 1;
+            // SAFETY: i * CMSG_ROOM + CMSG_ROOM <= control.len() * 8, so the offset stays inside.
+            h.msg_control = unsafe { control.add(i * CMSG_ROOM) }.cast();
+            h.msg_controllen = CMSG_ROOM as _;
+        }
+        // SAFETY: every header points at its own disjoint slot of `data`
+        // and `control`, both owned by `self` and alive for the call; the
+        // kernel writes at most `iov_len` / `msg_controllen` bytes there and
+        // updates fields inside `hdrs`. No timeout pointer (the socket's
+        // SO_RCVTIMEO bounds the wait for the first message).
+        let rc = unsafe {
+            libc::recvmmsg(
+                sock.as_raw_fd(),
+                hdrs.as_mut_ptr(),
+                self.slots as libc::c_uint,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut(),
+            )
+        };
+        let n = check(rc)? as usize;
+        // msg_controllen is size_t with glibc but u32 with musl.
+        #[allow(clippy::unnecessary_cast)]
+        for (i, h) in hdrs.iter().enumerate().take(n) {
+            self.lens[i] = h.msg_len;
+            self.ctl_lens[i] = (h.msg_hdr.msg_controllen as usize).min(CMSG_ROOM);
+            self.flags[i] = h.msg_hdr.msg_flags;
+        }
+        self.got = n;
+        Ok(n)
+    }
+
+    /// Messages from the last [`RecvBatch::recv`].
+    pub fn len(&self) -> usize {
+        self.got
+    }
+
+    /// Whether the last receive got nothing.
+    pub fn is_empty(&self) -> bool {
+        self.got == 0
+    }
+
+    /// The `i`-th message of the last receive.
+    pub fn message(&self, i: usize) -> Received<'_> {
+        let len = (self.lens[i] as usize).min(self.slot);
+        let data = &self.data[i * self.slot..i * self.slot + len];
+        let ctl_bytes = self.ctl_lens[i];
+        let mut segment = None;
+        let mut rx_time_ns = None;
+        // Walk the control messages by hand: each is a cmsghdr followed by
+        // its data, padded to 8 bytes. Lengths come from the kernel but are
+        // checked against the area before use.
+        let base = i * CMSG_ROOM / 8;
+        let area = &self.control[base..base + CMSG_ROOM / 8];
+        // SAFETY: viewing initialised u64 words as bytes is always valid.
+        let bytes: &[u8] = unsafe { std::slice::from_raw_parts(area.as_ptr().cast::<u8>(), CMSG_ROOM) };
+        let hdr_len = mem::size_of::<libc::cmsghdr>();
+        let mut off = 0;
+        while off + hdr_len <= ctl_bytes {
+            // SAFETY: `off` is 8-aligned inside an 8-aligned buffer and
+            // `off + hdr_len` is in bounds, so reading a cmsghdr is valid.
+            let h: libc::cmsghdr = unsafe { std::ptr::read(bytes.as_ptr().add(off).cast()) };
+            let clen = h.cmsg_len as usize;
+            if clen < hdr_len || off + clen > ctl_bytes {
+                break;
+            }
+            let payload = &bytes[off + hdr_len..off + clen];
+            match (h.cmsg_level, h.cmsg_type) {
+                (libc::SOL_UDP, UDP_GRO) if payload.len() >= 4 => {
+                    let v = i32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]]);
+                    if v > 0 {
+                        segment = Some(v as usize);
+                    }
+                }
+                (libc::SOL_SOCKET, SO_TIMESTAMPNS) if payload.len() >= 16 => {
+                    let mut s = [0u8; 8];
+                    let mut n = [0u8; 8];
+                    s.copy_from_slice(&payload[0..8]);
+                    n.copy_from_slice(&payload[8..16]);
+                    let (s, n) = (i64::from_ne_bytes(s), i64::from_ne_bytes(n));
+                    rx_time_ns = Some(s.saturating_mul(1_000_000_000).saturating_add(n));
+                }
+                _ => {}
+            }
+            off += (clen + 7) & !7;
+        }
+        Received {
+            data,
+            segment,
+            rx_time_ns,
+            truncated: self.flags[i] & libc::MSG_TRUNC != 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::time::Duration;
+
+    fn pair() -> (UdpSocket, UdpSocket) {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        b.connect(a.local_addr().unwrap()).unwrap();
+        b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn batches_go_out_and_come_back_as_separate_datagrams() {
+        let (a, b) = pair();
+        let d: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; 100 + i as usize]).collect();
+        let refs: Vec<&[u8]> = d.iter().map(|v| v.as_slice()).collect();
+        assert_eq!(send_batch(&a, &refs).unwrap(), 10);
+        set_rx_timestamps(&b).unwrap();
+        let mut rb = RecvBatch::new(2048, 16);
+        let mut got = Vec::new();
+        while got.len() < 10 {
+            let n = rb.recv(&b).unwrap();
+            for i in 0..n {
+                let m = rb.message(i);
+                assert!(m.rx_time_ns.is_some());
+                assert_eq!(m.segment, None);
+                got.push(m.data.to_vec());
+            }
+        }
+        assert_eq!(got, d);
+    }
+
+    #[test]
+    fn gso_send_arrives_as_a_gro_buffer_or_as_datagrams() {
+        let (a, b) = pair();
+        if set_gso(&a, 100).is_err() {
+            eprintln!("NOTICE: no UDP GSO in this kernel");
+            return;
+        }
+        // With GRO the datagrams come as one buffer, without as ten: the
+        // same datagrams either way.
+        let _ = set_gro(&b);
+        let buf: Vec<u8> = (0..1000).map(|i| (i / 100) as u8).collect();
+        assert_eq!(a.send(&buf).unwrap(), 1000);
+        let mut rb = RecvBatch::new(MAX_UDP_PAYLOAD, 4);
+        let mut datagrams = Vec::new();
+        while datagrams.len() < 10 {
+            let n = rb.recv(&b).unwrap();
+            for i in 0..n {
+                let m = rb.message(i);
+                let seg = m.segment.unwrap_or(m.data.len());
+                datagrams.extend(m.data.chunks(seg).map(|c| c.to_vec()));
+            }
+        }
+        assert_eq!(datagrams.len(), 10);
+        for (k, d) in datagrams.iter().enumerate() {
+            assert_eq!(d, &vec![k as u8; 100]);
+        }
+        clear_gso(&a).unwrap();
+    }
+
+    #[test]
+    fn truncation_is_flagged() {
+        let (a, b) = pair();
+        a.send(&[7u8; 300]).unwrap();
+        let mut rb = RecvBatch::new(100, 1);
+        assert_eq!(rb.recv(&b).unwrap(), 1);
+        let m = rb.message(0);
+        assert!(m.truncated);
+        assert_eq!(m.data.len(), 100);
+    }
+
+    #[test]
+    fn timer_slack_and_dont_fragment_are_accepted() {
+        set_thread_timer_slack(1000).unwrap();
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        set_dont_fragment(&s, false).unwrap();
+        let v = crate::sys::socket::get_int_option(&s, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER).unwrap();
+        assert_eq!(v, libc::IP_PMTUDISC_DO);
+    }
+}
