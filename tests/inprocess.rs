@@ -40,8 +40,7 @@ fn run(args: &str) -> Vec<Event> {
     stop.store(15, Relaxed);
     t.join().unwrap().unwrap();
     r.unwrap_or_else(|e| panic!("client failed: {}", e.line()));
-    let events = rec.events.lock().unwrap().clone();
-    events
+    rec.events.lock().unwrap().clone()
 }
 
 fn summary(events: &[Event]) -> &Summary {

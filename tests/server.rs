@@ -52,7 +52,11 @@ fn iperf3_clients_are_served_at_once() {
 fn one_off_server_exits_after_its_test() {
     let port = free_port();
     let mut srv = wirespeed_server(port, &["-1"]);
-    let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"], T);
+    let r = run(
+        &wirespeed(),
+        &["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"],
+        T,
+    );
     assert_eq!(r.code, Some(0));
     let st = srv.wait(Duration::from_secs(10)).expect("server exits");
     assert_eq!(st.code(), Some(0));
@@ -63,10 +67,16 @@ fn idle_connections_do_not_keep_clients_out() {
     let port = free_port();
     let _srv = wirespeed_server(port, &[]);
     // Connections that never say anything, and one that sends half a cookie.
-    let mut idle: Vec<TcpStream> = (0..20).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    let mut idle: Vec<TcpStream> = (0..20)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
     idle[0].write_all(b"abcdefgh").unwrap();
     let t0 = Instant::now();
-    let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"], T);
+    let r = run(
+        &wirespeed(),
+        &["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"],
+        T,
+    );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
@@ -82,14 +92,22 @@ fn a_killed_client_frees_its_test() {
     // The server notices the dead control connection and takes the next test.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"], T);
+        let r = run(
+            &wirespeed(),
+            &["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"],
+            T,
+        );
         if r.code == Some(0) {
             break;
         }
         assert!(Instant::now() < deadline, "server still busy: {}", r.stderr);
         std::thread::sleep(Duration::from_millis(300));
     }
-    assert!(srv.err().contains("the client has unexpectedly closed the connection"), "{}", srv.err());
+    assert!(
+        srv.err().contains("the client has unexpectedly closed the connection"),
+        "{}",
+        srv.err()
+    );
 }
 
 #[test]
@@ -101,14 +119,27 @@ fn daemon_writes_pidfile_and_logs() {
     let port = free_port();
     let r = run(
         &wirespeed(),
-        &["-s", "-D", "-p", &port.to_string(), "-I", pidfile.to_str().unwrap(), "--logfile", log.to_str().unwrap()],
+        &[
+            "-s",
+            "-D",
+            "-p",
+            &port.to_string(),
+            "-I",
+            pidfile.to_str().unwrap(),
+            "--logfile",
+            log.to_str().unwrap(),
+        ],
         Duration::from_secs(10),
     );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     wait_listening(port);
     let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
-    let c = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"], T);
+    let c = run(
+        &wirespeed(),
+        &["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"],
+        T,
+    );
     assert_eq!(c.code, Some(0));
     let _ = std::process::Command::new("kill").arg(pid.to_string()).status();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -127,7 +158,11 @@ fn json_server_prints_one_document_per_test() {
     let port = free_port();
     let srv = wirespeed_server(port, &["-J"]);
     for _ in 0..2 {
-        let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"], T);
+        let r = run(
+            &wirespeed(),
+            &["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"],
+            T,
+        );
         assert_eq!(r.code, Some(0));
     }
     std::thread::sleep(Duration::from_millis(300));
