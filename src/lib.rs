@@ -73,6 +73,12 @@ pub fn run(args: Vec<OsString>) -> i32 {
         eprintln!("{prog}: error - the iperf 2 dialect is not implemented yet");
         return 1;
     }
+    // wirespeed's own commands, which no iperf command line can start with.
+    match rest.first().map(String::as_str) {
+        Some("report") => return cli::report::run(&rest[1..], &prog),
+        Some("--completions") => return cli::completions::run(&rest[1..], &prog),
+        _ => {}
+    }
     let wants_json = rest.iter().any(|a| a == "-J" || a == "--json" || a == "--json-stream");
     let cmd = match cli::iperf3::parse_args(&rest) {
         Ok(c) => c,
@@ -135,6 +141,21 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
             out.write_err(&format!("warning: {w}\n"));
         }
     }
+    if let Some(path) = &cfg.output.html_report {
+        // Find out now, not after the test, that the report cannot be written.
+        let first = match cfg.role {
+            Role::Server => report::html::numbered_path(path, 1),
+            _ => path.clone(),
+        };
+        if let Err(e) = report::html::check_writable(&first) {
+            if cfg.output.json {
+                print_json_error(&e);
+            } else {
+                out.write_err(&format!("{prog}: {}\n", e.line()));
+            }
+            return 1;
+        }
+    }
     let signal = install_signals();
     let result = match &cfg.role {
         Role::Client(host) => {
@@ -144,7 +165,8 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
                     reporter.emit(Event::Warning(w.clone()));
                 }
             }
-            client::run(&cfg, &host.clone(), cfg.port, &mut reporter, &signal)
+            let r = client::run(&cfg, &host.clone(), cfg.port, &mut reporter, &signal);
+            finish(r, &mut reporter, &out)
         }
         Role::Loopback => run_loopback(&cfg, out.clone(), &signal),
         Role::Server => run_server(&cfg, out.clone(), signal.clone()),
@@ -191,11 +213,24 @@ fn run_loopback(cfg: &TestConfig, out: Output, signal: &Arc<AtomicUsize>) -> Res
         .name("ws-loopback-server".into())
         .spawn(move || server.run(stop2))
         .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
-    let mut reporter = Reporter::for_config(cfg, out, Side::Client);
+    let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
     let r = client::run(cfg, "127.0.0.1", port, &mut reporter, signal);
     stop.store(libc::SIGTERM as usize, Relaxed);
     let _ = t.join();
-    r
+    finish(r, &mut reporter, &out)
+}
+
+/// A client's outcome, made a failure when an output of its own (the HTML
+/// report) could not be written. The test's errors were already printed by
+/// the sinks; this one is printed here.
+fn finish(r: Result<(), Error>, reporter: &mut Reporter, out: &Output) -> Result<(), Error> {
+    match (r, reporter.finish()) {
+        (Ok(()), Err(e)) => {
+            out.write_err(&format!("{}: {}\n", out.program(), e.line()));
+            Err(e)
+        }
+        (r, _) => r,
+    }
 }
 
 /// A PID file that is removed when dropped.

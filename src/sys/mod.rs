@@ -4,4 +4,5 @@
 
 pub mod process;
 pub mod socket;
+pub mod term;
 pub mod time;
