@@ -86,7 +86,7 @@ impl NetnsPair {
 
     /// Starts `prog args` inside namespace `ns` (`ip netns exec` execs the
     /// program, so the pid is the program's).
-    pub fn spawn(ns: &str, prog: &PathBuf, args: &[&str]) -> Proc {
+    pub fn spawn(ns: &str, prog: &std::path::Path, args: &[&str]) -> Proc {
         let p = prog.to_string_lossy().into_owned();
         let mut all = vec!["netns", "exec", ns, &p];
         all.extend_from_slice(args);
