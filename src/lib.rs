@@ -15,6 +15,7 @@ pub mod ctrl;
 pub mod engine;
 pub mod error;
 pub mod json;
+pub mod metrics;
 pub mod net;
 pub mod proto;
 pub mod report;
@@ -156,6 +157,22 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
             return 1;
         }
     }
+    // Bind the metrics endpoint before anything else, so a busy address is
+    // one line and exit 1; it starts serving once the server runs.
+    let metrics = match (&cfg.role, &cfg.server.metrics) {
+        (Role::Server, Some(addr)) => match metrics::http::Endpoint::bind(addr) {
+            Ok(ep) => Some(ep),
+            Err(e) => {
+                if cfg.output.json {
+                    print_json_error(&e);
+                } else {
+                    out.write_err(&format!("{prog}: {}\n", e.line()));
+                }
+                return 1;
+            }
+        },
+        _ => None,
+    };
     let signal = install_signals();
     let result = match &cfg.role {
         Role::Client(host) => {
@@ -169,7 +186,7 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
             finish(r, &mut reporter, &out)
         }
         Role::Loopback => run_loopback(&cfg, out.clone(), &signal),
-        Role::Server => run_server(&cfg, out.clone(), signal.clone()),
+        Role::Server => run_server(&cfg, out.clone(), signal.clone(), metrics),
     };
     match result {
         Ok(()) => 0,
@@ -183,11 +200,25 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     }
 }
 
-fn run_server(cfg: &TestConfig, out: Output, signal: Arc<AtomicUsize>) -> Result<(), Error> {
-    let server = server::Server::bind(cfg, out)?;
+fn run_server(
+    cfg: &TestConfig,
+    out: Output,
+    signal: Arc<AtomicUsize>,
+    metrics: Option<metrics::http::Endpoint>,
+) -> Result<(), Error> {
+    let mut server = server::Server::bind(cfg, out)?;
     if cfg.server.daemon {
         sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;
     }
+    // Threads do not survive the daemon's fork: serve metrics after it.
+    let _serving = match metrics {
+        Some(ep) => {
+            let registry = Arc::new(metrics::Metrics::new());
+            server = server.with_metrics(registry.clone());
+            Some(ep.serve(registry)?)
+        }
+        None => None,
+    };
     let _pid = match &cfg.server.pidfile {
         Some(p) => Some(PidFile::create(p)?),
         None => None,
