@@ -27,7 +27,12 @@ fn the_manual_documents_every_accepted_option() {
             assert!(text.contains(&format!("\\-{c}")), "man page lacks -{c}");
         }
     }
-    for extra in ["wirespeed report", "\\-\\-completions", "IPERF 2 PERSONALITY", "wirespeed_refusals_total"] {
+    for extra in [
+        "wirespeed report",
+        "\\-\\-completions",
+        "IPERF 2 PERSONALITY",
+        "wirespeed_refusals_total",
+    ] {
         assert!(text.contains(extra), "man page lacks {extra}");
     }
 }
@@ -42,7 +47,11 @@ fn the_manual_renders_without_warnings() {
     let Some(man) = peer("man") else { return };
     let r = run(&man, &["-l", page.to_str().unwrap()], T);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert!(r.stdout.contains("WIRESPEED(1)") && r.stdout.contains("--report"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("WIRESPEED(1)") && r.stdout.contains("--report"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
@@ -77,7 +86,14 @@ fn completion_scripts_parse_in_their_shells() {
 fn help_lists_the_wirespeed_additions() {
     let r = run(&wirespeed(), &["--help"], T);
     assert_eq!(r.code, Some(0));
-    for s in ["--report", "--live", "--metrics", "--loopback", "wirespeed report", "--completions"] {
+    for s in [
+        "--report",
+        "--live",
+        "--metrics",
+        "--loopback",
+        "wirespeed report",
+        "--completions",
+    ] {
         assert!(r.stdout.contains(s), "--help lacks {s}");
     }
 }
