@@ -252,7 +252,7 @@ fn report_option_plots_the_numbers_json_prints() {
     );
     // The window advice of the JSON is on the page too.
     let advice = doc["end"]["advice"]["text"].as_str().expect("advice in JSON");
-    let first = advice.lines().next().unwrap();
+    let first = advice.lines().next().unwrap().trim_start_matches("Window advice: ");
     assert!(html.contains(&first.replace('\'', "&#39;")), "{first}");
     // Nothing else was left in the directory (no temporary files).
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);

@@ -51,6 +51,7 @@ table.params td:first-child{color:var(--muted);padding-right:18px;white-space:no
 h3{font-size:15px;margin:14px 0 4px}
 nav.toc{font-size:14px}
 footer{color:var(--muted);font-size:12px;text-align:center;margin-top:20px}
+@media (max-width:640px){svg .tick{font-size:19px}svg .label{font-size:20px}svg .shade-label{font-size:17px}section.test{padding:12px 10px}main{padding:8px 6px 30px}}
 "#;
 
 fn table(t: &Table) -> String {
@@ -95,6 +96,8 @@ fn section(i: usize, v: &TestView) -> String {
         s.push_str("</div>");
     }
     if let Some(a) = &v.advice {
+        // The box is titled; the text's own "Window advice: " would repeat it.
+        let a = a.strip_prefix("Window advice: ").unwrap_or(a);
         let _ = write!(s, r#"<div class="advice"><b>Window advice</b>{}</div>"#, escape(a));
     }
     if !v.charts.is_empty() {
