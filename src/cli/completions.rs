@@ -95,7 +95,11 @@ pub fn help_descriptions(usage: &str) -> Vec<(Vec<String>, String)> {
 
 /// The documented options of a table: every row the parser accepts and
 /// `available` allows, with its description from `usage`.
-pub fn documented<K: Copy>(table: &[OptSpec<K>], available: impl Fn(K) -> bool, usage: &str) -> Vec<OptionDoc> {
+pub fn documented<K: Copy + PartialEq>(
+    table: &[OptSpec<K>],
+    available: impl Fn(K) -> bool,
+    usage: &str,
+) -> Vec<OptionDoc> {
     let help = help_descriptions(usage);
     let find = |o: &OptSpec<K>| {
         help.iter().find_map(|(names, d)| {
@@ -104,6 +108,12 @@ pub fn documented<K: Copy>(table: &[OptSpec<K>], available: impl Fn(K) -> bool, 
             hit.then(|| d.clone())
         })
     };
+    // An alias (`--bandwidth` for `-b`) shares its option's description.
+    let help_of = |o: &OptSpec<K>| {
+        find(o)
+            .or_else(|| table.iter().filter(|t| t.key == o.key).find_map(find))
+            .unwrap_or_default()
+    };
     table
         .iter()
         .filter(|o| available(o.key))
@@ -111,7 +121,7 @@ pub fn documented<K: Copy>(table: &[OptSpec<K>], available: impl Fn(K) -> bool, 
             short: o.short,
             long: o.long.map(str::to_string),
             arg: o.arg,
-            help: find(o).unwrap_or_default(),
+            help: help_of(o),
         })
         .collect()
 }

@@ -837,6 +837,7 @@ Client specific:
   --pacing-timer #[KMG]     set the timing for pacing, in microseconds (default 1000)
   --fq-rate #[KMG]          enable fair-queuing based socket pacing in
                             bits/sec (Linux only)
+  --no-fq-socket-pacing     deprecated: accepted with a warning, as iperf3 does
   -t, --time      #         time in seconds to transmit for (default 10 secs)
   -n, --bytes     #[KMG]    number of bytes to transmit (instead of -t)
   -k, --blockcount #[KMG]   number of blocks (packets) to transmit (instead of -t or -n)

@@ -359,7 +359,8 @@ mod tests {
 
     #[test]
     fn nice_numbers_are_one_two_five() {
-        assert_eq!(nice_number(0.73, true), 0.5);
+        assert_eq!(nice_number(0.6, true), 0.5);
+        assert_eq!(nice_number(0.73, true), 1.0);
         assert_eq!(nice_number(0.73, false), 1.0);
         assert_eq!(nice_number(2.4, true), 2.0);
         assert_eq!(nice_number(37.0, false), 50.0);
@@ -414,7 +415,8 @@ mod tests {
         let svg = render(&c);
         assert!(svg.contains(r#"data-label="a&lt;b""#));
         assert!(svg.contains(r#"data-y-scale="1000000000""#));
-        // y axis 0..5 Gbit/s, plot from 14 to 254: 4 Gbit/s sits at 254 - 0.8*240.
-        assert!(svg.contains(&format!("{:.2}", 254.0 - 0.8 * 240.0)));
+        // y axis 0..4 Gbit/s over the plot from y=14 to y=254; x 0..2 s over x=66..624.
+        assert!(svg.contains(r#"data-y-max="4""#), "{svg}");
+        assert!(svg.contains(r#"points="345.00,134.00 624.00,14.00""#), "{svg}");
     }
 }
