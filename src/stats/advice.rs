@@ -17,6 +17,9 @@ pub const LIMITED_SHARE: f64 = 0.2;
 /// A connection busy for less than this share of the test was held back by
 /// its sender (a `-b` rate, the application, the CPU), not the network.
 pub const BUSY_SHARE: f64 = 0.5;
+/// A sending host whose CPU use (as `-V` reports it) reaches this share was
+/// the limit, not the path: typical of loopback tests.
+pub const CPU_BOUND: f64 = 90.0;
 /// Without a `-b` target, the suggested window lets the rate grow this many
 /// times before the window binds again.
 pub const HEADROOM: f64 = 4.0;
@@ -46,6 +49,8 @@ pub struct AdviceInput {
     pub send_buffer: u64,
     /// Target rate asked with `-b`, for all streams (0 = none).
     pub target_bits_per_second: f64,
+    /// This host's CPU use over the test, % (as the CPU Utilization line).
+    pub cpu_percent: f64,
 }
 
 fn bytes(b: f64) -> String {
@@ -102,7 +107,7 @@ pub fn advise(i: &AdviceInput) -> Option<WindowAdvice> {
         WindowLimit::ReceiveWindow
     } else if sndbuf >= LIMITED_SHARE {
         WindowLimit::SendBuffer
-    } else if busy < BUSY_SHARE {
+    } else if busy < BUSY_SHARE || i.cpu_percent >= CPU_BOUND {
         WindowLimit::Sender
     } else {
         WindowLimit::Path
@@ -126,6 +131,10 @@ pub fn advise(i: &AdviceInput) -> Option<WindowAdvice> {
             "limited by the path: congestion control set the pace (window-limited {:.0}%, buffer-limited {:.0}% of the busy time)",
             rwnd * 100.0,
             sndbuf * 100.0
+        ),
+        WindowLimit::Sender if i.cpu_percent >= CPU_BOUND => format!(
+            "limited by the sender: its CPU was busy {:.0}% of the test, so this measured the host more than the network",
+            i.cpu_percent
         ),
         WindowLimit::Sender => format!(
             "limited by the sender: the connection had data to send only {:.0}% of the test (a -b rate, or the sending host)",
@@ -218,6 +227,7 @@ mod tests {
             peer_window: 20_000,
             send_buffer: 87_040,
             target_bits_per_second: 0.0,
+            cpu_percent: 5.0,
         }
     }
 
@@ -270,6 +280,13 @@ mod tests {
         })
         .unwrap();
         assert_eq!(a.limited_by, WindowLimit::Sender);
+        let a = advise(&AdviceInput {
+            cpu_percent: 97.0,
+            ..input()
+        })
+        .unwrap();
+        assert_eq!(a.limited_by, WindowLimit::Sender);
+        assert!(a.text[0].contains("CPU was busy 97%"), "{}", a.text[0]);
         let a = advise(&AdviceInput { busy_us: 0, ..input() }).unwrap();
         assert_eq!(a.limited_by, WindowLimit::Unknown);
         assert!(advise(&AdviceInput { rtt_us: 0, ..input() }).is_none());

@@ -610,7 +610,7 @@ impl TestStats {
         } else {
             (peer_cong, local_congestion)
         };
-        let advice = self.window_advice(&streams);
+        let advice = self.window_advice(&streams, c.total);
         Summary {
             protocol: self.protocol,
             advice,
@@ -630,7 +630,7 @@ impl TestStats {
 impl TestStats {
     /// Window advice from this host's TCP senders (what TCP_INFO says held
     /// them back, with the delivered rate).
-    fn window_advice(&self, summaries: &[StreamSummary]) -> Option<WindowAdvice> {
+    fn window_advice(&self, summaries: &[StreamSummary], cpu_percent: f64) -> Option<WindowAdvice> {
         if self.protocol != Protocol::Tcp {
             return None;
         }
@@ -683,6 +683,7 @@ impl TestStats {
                 .map(|b| b.max(0) as u64)
                 .unwrap_or(0),
             target_bits_per_second: 0.0,
+            cpu_percent,
         };
         advice::advise(&input)
     }
