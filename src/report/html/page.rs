@@ -25,10 +25,10 @@ section.test h2{margin:0 0 2px;font-size:19px}
 .headline div{border:1px solid var(--line);border-radius:8px;padding:6px 12px;min-width:140px}
 .headline span{display:block;color:var(--muted);font-size:12px}
 .headline strong{font-size:18px;font-variant-numeric:tabular-nums}
-.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,460px),1fr));gap:14px;margin:12px 0}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,400px),1fr));gap:14px;margin:12px 0}
 figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:8px 10px 6px}
 figcaption{font-weight:600;font-size:14px;margin:0 0 2px}
-svg.chart{width:100%;height:auto;display:block}
+svg.chart{width:100%;max-width:720px;height:auto;display:block}
 svg .grid{stroke:#e6e9ef;stroke-width:1}
 svg .axis{stroke:#5b6476;stroke-width:1}
 svg .xtick{stroke:#5b6476;stroke-width:1}
