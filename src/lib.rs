@@ -17,6 +17,7 @@ pub mod engine;
 pub mod error;
 pub mod iperf2;
 pub mod json;
+pub mod metrics;
 pub mod net;
 pub mod proto;
 pub mod report;
@@ -76,6 +77,12 @@ pub fn run(args: Vec<OsString>) -> i32 {
     }
     if rest.first().is_some_and(|a| a == "--iperf2") {
         return iperf2::run(&rest[1..], "iperf");
+    }
+    // wirespeed's own commands, which no iperf command line can start with.
+    match rest.first().map(String::as_str) {
+        Some("report") => return cli::report::run(&rest[1..], &prog),
+        Some("--completions") => return cli::completions::run(&rest[1..], &prog),
+        _ => {}
     }
     let wants_json = rest.iter().any(|a| a == "-J" || a == "--json" || a == "--json-stream");
     let cmd = match cli::iperf3::parse_args(&rest) {
@@ -140,6 +147,37 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
         }
     }
     debug::set_level(cfg.output.debug);
+    if let Some(path) = &cfg.output.html_report {
+        // Find out now, not after the test, that the report cannot be written.
+        let first = match cfg.role {
+            Role::Server => report::html::numbered_path(path, 1),
+            _ => path.clone(),
+        };
+        if let Err(e) = report::html::check_writable(&first) {
+            if cfg.output.json {
+                print_json_error(&e);
+            } else {
+                out.write_err(&format!("{prog}: {}\n", e.line()));
+            }
+            return 1;
+        }
+    }
+    // Bind the metrics endpoint before anything else, so a busy address is
+    // one line and exit 1; it starts serving once the server runs.
+    let metrics = match (&cfg.role, &cfg.server.metrics) {
+        (Role::Server, Some(addr)) => match metrics::http::Endpoint::bind(addr) {
+            Ok(ep) => Some(ep),
+            Err(e) => {
+                if cfg.output.json {
+                    print_json_error(&e);
+                } else {
+                    out.write_err(&format!("{prog}: {}\n", e.line()));
+                }
+                return 1;
+            }
+        },
+        _ => None,
+    };
     let signal = install_signals();
     let result = match &cfg.role {
         Role::Client(host) => {
@@ -149,10 +187,11 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
                     reporter.emit(Event::Warning(w.clone()));
                 }
             }
-            client::run(&cfg, &host.clone(), cfg.port, &mut reporter, &signal)
+            let r = client::run(&cfg, &host.clone(), cfg.port, &mut reporter, &signal);
+            finish(r, &mut reporter, &out)
         }
         Role::Loopback => run_loopback(&cfg, out.clone(), &signal),
-        Role::Server => run_server(&cfg, out.clone(), signal.clone()),
+        Role::Server => run_server(&cfg, out.clone(), signal.clone(), metrics),
     };
     match result {
         Ok(()) => 0,
@@ -166,11 +205,25 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     }
 }
 
-fn run_server(cfg: &TestConfig, out: Output, signal: Arc<AtomicUsize>) -> Result<(), Error> {
-    let server = server::Server::bind(cfg, out)?;
+fn run_server(
+    cfg: &TestConfig,
+    out: Output,
+    signal: Arc<AtomicUsize>,
+    metrics: Option<metrics::http::Endpoint>,
+) -> Result<(), Error> {
+    let mut server = server::Server::bind(cfg, out)?;
     if cfg.server.daemon {
         sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;
     }
+    // Threads do not survive the daemon's fork: serve metrics after it.
+    let _serving = match metrics {
+        Some(ep) => {
+            let registry = Arc::new(metrics::Metrics::new());
+            server = server.with_metrics(registry.clone());
+            Some(ep.serve(registry)?)
+        }
+        None => None,
+    };
     let _pid = match &cfg.server.pidfile {
         Some(p) => Some(PidFile::create(p)?),
         None => None,
@@ -196,11 +249,24 @@ fn run_loopback(cfg: &TestConfig, out: Output, signal: &Arc<AtomicUsize>) -> Res
         .name("ws-loopback-server".into())
         .spawn(move || server.run(stop2))
         .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
-    let mut reporter = Reporter::for_config(cfg, out, Side::Client);
+    let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
     let r = client::run(cfg, "127.0.0.1", port, &mut reporter, signal);
     stop.store(libc::SIGTERM as usize, Relaxed);
     let _ = t.join();
-    r
+    finish(r, &mut reporter, &out)
+}
+
+/// A client's outcome, made a failure when an output of its own (the HTML
+/// report) could not be written. The test's errors were already printed by
+/// the sinks; this one is printed here.
+fn finish(r: Result<(), Error>, reporter: &mut Reporter, out: &Output) -> Result<(), Error> {
+    match (r, reporter.finish()) {
+        (Ok(()), Err(e)) => {
+            out.write_err(&format!("{}: {}\n", out.program(), e.line()));
+            Err(e)
+        }
+        (r, _) => r,
+    }
 }
 
 /// A PID file that is removed when dropped.

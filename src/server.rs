@@ -22,6 +22,7 @@ use crate::client::now_timestamp;
 use crate::config::{EndCondition, Protocol, TestConfig};
 use crate::ctrl::{Ctrl, Polled, Woke};
 use crate::error::{Code, Error};
+use crate::metrics::{Metrics, MetricsSink, Refusal};
 use crate::net;
 use crate::proto::iperf3::cookie::could_be_cookie;
 use crate::proto::iperf3::framing::server_error_frame;
@@ -58,6 +59,8 @@ struct Shared {
     port: u16,
     /// Why UDP tests cannot run, if the UDP port could not be opened.
     udp_error: Option<Error>,
+    /// `--metrics`: the registry tests and refusals report into.
+    metrics: Option<Arc<Metrics>>,
 }
 
 #[derive(Default)]
@@ -162,6 +165,7 @@ impl Server {
                 done_tx: Mutex::new(done_tx),
                 port,
                 udp_error,
+                metrics: None,
             }),
             done_rx,
             banner,
@@ -171,6 +175,20 @@ impl Server {
     /// The port the server listens on.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Reports tests and refusals into `m` (`--metrics`). Call before `run`.
+    pub fn with_metrics(mut self, m: Arc<Metrics>) -> Server {
+        if let Some(s) = Arc::get_mut(&mut self.shared) {
+            s.metrics = Some(m);
+        }
+        self
+    }
+
+    fn refused(&self, why: Refusal) {
+        if let Some(m) = &self.shared.metrics {
+            m.refused(why);
+        }
     }
 
     /// Serves until a signal arrives (its number stored in `signal`), or
@@ -388,21 +406,26 @@ impl Server {
             let _ = tx.try_send(DataSock::Tcp(stream));
             return;
         }
-        if reg.running.contains(&cookie)
-            || self.shared.active.load(Relaxed) >= self.shared.cfg.server.max_tests as usize
-        {
+        let duplicate = reg.running.contains(&cookie);
+        if duplicate || self.shared.active.load(Relaxed) >= self.shared.cfg.server.max_tests as usize {
             drop(reg);
             deny(stream);
+            self.refused(if duplicate {
+                Refusal::DuplicateCookie
+            } else {
+                Refusal::Busy
+            });
             return;
         }
         reg.running.insert(cookie);
         drop(reg);
         self.shared.active.fetch_add(1, Relaxed);
-        self.shared.tests_started.fetch_add(1, Relaxed);
+        // The test's number, as the banner announced it (names its report).
+        let test_no = self.shared.tests_started.fetch_add(1, Relaxed) + 1;
         let shared = self.shared.clone();
         let peer = p.peer;
         let spawned = std::thread::Builder::new().name("ws-test".into()).spawn(move || {
-            let outcome = serve_test(&shared, stream, cookie, peer);
+            let outcome = serve_test(&shared, stream, cookie, peer, test_no);
             if let Ok(mut r) = shared.registry.lock() {
                 r.running.remove(&cookie);
                 r.collecting.remove(&cookie);
@@ -477,7 +500,7 @@ fn send_server_error(ctrl: &mut Ctrl, e: &Error) {
 }
 
 /// Runs one test on its control connection.
-fn serve_test(shared: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAddr) -> TestOutcome {
+fn serve_test(shared: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAddr, test_no: u64) -> TestOutcome {
     let cfg = &shared.cfg;
     let _ = net::setup_control(&stream, cfg.net.cntl_ka, cfg.net.snd_timeout);
     let Ok(mut ctrl) = Ctrl::new(stream) else {
@@ -498,11 +521,17 @@ fn serve_test(shared: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: Soc
         validate(&p, &limits)?;
         let mut test_cfg = cfg.clone();
         test_cfg.params = p.params.clone();
+        if let Some(path) = &cfg.output.html_report {
+            test_cfg.output.html_report = Some(crate::report::html::numbered_path(path, test_no));
+        }
         Ok((p, test_cfg))
     })();
     let (params_in, test_cfg) = match r {
         Ok(v) => v,
         Err(e) => {
+            if let Some(m) = &shared.metrics {
+                m.refused(Refusal::of_params_error(&e));
+            }
             send_server_error(&mut ctrl, &e);
             early.emit(Event::Error(e));
             return TestOutcome::Refused;
@@ -521,6 +550,12 @@ fn serve_test(shared: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: Soc
             .then(|| JsonSink::new(&test_cfg, Output::discard(), Side::Server)),
     };
     let (ph, pp) = crate::util::split_addr(&peer);
+    if let Some(m) = &shared.metrics {
+        let labels = crate::metrics::labels(test_cfg.dialect, params.protocol);
+        output
+            .reporter
+            .add(Box::new(MetricsSink::new(m.clone(), labels, ph.clone())));
+    }
     output.emit(Event::Accepted {
         host: ph.clone(),
         port: pp,

@@ -237,11 +237,17 @@ fn unimplemented(o: Opt) -> Option<Error> {
         Username | RsaPublicKey | RsaPrivateKey | AuthorizedUsers | TimeSkew | UsePkcs1 => {
             "authentication is not implemented yet"
         }
-        Live | Report | UdpSearch | MaxLoss | Metrics => "this option is not implemented yet",
+        UdpSearch | MaxLoss => "this option is not implemented yet",
         Allow | Deny => "access policies are not implemented yet",
         _ => return None,
     };
     Some(Error::param_msg(Code::UNIMP, msg))
+}
+
+/// Whether an option of [`TABLE`] works (rather than being rejected as not
+/// built yet): what `--help`, the man page and the completions must cover.
+pub fn available(o: Opt) -> bool {
+    unimplemented(o).is_none()
 }
 
 fn perr(code: Code) -> Error {
@@ -835,6 +841,7 @@ Client specific:
                             a UDP sender that fell behind catches up at most this much at once
   --fq-rate #[KMG]          enable fair-queuing based socket pacing in
                             bits/sec (Linux only)
+  --no-fq-socket-pacing     deprecated: accepted with a warning, as iperf3 does
   -t, --time      #         time in seconds to transmit for (default 10 secs)
   -n, --bytes     #[KMG]    number of bytes to transmit (instead of -t)
   -k, --blockcount #[KMG]   number of blocks (packets) to transmit (instead of -t or -n)
@@ -872,6 +879,17 @@ Client specific:
   --dont-fragment           set IPv4 Don't Fragment flag
   --gsro                    ask the server for UDP GSO/GRO too (wirespeed uses them
                             whenever the kernel has them)
+wirespeed additions:
+  --loopback                run a client against a built-in server on 127.0.0.1
+  --report file.html        write a self-contained HTML report with plots when the test
+                            ends (a server writes file-N.html for its test number N)
+  --live                    client on a terminal: show a live status line with the
+                            current and average rate and a sparkline
+  --metrics <addr>:<port>   server: serve Prometheus metrics over HTTP at <addr>:<port>
+  {prog} report RESULT.json [-o FILE.html]
+                            render saved -J output (ours or iperf3's) as an HTML report
+  {prog} --completions bash|zsh|fish
+                            print a shell completion script
 
 [KMG] indicates options that support a K/M/G suffix for kilo-, mega-, or giga-
 

@@ -367,6 +367,67 @@ pub struct CpuUtil {
     pub remote_system: f64,
 }
 
+/// What held a TCP sender back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowLimit {
+    /// The receiver's advertised window.
+    ReceiveWindow,
+    /// The sender's socket buffer.
+    SendBuffer,
+    /// The congestion window: the path.
+    Path,
+    /// The sender itself (a `-b` rate, the application, the CPU).
+    Sender,
+    /// The kernel did not say.
+    Unknown,
+}
+
+impl WindowLimit {
+    /// The JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            WindowLimit::ReceiveWindow => "receive_window",
+            WindowLimit::SendBuffer => "send_buffer",
+            WindowLimit::Path => "path",
+            WindowLimit::Sender => "sender",
+            WindowLimit::Unknown => "unknown",
+        }
+    }
+}
+
+/// Window advice for this host's TCP sending (`-V` text, JSON `end.advice`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowAdvice {
+    /// The verdict.
+    pub limited_by: WindowLimit,
+    /// Delivered rate, bit/s.
+    pub bits_per_second: f64,
+    /// Mean smoothed RTT, µs.
+    pub rtt_us: u64,
+    /// Minimum RTT, µs (0 = unknown).
+    pub min_rtt_us: u64,
+    /// Rate × RTT, bytes (all streams).
+    pub bdp_bytes: u64,
+    /// Share of busy time limited by the receive window, %.
+    pub rwnd_limited_percent: f64,
+    /// Share of busy time limited by the send buffer, %.
+    pub sndbuf_limited_percent: f64,
+    /// Share of the test the connections had data to send, %.
+    pub busy_percent: f64,
+    /// Largest window the peer advertised, bytes.
+    pub peer_window_bytes: u64,
+    /// Send buffer, bytes.
+    pub send_buffer_bytes: u64,
+    /// Rate the suggestion is sized for.
+    pub target_bits_per_second: Option<f64>,
+    /// Suggested `-w`, bytes.
+    pub suggested_window_bytes: Option<u64>,
+    /// Suggested option text (`-w 128K`).
+    pub suggested_option: Option<String>,
+    /// The explanation, with the arithmetic, one line per item.
+    pub text: Vec<String>,
+}
+
 /// The end-of-test report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
@@ -390,6 +451,8 @@ pub struct Summary {
     pub local_sends: bool,
     /// This host received data.
     pub local_receives: bool,
+    /// Window advice, when this host sent TCP.
+    pub advice: Option<WindowAdvice>,
 }
 
 /// Output the server returned with `--get-server-output`.

@@ -228,6 +228,32 @@ fn udp_totals(socket: Option<i32>, t: &Totals, u: &UdpTotals, sender: bool, ooo:
     Value::Object(m)
 }
 
+/// `end.advice`: wirespeed's window advice (an addition to iperf3's keys).
+fn advice_json(a: &WindowAdvice) -> Value {
+    let mut m = obj();
+    m.insert("limited_by".into(), Value::from(a.limited_by.name()));
+    m.insert("bits_per_second".into(), num(a.bits_per_second));
+    m.insert("rtt_us".into(), Value::from(a.rtt_us));
+    m.insert("min_rtt_us".into(), Value::from(a.min_rtt_us));
+    m.insert("bdp_bytes".into(), Value::from(a.bdp_bytes));
+    m.insert("rwnd_limited_percent".into(), num(a.rwnd_limited_percent));
+    m.insert("sndbuf_limited_percent".into(), num(a.sndbuf_limited_percent));
+    m.insert("busy_percent".into(), num(a.busy_percent));
+    m.insert("peer_window_bytes".into(), Value::from(a.peer_window_bytes));
+    m.insert("send_buffer_bytes".into(), Value::from(a.send_buffer_bytes));
+    if let Some(t) = a.target_bits_per_second {
+        m.insert("target_bits_per_second".into(), num(t));
+    }
+    if let Some(w) = a.suggested_window_bytes {
+        m.insert("suggested_window_bytes".into(), Value::from(w));
+    }
+    if let Some(o) = &a.suggested_option {
+        m.insert("suggested_option".into(), Value::from(o.clone()));
+    }
+    m.insert("text".into(), Value::from(a.text.join("\n")));
+    Value::Object(m)
+}
+
 /// The `end` object.
 pub fn end_json(s: &Summary) -> Value {
     let mut m = obj();
@@ -312,6 +338,10 @@ pub fn end_json(s: &Summary) -> Value {
         if let Some(x) = &s.receiver_tcp_congestion {
             m.insert("receiver_tcp_congestion".into(), Value::from(x.clone()));
         }
+    }
+    // After iperf3's keys, so their order stays iperf3's.
+    if let Some(a) = &s.advice {
+        m.insert("advice".into(), advice_json(a));
     }
     Value::Object(m)
 }

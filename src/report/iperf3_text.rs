@@ -259,6 +259,11 @@ impl TextSink {
                     self.print(&format!("rcv_tcp_congestion {c}\n"));
                 }
             }
+            if let Some(a) = &sum.advice {
+                for line in &a.text {
+                    self.print(&format!("{line}\n"));
+                }
+            }
         }
     }
 
@@ -720,6 +725,7 @@ mod tests {
             has_retransmits: true,
             local_sends: true,
             local_receives: false,
+            advice: None,
         };
         s.event(&Event::End(Box::new(sum)));
         let out = buf.lock().unwrap().clone();

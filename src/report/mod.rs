@@ -6,10 +6,12 @@
 
 pub mod csv;
 pub mod event;
+pub mod html;
 pub mod iperf2_event;
 pub mod iperf2_text;
 pub mod iperf3_json;
 pub mod iperf3_text;
+pub mod live;
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
@@ -24,6 +26,12 @@ use crate::error::{Code, Error};
 pub trait Sink: Send {
     /// Handles one event.
     fn event(&mut self, ev: &Event);
+
+    /// After the last event: a failure of the sink's own output (a report
+    /// file that could not be written), which decides the exit code.
+    fn finish(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
 /// Where a sink's text goes: stdout or a log file, with iperf3's optional
@@ -189,23 +197,45 @@ impl Reporter {
         }
     }
 
+    /// The first failure any sink had with its own output.
+    pub fn finish(&mut self) -> Result<(), Error> {
+        let mut first = Ok(());
+        for s in &mut self.sinks {
+            if let Err(e) = s.finish()
+                && first.is_ok()
+            {
+                first = Err(e);
+            }
+        }
+        first
+    }
+
     /// The sinks a configuration asks for, writing to `out`.
     pub fn for_config(cfg: &TestConfig, out: Output, side: event::Side) -> Reporter {
         let mut r = Reporter::new();
         match cfg.dialect {
-            Dialect::Iperf2 => r.add_iperf2(cfg, out, side, iperf2_text::header_state()),
+            Dialect::Iperf2 => r.add_iperf2(cfg, out.clone(), side, iperf2_text::header_state()),
             Dialect::Iperf3 => {
                 if cfg.output.json_stream {
                     r.add(Box::new(iperf3_json::JsonStreamSink::new(cfg, out.clone(), side)));
                     if cfg.output.json_stream_full {
-                        r.add(Box::new(iperf3_json::JsonSink::new(cfg, out, side)));
+                        r.add(Box::new(iperf3_json::JsonSink::new(cfg, out.clone(), side)));
                     }
                 } else if cfg.output.json {
-                    r.add(Box::new(iperf3_json::JsonSink::new(cfg, out, side)));
+                    r.add(Box::new(iperf3_json::JsonSink::new(cfg, out.clone(), side)));
                 } else {
-                    r.add(Box::new(iperf3_text::TextSink::new(cfg, out, side)));
+                    let text = Box::new(iperf3_text::TextSink::new(cfg, out.clone(), side));
+                    // --live draws around the text sink, on a terminal only.
+                    if cfg.output.live && out.is_terminal() {
+                        r.add(Box::new(live::LiveSink::new(text, live::Terminal::stdout())));
+                    } else {
+                        r.add(text);
+                    }
                 }
             }
+        }
+        if let Some(path) = &cfg.output.html_report {
+            r.add(Box::new(html::HtmlSink::new(cfg, out, side, path.clone())));
         }
         r
     }

@@ -5,6 +5,7 @@
 //! snapshots into [`IntervalReport`]s and the final [`Summary`]; every number
 //! a sink prints is computed here, once.
 
+pub mod advice;
 pub mod cpu;
 pub mod flow;
 pub mod udp;
@@ -125,6 +126,15 @@ pub struct StreamStats {
     rtt_sum: u64,
     rtt_n: u64,
     retrans_known: bool,
+    /// TCP_INFO busy / rwnd-limited / sndbuf-limited µs at the last sample,
+    /// and at the start (or the omit end), for the window advice.
+    limits: [u64; 3],
+    base_limits: [u64; 3],
+    min_rtt: u32,
+}
+
+fn limit_times(i: &crate::sys::socket::TcpInfo) -> [u64; 3] {
+    [i.busy_time_us, i.rwnd_limited_us, i.sndbuf_limited_us]
 }
 
 impl StreamStats {
@@ -137,12 +147,12 @@ impl StreamStats {
         counters: Arc<StreamCounters>,
         tcp_fd: Option<RawFd>,
     ) -> StreamStats {
-        let (retrans, known) = match (role, tcp_fd) {
+        let (retrans, known, limits) = match (role, tcp_fd) {
             (StreamRole::Send, Some(fd)) => match tcp_info_raw(fd) {
-                Ok(i) => (i.total_retrans, true),
-                Err(_) => (0, false),
+                Ok(i) => (i.total_retrans, true, limit_times(&i)),
+                Err(_) => (0, false, [0; 3]),
             },
-            _ => (0, false),
+            _ => (0, false, [0; 3]),
         };
         StreamStats {
             id,
@@ -162,6 +172,9 @@ impl StreamStats {
             rtt_sum: 0,
             rtt_n: 0,
             retrans_known: known,
+            limits,
+            base_limits: limits,
+            min_rtt: 0,
         }
     }
 
@@ -178,6 +191,10 @@ impl StreamStats {
         let retr = info.total_retrans.wrapping_sub(self.last_retrans) as i64;
         if sending {
             self.last_retrans = info.total_retrans;
+            self.limits = limit_times(&info);
+            if info.min_rtt > 0 && (self.min_rtt == 0 || info.min_rtt < self.min_rtt) {
+                self.min_rtt = info.min_rtt;
+            }
         }
         let s = TcpSample {
             retransmits: retr,
@@ -404,6 +421,8 @@ impl TestStats {
             {
                 s.base_retrans = i.total_retrans;
                 s.last_retrans = i.total_retrans;
+                s.limits = limit_times(&i);
+                s.base_limits = s.limits;
             }
             s.tcp_totals = TcpTotals {
                 min_rtt: u64::MAX,
@@ -617,8 +636,10 @@ impl TestStats {
         } else {
             (peer_cong, local_congestion)
         };
+        let advice = self.window_advice(&streams, c.total);
         Summary {
             protocol: self.protocol,
+            advice,
             streams,
             forward,
             reverse,
@@ -629,6 +650,68 @@ impl TestStats {
             local_sends,
             local_receives,
         }
+    }
+}
+
+impl TestStats {
+    /// Window advice from this host's TCP senders (what TCP_INFO says held
+    /// them back, with the delivered rate).
+    fn window_advice(&self, summaries: &[StreamSummary], cpu_percent: f64) -> Option<WindowAdvice> {
+        if self.protocol != Protocol::Tcp {
+            return None;
+        }
+        let senders: Vec<(&StreamStats, &StreamSummary)> = self
+            .streams
+            .iter()
+            .zip(summaries)
+            .filter(|(s, _)| s.role == StreamRole::Send && s.retrans_known && s.rtt_n > 0)
+            .collect();
+        if senders.is_empty() {
+            return None;
+        }
+        // The delivered rate: the receiver's count when the peer told it.
+        fn delivered(ss: &StreamSummary) -> &Totals {
+            if ss.peer_known && ss.receiver.bytes > 0 {
+                &ss.receiver
+            } else {
+                &ss.sender
+            }
+        }
+        let bytes: u64 = senders.iter().map(|(_, ss)| delivered(ss).bytes).sum();
+        let secs = senders.iter().map(|(_, ss)| delivered(ss).end).fold(0.0, f64::max);
+        let elapsed = senders.iter().map(|(s, _)| self.stream_secs(s)).fold(0.0, f64::max);
+        let sum = |k: usize| -> u64 {
+            senders
+                .iter()
+                .map(|(s, _)| s.limits[k].saturating_sub(s.base_limits[k]))
+                .sum()
+        };
+        let totals: Vec<TcpTotals> = senders.iter().filter_map(|(s, _)| s.tcp_totals()).collect();
+        let input = advice::AdviceInput {
+            streams: senders.len() as u32,
+            bits_per_second: rate(bytes, secs),
+            elapsed_us: (elapsed * 1e6) as u64,
+            rtt_us: totals.iter().map(|t| t.mean_rtt).sum::<u64>() / totals.len().max(1) as u64,
+            min_rtt_us: senders
+                .iter()
+                .map(|(s, _)| s.min_rtt as u64)
+                .filter(|r| *r > 0)
+                .min()
+                .unwrap_or(0),
+            busy_us: sum(0),
+            rwnd_limited_us: sum(1),
+            sndbuf_limited_us: sum(2),
+            peer_window: totals.iter().map(|t| t.max_snd_wnd).max().unwrap_or(0),
+            send_buffer: senders
+                .first()
+                .and_then(|(s, _)| s.tcp_fd)
+                .and_then(|fd| crate::sys::socket::get_int_option(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF).ok())
+                .map(|b| b.max(0) as u64)
+                .unwrap_or(0),
+            target_bits_per_second: 0.0,
+            cpu_percent,
+        };
+        advice::advise(&input)
     }
 }
 

@@ -5,5 +5,6 @@
 pub mod netif;
 pub mod process;
 pub mod socket;
+pub mod term;
 pub mod time;
 pub mod udp;

@@ -47,6 +47,8 @@ pub struct Proc {
     pub stdout: Arc<Mutex<String>>,
     pub stderr: Arc<Mutex<String>>,
     lines: mpsc::Receiver<String>,
+    /// Output readers that reached end of file (0, 1 or 2).
+    drained: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Proc {
@@ -62,17 +64,21 @@ impl Proc {
         let stdout = Arc::new(Mutex::new(String::new()));
         let stderr = Arc::new(Mutex::new(String::new()));
         let (tx, rx) = mpsc::channel();
+        let drained = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let out = child.stdout.take().unwrap();
         let so = stdout.clone();
+        let d1 = drained.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines() {
                 let Ok(line) = line else { break };
                 so.lock().unwrap().push_str(&format!("{line}\n"));
                 let _ = tx.send(line);
             }
+            d1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         });
         let mut err = child.stderr.take().unwrap();
         let se = stderr.clone();
+        let d2 = drained.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = err.read(&mut buf) {
@@ -81,12 +87,14 @@ impl Proc {
                 }
                 se.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
             }
+            d2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         });
         Proc {
             child,
             stdout,
             stderr,
             lines: rx,
+            drained,
         }
     }
 
@@ -121,8 +129,13 @@ impl Proc {
         let deadline = Instant::now() + timeout;
         loop {
             if let Ok(Some(s)) = self.child.try_wait() {
-                // Let the reader threads catch the tail of the output.
-                std::thread::sleep(Duration::from_millis(50));
+                // Let the reader threads catch the tail of the output: until
+                // both pipes reach end of file (a loaded machine can take a
+                // while), or 2 s if something else holds them open.
+                let until = Instant::now() + Duration::from_secs(2);
+                while self.drained.load(std::sync::atomic::Ordering::SeqCst) < 2 && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 return Some(s);
             }
             if Instant::now() >= deadline {

@@ -1,0 +1,472 @@
+//! `wirespeed -s --metrics ADDR:PORT`: a server you can watch.
+//!
+//! A [`Metrics`] registry is shared by the server's tests; each test feeds
+//! it through a [`MetricsSink`] on its event stream (so the numbers are the
+//! ones every other output prints), and the acceptor reports refusals. The
+//! [`http`] endpoint serves the registry in Prometheus' text exposition
+//! format on a thread of its own.
+//!
+//! Label cardinality is bounded: dialect and protocol are small fixed sets,
+//! refusal reasons are a fixed list, and "last result per client address"
+//! keeps at most [`MAX_CLIENTS`] addresses (the least recently seen goes,
+//! counted in `wirespeed_client_results_evicted_total`).
+
+pub mod http;
+mod sink;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+pub use sink::MetricsSink;
+
+use crate::config::{Dialect, Protocol};
+use crate::error::{Code, Error};
+
+/// Client addresses whose last result is kept.
+pub const MAX_CLIENTS: usize = 64;
+
+/// Why the server turned a connection away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Refusal {
+    /// `--max-tests` tests were running.
+    Busy,
+    /// A test with the same cookie was already running.
+    DuplicateCookie,
+    /// The first bytes were neither an iperf3 cookie nor a dialect we serve.
+    Unrecognized,
+    /// The parameters never arrived (timeout, closed connection).
+    NoParameters,
+    /// The parameters were malformed or out of range.
+    BadParameters,
+    /// The parameters broke a server limit (`--max-streams`, duration, rate).
+    Limit,
+}
+
+impl Refusal {
+    const ALL: [Refusal; 6] = [
+        Refusal::Busy,
+        Refusal::DuplicateCookie,
+        Refusal::Unrecognized,
+        Refusal::NoParameters,
+        Refusal::BadParameters,
+        Refusal::Limit,
+    ];
+
+    /// The label value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Refusal::Busy => "busy",
+            Refusal::DuplicateCookie => "duplicate_cookie",
+            Refusal::Unrecognized => "unrecognized",
+            Refusal::NoParameters => "no_parameters",
+            Refusal::BadParameters => "bad_parameters",
+            Refusal::Limit => "limit",
+        }
+    }
+
+    /// The refusal a parameter-exchange error stands for.
+    pub fn of_params_error(e: &Error) -> Refusal {
+        match e.code {
+            Code::NUMSTREAMS | Code::MAXSERVERTESTDURATIONEXCEEDED | Code::TOTALRATE => Refusal::Limit,
+            Code::RECVPARAMS | Code::CTRLREAD | Code::CTRLCLOSE | Code::CTRLWRITE | Code::SENDMESSAGE => {
+                Refusal::NoParameters
+            }
+            _ => Refusal::BadParameters,
+        }
+    }
+}
+
+/// The label values of a test.
+pub fn labels(dialect: Dialect, protocol: Protocol) -> (&'static str, &'static str) {
+    let d = match dialect {
+        Dialect::Iperf3 => "iperf3",
+        Dialect::Iperf2 => "iperf2",
+    };
+    let p = match protocol {
+        Protocol::Tcp => "tcp",
+        Protocol::Udp => "udp",
+        Protocol::Sctp => "sctp",
+    };
+    (d, p)
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct TestCounts {
+    started: u64,
+    completed: u64,
+    failed: u64,
+}
+
+/// The last test of one client address.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientResult {
+    /// Client IP address (no port: ports are ephemeral).
+    pub client: String,
+    /// Rate this server received, bit/s (`None` if it received nothing).
+    pub received_bps: Option<f64>,
+    /// Rate this server sent, bit/s.
+    pub sent_bps: Option<f64>,
+    /// Bytes moved either way.
+    pub bytes: u64,
+    /// TCP retransmits of what this server sent.
+    pub retransmits: Option<i64>,
+    /// When the test ended, Unix seconds.
+    pub ended_at: f64,
+    /// The test ended without error.
+    pub success: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    tests: BTreeMap<(&'static str, &'static str), TestCounts>,
+    bytes: BTreeMap<(&'static str, &'static str, &'static str), u64>,
+    active_tests: u64,
+    active_streams: u64,
+    refusals: BTreeMap<Refusal, u64>,
+    /// Oldest first.
+    clients: Vec<ClientResult>,
+    evicted: u64,
+    scrapes: u64,
+}
+
+/// The registry the server's tests report into.
+#[derive(Debug)]
+pub struct Metrics {
+    state: Mutex<State>,
+    started_at: f64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// An empty registry; the known label sets start at zero so that
+    /// rates work from the first scrape.
+    pub fn new() -> Metrics {
+        let mut s = State::default();
+        for p in ["tcp", "udp"] {
+            s.tests.insert(("iperf3", p), TestCounts::default());
+            for d in ["received", "sent"] {
+                s.bytes.insert(("iperf3", p, d), 0);
+            }
+        }
+        for r in Refusal::ALL {
+            s.refusals.insert(r, 0);
+        }
+        Metrics {
+            state: Mutex::new(s),
+            started_at: crate::sys::time::epoch_now(),
+        }
+    }
+
+    fn with(&self, f: impl FnOnce(&mut State)) {
+        if let Ok(mut s) = self.state.lock() {
+            f(&mut s);
+        }
+    }
+
+    /// A test's parameters were accepted.
+    pub fn test_started(&self, l: (&'static str, &'static str)) {
+        self.with(|s| {
+            s.tests.entry(l).or_default().started += 1;
+            s.active_tests += 1;
+        });
+    }
+
+    /// A test ended (successfully or not).
+    pub fn test_ended(&self, l: (&'static str, &'static str), success: bool) {
+        self.with(|s| {
+            let c = s.tests.entry(l).or_default();
+            if success {
+                c.completed += 1;
+            } else {
+                c.failed += 1;
+            }
+            s.active_tests = s.active_tests.saturating_sub(1);
+        });
+    }
+
+    /// Data streams came up (`n > 0`) or went away.
+    pub fn streams(&self, up: bool, n: u64) {
+        self.with(|s| {
+            if up {
+                s.active_streams += n;
+            } else {
+                s.active_streams = s.active_streams.saturating_sub(n);
+            }
+        });
+    }
+
+    /// Bytes moved (as interval reports count them).
+    pub fn bytes(&self, l: (&'static str, &'static str), sent: bool, n: u64) {
+        let dir = if sent { "sent" } else { "received" };
+        self.with(|s| *s.bytes.entry((l.0, l.1, dir)).or_default() += n);
+    }
+
+    /// The server turned a connection away.
+    pub fn refused(&self, why: Refusal) {
+        self.with(|s| *s.refusals.entry(why).or_default() += 1);
+    }
+
+    /// Records a client's latest result, forgetting the least recently
+    /// seen client past [`MAX_CLIENTS`].
+    pub fn client_result(&self, r: ClientResult) {
+        self.with(|s| {
+            s.clients.retain(|c| c.client != r.client);
+            s.clients.push(r);
+            while s.clients.len() > MAX_CLIENTS {
+                s.clients.remove(0);
+                s.evicted += 1;
+            }
+        });
+    }
+
+    /// The registry in Prometheus text exposition format (version 0.0.4).
+    pub fn render(&self) -> String {
+        let mut s = match self.state.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        s.scrapes += 1;
+        let mut o = String::with_capacity(4096);
+        let head = |o: &mut String, name: &str, kind: &str, help: &str| {
+            let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        };
+        head(&mut o, "wirespeed_up", "gauge", "1 while the wirespeed server runs.");
+        o.push_str("wirespeed_up 1\n");
+        head(
+            &mut o,
+            "wirespeed_build_info",
+            "gauge",
+            "Version of the running wirespeed.",
+        );
+        let _ = writeln!(o, "wirespeed_build_info{{version=\"{}\"}} 1", esc(crate::VERSION));
+        head(
+            &mut o,
+            "wirespeed_start_time_seconds",
+            "gauge",
+            "When the server started, Unix seconds.",
+        );
+        let _ = writeln!(o, "wirespeed_start_time_seconds {:.3}", self.started_at);
+        type Pick = fn(&TestCounts) -> u64;
+        let counts: [(&str, &str, Pick); 3] = [
+            (
+                "wirespeed_tests_started_total",
+                "Tests whose parameters the server accepted.",
+                |c| c.started,
+            ),
+            (
+                "wirespeed_tests_completed_total",
+                "Tests that ended without error.",
+                |c| c.completed,
+            ),
+            (
+                "wirespeed_tests_failed_total",
+                "Tests that ended with an error or were cut short.",
+                |c| c.failed,
+            ),
+        ];
+        for (name, help, pick) in counts {
+            head(&mut o, name, "counter", help);
+            for ((d, p), c) in &s.tests {
+                let _ = writeln!(o, "{name}{{dialect=\"{d}\",protocol=\"{p}\"}} {}", pick(c));
+            }
+        }
+        head(
+            &mut o,
+            "wirespeed_bytes_total",
+            "counter",
+            "Payload bytes moved by tests, as their interval reports count them.",
+        );
+        for ((d, p, dir), n) in &s.bytes {
+            let _ = writeln!(
+                o,
+                "wirespeed_bytes_total{{dialect=\"{d}\",protocol=\"{p}\",direction=\"{dir}\"}} {n}"
+            );
+        }
+        head(&mut o, "wirespeed_active_tests", "gauge", "Tests running now.");
+        let _ = writeln!(o, "wirespeed_active_tests {}", s.active_tests);
+        head(&mut o, "wirespeed_active_streams", "gauge", "Data streams open now.");
+        let _ = writeln!(o, "wirespeed_active_streams {}", s.active_streams);
+        head(
+            &mut o,
+            "wirespeed_refusals_total",
+            "counter",
+            "Connections or tests the server turned away, by reason.",
+        );
+        for (r, n) in &s.refusals {
+            let _ = writeln!(o, "wirespeed_refusals_total{{reason=\"{}\"}} {n}", r.name());
+        }
+        head(
+            &mut o,
+            "wirespeed_client_last_bits_per_second",
+            "gauge",
+            "Rate of the last test of each client address, as this server measured it.",
+        );
+        for c in &s.clients {
+            for (dir, v) in [("received", c.received_bps), ("sent", c.sent_bps)] {
+                if let Some(v) = v {
+                    let _ = writeln!(
+                        o,
+                        "wirespeed_client_last_bits_per_second{{client=\"{}\",direction=\"{dir}\"}} {}",
+                        esc(&c.client),
+                        number(v)
+                    );
+                }
+            }
+        }
+        head(
+            &mut o,
+            "wirespeed_client_last_bytes",
+            "gauge",
+            "Bytes moved by the last test of each client address.",
+        );
+        for c in &s.clients {
+            let _ = writeln!(
+                o,
+                "wirespeed_client_last_bytes{{client=\"{}\"}} {}",
+                esc(&c.client),
+                c.bytes
+            );
+        }
+        head(
+            &mut o,
+            "wirespeed_client_last_retransmits",
+            "gauge",
+            "TCP retransmits of what this server sent in the last test of each client address.",
+        );
+        for c in &s.clients {
+            if let Some(r) = c.retransmits {
+                let _ = writeln!(
+                    o,
+                    "wirespeed_client_last_retransmits{{client=\"{}\"}} {r}",
+                    esc(&c.client)
+                );
+            }
+        }
+        head(
+            &mut o,
+            "wirespeed_client_last_success",
+            "gauge",
+            "1 if the last test of each client address ended without error.",
+        );
+        for c in &s.clients {
+            let _ = writeln!(
+                o,
+                "wirespeed_client_last_success{{client=\"{}\"}} {}",
+                esc(&c.client),
+                u8::from(c.success)
+            );
+        }
+        head(
+            &mut o,
+            "wirespeed_client_last_end_time_seconds",
+            "gauge",
+            "When the last test of each client address ended, Unix seconds.",
+        );
+        for c in &s.clients {
+            let _ = writeln!(
+                o,
+                "wirespeed_client_last_end_time_seconds{{client=\"{}\"}} {:.3}",
+                esc(&c.client),
+                c.ended_at
+            );
+        }
+        head(
+            &mut o,
+            "wirespeed_client_results_evicted_total",
+            "counter",
+            &format!("Client addresses forgotten to keep at most {MAX_CLIENTS}."),
+        );
+        let _ = writeln!(o, "wirespeed_client_results_evicted_total {}", s.evicted);
+        head(
+            &mut o,
+            "wirespeed_scrapes_total",
+            "counter",
+            "Times these metrics were served.",
+        );
+        let _ = writeln!(o, "wirespeed_scrapes_total {}", s.scrapes);
+        o
+    }
+}
+
+/// A label value, escaped as the exposition format requires.
+fn esc(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+fn number(v: f64) -> String {
+    if v.is_finite() { format!("{v}") } else { "NaN".into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(client: &str) -> ClientResult {
+        ClientResult {
+            client: client.into(),
+            received_bps: Some(1e9),
+            sent_bps: None,
+            bytes: 125_000_000,
+            retransmits: None,
+            ended_at: 1.5,
+            success: true,
+        }
+    }
+
+    #[test]
+    fn exposition_has_help_type_and_samples() {
+        let m = Metrics::new();
+        let l = labels(Dialect::Iperf3, Protocol::Tcp);
+        m.test_started(l);
+        m.streams(true, 2);
+        m.bytes(l, false, 1000);
+        m.refused(Refusal::Busy);
+        m.client_result(result("10.0.0.\"1"));
+        let t = m.render();
+        assert!(t.contains("# TYPE wirespeed_tests_started_total counter\n"));
+        assert!(t.contains("wirespeed_tests_started_total{dialect=\"iperf3\",protocol=\"tcp\"} 1\n"));
+        assert!(t.contains("wirespeed_tests_started_total{dialect=\"iperf3\",protocol=\"udp\"} 0\n"));
+        assert!(t.contains("wirespeed_bytes_total{dialect=\"iperf3\",protocol=\"tcp\",direction=\"received\"} 1000\n"));
+        assert!(t.contains("wirespeed_active_tests 1\n"));
+        assert!(t.contains("wirespeed_active_streams 2\n"));
+        assert!(t.contains("wirespeed_refusals_total{reason=\"busy\"} 1\n"));
+        assert!(t.contains(
+            "wirespeed_client_last_bits_per_second{client=\"10.0.0.\\\"1\",direction=\"received\"} 1000000000\n"
+        ));
+        m.test_ended(l, false);
+        m.streams(false, 2);
+        let t = m.render();
+        assert!(t.contains("wirespeed_tests_failed_total{dialect=\"iperf3\",protocol=\"tcp\"} 1\n"));
+        assert!(t.contains("wirespeed_active_tests 0\n"));
+        assert!(t.contains("wirespeed_scrapes_total 2\n"));
+        // Every sample line names a metric announced by a TYPE line.
+        for line in t.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().unwrap();
+            assert!(t.contains(&format!("# TYPE {name} ")), "{name}");
+        }
+    }
+
+    #[test]
+    fn client_results_stay_bounded() {
+        let m = Metrics::new();
+        for i in 0..(MAX_CLIENTS + 10) {
+            m.client_result(result(&format!("10.0.{}.{}", i / 256, i % 256)));
+        }
+        // The same client again replaces its entry rather than adding one.
+        m.client_result(result("10.0.0.70"));
+        let t = m.render();
+        let n = t
+            .lines()
+            .filter(|l| l.starts_with("wirespeed_client_last_bytes{"))
+            .count();
+        assert_eq!(n, MAX_CLIENTS);
+        assert!(t.contains("wirespeed_client_results_evicted_total 10\n"));
+        assert!(!t.contains("client=\"10.0.0.0\""));
+    }
+}

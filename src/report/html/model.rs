@@ -1,0 +1,752 @@
+//! What a report shows, read from one iperf3 `-J` document.
+//!
+//! The document is the single source: our `--report` builds it with the
+//! same [`JsonSink`](crate::report::iperf3_json::JsonSink) that prints `-J`,
+//! and `wirespeed report` reads one saved by us or by iperf3. Nothing here
+//! is measured or recomputed; values are picked out and arranged. Input may
+//! be foreign, so every field is optional and a missing or odd one is
+//! skipped, never a panic.
+
+use serde_json::{Map, Value};
+
+use super::chart::{self, Chart, Series, Unit};
+use crate::cli::units::format_iperf3;
+use crate::json::lenient_i64;
+
+/// More streams than this are drawn as one light crowd, not one colour each.
+const NAMED_STREAMS: usize = 8;
+
+/// A table: header cells and rows; rows marked `true` are sums.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    /// Column titles.
+    pub head: Vec<String>,
+    /// Rows, with a flag for sum rows.
+    pub rows: Vec<(bool, Vec<String>)>,
+}
+
+/// Everything one test's section shows.
+#[derive(Debug, Clone, Default)]
+pub struct TestView {
+    /// Section heading.
+    pub heading: String,
+    /// Line under the heading (time, versions).
+    pub subtitle: String,
+    /// The document's `error`, if the test failed.
+    pub error: Option<String>,
+    /// Key results shown large: (label, value).
+    pub headline: Vec<(String, String)>,
+    /// Window advice text (`end.advice.text`), if present.
+    pub advice: Option<String>,
+    /// Plots.
+    pub charts: Vec<Chart>,
+    /// Remarks about what could not be plotted.
+    pub notes: Vec<String>,
+    /// End-of-test table.
+    pub summary: Table,
+    /// Test parameters.
+    pub params: Vec<(String, String)>,
+}
+
+/// A number, or `None` for absent, non-numeric, or iperf3 3.12's unsigned
+/// image of `-1` (unavailable TCP_INFO fields).
+fn num(v: &Value, key: &str) -> Option<f64> {
+    let x = v.get(key)?;
+    if let Some(u) = x.as_u64()
+        && u > i64::MAX as u64
+    {
+        return None;
+    }
+    x.as_f64().filter(|f| f.is_finite())
+}
+
+fn int(v: &Value, key: &str) -> Option<i64> {
+    v.get(key).and_then(lenient_i64)
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn flag(v: &Value, key: &str) -> bool {
+    match v.get(key) {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(0) != 0,
+        _ => false,
+    }
+}
+
+fn bytes_text(b: f64) -> String {
+    format!("{}s", format_iperf3(b, 'A'))
+}
+
+fn rate_text(bps: f64) -> String {
+    format!("{}s/sec", format_iperf3(bps / 8.0, 'a'))
+}
+
+fn empty() -> &'static Value {
+    static NULL: Value = Value::Null;
+    &NULL
+}
+
+/// How one stream is named in legends and tables.
+fn stream_label(socket: i64, sender: bool, both_ways: bool) -> String {
+    match (both_ways, sender) {
+        (true, true) => format!("stream {socket} (sending)"),
+        (true, false) => format!("stream {socket} (receiving)"),
+        _ => format!("stream {socket}"),
+    }
+}
+
+/// (x, value) points.
+type Points = Vec<(f64, f64)>;
+
+/// One stream's points: (socket, this host sends, points).
+type StreamPoints = (i64, bool, Points);
+
+/// Where an interval sits on the time axis.
+struct Times {
+    /// Each interval's x.
+    xs: Vec<f64>,
+    /// The omitted warm-up, before zero.
+    warm: Option<(f64, f64)>,
+    /// The axis' ends.
+    span: (f64, f64),
+}
+
+/// Per-stream and sum series of one measurement across all intervals.
+struct Collected {
+    streams: Vec<StreamPoints>,
+    sums: Vec<(String, Points)>,
+}
+
+/// The time axis: intervals restart at 0 when the omitted warm-up ends, so
+/// warm-up intervals are moved before zero. Returns each interval's x (its
+/// middle: a point stands for the interval's average), the warm-up span if
+/// any, and the axis span.
+fn interval_times(intervals: &[Value]) -> Times {
+    let omitted = |iv: &Value| flag(iv.get("sum").unwrap_or(empty()), "omitted");
+    let warm_end = intervals
+        .iter()
+        .filter(|iv| omitted(iv))
+        .filter_map(|iv| num(iv.get("sum").unwrap_or(empty()), "end"))
+        .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
+    let mut hi = 0.0f64;
+    let xs = intervals
+        .iter()
+        .map(|iv| {
+            let sum = iv.get("sum").unwrap_or(empty());
+            let end = num(sum, "end").unwrap_or(0.0);
+            let start = num(sum, "start").unwrap_or(end);
+            let shift = match warm_end {
+                Some(w) if omitted(iv) => -w,
+                _ => 0.0,
+            };
+            hi = hi.max(end + shift);
+            (start + end) / 2.0 + shift
+        })
+        .collect();
+    let lo = warm_end.map_or(0.0, |w| -w);
+    Times {
+        xs,
+        warm: warm_end.map(|w| (-w, 0.0)),
+        span: (lo, hi),
+    }
+}
+
+/// Gathers `pick(stream)` over intervals, per stream (by socket) and for sums.
+fn collect(intervals: &[Value], xs: &[f64], pick: &dyn Fn(&Value) -> Option<f64>) -> Collected {
+    let mut streams: Vec<StreamPoints> = Vec::new();
+    let mut sums: Vec<(String, Points)> = Vec::new();
+    let both_ways = has_both_directions(intervals);
+    for (iv, &x) in intervals.iter().zip(xs) {
+        for st in iv.get("streams").and_then(Value::as_array).into_iter().flatten() {
+            let (Some(sock), Some(v)) = (int(st, "socket"), pick(st)) else {
+                continue;
+            };
+            let sender = flag(st, "sender");
+            match streams.iter_mut().find(|(s, d, _)| *s == sock && *d == sender) {
+                Some((_, _, pts)) => pts.push((x, v)),
+                None => streams.push((sock, sender, vec![(x, v)])),
+            }
+        }
+        for key in ["sum", "sum_bidir_reverse"] {
+            let Some(sum) = iv.get(key) else { continue };
+            let Some(v) = pick(sum) else { continue };
+            let label = if both_ways {
+                if flag(sum, "sender") {
+                    "sum (sending)".to_string()
+                } else {
+                    "sum (receiving)".to_string()
+                }
+            } else {
+                "sum".to_string()
+            };
+            match sums.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, pts)) => pts.push((x, v)),
+                None => sums.push((label, vec![(x, v)])),
+            }
+        }
+    }
+    Collected { streams, sums }
+}
+
+fn has_both_directions(intervals: &[Value]) -> bool {
+    let mut seen = [false, false];
+    for iv in intervals {
+        for st in iv.get("streams").and_then(Value::as_array).into_iter().flatten() {
+            seen[usize::from(flag(st, "sender"))] = true;
+        }
+    }
+    seen[0] && seen[1]
+}
+
+/// Series for a chart: one per stream (a light crowd past
+/// [`NAMED_STREAMS`]), plus the sums when they add something (a direction
+/// with one stream has a sum equal to it).
+fn to_series(c: Collected, with_sums: bool, both_ways: bool) -> Vec<Series> {
+    let per_direction = |sender: bool| c.streams.iter().filter(|s| s.1 == sender).count();
+    let sums_add = per_direction(true) > 1 || per_direction(false) > 1 || c.streams.is_empty();
+    let crowd = c.streams.len() > NAMED_STREAMS;
+    let mut out: Vec<Series> = c
+        .streams
+        .iter()
+        .enumerate()
+        .map(|(i, (sock, sender, pts))| Series {
+            label: stream_label(*sock, *sender, both_ways),
+            points: pts.clone(),
+            colour: if crowd { chart::CROWD_COLOUR } else { chart::colour(i) }.to_string(),
+            emphasis: false,
+            in_legend: !crowd,
+        })
+        .collect();
+    if with_sums && sums_add {
+        for (i, (label, pts)) in c.sums.into_iter().enumerate() {
+            out.push(Series {
+                label,
+                points: pts,
+                colour: if i == 0 { chart::SUM_COLOUR } else { chart::SUM2_COLOUR }.to_string(),
+                emphasis: true,
+                in_legend: true,
+            });
+        }
+    }
+    out
+}
+
+struct ChartSpec {
+    id: &'static str,
+    title: &'static str,
+    y_name: &'static str,
+    unit: Unit,
+    with_sums: bool,
+    pick: fn(&Value) -> Option<f64>,
+}
+
+const THROUGHPUT: ChartSpec = ChartSpec {
+    id: "throughput",
+    title: "Throughput",
+    y_name: "Throughput",
+    unit: Unit::BitsPerSecond,
+    with_sums: true,
+    pick: |v| num(v, "bits_per_second"),
+};
+const TCP_CHARTS: [ChartSpec; 3] = [
+    ChartSpec {
+        id: "retransmits",
+        title: "TCP retransmits per interval",
+        y_name: "Retransmits",
+        unit: Unit::Count,
+        with_sums: true,
+        pick: |v| num(v, "retransmits"),
+    },
+    ChartSpec {
+        id: "cwnd",
+        title: "TCP congestion window",
+        y_name: "cwnd",
+        unit: Unit::Bytes,
+        with_sums: false,
+        pick: |v| num(v, "snd_cwnd"),
+    },
+    ChartSpec {
+        id: "rtt",
+        title: "TCP round-trip time (smoothed)",
+        y_name: "RTT",
+        unit: Unit::Millis,
+        with_sums: false,
+        pick: |v| num(v, "rtt").map(|us| us / 1000.0),
+    },
+];
+const UDP_CHARTS: [ChartSpec; 3] = [
+    ChartSpec {
+        id: "jitter",
+        title: "UDP jitter",
+        y_name: "Jitter",
+        unit: Unit::Millis,
+        with_sums: false,
+        pick: |v| num(v, "jitter_ms"),
+    },
+    ChartSpec {
+        id: "loss",
+        title: "UDP datagrams lost per interval",
+        y_name: "Lost",
+        unit: Unit::Percent,
+        with_sums: true,
+        pick: |v| num(v, "lost_percent"),
+    },
+    ChartSpec {
+        id: "reorder",
+        title: "UDP datagrams out of order per interval",
+        y_name: "Out of order",
+        unit: Unit::Count,
+        with_sums: true,
+        pick: |v| num(v, "out_of_order"),
+    },
+];
+
+fn build_chart(spec: &ChartSpec, intervals: &[Value]) -> Option<Chart> {
+    let Times { xs, warm, span } = interval_times(intervals);
+    let collected = collect(intervals, &xs, &spec.pick);
+    if collected.streams.is_empty() && collected.sums.is_empty() {
+        return None;
+    }
+    let crowd = collected.streams.len() > NAMED_STREAMS;
+    let n = collected.streams.len();
+    let series = to_series(collected, spec.with_sums, has_both_directions(intervals));
+    Some(Chart {
+        id: spec.id.to_string(),
+        title: spec.title.to_string(),
+        y_name: spec.y_name.to_string(),
+        unit: spec.unit,
+        series,
+        x_span: span,
+        shade: warm.map(|(a, b)| (a, b, "omitted".to_string())),
+        note: crowd.then(|| format!("{n} streams, drawn in light blue; the dark line is their sum.")),
+    })
+}
+
+fn is_array_of_objects(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_array).is_some()
+}
+
+/// Checks that `doc` looks like an iperf3 `-J` document.
+pub fn check_document(doc: &Value) -> Result<(), String> {
+    let obj = doc.as_object().ok_or("the JSON value is not an object")?;
+    if !obj.get("start").is_some_and(Value::is_object) {
+        return Err("it has no \"start\" object".into());
+    }
+    if !is_array_of_objects(obj.get("intervals")) {
+        return Err("it has no \"intervals\" array".into());
+    }
+    if !obj.get("end").is_some_and(Value::is_object) {
+        return Err("it has no \"end\" object".into());
+    }
+    Ok(())
+}
+
+/// Builds the view of one document (already checked with [`check_document`]).
+pub fn view(doc: &Value) -> TestView {
+    let start = doc.get("start").unwrap_or(empty());
+    let end = doc.get("end").unwrap_or(empty());
+    let ts = start.get("test_start").unwrap_or(empty());
+    let intervals: Vec<Value> = doc
+        .get("intervals")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let protocol = text(ts, "protocol").unwrap_or("TCP").to_string();
+    let udp = protocol.eq_ignore_ascii_case("UDP");
+    let mut v = TestView {
+        heading: heading(start, &protocol),
+        subtitle: subtitle(doc, start),
+        error: text(doc, "error").map(str::to_string),
+        advice: end.get("advice").and_then(|a| text(a, "text")).map(str::to_string),
+        ..TestView::default()
+    };
+    if intervals.is_empty() {
+        v.notes
+            .push("No intervals were measured, so there is nothing to plot.".into());
+    }
+    if let Some(c) = build_chart(&THROUGHPUT, &intervals) {
+        v.charts.push(c);
+    }
+    if udp {
+        // Jitter and loss are the receiver's numbers; a sending client has
+        // them only in the server's document (--get-server-output).
+        let own = intervals
+            .iter()
+            .any(|iv| iv.get("sum").is_some_and(|s| s.get("jitter_ms").is_some()));
+        let server_intervals: Vec<Value> = doc
+            .get("server_output_json")
+            .and_then(|s| s.get("intervals"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let (src, by_server) = if own || server_intervals.is_empty() {
+            (&intervals, false)
+        } else {
+            (&server_intervals, true)
+        };
+        for spec in &UDP_CHARTS {
+            if let Some(mut c) = build_chart(spec, src) {
+                if by_server {
+                    c.title.push_str(" (measured by the server)");
+                }
+                v.charts.push(c);
+            }
+        }
+        if !own && !by_server && !intervals.is_empty() {
+            v.notes.push(
+                "Jitter and loss are measured by the receiver: this document is the sender's. \
+                 Run with -R, or with --get-server-output, to plot them."
+                    .into(),
+            );
+        }
+        if !src.iter().any(|iv| {
+            iv.get("streams")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|s| s.get("out_of_order").is_some()))
+        }) && (own || by_server)
+        {
+            v.notes.push(
+                "Reordering is counted per test, not per interval, in iperf3's JSON: see the \
+                 \"Out of order\" column of the summary."
+                    .into(),
+            );
+        }
+    } else {
+        for spec in &TCP_CHARTS {
+            if let Some(c) = build_chart(spec, &intervals) {
+                v.charts.push(c);
+            }
+        }
+        if !intervals.is_empty() && !v.charts.iter().any(|c| c.id == "rtt") {
+            v.notes.push(
+                "Retransmits, congestion window and RTT come from the sender's TCP_INFO: this \
+                 document is the receiver's."
+                    .into(),
+            );
+        }
+    }
+    v.headline = headline(end, udp);
+    v.summary = if udp { udp_table(end) } else { tcp_table(end) };
+    v.params = params(doc, start, end);
+    v
+}
+
+fn heading(start: &Value, protocol: &str) -> String {
+    let ts = start.get("test_start").unwrap_or(empty());
+    let dir = if flag(ts, "bidir") {
+        "bidirectional "
+    } else if flag(ts, "reverse") {
+        "reverse "
+    } else {
+        ""
+    };
+    let streams = int(ts, "num_streams").unwrap_or(1);
+    let what = format!(
+        "{protocol} {dir}test, {streams} stream{}",
+        if streams == 1 { "" } else { "s" }
+    );
+    let peer = |o: &Value| {
+        format!(
+            "{} port {}",
+            text(o, "host").unwrap_or("?"),
+            int(o, "port").unwrap_or(0)
+        )
+    };
+    if let Some(c) = start.get("connecting_to") {
+        format!("{what} to {}", peer(c))
+    } else if let Some(a) = start.get("accepted_connection") {
+        format!("{what} from {}", peer(a))
+    } else {
+        what
+    }
+}
+
+fn subtitle(doc: &Value, start: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = start.get("timestamp").and_then(|t| text(t, "time")) {
+        parts.push(t.to_string());
+    }
+    if let Some(ver) = text(start, "version") {
+        parts.push(ver.to_string());
+    }
+    if let Some(t) = text(doc, "title") {
+        parts.insert(0, format!("\u{201c}{t}\u{201d}"));
+    }
+    parts.join(" \u{b7} ")
+}
+
+fn headline(end: &Value, udp: bool) -> Vec<(String, String)> {
+    let mut h = Vec::new();
+    let mut rate = |label: &str, key: &str| {
+        if let Some(s) = end.get(key)
+            && num(s, "bytes").unwrap_or(0.0) > 0.0
+            && let Some(bps) = num(s, "bits_per_second")
+        {
+            h.push((label.to_string(), rate_text(bps)));
+        }
+    };
+    let bidir = end.get("sum_sent_bidir_reverse").is_some();
+    if bidir {
+        rate("Sent (client \u{2192} server)", "sum_sent");
+        rate("Received (client \u{2192} server)", "sum_received");
+        rate("Sent (server \u{2192} client)", "sum_sent_bidir_reverse");
+        rate("Received (server \u{2192} client)", "sum_received_bidir_reverse");
+    } else {
+        rate("Sender", "sum_sent");
+        rate("Receiver", "sum_received");
+        if end.get("sum_sent").is_none() {
+            rate("Rate", "sum");
+        }
+    }
+    if udp {
+        let recv = end.get("sum_received").or_else(|| end.get("sum")).unwrap_or(empty());
+        if let Some(j) = num(recv, "jitter_ms") {
+            h.push(("Jitter".into(), format!("{j:.3} ms")));
+        }
+        if let (Some(l), Some(p)) = (int(recv, "lost_packets"), int(recv, "packets")) {
+            let pct = num(recv, "lost_percent").unwrap_or(0.0);
+            h.push(("Lost".into(), format!("{l}/{p} ({})", percent_text(pct))));
+        }
+    } else {
+        if let Some(r) = end.get("sum_sent").and_then(|s| int(s, "retransmits")) {
+            h.push(("Retransmits".into(), r.to_string()));
+        }
+        let rtts: Vec<f64> = end
+            .get("streams")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.get("sender").and_then(|x| num(x, "mean_rtt")))
+            .filter(|r| *r > 0.0)
+            .collect();
+        if !rtts.is_empty() {
+            let mean = rtts.iter().sum::<f64>() / rtts.len() as f64;
+            h.push(("Mean RTT".into(), format!("{:.3} ms", mean / 1000.0)));
+        }
+    }
+    h
+}
+
+fn percent_text(p: f64) -> String {
+    format!("{}%", crate::json::format_g(p, 2))
+}
+
+fn tcp_table(end: &Value) -> Table {
+    let mut t = Table {
+        head: [
+            "Stream",
+            "Sent",
+            "Sender bitrate",
+            "Retr",
+            "Received",
+            "Receiver bitrate",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    let row = |label: String, s: &Value, r: &Value| -> Vec<String> {
+        vec![
+            label,
+            num(s, "bytes").map(bytes_text).unwrap_or_default(),
+            num(s, "bits_per_second").map(rate_text).unwrap_or_default(),
+            int(s, "retransmits").map(|r| r.to_string()).unwrap_or_default(),
+            num(r, "bytes").map(bytes_text).unwrap_or_default(),
+            num(r, "bits_per_second").map(rate_text).unwrap_or_default(),
+        ]
+    };
+    for st in end.get("streams").and_then(Value::as_array).into_iter().flatten() {
+        let s = st.get("sender").unwrap_or(empty());
+        let r = st.get("receiver").unwrap_or(empty());
+        let sock = int(s, "socket").or_else(|| int(r, "socket")).unwrap_or(0);
+        t.rows.push((false, row(format!("stream {sock}"), s, r)));
+    }
+    for (suffix, label) in [("", "sum"), ("_bidir_reverse", "sum (server \u{2192} client)")] {
+        let s = end.get(format!("sum_sent{suffix}"));
+        let r = end.get(format!("sum_received{suffix}"));
+        if s.is_some() || r.is_some() {
+            t.rows
+                .push((true, row(label.to_string(), s.unwrap_or(empty()), r.unwrap_or(empty()))));
+        }
+    }
+    t
+}
+
+fn udp_table(end: &Value) -> Table {
+    let mut t = Table {
+        head: [
+            "Stream",
+            "Transfer",
+            "Bitrate",
+            "Jitter",
+            "Lost/Total",
+            "Lost",
+            "Out of order",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    let row = |label: String, u: &Value| -> Vec<String> {
+        vec![
+            label,
+            num(u, "bytes").map(bytes_text).unwrap_or_default(),
+            num(u, "bits_per_second").map(rate_text).unwrap_or_default(),
+            num(u, "jitter_ms").map(|j| format!("{j:.3} ms")).unwrap_or_default(),
+            match (int(u, "lost_packets"), int(u, "packets")) {
+                (Some(l), Some(p)) => format!("{l}/{p}"),
+                _ => String::new(),
+            },
+            num(u, "lost_percent").map(percent_text).unwrap_or_default(),
+            int(u, "out_of_order").map(|o| o.to_string()).unwrap_or_default(),
+        ]
+    };
+    for st in end.get("streams").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(u) = st.get("udp") {
+            let sock = int(u, "socket").unwrap_or(0);
+            t.rows.push((false, row(format!("stream {sock}"), u)));
+        }
+    }
+    for (key, label) in [
+        ("sum_sent", "sum sent"),
+        ("sum_received", "sum received"),
+        ("sum_sent_bidir_reverse", "sum sent (server \u{2192} client)"),
+        ("sum_received_bidir_reverse", "sum received (server \u{2192} client)"),
+    ] {
+        if let Some(s) = end.get(key) {
+            t.rows.push((true, row(label.into(), s)));
+        }
+    }
+    if end.get("sum_sent").is_none()
+        && let Some(s) = end.get("sum")
+    {
+        t.rows.push((true, row("sum".into(), s)));
+    }
+    t
+}
+
+fn params(doc: &Value, start: &Value, end: &Value) -> Vec<(String, String)> {
+    let ts = start.get("test_start").unwrap_or(empty());
+    let mut p: Vec<(String, String)> = Vec::new();
+    let mut add = |k: &str, v: String| {
+        if !v.is_empty() {
+            p.push((k.to_string(), v));
+        }
+    };
+    let endpoint = |o: Option<&Value>| {
+        o.map(|o| {
+            format!(
+                "{} port {}",
+                text(o, "host").unwrap_or("?"),
+                int(o, "port").unwrap_or(0)
+            )
+        })
+        .unwrap_or_default()
+    };
+    add("Server", endpoint(start.get("connecting_to")));
+    add("Client", endpoint(start.get("accepted_connection")));
+    add("Protocol", text(ts, "protocol").unwrap_or_default().to_string());
+    add(
+        "Streams",
+        int(ts, "num_streams").map(|n| n.to_string()).unwrap_or_default(),
+    );
+    let dir = if flag(ts, "bidir") {
+        "bidirectional"
+    } else if flag(ts, "reverse") {
+        "reverse (server sends)"
+    } else {
+        "forward (client sends)"
+    };
+    add("Direction", dir.into());
+    match (int(ts, "duration"), int(ts, "bytes"), int(ts, "blocks")) {
+        (_, Some(b), _) if b > 0 => add("Length", format!("{} (-n)", bytes_text(b as f64))),
+        (_, _, Some(k)) if k > 0 => add("Length", format!("{k} blocks (-k)")),
+        (Some(d), _, _) => add("Duration", format!("{d} s")),
+        _ => {}
+    }
+    if let Some(o) = int(ts, "omit").filter(|o| *o > 0) {
+        add("Omitted warm-up", format!("{o} s"));
+    }
+    add(
+        "Block size",
+        int(ts, "blksize").map(|b| bytes_text(b as f64)).unwrap_or_default(),
+    );
+    if let Some(r) = num(ts, "target_bitrate").filter(|r| *r > 0.0) {
+        add("Target bitrate", rate_text(r));
+    }
+    if let Some(t) = int(ts, "tos").filter(|t| *t > 0) {
+        add("TOS", format!("0x{t:02x}"));
+    }
+    let window = match (
+        int(start, "sock_bufsize"),
+        int(start, "sndbuf_actual"),
+        int(start, "rcvbuf_actual"),
+    ) {
+        (Some(w), Some(s), Some(r)) => format!(
+            "{} (send buffer {}, receive buffer {})",
+            if w > 0 { bytes_text(w as f64) } else { "default".into() },
+            bytes_text(s as f64),
+            bytes_text(r as f64)
+        ),
+        _ => String::new(),
+    };
+    add("Window (-w)", window);
+    if let Some(m) = int(start, "tcp_mss") {
+        add("MSS (-M)", format!("{m} bytes"));
+    } else if let Some(m) = int(start, "tcp_mss_default").filter(|m| *m > 0) {
+        add("MSS", format!("{m} bytes"));
+    }
+    match (text(end, "sender_tcp_congestion"), text(end, "receiver_tcp_congestion")) {
+        (Some(s), Some(r)) if s == r => add("Congestion control", s.to_string()),
+        (s, r) => {
+            add("Sender congestion control", s.unwrap_or_default().to_string());
+            add("Receiver congestion control", r.unwrap_or_default().to_string());
+        }
+    }
+    if let Some(c) = end.get("cpu_utilization_percent") {
+        let part = |k: &str, u: &str, s: &str| {
+            format!(
+                "{:.1}% (user {:.1}%, system {:.1}%)",
+                num(c, k).unwrap_or(0.0),
+                num(c, u).unwrap_or(0.0),
+                num(c, s).unwrap_or(0.0)
+            )
+        };
+        add("CPU, this host", part("host_total", "host_user", "host_system"));
+        add("CPU, peer", part("remote_total", "remote_user", "remote_system"));
+    }
+    add("Version", text(start, "version").unwrap_or_default().to_string());
+    add("System", text(start, "system_info").unwrap_or_default().to_string());
+    add("Cookie", text(start, "cookie").unwrap_or_default().to_string());
+    add("Extra data", text(doc, "extra_data").unwrap_or_default().to_string());
+    if let Some(Value::Array(w)) = doc.get("warnings") {
+        let ws: Vec<&str> = w.iter().filter_map(Value::as_str).collect();
+        add("Warnings", ws.join("; "));
+    }
+    p
+}
+
+/// Rebuilds a `-J` document from `--json-stream` events
+/// (`{"event": .., "data": ..}` objects), if `events` are such.
+pub fn from_stream_events(events: &[Value]) -> Option<Value> {
+    let mut doc = Map::new();
+    let mut intervals = Vec::new();
+    for e in events {
+        let name = text(e, "event")?;
+        let data = e.get("data")?.clone();
+        match name {
+            "start" | "end" | "error" | "server_output_json" | "server_output_text" => {
+                doc.insert(name.to_string(), data);
+            }
+            "interval" => intervals.push(data),
+            _ => {}
+        }
+    }
+    doc.entry("start").or_insert_with(|| Value::Object(Map::new()));
+    doc.insert("intervals".into(), Value::Array(intervals));
+    doc.entry("end").or_insert_with(|| Value::Object(Map::new()));
+    Some(Value::Object(doc))
+}

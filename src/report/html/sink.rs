@@ -1,0 +1,76 @@
+//! `--report FILE.html`: a sink that builds the `-J` document from the event
+//! stream (with the JSON sink itself, so the numbers are the ones `-J`
+//! prints) and renders it once the test is done.
+
+use std::path::PathBuf;
+
+use super::{render_documents, write_atomic};
+use crate::config::TestConfig;
+use crate::error::Error;
+use crate::report::event::{Event, Side};
+use crate::report::iperf3_json::JsonSink;
+use crate::report::{Output, Sink};
+
+/// Writes the HTML report of a test when it ends.
+pub struct HtmlSink {
+    json: JsonSink,
+    path: PathBuf,
+    out: Output,
+    side: Side,
+    started: bool,
+    failure: Option<Error>,
+}
+
+impl HtmlSink {
+    /// A sink writing to `path`; failures go to `out`'s diagnostics on a
+    /// server (which keeps serving) and to [`Sink::finish`] on a client.
+    pub fn new(cfg: &TestConfig, out: Output, side: Side, path: PathBuf) -> HtmlSink {
+        HtmlSink {
+            json: JsonSink::new(cfg, Output::discard(), side),
+            path,
+            out,
+            side,
+            started: false,
+            failure: None,
+        }
+    }
+
+    fn write(&mut self) {
+        let doc = self.json.document();
+        let who = match self.side {
+            Side::Client => "client",
+            Side::Server => "server",
+        };
+        let source = format!("Written by the {who} when the test ended");
+        let html = render_documents(std::slice::from_ref(&doc), &source);
+        if let Err(e) = write_atomic(&self.path, &html) {
+            if self.side == Side::Server {
+                self.out.write_err(&format!("{}: {}\n", self.out.program(), e.line()));
+            }
+            self.failure = Some(e);
+        }
+    }
+}
+
+impl Sink for HtmlSink {
+    fn event(&mut self, ev: &Event) {
+        match ev {
+            Event::Start(_) => self.started = true,
+            // A test that never started has nothing to draw: its error
+            // already reaches the user through the other outputs.
+            Event::Done if self.started => {
+                self.started = false;
+                self.write();
+            }
+            _ => {}
+        }
+        self.json.event(ev);
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        match self.failure.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
