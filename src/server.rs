@@ -179,6 +179,7 @@ impl Server {
 
     /// Reports tests and refusals into `m` (`--metrics`). Call before `run`.
     pub fn with_metrics(mut self, m: Arc<Metrics>) -> Server {
+        self.iperf2.set_metrics(m.clone());
         if let Some(s) = Arc::get_mut(&mut self.shared) {
             s.metrics = Some(m);
         }

@@ -86,7 +86,18 @@ fn half_second_intervals_with_four_decimals() {
         for out in [&r.stdout, &srv] {
             assert!(has(out, "[ ID] Interval       Transfer     Bandwidth"), "{out}");
             assert!(has(out, "[  1] 0.0000-0.5000 sec"), "{out}");
-            assert!(has(out, "[  1] 0.5000-1.0000 sec"), "{out}");
+            // The server's last interval ends when the data did on its own
+            // clock: on a loaded machine a hair before 1 s (2.1.8 printed
+            // 0.5000-0.9995 in a CI run), so only the four decimals are fixed.
+            assert!(
+                out.lines().any(|l| {
+                    l.strip_prefix("[  1] 0.5000-").is_some_and(|rest| {
+                        let end = rest.split(' ').next().unwrap_or("");
+                        end.len() == 6 && end.as_bytes()[1] == b'.' && end.parse::<f64>().is_ok_and(|t| t > 0.99)
+                    })
+                }),
+                "{out}"
+            );
         }
     }
 }

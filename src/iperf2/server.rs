@@ -49,6 +49,13 @@ pub struct ServerCtx {
     active: AtomicUsize,
     groups: Mutex<HashMap<(IpAddr, u32), Sender<Member>>>,
     allow: Vec<IpAddr>,
+    /// On the iperf3 server's shared port: headerless data must start with
+    /// iperf 2's `0123...` payload pattern (a `-C` client), anything else
+    /// is refused as unrecognized. A dedicated iperf 2 server takes any
+    /// bytes, as 2.1.8 does.
+    strict: bool,
+    /// Where refusals are counted (`--metrics` on the shared port).
+    metrics: std::sync::OnceLock<Arc<crate::metrics::Metrics>>,
 }
 
 impl ServerCtx {
@@ -67,6 +74,8 @@ impl ServerCtx {
             active: AtomicUsize::new(0),
             groups: Mutex::new(HashMap::new()),
             allow,
+            strict: false,
+            metrics: std::sync::OnceLock::new(),
         }))
     }
 
@@ -96,7 +105,20 @@ impl ServerCtx {
             active: AtomicUsize::new(0),
             groups: Mutex::new(HashMap::new()),
             allow: Vec::new(),
+            strict: true,
+            metrics: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Counts this context's refusals into `m`.
+    pub fn set_metrics(&self, m: Arc<crate::metrics::Metrics>) {
+        let _ = self.metrics.set(m);
+    }
+
+    fn unrecognized(&self) {
+        if let Some(m) = self.metrics.get() {
+            m.refused(crate::metrics::Refusal::Unrecognized);
+        }
     }
 
     /// Whether `-c host` lets this peer in.
@@ -115,6 +137,12 @@ fn canonical(ip: IpAddr) -> IpAddr {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
     }
+}
+
+/// Whether `bytes` (at least 4 of them) begin iperf 2's payload pattern
+/// `0123456789 0123...`, which a `-C` client sends with no header.
+fn is_payload_pattern(bytes: &[u8]) -> bool {
+    bytes.len() >= 4 && bytes.iter().enumerate().all(|(i, &b)| b == b'0' + (i % 10) as u8)
 }
 
 /// `[drop] local A port P connected with B port Q (why)`.
@@ -202,15 +230,23 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
         return;
     }
     let Some((len, buf)) = read_header(&sock, prefix) else {
+        sc.unrecognized();
         return;
     };
+    if sc.strict && len == 0 && !is_payload_pattern(&buf) {
+        sc.unrecognized();
+        return;
+    }
     let _ = sock.set_read_timeout(None);
     let tcp_init = super::tcp_init(&sock);
     let has_header = len > 0;
     let header = if has_header {
         match ClientHeader::decode_tcp(&buf[..len]) {
             Ok(h) => h,
-            Err(_) => return,
+            Err(_) => {
+                sc.unrecognized();
+                return;
+            }
         }
     } else {
         ClientHeader::default()
@@ -714,4 +750,18 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_payload_pattern;
+
+    #[test]
+    fn a_compat_clients_pattern_is_recognised_and_junk_is_not() {
+        assert!(is_payload_pattern(b"0123"));
+        assert!(is_payload_pattern(b"012345678901234"));
+        assert!(!is_payload_pattern(b"012"), "too short to tell");
+        assert!(!is_payload_pattern(b"GET / HTTP/1.0\r\n"));
+        assert!(!is_payload_pattern(b"0124"));
+    }
 }
