@@ -113,13 +113,19 @@ fn connect_timeout() {
 fn busy_server_answers_access_denied() {
     let port = free_port();
     let _srv = wirespeed_server(port, &["--max-tests", "1"]);
-    // Occupy the only test slot: a control connection that sends its
-    // cookie and then never answers.
+    // Occupy the only test slot: a client that sends its cookie and
+    // parameters, then never opens its stream. (One that stops before its
+    // parameters holds no slot: the acceptor reads those.)
     let mut hog = TcpStream::connect(("127.0.0.1", port)).unwrap();
     hog.write_all(b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\0").unwrap();
     let mut b = [0u8; 1];
     hog.read_exact(&mut b).unwrap();
     assert_eq!(b[0], 9, "PARAM_EXCHANGE");
+    let params = br#"{"tcp":true,"time":10,"parallel":1,"len":131072}"#;
+    hog.write_all(&(params.len() as u32).to_be_bytes()).unwrap();
+    hog.write_all(params).unwrap();
+    hog.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 10, "CREATE_STREAMS");
     let p = port.to_string();
     let r = ws(&["-c", "127.0.0.1", "-p", &p, "-t", "1"]);
     assert_one_line_error(&r, "the server is busy running a test. try again later");

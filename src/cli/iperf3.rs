@@ -238,7 +238,6 @@ fn unimplemented(o: Opt) -> Option<Error> {
             "authentication is not implemented yet"
         }
         UdpSearch | MaxLoss => "this option is not implemented yet",
-        Allow | Deny => "access policies are not implemented yet",
         _ => return None,
     };
     Some(Error::param_msg(Code::UNIMP, msg))
@@ -658,8 +657,14 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
             Opt::Live => cfg.output.live = true,
             Opt::Report => cfg.output.html_report = Some(PathBuf::from(v)),
             Opt::Metrics => cfg.server.metrics = Some(v),
-            Opt::Allow => cfg.server.allow.push(v),
-            Opt::Deny => cfg.server.deny.push(v),
+            Opt::Allow => cfg
+                .server
+                .allow
+                .extend(crate::policy::split_list("--allow", &v).map_err(|m| Error::param_msg(Code::NONE, m))?),
+            Opt::Deny => cfg
+                .server
+                .deny
+                .extend(crate::policy::split_list("--deny", &v).map_err(|m| Error::param_msg(Code::NONE, m))?),
             Opt::Help | Opt::Version | Opt::Sctp | Opt::Xbind | Opt::Nstreams | Opt::UdpSearch | Opt::MaxLoss => {}
         }
     }
@@ -825,6 +830,10 @@ Server specific:
   --server-max-duration #   max. time (in seconds) a client may ask for (default 0 = no limit)
   --max-tests #             tests served at once (default 16); more get \"server is busy\"
   --max-streams #           streams a test may open (default 10000)
+  --allow <list>            serve only these clients: addresses, CIDR networks, host names
+                            (comma-separated; repeatable; names resolved at start)
+  --deny <list>             refuse these clients (deny wins over --allow); iperf3 clients
+                            are told \"access denied\" (which iperf3 words as busy)
 Client specific:
   -c, --client <host>[%<dev>] run in client mode, connecting to <host>
                               (option <dev> equivalent to `--bind-dev <dev>`)

@@ -133,7 +133,10 @@ pub fn run(args: &[String], prog: &str) -> i32 {
     {
         out.write_err(&format!("WARNING: realtime scheduling not set: {e}\n"));
     }
-    let signal = crate::install_signals();
+    let signal = match cfg.role {
+        Role::Server => crate::install_signals_for(crate::hangup_for_server(&cfg)),
+        _ => crate::install_signals(),
+    };
     let ctx = Arc::new(Ctx::new(cfg.clone(), out.clone()));
     let r = match &cfg.role {
         Role::Client(host) => client::run(&ctx, host, &signal),

@@ -48,7 +48,8 @@ pub struct ServerCtx {
     signal: Arc<AtomicUsize>,
     active: AtomicUsize,
     groups: Mutex<HashMap<(IpAddr, u32), Sender<Member>>>,
-    allow: Vec<IpAddr>,
+    /// `--allow`/`--deny` and `-s -c host`.
+    policy: crate::policy::AccessPolicy,
     /// On the iperf3 server's shared port: headerless data must start with
     /// iperf 2's `0123...` payload pattern (a `-C` client), anything else
     /// is refused as unrecognized. A dedicated iperf 2 server takes any
@@ -61,27 +62,27 @@ pub struct ServerCtx {
 impl ServerCtx {
     /// A server context for `ctx`'s configuration.
     pub fn new(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<Arc<ServerCtx>, Error> {
-        let mut allow = Vec::new();
-        for h in &ctx.cfg.server.allow {
-            for a in net::resolve(h, 0, ctx.cfg.net.family)? {
-                allow.push(canonical(a.ip()));
-            }
-        }
+        let policy = crate::policy::AccessPolicy::from_config(&ctx.cfg)?;
         Ok(Arc::new(ServerCtx {
             ctx,
             stop: Arc::new(AtomicBool::new(false)),
             signal,
             active: AtomicUsize::new(0),
             groups: Mutex::new(HashMap::new()),
-            allow,
+            policy,
             strict: false,
             metrics: std::sync::OnceLock::new(),
         }))
     }
 
     /// The context an iperf3 server uses for the iperf 2 clients it meets:
-    /// its output, its interval and format, iperf 2's defaults otherwise.
-    pub fn for_iperf3_server(cfg3: &TestConfig, out: crate::report::Output) -> Arc<ServerCtx> {
+    /// its output, its interval and format, its access policy, iperf 2's
+    /// defaults otherwise.
+    pub fn for_iperf3_server(
+        cfg3: &TestConfig,
+        out: crate::report::Output,
+        policy: crate::policy::AccessPolicy,
+    ) -> Arc<ServerCtx> {
         let mut cfg = TestConfig {
             dialect: crate::config::Dialect::Iperf2,
             port: cfg3.port,
@@ -104,7 +105,7 @@ impl ServerCtx {
             signal: Arc::new(AtomicUsize::new(0)),
             active: AtomicUsize::new(0),
             groups: Mutex::new(HashMap::new()),
-            allow: Vec::new(),
+            policy,
             strict: true,
             metrics: std::sync::OnceLock::new(),
         })
@@ -121,9 +122,13 @@ impl ServerCtx {
         }
     }
 
-    /// Whether `-c host` lets this peer in.
+    /// Whether the access policy lets this peer in; a refusal is counted.
     fn allowed(&self, peer: SocketAddr) -> bool {
-        self.allow.is_empty() || self.allow.contains(&canonical(peer.ip()))
+        let ok = self.policy.permits(peer.ip());
+        if !ok && let Some(m) = self.metrics.get() {
+            m.refused(crate::metrics::Refusal::Policy);
+        }
+        ok
     }
 
     /// Connections being served.
@@ -678,10 +683,12 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         net::set_buffers(&sref, w as usize, &mut warn)?;
     }
     let window = sref.recv_buffer_size().unwrap_or(0) as u64;
-    if cfg.server.daemon {
-        crate::sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;
-    }
     let sc = ServerCtx::new(ctx.clone(), signal.clone())?;
+    if cfg.server.daemon {
+        crate::sys::process::detach()
+            .map_err(|e| Error::io(Code::DAEMON, &e))?
+            .ready();
+    }
     ctx.reporter(Side::Server).emit(Event::Banner(Box::new(Banner {
         role: BannerRole::Listening,
         protocol: cfg.params.protocol,

@@ -41,16 +41,19 @@ pub enum Refusal {
     BadParameters,
     /// The parameters broke a server limit (`--max-streams`, duration, rate).
     Limit,
+    /// The client's address is refused by `--allow`/`--deny` (or iperf 2's `-c host`).
+    Policy,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 6] = [
+    const ALL: [Refusal; 7] = [
         Refusal::Busy,
         Refusal::DuplicateCookie,
         Refusal::Unrecognized,
         Refusal::NoParameters,
         Refusal::BadParameters,
         Refusal::Limit,
+        Refusal::Policy,
     ];
 
     /// The label value.
@@ -62,6 +65,7 @@ impl Refusal {
             Refusal::NoParameters => "no_parameters",
             Refusal::BadParameters => "bad_parameters",
             Refusal::Limit => "limit",
+            Refusal::Policy => "policy",
         }
     }
 
