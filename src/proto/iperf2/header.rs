@@ -261,7 +261,9 @@ impl ClientHeader {
         if f & (flags::EXTEND | flags::VERSION2) != 0 && len >= V1_LEN + EXT_LEN {
             let ext = decode_ext(&bytes[V1_LEN..V1_LEN + EXT_LEN]);
             let body = if f & flags::KEYCHECK != 0 { len - 2 } else { len };
-            let blocks = &bytes[V1_LEN + EXT_LEN..body];
+            // A key length field inside the extension leaves no blocks
+            // (and must not turn the range around).
+            let blocks = bytes.get(V1_LEN + EXT_LEN..body).unwrap_or_default();
             if blocks.len() >= START_LEN {
                 h.start = Some(decode_start(&blocks[..START_LEN]));
             }
