@@ -1058,9 +1058,12 @@ impl ServerTest<'_> {
         let mut machine = ServerMachine::new();
         machine.running();
         let started = Instant::now();
+        // A byte or block count has no duration of its own: then
+        // `--server-max-duration`, if set, bounds the test.
         let watchdog = self
             .params
             .duration()
+            .or(self.cfg.server.max_duration)
             .map(|d| started + self.params.omit + d + Duration::from_secs(40));
         let rcv_timeout = self.cfg.net.rcv_timeout.unwrap_or(Duration::from_secs(120));
         let mut rate_window: Vec<(Instant, u64)> = Vec::new();
@@ -1181,9 +1184,13 @@ impl ServerTest<'_> {
 
     /// Ends the test early: a summary of what was measured, then `why`.
     fn terminated(&mut self, tell: State, why: Option<&str>) -> Result<(), Error> {
-        // Tell the client before the streams break, so it hears why.
-        if tell == State::ServerTerminate {
-            let _ = self.ctrl.send_state(State::ServerTerminate);
+        // Tell the client before the streams break, so it hears why, and
+        // give it a moment to hang up: a single-threaded client (iperf3) that
+        // is writing would otherwise meet the broken stream first and report
+        // that instead.
+        if tell == State::ServerTerminate && self.ctrl.send_state(State::ServerTerminate).is_ok() {
+            let until = Instant::now() + Duration::from_secs(1);
+            while let Ok(Woke::Data | Woke::Waker) = self.ctrl.wait(Some(until)) {}
         }
         if let Some(s) = self.session.as_mut() {
             s.abort();
@@ -1196,7 +1203,6 @@ impl ServerTest<'_> {
             }
         }
         if tell == State::ServerTerminate {
-            let _ = self.ctrl.send_state(State::ServerTerminate);
             self.output
                 .emit(Event::Notice("interrupt - the server has terminated".into()));
         }

@@ -300,6 +300,24 @@ fn a_keyed_header_whose_key_length_sits_in_the_extension_is_not_a_panic() {
     assert_eq!(h.key.as_deref(), Some(&bytes[60..64]));
 }
 
+/// Found by the `iperf2_tcp_header` fuzzer: a keyed header without the
+/// extension decoded, but re-encoded without its length field, so the key
+/// could not be found again.
+#[test]
+fn a_keyed_header_without_the_extension_round_trips() {
+    let mut bytes = vec![0u8; 32];
+    // VERSION1 | KEYCHECK | LEN_BIT, length 26 (the key's value offset).
+    bytes[..4].copy_from_slice(&(0x9001_0000u32 | (26 << 1)).to_be_bytes());
+    bytes[24..26].copy_from_slice(&6u16.to_be_bytes());
+    bytes[26..32].copy_from_slice(b"secret");
+    assert_eq!(ClientHeader::need_tcp(&bytes), Ok(Need::Done(32)));
+    let h = ClientHeader::decode_tcp(&bytes).unwrap();
+    assert_eq!(h.key.as_deref(), Some(&b"secret"[..]));
+    let again = h.encode_tcp();
+    assert_eq!(ClientHeader::need_tcp(&again), Ok(Need::Done(again.len())));
+    assert_eq!(ClientHeader::decode_tcp(&again).unwrap().key, h.key);
+}
+
 fn json_leaf() -> impl Strategy<Value = serde_json::Value> {
     prop_oneof![
         Just(serde_json::Value::Null),
@@ -439,9 +457,6 @@ fn iperf2_header() -> impl Strategy<Value = ClientHeader> {
                 }
                 None => (None, None),
             };
-            // A permit key travels only in the extended header (2.1.8 sends
-            // it so; without the extension there is no length field for it).
-            let key = if ext.is_some() { key } else { None };
             ClientHeader {
                 flags: iperf2::flags::VERSION1,
                 num_threads: threads,

@@ -93,6 +93,8 @@ impl ServerCtx {
         cfg.params.repeating_payload = true;
         cfg.params.block_len = Some(crate::config::DEFAULT_TCP_BLOCK);
         cfg.net = cfg3.net.clone();
+        cfg.server.max_streams = cfg3.server.max_streams;
+        cfg.server.max_duration = cfg3.server.max_duration;
         let out = if cfg3.output.json {
             crate::report::Output::discard()
         } else {
@@ -256,6 +258,15 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
     } else {
         ClientHeader::default()
     };
+    if let Err((why, words)) = check_header(sc, &header) {
+        if let Some(m) = sc.metrics.get() {
+            m.refused(why);
+        }
+        if why != crate::metrics::Refusal::Unrecognized {
+            drop_line(ctx, &sock, peer, words);
+        }
+        return;
+    }
     let key_ok = match (&cfg.iperf2.permit_key, &header.key) {
         (Some(k), Some(got)) => k.as_bytes() == got.as_slice(),
         (None, None) => true,
@@ -354,6 +365,30 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
         members.push(m);
     }
     run_group(sc, members);
+}
+
+/// The server's limits on what a header may ask for: no more threads than
+/// `--max-streams`, no longer than `--server-max-duration`; and on the
+/// shared port an extension must be iperf 2's own (major version 2), so
+/// text that happens to set the extension bit is not taken for a test.
+fn check_header(sc: &ServerCtx, h: &ClientHeader) -> Result<(), (crate::metrics::Refusal, &'static str)> {
+    use crate::metrics::Refusal;
+    let limits = &sc.ctx.cfg.server;
+    if sc.strict
+        && let Some(ext) = &h.ext
+        && ext.version_u >> 16 != 2
+    {
+        return Err((Refusal::Unrecognized, "not an iperf 2 header"));
+    }
+    if h.num_threads > limits.max_streams {
+        return Err((Refusal::Limit, "more parallel streams than the server allows"));
+    }
+    if let (Some(Amount::Time(cs)), Some(max)) = (h.amount, limits.max_duration)
+        && u64::from(cs) > max.as_millis() as u64 / 10
+    {
+        return Err((Refusal::Limit, "longer than the server allows"));
+    }
+    Ok(())
 }
 
 fn flow_cfg(sc: &ServerCtx, enhanced: bool) -> TestConfig {
@@ -573,7 +608,11 @@ fn run_opts(sc: &ServerCtx, p: &TestParams, decides_end: bool) -> RunOpts {
     RunOpts {
         interval: sc.ctx.cfg.output.interval,
         decides_end,
-        watchdog: p.duration().map(|d| Instant::now() + d + Duration::from_secs(30)),
+        // A byte count has no duration of its own: `--server-max-duration` bounds it.
+        watchdog: p
+            .duration()
+            .or(sc.ctx.cfg.server.max_duration)
+            .map(|d| Instant::now() + d + Duration::from_secs(30)),
         drain: Duration::from_secs(3),
         idle_limit: Some(Duration::from_secs(60)),
         stop: sc.stop.clone(),

@@ -190,7 +190,8 @@ impl ClientHeader {
             len = b.len();
             b.extend_from_slice(key);
         }
-        if self.ext.is_some() {
+        // A key needs the length field to be found, extension or not.
+        if self.ext.is_some() || self.key.is_some() {
             flags |= flags::LEN_BIT | ((len as u32) << 1) & flags::LEN_MASK;
         }
         put32(&mut b, 0, flags);
