@@ -169,7 +169,7 @@ fn interrupted_client_prints_summary_and_tells_the_server() {
     let srv = wirespeed_server(port, &[]);
     let p = port.to_string();
     let mut c = Proc::spawn(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "30"]);
-    assert!(c.wait_for_line("0.00-1.00", Duration::from_secs(10)));
+    assert!(c.wait_for_line("  0.00-1.", Duration::from_secs(10)));
     c.signal(2);
     let st = c.wait(Duration::from_secs(10)).expect("client exits after SIGINT");
     assert_eq!(st.code(), Some(0));
@@ -193,7 +193,7 @@ fn server_terminated_by_signal_tells_the_client() {
     let mut srv = wirespeed_server(port, &[]);
     let p = port.to_string();
     let mut c = Proc::spawn(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "30"]);
-    assert!(c.wait_for_line("0.00-1.00", Duration::from_secs(10)));
+    assert!(c.wait_for_line("  0.00-1.", Duration::from_secs(10)));
     srv.signal(15);
     let st = c.wait(Duration::from_secs(10)).expect("client exits");
     assert_eq!(st.code(), Some(1));

@@ -47,6 +47,8 @@ pub struct ServerCtx {
     pub stop: Arc<AtomicBool>,
     signal: Arc<AtomicUsize>,
     active: AtomicUsize,
+    /// Connections still waiting for their header (each on its thread).
+    reading: AtomicUsize,
     groups: Mutex<HashMap<(IpAddr, u32), Sender<Member>>>,
     /// `--allow`/`--deny` and `-s -c host`.
     policy: crate::policy::AccessPolicy,
@@ -68,6 +70,7 @@ impl ServerCtx {
             stop: Arc::new(AtomicBool::new(false)),
             signal,
             active: AtomicUsize::new(0),
+            reading: AtomicUsize::new(0),
             groups: Mutex::new(HashMap::new()),
             policy,
             strict: false,
@@ -106,6 +109,7 @@ impl ServerCtx {
             stop: Arc::new(AtomicBool::new(false)),
             signal: Arc::new(AtomicUsize::new(0)),
             active: AtomicUsize::new(0),
+            reading: AtomicUsize::new(0),
             groups: Mutex::new(HashMap::new()),
             policy,
             strict: true,
@@ -236,7 +240,10 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
         drop_line(ctx, &sock, peer, "client not allowed");
         return;
     }
-    let Some((len, buf)) = read_header(&sock, prefix) else {
+    sc.reading.fetch_add(1, Relaxed);
+    let header = read_header(&sock, prefix);
+    sc.reading.fetch_sub(1, Relaxed);
+    let Some((len, buf)) = header else {
         sc.unrecognized();
         return;
     };
@@ -773,6 +780,12 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
                     }
                     if !sc.allowed(peer) {
                         drop_line(&sc.ctx, &s, peer, "client not allowed");
+                        continue;
+                    }
+                    // Idle connections cost a thread each for the header's
+                    // 4 s: past this many at once, new ones are closed.
+                    if sc.reading.load(Relaxed) >= crate::server::MAX_PENDING {
+                        sc.unrecognized();
                         continue;
                     }
                     served += 1;
