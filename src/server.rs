@@ -631,7 +631,7 @@ impl Server {
     fn give_up(&self, p: Pending, why: Option<Error>) {
         let Pending { mut stream, stage, .. } = p;
         match stage {
-            Stage::Params { cookie, framer } => {
+            Stage::Params { cookie, .. } => {
                 self.release(cookie);
                 let e = why.unwrap_or_else(|| {
                     let words = Code::RECVPARAMS.message().unwrap_or("");
@@ -640,7 +640,6 @@ impl Server {
                 if e.code != Code::CTRLCLOSE {
                     let _ = stream.write(&server_error_frame(e.code.0, e.errno.unwrap_or(0)));
                 }
-                let _ = framer;
                 self.refused(Refusal::of_params_error(&e));
                 Reporter::for_config(&self.shared.cfg, self.shared.out.clone(), Side::Server).emit(Event::Error(e));
                 if let Ok(tx) = self.shared.done_tx.lock() {
