@@ -475,6 +475,8 @@ pub struct TestConfig {
     pub file: Option<PathBuf>,
     /// iperf 2 dialect settings.
     pub iperf2: Iperf2Options,
+    /// `--udp-search`: search for the highest rate with acceptable loss.
+    pub search: Option<crate::search::SearchOptions>,
 }
 
 impl Default for TestConfig {
@@ -490,6 +492,7 @@ impl Default for TestConfig {
             auth: ClientAuth::default(),
             file: None,
             iperf2: Iperf2Options::default(),
+            search: None,
         }
     }
 }

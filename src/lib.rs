@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod net;
 pub mod proto;
 pub mod report;
+pub mod search;
 pub mod server;
 pub mod session;
 pub mod stats;
@@ -180,6 +181,12 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     };
     let signal = install_signals();
     let result = match &cfg.role {
+        Role::Client(host) if cfg.search.is_some() => {
+            let opts = cfg.search.unwrap_or_default();
+            search::run(&cfg, opts, &out, &signal, &mut |pc, r| {
+                client::run(pc, host, cfg.port, r, &signal)
+            })
+        }
         Role::Client(host) => {
             let mut reporter = Reporter::for_config(&cfg, out.clone(), side);
             if cfg.output.json {
@@ -249,11 +256,19 @@ fn run_loopback(cfg: &TestConfig, out: Output, signal: &Arc<AtomicUsize>) -> Res
         .name("ws-loopback-server".into())
         .spawn(move || server.run(stop2))
         .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
-    let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
-    let r = client::run(cfg, "127.0.0.1", port, &mut reporter, signal);
+    let r = match cfg.search {
+        Some(opts) => search::run(cfg, opts, &out, signal, &mut |pc, r| {
+            client::run(pc, "127.0.0.1", port, r, signal)
+        }),
+        None => {
+            let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
+            let r = client::run(cfg, "127.0.0.1", port, &mut reporter, signal);
+            finish(r, &mut reporter, &out)
+        }
+    };
     stop.store(libc::SIGTERM as usize, Relaxed);
     let _ = t.join();
-    finish(r, &mut reporter, &out)
+    r
 }
 
 /// A client's outcome, made a failure when an output of its own (the HTML

@@ -237,7 +237,6 @@ fn unimplemented(o: Opt) -> Option<Error> {
         Username | RsaPublicKey | RsaPrivateKey | AuthorizedUsers | TimeSkew | UsePkcs1 => {
             "authentication is not implemented yet"
         }
-        UdpSearch | MaxLoss => "this option is not implemented yet",
         Allow | Deny => "access policies are not implemented yet",
         _ => return None,
     };
@@ -325,6 +324,8 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
     let mut reverse = false;
     let mut bidir = false;
     let mut udp = false;
+    let mut search: Option<crate::search::SearchOptions> = None;
+    let mut max_loss: Option<f64> = None;
     let mut tos_given = false;
 
     for o in &parsed.opts {
@@ -660,7 +661,17 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
             Opt::Metrics => cfg.server.metrics = Some(v),
             Opt::Allow => cfg.server.allow.push(v),
             Opt::Deny => cfg.server.deny.push(v),
-            Opt::Help | Opt::Version | Opt::Sctp | Opt::Xbind | Opt::Nstreams | Opt::UdpSearch | Opt::MaxLoss => {}
+            Opt::UdpSearch => search = Some(search.unwrap_or_default()),
+            Opt::MaxLoss => {
+                let p = crate::search::parse_max_loss(&v).ok_or_else(|| {
+                    Error::param_msg(
+                        Code::UNITVAL,
+                        format!("invalid --max-loss '{v}': a percentage from 0 up to (not including) 100"),
+                    )
+                })?;
+                max_loss = Some(p);
+            }
+            Opt::Help | Opt::Version | Opt::Sctp | Opt::Xbind | Opt::Nstreams => {}
         }
     }
 
@@ -709,6 +720,21 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
     if let Some(t) = time {
         cfg.params.end = EndCondition::Time(t);
     }
+    if max_loss.is_some() && search.is_none() {
+        return Err(Error::param_msg(Code::UNIMP, "--max-loss is a setting of --udp-search"));
+    }
+    if let Some(mut so) = search {
+        if let Some(p) = max_loss {
+            so.max_loss_percent = p;
+        }
+        cfg.search = Some(so);
+        if ends == 0 {
+            // Probes are short unless -t says otherwise.
+            cfg.params.end = EndCondition::Time(crate::search::DEFAULT_PROBE);
+        }
+        // The search is a UDP measurement: -u is implied.
+        udp = true;
+    }
     if udp {
         cfg.params.protocol = Protocol::Udp;
         if cfg.file.is_some() {
@@ -731,7 +757,12 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
         }
         cfg.params.block_len = Some(l as u32);
     }
-    if udp && cfg.params.rate == 0 && cfg.params.pps.is_none() && !parsed.opts.iter().any(|o| o.key == Opt::Bitrate) {
+    if udp
+        && cfg.search.is_none()
+        && cfg.params.rate == 0
+        && cfg.params.pps.is_none()
+        && !parsed.opts.iter().any(|o| o.key == Opt::Bitrate)
+    {
         cfg.params.rate = DEFAULT_UDP_RATE;
     }
     if rcv_timeout_given && is_client && cfg.params.direction == Direction::Forward {
@@ -753,6 +784,9 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
     }
     if cfg.server.rsa_private_key.is_some() != cfg.server.authorized_users.is_some() {
         return Err(perr(Code::SETSERVERAUTH));
+    }
+    if cfg.search.is_some() {
+        crate::search::check_config(&cfg, parsed.opts.iter().any(|o| o.key == Opt::Interval))?;
     }
     let _ = tos_given;
     if cfg.output.json {
@@ -885,6 +919,9 @@ wirespeed additions:
                             ends (a server writes file-N.html for its test number N)
   --live                    client on a terminal: show a live status line with the
                             current and average rate and a sparkline
+  --udp-search              client: find the highest UDP rate with acceptable loss
+                            (probes of -t secs, default 2, starting at -b)
+  --max-loss #[%]           loss the search accepts (default 0.1%)
   --metrics <addr>:<port>   server: serve Prometheus metrics over HTTP at <addr>:<port>
   {prog} report RESULT.json [-o FILE.html]
                             render saved -J output (ours or iperf3's) as an HTML report
