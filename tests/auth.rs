@@ -193,6 +193,17 @@ fn our_client_authenticates_to_our_server_with_oaep() {
 }
 
 #[test]
+fn a_server_without_authentication_ignores_credentials() {
+    let keys = Keys::new("ignored");
+    let port = free_port();
+    let _srv = wirespeed_server(port, &[]);
+    assert_ran(
+        &ws_client(port, &keys, "mario", Some("anything"), &[]),
+        "to a plain server",
+    );
+}
+
+#[test]
 fn pkcs1_padding_is_accepted_only_by_a_server_that_allows_it() {
     let keys = Keys::new("pkcs1");
     let (port, _srv) = ws_server(&keys, &[]);

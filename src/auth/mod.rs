@@ -419,8 +419,22 @@ pub enum Refusal {
     },
 }
 
+/// A user name from the network, fit for a log line: control characters
+/// (a terminal escape, say) become `?`.
+fn printable(user: &str) -> String {
+    user.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+}
+
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let user = match self {
+            Refusal::Skew { user, .. }
+            | Refusal::UsersFile { user, .. }
+            | Refusal::UnknownUser { user, .. }
+            | Refusal::WrongPassword { user, .. }
+            | Refusal::Replayed { user, .. } => printable(user),
+            Refusal::NoToken | Refusal::Malformed | Refusal::Undecryptable => String::new(),
+        };
         match self {
             Refusal::NoToken => write!(f, "Authentication failed: the client sent no token"),
             Refusal::Malformed => write!(f, "Authentication failed: the token is not base64 of one RSA block"),
@@ -428,21 +442,21 @@ impl std::fmt::Display for Refusal {
                 f,
                 "Authentication failed: the token does not decrypt with this key and padding"
             ),
-            Refusal::Skew { user, ts } => write!(
+            Refusal::Skew { ts, .. } => write!(
                 f,
                 "Authentication failed for user '{user}' ts {ts}: time skew over the threshold"
             ),
-            Refusal::UsersFile { user, ts, why } => write!(
+            Refusal::UsersFile { ts, why, .. } => write!(
                 f,
                 "Authentication failed for user '{user}' ts {ts}: cannot read the authorized users file: {why}"
             ),
-            Refusal::UnknownUser { user, ts } => {
+            Refusal::UnknownUser { ts, .. } => {
                 write!(f, "Authentication failed for user '{user}' ts {ts}: unknown user")
             }
-            Refusal::WrongPassword { user, ts } => {
+            Refusal::WrongPassword { ts, .. } => {
                 write!(f, "Authentication failed for user '{user}' ts {ts}: wrong password")
             }
-            Refusal::Replayed { user, ts } => write!(
+            Refusal::Replayed { ts, .. } => write!(
                 f,
                 "Authentication failed for user '{user}' ts {ts}: this token was already used"
             ),
@@ -599,7 +613,7 @@ impl ServerAuth {
     pub fn authorize(&self, token: Option<&str>) -> Result<(), Error> {
         match self.check(token, unix_now()) {
             Ok((user, ts)) => {
-                crate::debug!(1, "Authentication succeeded for user '{user}' ts {ts}");
+                crate::debug!(1, "Authentication succeeded for user '{}' ts {ts}", printable(&user));
                 Ok(())
             }
             Err(why) => {
@@ -842,6 +856,18 @@ mod tests {
         let p = "x".repeat(180);
         assert!(ClientCredentials::new("mario", &p, key(), Padding::Oaep).is_err());
         assert!(ClientCredentials::new("mario", &p, key(), Padding::Pkcs1).is_ok());
+    }
+
+    #[test]
+    fn refusals_log_user_names_without_control_characters() {
+        let r = Refusal::WrongPassword {
+            user: "ma\x1b[2Jrio".into(),
+            ts: 7,
+        };
+        assert_eq!(
+            r.to_string(),
+            "Authentication failed for user 'ma?[2Jrio' ts 7: wrong password"
+        );
     }
 
     #[test]

@@ -396,6 +396,22 @@ mod tests {
         assert_eq!(base64_decode("+/+/").unwrap(), vec![0xfb, 0xff, 0xbf]);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn decoders_never_panic_on_hostile_bytes(data in proptest::collection::vec(proptest::num::u8::ANY, 0..600)) {
+            let _ = parse_token(&data);
+            let text = String::from_utf8_lossy(&data);
+            let _ = base64_decode(&text);
+            let _ = crate::auth::pem::blocks(&text);
+            let _ = lookup(&text, "mario", "00");
+        }
+
+        #[test]
+        fn base64_round_trips(data in proptest::collection::vec(proptest::num::u8::ANY, 0..600)) {
+            proptest::prop_assert_eq!(base64_decode(&base64_encode(&data)), Some(data));
+        }
+    }
+
     #[test]
     fn base64_rejects_what_is_not_base64() {
         for bad in ["Z", "Zm9vY", "Zg=", "Zg===", "Z=g=", "Zm9v!", "Zm-_", "Zg==Zg=="] {
