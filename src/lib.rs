@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod config;
@@ -107,7 +108,7 @@ pub fn run(args: Vec<OsString>) -> i32 {
             println!("{}", sys::process::system_info());
             println!(
                 "Optional features available: CPU affinity setting, IPv6 flow label, TCP congestion algorithm setting, \
-                 sendfile / zerocopy, socket pacing, bind to device, MPTCP, skip rx copy, multiple concurrent tests"
+                 sendfile / zerocopy, socket pacing, authentication, bind to device, MPTCP, skip rx copy, multiple concurrent tests"
             );
             0
         }

@@ -270,6 +270,16 @@ pub fn run(
     } else {
         DEFAULT_START
     };
+    // Every probe logs in: ask for the password once, not once a probe.
+    let owned;
+    let mut cfg = cfg;
+    if cfg.auth.username.is_some() && cfg.auth.password.is_none() {
+        let p = crate::auth::password(&|| signal.load(Relaxed) != 0)?;
+        let mut c = cfg.clone();
+        c.auth.password = Some(crate::config::Secret(p));
+        owned = c;
+        cfg = &owned;
+    }
     let mut search = Searcher::new(start, floor);
     let printer = Printer::new(cfg, opts, secs, out.clone());
     printer.begin();

@@ -61,6 +61,8 @@ struct Shared {
     udp_error: Option<Error>,
     /// `--metrics`: the registry tests and refusals report into.
     metrics: Option<Arc<Metrics>>,
+    /// `--rsa-private-key-path`: clients must authenticate.
+    auth: Option<crate::auth::ServerAuth>,
 }
 
 #[derive(Default)]
@@ -143,6 +145,7 @@ impl Server {
             }
             Err(e) => (None, Some(e)),
         };
+        let auth = crate::auth::ServerAuth::from_config(&cfg.server)?;
         let (done_tx, done_rx) = mpsc::channel();
         let banner = if cfg.output.json {
             Reporter::new()
@@ -166,6 +169,7 @@ impl Server {
                 port,
                 udp_error,
                 metrics: None,
+                auth,
             }),
             done_rx,
             banner,
@@ -514,6 +518,11 @@ fn serve_test(shared: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: Soc
         ctrl.send_state(State::ParamExchange)?;
         let body = ctrl.recv_json(MAX_PARAMS_LEN, FIRST_BYTE, WHOLE_MSG, Code::RECVPARAMS)?;
         let p = decode_params(&body)?;
+        // Credentials first: a client that is not authorized learns nothing
+        // of the server's limits.
+        if let Some(auth) = &shared.auth {
+            auth.authorize(p.authtoken.as_deref())?;
+        }
         let limits = Limits {
             max_streams: cfg.server.max_streams,
             max_duration: cfg.server.max_duration,

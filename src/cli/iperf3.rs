@@ -218,7 +218,7 @@ fn role_mark(o: Opt) -> RoleMark {
     use Opt::*;
     match o {
         Server | Daemon | OneOff | ServerBitrateLimit | IdleTimeout | ServerMaxDuration | RsaPrivateKey
-        | AuthorizedUsers | TimeSkew | UsePkcs1 | MaxTests | MaxStreams | Metrics | Allow | Deny => RoleMark::Server,
+        | AuthorizedUsers | TimeSkew | MaxTests | MaxStreams | Metrics | Allow | Deny => RoleMark::Server,
         Client | Sctp | Nstreams | Udp | ConnectTimeout | Bitrate | PacingTimer | FqRate | NoFqSocketPacing | Time
         | Bytes | Blockcount | Length | Parallel | Reverse | Bidir | Window | Congestion | SetMss | NoDelay | Tos
         | Dscp | Flowlabel | Zerocopy | SkipRxCopy | Omit | Title | ExtraData | GetServerOutput | UdpCounters64
@@ -234,9 +234,6 @@ fn unimplemented(o: Opt) -> Option<Error> {
     use Opt::*;
     let msg = match o {
         Sctp | Xbind | Nstreams => return Some(crate::net::sctp_unavailable()),
-        Username | RsaPublicKey | RsaPrivateKey | AuthorizedUsers | TimeSkew | UsePkcs1 => {
-            "authentication is not implemented yet"
-        }
         Allow | Deny => "access policies are not implemented yet",
         _ => return None,
     };
@@ -494,7 +491,12 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
                 }
                 cfg.server.time_skew_threshold = Duration::from_secs(s as u64);
             }
-            Opt::UsePkcs1 => cfg.server.use_pkcs1_padding = true,
+            Opt::UsePkcs1 => {
+                // iperf3 3.17+: the client pads its token with PKCS#1 v1.5,
+                // the server accepts such tokens.
+                cfg.auth.use_pkcs1_padding = true;
+                cfg.server.use_pkcs1_padding = true;
+            }
             Opt::MaxTests => {
                 let n = int_arg(o, Code::NONE)
                     .ok()
@@ -788,6 +790,7 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
     if cfg.search.is_some() {
         crate::search::check_config(&cfg, parsed.opts.iter().any(|o| o.key == Opt::Interval))?;
     }
+    check_auth(&cfg, &parsed.opts, is_server)?;
     let _ = tos_given;
     if cfg.output.json {
         if format_given {
@@ -801,6 +804,41 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
         }
     }
     Ok(Command::Run(Box::new(cfg), warnings))
+}
+
+/// Authentication options: the options that only mean something with
+/// authentication need it configured (rather than being ignored), and the
+/// key and users files are checked now, as iperf3 checks them while
+/// parsing, so a bad file is a parameter error before anything starts.
+fn check_auth(cfg: &TestConfig, opts: &[Occurrence<Opt>], is_server: bool) -> Result<(), Error> {
+    let given = |k: Opt| opts.iter().any(|o| o.key == k);
+    let (configured, how) = if is_server {
+        (
+            cfg.server.rsa_private_key.is_some(),
+            "--rsa-private-key-path and --authorized-users-path",
+        )
+    } else {
+        (cfg.auth.username.is_some(), "--username and --rsa-public-key-path")
+    };
+    for (opt, name) in [
+        (Opt::UsePkcs1, "--use-pkcs1-padding"),
+        (Opt::TimeSkew, "--time-skew-threshold"),
+    ] {
+        if given(opt) && !configured {
+            return Err(Error::param_msg(
+                Code::NONE,
+                format!("{name} needs authentication: give {how} too"),
+            ));
+        }
+    }
+    if let Some(key) = &cfg.auth.public_key {
+        crate::auth::PublicKey::load(key)?;
+    }
+    if let (Some(key), Some(users)) = (&cfg.server.rsa_private_key, &cfg.server.authorized_users) {
+        crate::auth::PrivateKey::load(key)?;
+        crate::auth::check_users_file(users)?;
+    }
+    Ok(())
 }
 
 /// Most streams per direction a client may ask for (iperf3 stops at 128).
@@ -843,6 +881,8 @@ Server or Client:
   --cntl-ka[=#/#/#]         use control connection TCP keepalive - KEEPIDLE/KEEPINTV/KEEPCNT
                             each value is optional with system settings default
   -m, --mptcp               use MPTCP rather than plain TCP
+  --use-pkcs1-padding       authentication with PKCS#1 v1.5 padding, as iperf3 3.16
+                            and older use (less secure; the default is OAEP)
   -d, --debug[=#]           emit debugging output
                             (optional optional \"=\" and debug level: 1-4. Default is 4 - all messages)
   -v, --version             show version information and quit
@@ -859,6 +899,12 @@ Server specific:
   --server-max-duration #   max. time (in seconds) a client may ask for (default 0 = no limit)
   --max-tests #             tests served at once (default 16); more get \"server is busy\"
   --max-streams #           streams a test may open (default 10000)
+  --rsa-private-key-path    path to the RSA private key used to decrypt
+                            authentication credentials
+  --authorized-users-path   path to the configuration file containing user
+                            credentials
+  --time-skew-threshold     time skew threshold (in seconds) between the server
+                            and client during the authentication process (default 10)
 Client specific:
   -c, --client <host>[%<dev>] run in client mode, connecting to <host>
                               (option <dev> equivalent to `--bind-dev <dev>`)
@@ -913,6 +959,10 @@ Client specific:
   --dont-fragment           set IPv4 Don't Fragment flag
   --gsro                    ask the server for UDP GSO/GRO too (wirespeed uses them
                             whenever the kernel has them)
+  --username                username for authentication (the password comes from
+                            $IPERF3_PASSWORD, or is asked on the terminal)
+  --rsa-public-key-path     path to the RSA public key used to encrypt
+                            authentication credentials
 wirespeed additions:
   --loopback                run a client against a built-in server on 127.0.0.1
   --report file.html        write a self-contained HTML report with plots when the test

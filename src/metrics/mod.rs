@@ -41,16 +41,19 @@ pub enum Refusal {
     BadParameters,
     /// The parameters broke a server limit (`--max-streams`, duration, rate).
     Limit,
+    /// The client did not authenticate (`--rsa-private-key-path`).
+    Unauthorized,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 6] = [
+    const ALL: [Refusal; 7] = [
         Refusal::Busy,
         Refusal::DuplicateCookie,
         Refusal::Unrecognized,
         Refusal::NoParameters,
         Refusal::BadParameters,
         Refusal::Limit,
+        Refusal::Unauthorized,
     ];
 
     /// The label value.
@@ -62,6 +65,7 @@ impl Refusal {
             Refusal::NoParameters => "no_parameters",
             Refusal::BadParameters => "bad_parameters",
             Refusal::Limit => "limit",
+            Refusal::Unauthorized => "unauthorized",
         }
     }
 
@@ -69,6 +73,7 @@ impl Refusal {
     pub fn of_params_error(e: &Error) -> Refusal {
         match e.code {
             Code::NUMSTREAMS | Code::MAXSERVERTESTDURATIONEXCEEDED | Code::TOTALRATE => Refusal::Limit,
+            Code::AUTHTEST => Refusal::Unauthorized,
             Code::RECVPARAMS | Code::CTRLREAD | Code::CTRLCLOSE | Code::CTRLWRITE | Code::SENDMESSAGE => {
                 Refusal::NoParameters
             }
