@@ -89,6 +89,9 @@ impl Client<'_> {
     fn run(&mut self) -> Result<(), Error> {
         let cfg = self.cfg;
         let mut params = cfg.params.clone();
+        // The password is asked for (if it must be) before connecting.
+        let signal = self.signal.clone();
+        let credentials = crate::auth::ClientCredentials::from_config(&cfg.auth, &|| signal.load(Relaxed) != 0)?;
         let addrs = net::resolve(self.host, self.port, cfg.net.family)?;
         let opts = ConnectOpts {
             bind: cfg.net.bind.as_deref(),
@@ -130,10 +133,14 @@ impl Client<'_> {
             let b = self.ctrl().recv_byte(deadline, Code::RECVMESSAGE)?;
             match machine.on_byte(b)? {
                 ClientAction::SendParams => {
+                    let token = match &credentials {
+                        Some(c) => Some(c.token(crate::auth::unix_now())?),
+                        None => None,
+                    };
                     let body = encode_params(
                         &params,
                         &ParamsExtras {
-                            authtoken: None,
+                            authtoken: token.as_deref(),
                             client_version: crate::CLIENT_VERSION,
                         },
                     );

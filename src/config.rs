@@ -365,7 +365,8 @@ pub struct ServerOptions {
     pub authorized_users: Option<PathBuf>,
     /// `--time-skew-threshold`.
     pub time_skew_threshold: Duration,
-    /// `--use-pkcs1-padding`.
+    /// `--use-pkcs1-padding`: also accept tokens encrypted with PKCS#1
+    /// v1.5 (iperf3 3.16 and older clients), besides OAEP.
     pub use_pkcs1_padding: bool,
     /// Clients allowed (empty = any), iperf2 `-s -c host` included.
     pub allow: Vec<String>,
@@ -411,6 +412,22 @@ pub struct ClientAuth {
     pub username: Option<String>,
     /// PEM public key path.
     pub public_key: Option<PathBuf>,
+    /// `--use-pkcs1-padding`: encrypt the token with PKCS#1 v1.5 (what
+    /// iperf3 3.16 and older servers expect) instead of OAEP.
+    pub use_pkcs1_padding: bool,
+    /// The password, once known (a search asks once for all its probes);
+    /// `None`: from `IPERF3_PASSWORD` or the terminal when needed.
+    pub password: Option<Secret>,
+}
+
+/// A string that `Debug` does not print.
+#[derive(Clone, PartialEq, Default)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
 }
 
 /// Settings only the iperf 2 dialect has (its wire header and CLI carry
@@ -475,6 +492,8 @@ pub struct TestConfig {
     pub file: Option<PathBuf>,
     /// iperf 2 dialect settings.
     pub iperf2: Iperf2Options,
+    /// `--udp-search`: search for the highest rate with acceptable loss.
+    pub search: Option<crate::search::SearchOptions>,
 }
 
 impl Default for TestConfig {
@@ -490,6 +509,7 @@ impl Default for TestConfig {
             auth: ClientAuth::default(),
             file: None,
             iperf2: Iperf2Options::default(),
+            search: None,
         }
     }
 }

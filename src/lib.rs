@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod config;
@@ -22,6 +23,7 @@ pub mod net;
 pub mod policy;
 pub mod proto;
 pub mod report;
+pub mod search;
 pub mod server;
 pub mod session;
 pub mod stats;
@@ -144,7 +146,7 @@ pub fn run(args: Vec<OsString>) -> i32 {
             println!("{}", sys::process::system_info());
             println!(
                 "Optional features available: CPU affinity setting, IPv6 flow label, TCP congestion algorithm setting, \
-                 sendfile / zerocopy, socket pacing, bind to device, MPTCP, skip rx copy, multiple concurrent tests"
+                 sendfile / zerocopy, socket pacing, authentication, bind to device, MPTCP, skip rx copy, multiple concurrent tests"
             );
             0
         }
@@ -221,6 +223,12 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
         _ => install_signals(),
     };
     let result = match &cfg.role {
+        Role::Client(host) if cfg.search.is_some() => {
+            let opts = cfg.search.unwrap_or_default();
+            search::run(&cfg, opts, &out, &signal, &mut |pc, r| {
+                client::run(pc, host, cfg.port, r, &signal)
+            })
+        }
         Role::Client(host) => {
             let mut reporter = Reporter::for_config(&cfg, out.clone(), side);
             if cfg.output.json {
@@ -311,11 +319,19 @@ fn run_loopback(cfg: &TestConfig, out: Output, signal: &Arc<AtomicUsize>) -> Res
         .name("ws-loopback-server".into())
         .spawn(move || server.run(stop2))
         .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
-    let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
-    let r = client::run(cfg, "127.0.0.1", port, &mut reporter, signal);
+    let r = match cfg.search {
+        Some(opts) => search::run(cfg, opts, &out, signal, &mut |pc, r| {
+            client::run(pc, "127.0.0.1", port, r, signal)
+        }),
+        None => {
+            let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
+            let r = client::run(cfg, "127.0.0.1", port, &mut reporter, signal);
+            finish(r, &mut reporter, &out)
+        }
+    };
     stop.store(libc::SIGTERM as usize, Relaxed);
     let _ = t.join();
-    finish(r, &mut reporter, &out)
+    r
 }
 
 /// A client's outcome, made a failure when an output of its own (the HTML

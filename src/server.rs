@@ -75,6 +75,8 @@ struct Shared {
     metrics: Option<Arc<Metrics>>,
     /// `--allow`/`--deny`.
     policy: crate::policy::AccessPolicy,
+    /// `--rsa-private-key-path`: clients must authenticate.
+    auth: Option<crate::auth::ServerAuth>,
 }
 
 #[derive(Default)]
@@ -214,6 +216,7 @@ impl Server {
             }
             Err(e) => (None, Some(e)),
         };
+        let auth = crate::auth::ServerAuth::from_config(&cfg.server)?;
         let (done_tx, done_rx) = mpsc::channel();
         let banner = if cfg.output.json {
             Reporter::new()
@@ -239,6 +242,7 @@ impl Server {
                 udp_error,
                 metrics: None,
                 policy,
+                auth,
             }),
             done_rx,
             banner,
@@ -793,6 +797,11 @@ fn serve_test(
     let mut early = Reporter::for_config(cfg, base_out.clone(), Side::Server);
     let r = (|| -> Result<(crate::proto::iperf3::ParamsIn, TestConfig), Error> {
         let p = decode_params(&params_json)?;
+        // Credentials first: a client that is not authorized learns nothing
+        // of the server's limits.
+        if let Some(auth) = &shared.auth {
+            auth.authorize(p.authtoken.as_deref())?;
+        }
         let limits = Limits {
             max_streams: cfg.server.max_streams,
             max_duration: cfg.server.max_duration,

@@ -193,9 +193,9 @@ fn server_terminated_by_signal_tells_the_client() {
     let mut srv = wirespeed_server(port, &[]);
     let p = port.to_string();
     let mut c = Proc::spawn(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "30"]);
-    assert!(c.wait_for_line("  0.00-1.", Duration::from_secs(10)));
+    assert!(c.wait_for_line("  0.00-1.", Duration::from_secs(20)));
     srv.signal(15);
-    let st = c.wait(Duration::from_secs(10)).expect("client exits");
+    let st = c.wait(Duration::from_secs(20)).expect("client exits");
     assert_eq!(st.code(), Some(1));
     assert!(c.err().contains("the server has terminated"), "{}", c.err());
     assert!(srv.wait(Duration::from_secs(10)).is_some(), "server exits on SIGTERM");

@@ -71,8 +71,10 @@ fn affinity_pins_the_data_threads() {
     let port = free_port();
     let _srv = wirespeed_server(port, &[]);
     let p = port.to_string();
-    let c = Proc::spawn(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "2", "-A", &cpu]);
-    assert!(c.wait_for_line("0.00-1.00", Duration::from_secs(10)));
+    // Long enough that the data thread is still there when the first
+    // interval line shows, however loaded the machine is.
+    let c = Proc::spawn(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "8", "-A", &cpu]);
+    assert!(c.wait_for_line("0.00-1.00", Duration::from_secs(30)), "{}", c.err());
     let mut found = false;
     for t in std::fs::read_dir(format!("/proc/{}/task", c.pid())).unwrap().flatten() {
         let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();

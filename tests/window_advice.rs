@@ -43,7 +43,14 @@ fn a_small_window_is_called_out_with_a_bigger_w() {
         a["suggested_option"].as_str().unwrap(),
         format!(
             "-w {}",
-            text.rsplit("try -w ").next().unwrap().split(' ').next().unwrap()
+            // The suggestion may end the sentence ("... -> try -w 16K.").
+            text.rsplit("try -w ")
+                .next()
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .trim_end_matches('.')
         )
     );
 }

@@ -218,7 +218,7 @@ fn role_mark(o: Opt) -> RoleMark {
     use Opt::*;
     match o {
         Server | Daemon | OneOff | ServerBitrateLimit | IdleTimeout | ServerMaxDuration | RsaPrivateKey
-        | AuthorizedUsers | TimeSkew | UsePkcs1 | MaxTests | MaxStreams | Metrics | Allow | Deny => RoleMark::Server,
+        | AuthorizedUsers | TimeSkew | MaxTests | MaxStreams | Metrics | Allow | Deny => RoleMark::Server,
         Client | Sctp | Nstreams | Udp | ConnectTimeout | Bitrate | PacingTimer | FqRate | NoFqSocketPacing | Time
         | Bytes | Blockcount | Length | Parallel | Reverse | Bidir | Window | Congestion | SetMss | NoDelay | Tos
         | Dscp | Flowlabel | Zerocopy | SkipRxCopy | Omit | Title | ExtraData | GetServerOutput | UdpCounters64
@@ -232,15 +232,10 @@ fn role_mark(o: Opt) -> RoleMark {
 /// Options whose feature is not built yet: rejected, never ignored.
 fn unimplemented(o: Opt) -> Option<Error> {
     use Opt::*;
-    let msg = match o {
-        Sctp | Xbind | Nstreams => return Some(crate::net::sctp_unavailable()),
-        Username | RsaPublicKey | RsaPrivateKey | AuthorizedUsers | TimeSkew | UsePkcs1 => {
-            "authentication is not implemented yet"
-        }
-        UdpSearch | MaxLoss => "this option is not implemented yet",
-        _ => return None,
-    };
-    Some(Error::param_msg(Code::UNIMP, msg))
+    match o {
+        Sctp | Xbind | Nstreams => Some(crate::net::sctp_unavailable()),
+        _ => None,
+    }
 }
 
 /// Whether an option of [`TABLE`] works (rather than being rejected as not
@@ -324,6 +319,8 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
     let mut reverse = false;
     let mut bidir = false;
     let mut udp = false;
+    let mut search: Option<crate::search::SearchOptions> = None;
+    let mut max_loss: Option<f64> = None;
     let mut tos_given = false;
 
     for o in &parsed.opts {
@@ -492,7 +489,12 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
                 }
                 cfg.server.time_skew_threshold = Duration::from_secs(s as u64);
             }
-            Opt::UsePkcs1 => cfg.server.use_pkcs1_padding = true,
+            Opt::UsePkcs1 => {
+                // iperf3 3.17+: the client pads its token with PKCS#1 v1.5,
+                // the server accepts such tokens.
+                cfg.auth.use_pkcs1_padding = true;
+                cfg.server.use_pkcs1_padding = true;
+            }
             Opt::MaxTests => {
                 let n = int_arg(o, Code::NONE)
                     .ok()
@@ -665,7 +667,17 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
                 .server
                 .deny
                 .extend(crate::policy::split_list("--deny", &v).map_err(|m| Error::param_msg(Code::NONE, m))?),
-            Opt::Help | Opt::Version | Opt::Sctp | Opt::Xbind | Opt::Nstreams | Opt::UdpSearch | Opt::MaxLoss => {}
+            Opt::UdpSearch => search = Some(search.unwrap_or_default()),
+            Opt::MaxLoss => {
+                let p = crate::search::parse_max_loss(&v).ok_or_else(|| {
+                    Error::param_msg(
+                        Code::UNITVAL,
+                        format!("invalid --max-loss '{v}': a percentage from 0 up to (not including) 100"),
+                    )
+                })?;
+                max_loss = Some(p);
+            }
+            Opt::Help | Opt::Version | Opt::Sctp | Opt::Xbind | Opt::Nstreams => {}
         }
     }
 
@@ -714,6 +726,21 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
     if let Some(t) = time {
         cfg.params.end = EndCondition::Time(t);
     }
+    if max_loss.is_some() && search.is_none() {
+        return Err(Error::param_msg(Code::UNIMP, "--max-loss is a setting of --udp-search"));
+    }
+    if let Some(mut so) = search {
+        if let Some(p) = max_loss {
+            so.max_loss_percent = p;
+        }
+        cfg.search = Some(so);
+        if ends == 0 {
+            // Probes are short unless -t says otherwise.
+            cfg.params.end = EndCondition::Time(crate::search::DEFAULT_PROBE);
+        }
+        // The search is a UDP measurement: -u is implied.
+        udp = true;
+    }
     if udp {
         cfg.params.protocol = Protocol::Udp;
         if cfg.file.is_some() {
@@ -736,7 +763,12 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
         }
         cfg.params.block_len = Some(l as u32);
     }
-    if udp && cfg.params.rate == 0 && cfg.params.pps.is_none() && !parsed.opts.iter().any(|o| o.key == Opt::Bitrate) {
+    if udp
+        && cfg.search.is_none()
+        && cfg.params.rate == 0
+        && cfg.params.pps.is_none()
+        && !parsed.opts.iter().any(|o| o.key == Opt::Bitrate)
+    {
         cfg.params.rate = DEFAULT_UDP_RATE;
     }
     if rcv_timeout_given && is_client && cfg.params.direction == Direction::Forward {
@@ -759,6 +791,10 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
     if cfg.server.rsa_private_key.is_some() != cfg.server.authorized_users.is_some() {
         return Err(perr(Code::SETSERVERAUTH));
     }
+    if cfg.search.is_some() {
+        crate::search::check_config(&cfg, parsed.opts.iter().any(|o| o.key == Opt::Interval))?;
+    }
+    check_auth(&cfg, &parsed.opts, is_server)?;
     let _ = tos_given;
     if cfg.output.json {
         if format_given {
@@ -772,6 +808,41 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
         }
     }
     Ok(Command::Run(Box::new(cfg), warnings))
+}
+
+/// Authentication options: the options that only mean something with
+/// authentication need it configured (rather than being ignored), and the
+/// key and users files are checked now, as iperf3 checks them while
+/// parsing, so a bad file is a parameter error before anything starts.
+fn check_auth(cfg: &TestConfig, opts: &[Occurrence<Opt>], is_server: bool) -> Result<(), Error> {
+    let given = |k: Opt| opts.iter().any(|o| o.key == k);
+    let (configured, how) = if is_server {
+        (
+            cfg.server.rsa_private_key.is_some(),
+            "--rsa-private-key-path and --authorized-users-path",
+        )
+    } else {
+        (cfg.auth.username.is_some(), "--username and --rsa-public-key-path")
+    };
+    for (opt, name) in [
+        (Opt::UsePkcs1, "--use-pkcs1-padding"),
+        (Opt::TimeSkew, "--time-skew-threshold"),
+    ] {
+        if given(opt) && !configured {
+            return Err(Error::param_msg(
+                Code::NONE,
+                format!("{name} needs authentication: give {how} too"),
+            ));
+        }
+    }
+    if let Some(key) = &cfg.auth.public_key {
+        crate::auth::PublicKey::load(key)?;
+    }
+    if let (Some(key), Some(users)) = (&cfg.server.rsa_private_key, &cfg.server.authorized_users) {
+        crate::auth::PrivateKey::load(key)?;
+        crate::auth::check_users_file(users)?;
+    }
+    Ok(())
 }
 
 /// Most streams per direction a client may ask for (iperf3 stops at 128).
@@ -814,6 +885,8 @@ Server or Client:
   --cntl-ka[=#/#/#]         use control connection TCP keepalive - KEEPIDLE/KEEPINTV/KEEPCNT
                             each value is optional with system settings default
   -m, --mptcp               use MPTCP rather than plain TCP
+  --use-pkcs1-padding       authentication with PKCS#1 v1.5 padding, as iperf3 3.16
+                            and older use (less secure; the default is OAEP)
   -d, --debug[=#]           emit debugging output
                             (optional optional \"=\" and debug level: 1-4. Default is 4 - all messages)
   -v, --version             show version information and quit
@@ -834,6 +907,12 @@ Server specific:
                             (comma-separated; repeatable; names resolved at start)
   --deny <list>             refuse these clients (deny wins over --allow); iperf3 clients
                             are told \"access denied\" (which iperf3 words as busy)
+  --rsa-private-key-path    path to the RSA private key used to decrypt
+                            authentication credentials
+  --authorized-users-path   path to the configuration file containing user
+                            credentials
+  --time-skew-threshold     time skew threshold (in seconds) between the server
+                            and client during the authentication process (default 10)
 Client specific:
   -c, --client <host>[%<dev>] run in client mode, connecting to <host>
                               (option <dev> equivalent to `--bind-dev <dev>`)
@@ -888,12 +967,19 @@ Client specific:
   --dont-fragment           set IPv4 Don't Fragment flag
   --gsro                    ask the server for UDP GSO/GRO too (wirespeed uses them
                             whenever the kernel has them)
+  --username                username for authentication (the password comes from
+                            $IPERF3_PASSWORD, or is asked on the terminal)
+  --rsa-public-key-path     path to the RSA public key used to encrypt
+                            authentication credentials
 wirespeed additions:
   --loopback                run a client against a built-in server on 127.0.0.1
   --report file.html        write a self-contained HTML report with plots when the test
                             ends (a server writes file-N.html for its test number N)
   --live                    client on a terminal: show a live status line with the
                             current and average rate and a sparkline
+  --udp-search              client: find the highest UDP rate with acceptable loss
+                            (probes of -t secs, default 2, starting at -b)
+  --max-loss #[%]           loss the search accepts (default 0.1%)
   --metrics <addr>:<port>   server: serve Prometheus metrics over HTTP at <addr>:<port>
   {prog} report RESULT.json [-o FILE.html]
                             render saved -J output (ours or iperf3's) as an HTML report

@@ -43,10 +43,12 @@ pub enum Refusal {
     Limit,
     /// The client's address is refused by `--allow`/`--deny` (or iperf 2's `-c host`).
     Policy,
+    /// The client did not authenticate (`--rsa-private-key-path`).
+    Unauthorized,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 7] = [
+    const ALL: [Refusal; 8] = [
         Refusal::Busy,
         Refusal::DuplicateCookie,
         Refusal::Unrecognized,
@@ -54,6 +56,7 @@ impl Refusal {
         Refusal::BadParameters,
         Refusal::Limit,
         Refusal::Policy,
+        Refusal::Unauthorized,
     ];
 
     /// The label value.
@@ -66,6 +69,7 @@ impl Refusal {
             Refusal::BadParameters => "bad_parameters",
             Refusal::Limit => "limit",
             Refusal::Policy => "policy",
+            Refusal::Unauthorized => "unauthorized",
         }
     }
 
@@ -73,6 +77,7 @@ impl Refusal {
     pub fn of_params_error(e: &Error) -> Refusal {
         match e.code {
             Code::NUMSTREAMS | Code::MAXSERVERTESTDURATIONEXCEEDED | Code::TOTALRATE => Refusal::Limit,
+            Code::AUTHTEST => Refusal::Unauthorized,
             Code::RECVPARAMS | Code::CTRLREAD | Code::CTRLCLOSE | Code::CTRLWRITE | Code::SENDMESSAGE => {
                 Refusal::NoParameters
             }

@@ -1,5 +1,6 @@
 //! The iperf3 control protocol (`spec/iperf3-protocol.md`).
 
+pub mod auth;
 pub mod cookie;
 pub mod framing;
 pub mod machine;
