@@ -56,6 +56,8 @@ pub struct ServerCtx {
     strict: bool,
     /// Where refusals are counted (`--metrics` on the shared port).
     metrics: std::sync::OnceLock<Arc<crate::metrics::Metrics>>,
+    /// iperf 2 UDP clients on the shared port, made at the first one.
+    udp: std::sync::OnceLock<Arc<super::udp_server::UdpServer>>,
 }
 
 impl ServerCtx {
@@ -76,6 +78,7 @@ impl ServerCtx {
             allow,
             strict: false,
             metrics: std::sync::OnceLock::new(),
+            udp: std::sync::OnceLock::new(),
         }))
     }
 
@@ -107,6 +110,7 @@ impl ServerCtx {
             allow: Vec::new(),
             strict: true,
             metrics: std::sync::OnceLock::new(),
+            udp: std::sync::OnceLock::new(),
         })
     }
 
@@ -126,10 +130,28 @@ impl ServerCtx {
         self.allow.is_empty() || self.allow.contains(&canonical(peer.ip()))
     }
 
-    /// Connections being served.
+    /// Connections (and UDP sessions) being served.
     pub fn active(&self) -> usize {
-        self.active.load(Relaxed)
+        self.active.load(Relaxed) + self.udp.get().map_or(0, |u| u.active())
     }
+}
+
+/// A datagram on the iperf3 server's UDP port that is not an iperf3
+/// hello: the first datagram of an iperf 2 UDP client starts its test
+/// (`local` is the port's address); anything else is dropped.
+pub fn udp_datagram(sc: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d: &[u8]) {
+    let udp = sc.udp.get_or_init(|| {
+        super::udp_server::UdpServer::new(
+            sc.ctx.clone(),
+            sc.signal.clone(),
+            sc.allow.clone(),
+            super::udp_server::Mode::Server { strict: sc.strict },
+            false,
+        )
+        .with_stop(sc.stop.clone())
+    });
+    let (s, n) = crate::sys::time::realtime();
+    udp.offer(local, from, d, (s * 1_000_000_000 + n as u64) as i64);
 }
 
 fn canonical(ip: IpAddr) -> IpAddr {
@@ -422,6 +444,7 @@ fn reader_flow(
             ))),
             initial_bytes: initial,
             budget: None,
+            ..StreamExtras::default()
         },
         info: FlowInfo {
             counters: Some(counters),
@@ -429,6 +452,7 @@ fn reader_flow(
             reversed: false,
         },
         await_close: None,
+        on_end: None,
     }
 }
 
@@ -480,6 +504,7 @@ fn sender_flow(
             hook: trip.then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>),
             initial_bytes: sent,
             budget: budget.map(|b| b.saturating_sub(sent)),
+            ..StreamExtras::default()
         },
         info: FlowInfo {
             counters: None,
@@ -487,6 +512,7 @@ fn sender_flow(
             reversed: starred,
         },
         await_close: closer,
+        on_end: None,
     })
 }
 
@@ -519,6 +545,7 @@ fn connect_back(sc: &ServerCtx, m: &Member) -> Option<(TcpStream, SocketAddr, So
         nodelay: cfg.params.nodelay,
         window,
         window_requested: cfg.params.window.map(|w| w as u64),
+        notes: Vec::new(),
     })));
     let opts = net::ConnectOpts {
         timeout: Some(Duration::from_secs(10)),
@@ -693,6 +720,7 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         nodelay: cfg.params.nodelay,
         window,
         window_requested: cfg.params.window.map(|w| w as u64),
+        notes: Vec::new(),
     })));
     listener
         .set_nonblocking(true)
