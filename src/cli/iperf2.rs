@@ -748,7 +748,9 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         return Err(CliError::err("option of -X or --peer-detect not supported with -u UDP"));
     }
     if udp && (cfg.file.is_some() || cfg.iperf2.stdin) {
-        return Err(CliError::err("-F and -I (data from a file or stdin) are not implemented for UDP yet"));
+        return Err(CliError::err(
+            "-F and -I (data from a file or stdin) are not implemented for UDP yet",
+        ));
     }
     if udp && cfg.iperf2.permit_key.is_some() {
         return Err(CliError::err("option --permit-key is not supported with -u UDP"));
@@ -769,7 +771,9 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
             return Err(CliError::err("option -H (--ssm-host) is only valid for a server"));
         }
         if !udp || !group.is_some_and(|g| g.is_multicast()) {
-            return Err(CliError::err("option -H (--ssm-host) needs -u and a multicast group given with -B"));
+            return Err(CliError::err(
+                "option -H (--ssm-host) needs -u and a multicast group given with -B",
+            ));
         }
     }
     if single_udp {
@@ -1168,7 +1172,10 @@ mod tests {
         assert_eq!(c.params.protocol, Protocol::Udp);
         assert!(w[0].contains("-U"));
         // Multicast: -H needs a server joining a group.
-        assert_eq!(run("-s -u -B 232.1.1.1 -H 10.0.0.1").iperf2.ssm_host.as_deref(), Some("10.0.0.1"));
+        assert_eq!(
+            run("-s -u -B 232.1.1.1 -H 10.0.0.1").iperf2.ssm_host.as_deref(),
+            Some("10.0.0.1")
+        );
         assert!(err("-s -u -B 10.0.0.2 -H 10.0.0.1").contains("multicast group"));
         assert!(err("-c h -u -H 10.0.0.1").contains("only valid for a server"));
         assert_eq!(run("-c 239.1.1.1 -u -T 4").net.ttl, Some(4));
@@ -1179,8 +1186,14 @@ mod tests {
         let s = run("-s --histograms");
         assert!(s.output.enhanced);
         assert_eq!(s.output.histograms.as_deref(), Some(""));
-        assert_eq!(run("-s -u --histograms=1m,20").output.histograms.as_deref(), Some("1m,20"));
-        assert_eq!(run("-s -u --udp-histograms=10u").output.histograms.as_deref(), Some("10u"));
+        assert_eq!(
+            run("-s -u --histograms=1m,20").output.histograms.as_deref(),
+            Some("1m,20")
+        );
+        assert_eq!(
+            run("-s -u --udp-histograms=10u").output.histograms.as_deref(),
+            Some("10u")
+        );
         assert!(err("-s --histograms=x").contains("not recognized"));
         assert!(err("-c h --histograms").contains("server option"));
     }

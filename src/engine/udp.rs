@@ -433,7 +433,11 @@ impl<F: DatagramFormat> RecvState<'_, '_, F> {
             None => self.fmt.parse(d),
         };
         if let Some((seq, sent_ns)) = parsed {
-            let seq = if self.narrow { self.acc.unwrap32(seq as u32) } else { seq };
+            let seq = if self.narrow {
+                self.acc.unwrap32(seq as u32)
+            } else {
+                seq
+            };
             let transit = rx.wrapping_sub(sent_ns as i64);
             self.acc.on_datagram(seq, transit);
             if let Some(h) = self.hook.as_mut() {

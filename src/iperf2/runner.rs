@@ -13,9 +13,9 @@ use mio::{Events, Poll, Token, Waker};
 use crate::config::TestParams;
 use crate::error::{Code, Error};
 use crate::report::Reporter;
+use crate::report::event::FlowLine;
 use crate::report::event::{Event, Side};
 use crate::session::{DataStream, LocalOpts, Session, StreamExtras};
-use crate::report::event::FlowLine;
 use crate::stats::flow::{FlowInfo, FlowStats};
 
 /// One direction of one connection, ready to run.

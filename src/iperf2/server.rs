@@ -32,6 +32,7 @@ use crate::report::event::{Banner, BannerRole, ConnInfo, Event, Side};
 use crate::session::{DataStream, StreamExtras};
 use crate::stats::StreamRole;
 use crate::stats::flow::{FlowCounters, FlowInfo};
+use crate::stats::histogram::{HistogramSpec, LatencyHistogram};
 
 /// How long a connection may take to deliver its header (2.1.8: 4 s).
 const HEADER_WAIT: Duration = Duration::from_secs(4);
@@ -423,6 +424,7 @@ fn stream(id: u32, role: StreamRole, sock: TcpStream, local: SocketAddr, peer: S
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn reader_flow(
     id: u32,
     sock: TcpStream,
@@ -431,8 +433,13 @@ fn reader_flow(
     block: usize,
     trip: bool,
     initial: u64,
+    histograms: Option<&str>,
 ) -> Flow {
-    let counters = FlowCounters::new(block, trip);
+    // Burst-latency histograms (`F8`) need --trip-times bursts to time.
+    let histogram = histograms
+        .filter(|_| trip)
+        .map(|h| LatencyHistogram::new(HistogramSpec::parse(Some(h)).unwrap_or_default(), "F8"));
+    let counters = FlowCounters::with_histogram(block, trip, histogram);
     Flow {
         ds: stream(id, StreamRole::Recv, sock, local, peer),
         extras: StreamExtras {
@@ -628,7 +635,17 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
             }
             continue;
         }
-        flows.push(reader_flow(m.id, sock, m.local, m.peer, block, m.trip_times, m.initial));
+        let hist = ctx.cfg.output.histograms.as_deref();
+        flows.push(reader_flow(
+            m.id,
+            sock,
+            m.local,
+            m.peer,
+            block,
+            m.trip_times,
+            m.initial,
+            hist,
+        ));
         if v2 && u & flags::upper::FULLDUPLEX != 0 {
             if let Ok(s2) = m.sock.try_clone()
                 && let Some(f) = sender_flow(m.id, s2, (m.local, m.peer), m.trip_times, true, false, bytes(h))
@@ -709,6 +726,16 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         crate::sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;
     }
     let sc = ServerCtx::new(ctx.clone(), signal.clone())?;
+    let notes = cfg
+        .output
+        .histograms
+        .as_deref()
+        .map(|h| {
+            vec![crate::report::event::BannerNote::Late(
+                HistogramSpec::parse(Some(h)).unwrap_or_default().banner(),
+            )]
+        })
+        .unwrap_or_default();
     ctx.reporter(Side::Server).emit(Event::Banner(Box::new(Banner {
         role: BannerRole::Listening,
         protocol: cfg.params.protocol,
@@ -720,7 +747,7 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         nodelay: cfg.params.nodelay,
         window,
         window_requested: cfg.params.window.map(|w| w as u64),
-        notes: Vec::new(),
+        notes,
     })));
     listener
         .set_nonblocking(true)

@@ -212,7 +212,10 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         nodelay: false,
         window: probe,
         window_requested: p.window.map(|w| w as u64),
-        notes: vec![BannerNote::Datagrams { len, ipg_us: ipg_us(cfg) }],
+        notes: vec![BannerNote::Datagrams {
+            len,
+            ipg_us: ipg_us(cfg),
+        }],
     })));
     let start = wall_clock();
     let template = if cfg.iperf2.compat {
@@ -342,18 +345,45 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
                 .spawn(move || receive_connect_back(&ctx2, l, port, n, wait, &signal2))
                 .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
             let r = run_flows(&params, Side::Client, flows, &run_opts, &mut reporter);
-            finish(ctx, fins, len as usize, &fmt, expect_report, &stop, signal, &mut reporter);
+            finish(
+                ctx,
+                fins,
+                len as usize,
+                &fmt,
+                expect_report,
+                &stop,
+                signal,
+                &mut reporter,
+            );
             let r2 = listen.join().unwrap_or(Ok(()));
             r.and(r2)
         }
         (Direction::Tradeoff, Some((l, port))) => {
             run_flows(&params, Side::Client, flows, &run_opts, &mut reporter)?;
-            finish(ctx, fins, len as usize, &fmt, expect_report, &stop, signal, &mut reporter);
+            finish(
+                ctx,
+                fins,
+                len as usize,
+                &fmt,
+                expect_report,
+                &stop,
+                signal,
+                &mut reporter,
+            );
             receive_connect_back(ctx, l, port, p.streams, wait, signal)
         }
         _ => {
             let r = run_flows(&params, Side::Client, flows, &run_opts, &mut reporter);
-            finish(ctx, fins, len as usize, &fmt, expect_report, &stop, signal, &mut reporter);
+            finish(
+                ctx,
+                fins,
+                len as usize,
+                &fmt,
+                expect_report,
+                &stop,
+                signal,
+                &mut reporter,
+            );
             r
         }
     }
@@ -426,7 +456,13 @@ fn receive_connect_back(
     signal: &Arc<AtomicUsize>,
 ) -> Result<(), Error> {
     let cfg = ctx.cfg.clone();
-    let srv = UdpServer::new(ctx.clone(), signal.clone(), Vec::new(), Mode::ConnectBack { expect: n }, false);
+    let srv = UdpServer::new(
+        ctx.clone(),
+        signal.clone(),
+        Vec::new(),
+        Mode::ConnectBack { expect: n },
+        false,
+    );
     let make = move || -> Result<UdpSocket, Error> {
         net::listen_udp(cfg.net.bind.as_deref(), port, cfg.net.family).map_err(|e| {
             let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
@@ -435,7 +471,73 @@ fn receive_connect_back(
     };
     srv.serve(&make, Some(l), Some(Instant::now() + wait), Some(n), false, false)?;
     if srv.served() == 0 {
-        return Err(Error::msg(Code::ACCEPT, "ERROR: expected reverse connect did not occur"));
+        return Err(Error::msg(
+            Code::ACCEPT,
+            "ERROR: expected reverse connect did not occur",
+        ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::iperf2::{Command, parse_args_with_env};
+
+    fn cfg(s: &str) -> TestConfig {
+        let args: Vec<String> = s.split_whitespace().map(String::from).collect();
+        match parse_args_with_env(&args, &|_| None).unwrap() {
+            Command::Run(c, _) => *c,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The 32-bit words of the first datagram this command line sends.
+    fn words(s: &str) -> Vec<u32> {
+        let c = cfg(s);
+        let d = client_datagram(&udp_header(&c, (7, 9)), c.params.block_len_or_default() as usize);
+        d.chunks(4)
+            .take(40)
+            .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+            .collect()
+    }
+
+    // Golden words captured from the real 2.1.8 client (spec §1.5), from
+    // offset 16 (after the sequence/time prefix).
+    #[test]
+    fn datagram_settings_match_what_2_1_8_sends() {
+        let w = words("-c h -u -p 5001 -t 0.2");
+        assert_eq!(&w[4..10], &[0x4801_0098, 1, 5001, 0, 0, 0xffff_ffec]);
+        assert_eq!(&w[10..19], &[0, 0, 0, 0x0002_0001, 0x0008_0003, 0, 0x0010_0000, 0, 0]);
+        // -d -L 17010: VERSION1 | RUN_NOW and the port to connect back to.
+        let w = words("-c h -u -t 0.2 -d -L 17010");
+        assert_eq!(&w[4..7], &[0xc801_0099, 1, 17010]);
+        // -R: VERSION2 and the reverse flag; UDPTESTS for the upper flags.
+        let w = words("-c h -u -t 0.2 -R");
+        assert_eq!((w[4], w[12]), (0x6c01_0098, 0x0400_0000));
+        // --full-duplex asks for no FIN exchange too (as 2.1.8's client does).
+        let w = words("-c h -u -t 0.2 --full-duplex");
+        assert_eq!((w[4], w[12]), (0x6c01_0098, 0x0808_0000));
+        let w = words("-c h -u -t 0.2 --no-udp-fin");
+        assert_eq!((w[4], w[12]), (0x6801_0098, 0x0008_0000));
+        // --trip-times: the start block at 108 (LEN covers 16+24+36+32).
+        let w = words("-c h -u -t 0.2 --trip-times");
+        assert_eq!((w[4], w[12]), (0x6801_00d8, 0x0010_0000));
+        assert_eq!(&w[28..30], &[7, 9]);
+        // Rates: bits/s, or a packet count sent as is (no pps flag)...
+        assert_eq!(words("-c h -u -b 20m")[16], 20_000_000);
+        assert_eq!(words("-c h -u -b 100pps")[16], 100);
+        // ... converted to bits/s when the server is to send.
+        assert_eq!(words("-c h -u -b 100pps -R")[16], 100 * 8 * 1470);
+        // -l given: its value travels in the buffer-length word.
+        let w = words("-c h -u -l 300");
+        assert_eq!(w[7], 300);
+    }
+
+    #[test]
+    fn the_banner_gap_follows_the_rate() {
+        assert_eq!(format!("{:.2}", ipg_us(&cfg("-c h -u"))), "11215.21");
+        assert_eq!(format!("{:.2}", ipg_us(&cfg("-c h -u -b 100pps"))), "10000.00");
+        assert_eq!(format!("{:.2}", ipg_us(&cfg("-c h -u -b 10m"))), "1176.00");
+    }
 }

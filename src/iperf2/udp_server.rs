@@ -58,10 +58,14 @@ fn wall_ns() -> i64 {
     (s * 1_000_000_000 + n as u64) as i64
 }
 
+/// Datagrams kept for a flow whose session has not started, with their
+/// arrival times (wall clock, ns).
+type Prefeed = Arc<Mutex<Vec<(Vec<u8>, i64)>>>;
+
 /// What the acceptor knows of a client address.
 enum Peer {
     /// Accepted; its session has not started: datagrams go to its prefeed.
-    Pending(Arc<Mutex<Vec<(Vec<u8>, i64)>>>),
+    Pending(Prefeed),
     /// Its session reads its own socket.
     Active,
     /// Finished at this time; strays are ignored for a while.
@@ -96,7 +100,7 @@ struct Member {
     header: ClientHeader,
     has_header: bool,
     seq64: bool,
-    prefeed: Arc<Mutex<Vec<(Vec<u8>, i64)>>>,
+    prefeed: Prefeed,
     id: u32,
     trip: bool,
     enhanced: bool,
@@ -165,7 +169,13 @@ struct FinJob {
 
 impl UdpServer {
     /// An acceptor for `ctx`'s configuration.
-    pub fn new(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>, allow: Vec<IpAddr>, mode: Mode, multicast: bool) -> Arc<UdpServer> {
+    pub fn new(
+        ctx: Arc<Ctx>,
+        signal: Arc<AtomicUsize>,
+        allow: Vec<IpAddr>,
+        mode: Mode,
+        multicast: bool,
+    ) -> Arc<UdpServer> {
         let ctx_single = matches!(mode, Mode::Server { strict: false })
             && (ctx.cfg.iperf2.single_client || ctx.cfg.iperf2.single_udp);
         let histograms = ctx
@@ -251,9 +261,9 @@ impl UdpServer {
             Mode::ConnectBack { .. } => None,
             Mode::Server { strict } => {
                 let h = ClientHeader::decode_udp(d);
-                let valid = h
-                    .as_ref()
-                    .is_some_and(|h| h.flags & flags::EXTEND != 0 && h.version().is_some_and(|(u, l)| u != 0 && l != 0));
+                let valid = h.as_ref().is_some_and(|h| {
+                    h.flags & flags::EXTEND != 0 && h.version().is_some_and(|(u, l)| u != 0 && l != 0)
+                });
                 // On a shared port anything else is someone else's (or junk).
                 if strict && !valid {
                     return false;
@@ -344,13 +354,11 @@ impl UdpServer {
     fn spawn_group(self: &Arc<Self>, rx: Receiver<Member>, key: Option<(IpAddr, u32)>, want: u32) {
         let me = self.clone();
         let epoch = self.drained.load(Relaxed);
-        let spawned = std::thread::Builder::new()
-            .name("ws-iperf2-udp".into())
-            .spawn(move || {
-                let _guard = ActiveGuard(&me.active);
-                let members = me.collect(rx, key, want, epoch);
-                me.run_group(members);
-            });
+        let spawned = std::thread::Builder::new().name("ws-iperf2-udp".into()).spawn(move || {
+            let _guard = ActiveGuard(&me.active);
+            let members = me.collect(rx, key, want, epoch);
+            me.run_group(members);
+        });
         if spawned.is_err() {
             self.active.fetch_sub(1, Relaxed);
         }
@@ -442,7 +450,11 @@ impl UdpServer {
             _ => None,
         };
         let counters = FlowCounters::with_histogram(block, m.enhanced, histogram);
-        let prefeed = m.prefeed.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default();
+        let prefeed = m
+            .prefeed
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default();
         let no_report = self.multicast || m.full_duplex() || m.upper() & flags::upper::NOUDPFIN != 0;
         let mut flow = Flow::new(
             stream(m.id, StreamRole::Recv, sock, m.local, m.peer),
@@ -467,16 +479,14 @@ impl UdpServer {
             flow.on_end = Some(Box::new(move |line: &FlowLine| {
                 let report = report_of(line, latency).encode();
                 let got_fin = counters.fin();
-                let h = std::thread::Builder::new()
-                    .name("ws-iperf2-fin".into())
-                    .spawn(move || {
-                        if !got_fin && !wait_for_fin(&sock, LATE_FIN) {
-                            return;
-                        }
-                        if !answer_fin(&sock, &report) {
-                            out.write(&format!("[{id:>3}] WARNING: ack of last datagram failed.\n"));
-                        }
-                    });
+                let h = std::thread::Builder::new().name("ws-iperf2-fin".into()).spawn(move || {
+                    if !got_fin && !wait_for_fin(&sock, LATE_FIN) {
+                        return;
+                    }
+                    if !answer_fin(&sock, &report) {
+                        out.write(&format!("[{id:>3}] WARNING: ack of last datagram failed.\n"));
+                    }
+                });
                 if let (Ok(h), Ok(mut a)) = (h, answers.lock()) {
                     a.push(h);
                 }
@@ -525,7 +535,13 @@ impl UdpServer {
         let mut rep = self.reporter(enhanced);
         let params = self.params(&header, block, flows.len(), trip);
         let has_sender = !fins.is_empty();
-        if let Err(e) = run_flows(&params, Side::Server, flows, &self.run_opts(&params, has_sender), &mut rep) {
+        if let Err(e) = run_flows(
+            &params,
+            Side::Server,
+            flows,
+            &self.run_opts(&params, has_sender),
+            &mut rep,
+        ) {
             rep.emit(Event::Warning(format!("WARNING: {}", e.text())));
         }
         self.finish_senders(fins, &mut rep);
@@ -777,8 +793,8 @@ impl UdpServer {
             let local = l.local_addr().map_err(|e| Error::io(Code::LISTEN, &e))?;
             let _ = l.set_nonblocking(false);
             let _ = l.set_read_timeout(Some(Duration::from_millis(100)));
-            match l.recv_from(&mut buf) {
-                Ok((n, from)) => {
+            if let Ok((n, from)) = l.recv_from(&mut buf) {
+                {
                     let mut started = self.offer(local, from, &buf[..n], wall_ns());
                     // Hand over whatever queued behind it.
                     let _ = l.set_nonblocking(true);
@@ -793,7 +809,6 @@ impl UdpServer {
                     }
                     self.drained();
                 }
-                Err(_) => {}
             }
             listener = Some(l);
         }
@@ -812,11 +827,7 @@ impl UdpServer {
         self.peers
             .lock()
             .ok()
-            .and_then(|p| {
-                p.iter()
-                    .find(|(_, v)| matches!(v, Peer::Pending(_)))
-                    .map(|(k, _)| *k)
-            })
+            .and_then(|p| p.iter().find(|(_, v)| matches!(v, Peer::Pending(_))).map(|(k, _)| *k))
             .unwrap_or_else(|| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))
     }
 }
@@ -977,7 +988,9 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>, allow: Vec<IpAddr>) -> Resul
         ));
     }
     if let Some(h) = &cfg.output.histograms {
-        notes.push(BannerNote::Late(HistogramSpec::parse(Some(h)).unwrap_or_default().banner()));
+        notes.push(BannerNote::Late(
+            HistogramSpec::parse(Some(h)).unwrap_or_default().banner(),
+        ));
     }
     ctx.reporter(Side::Server).emit(Event::Banner(Box::new(Banner {
         role: BannerRole::Listening,
@@ -992,10 +1005,23 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>, allow: Vec<IpAddr>) -> Resul
         window_requested: cfg.params.window.map(|w| w as u64),
         notes,
     })));
-    let srv = UdpServer::new(ctx.clone(), signal, allow, Mode::Server { strict: false }, join.is_some());
+    let srv = UdpServer::new(
+        ctx.clone(),
+        signal,
+        allow,
+        Mode::Server { strict: false },
+        join.is_some(),
+    );
     let until = cfg.server.listen_time.map(|t| Instant::now() + t);
     let single = cfg.iperf2.single_client || cfg.iperf2.single_udp;
-    srv.serve(&make, Some(first), until, cfg.server.max_connections, single && join.is_none(), join.is_some())
+    srv.serve(
+        &make,
+        Some(first),
+        until,
+        cfg.server.max_connections,
+        single && join.is_none(),
+        join.is_some(),
+    )
 }
 
 /// The multicast group a server's `-B` names, if it is one.

@@ -9,8 +9,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-use super::{StreamRole, TestStats, rate};
 use super::histogram::{HistogramView, LatencyHistogram};
+use super::{StreamRole, TestStats, rate};
 use crate::report::event::{FlowExtras, FlowLine, FlowReport, IntervalReport, LatencyStats, TcpSample, UdpFlow};
 use crate::sys::socket::tcp_info_raw;
 
@@ -430,9 +430,7 @@ impl FlowStats {
                 // datagram that 2.1.8 counts as data at both ends, so the
                 // two ends' totals agree.
                 let sent = c.packets.load(Relaxed);
-                if sent > 0 {
-                    bytes += bytes / sent;
-                }
+                bytes += bytes.checked_div(sent).unwrap_or(0);
                 u.sent = Some(sent as i64 + 1);
             }
             extras.udp = Some(u);

@@ -69,10 +69,19 @@ impl HistogramSpec {
         spec.width = num.parse::<u32>().ok().filter(|w| *w > 0).ok_or_else(bad)?;
         spec.units = units;
         spec.bins = match parts.get(1) {
-            Some(b) => b.parse::<u32>().ok().filter(|b| (1..=MAX_BINS).contains(b)).ok_or_else(bad)?,
+            Some(b) => b
+                .parse::<u32>()
+                .ok()
+                .filter(|b| (1..=MAX_BINS).contains(b))
+                .ok_or_else(bad)?,
             None => 1000,
         };
-        let pct = |s: &str| s.parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p)).ok_or_else(bad);
+        let pct = |s: &str| {
+            s.parse::<f64>()
+                .ok()
+                .filter(|p| (0.0..=100.0).contains(p))
+                .ok_or_else(bad)
+        };
         if let Some(l) = parts.get(2) {
             spec.ci_lower = pct(l)?;
         }
@@ -321,7 +330,10 @@ mod tests {
             "Enabled receive histograms bin-width=0.100 ms, bins=10000 (clients should use --trip-times)"
         );
         let s = spec("1m,20,10,90");
-        assert_eq!((s.width, s.units, s.bins, s.ci_lower, s.ci_upper), (1, 1e3, 20, 10.0, 90.0));
+        assert_eq!(
+            (s.width, s.units, s.bins, s.ci_lower, s.ci_upper),
+            (1, 1e3, 20, 10.0, 90.0)
+        );
         assert!(s.banner().contains("bin-width=1.000 ms, bins=20"));
         // A width without a letter is in seconds.
         assert!(spec("1,10").banner().contains("bin-width=1000.000 ms, bins=10"));
