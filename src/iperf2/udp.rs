@@ -238,18 +238,29 @@ pub fn answer_fin(sock: &UdpSocket, report: &[u8]) -> bool {
 pub fn report_of(line: &FlowLine, latency: bool) -> ServerReport {
     let u = line.extras.udp.unwrap_or_default();
     let lat = u.latency.filter(|_| latency).map(|l| {
-        let m2 = if l.count > 1 {
-            l.stdev * l.stdev * (l.count - 1) as f64
+        let mut count = l.count as f64;
+        let mut m2 = if l.count > 1 {
+            l.stdev * l.stdev * (count - 1.0)
         } else {
             0.0
         };
+        // M2 travels in µs² in a 32-bit word, which a long test overflows.
+        // The sender derives the mean (sum / count) and the stdev (M2 /
+        // (count - 1)) from these words only, so count, sum and M2 are
+        // scaled down together: both stay right.
+        let room = 4.0e9 / 1e12;
+        if m2 > room {
+            let k = m2 / room;
+            m2 /= k;
+            count = (count / k).max(2.0);
+        }
         ReportLatency::from_secs(
             l.min,
             l.max,
-            l.mean * l.count as f64,
+            l.mean * count,
             l.mean,
             m2,
-            l.count.min(u32::MAX as u64) as u32,
+            count.round().min(u32::MAX as f64) as u32,
             u.pps.round().min(u32::MAX as f64) as u32,
         )
     });
@@ -409,6 +420,19 @@ mod tests {
         assert_eq!(got.pps, 400.0);
         // NetPwr as the spec's sample computes it: 1e-6 × bytes/s ÷ mean.
         assert_eq!(l.extras.net_power.unwrap().round(), 9877.0);
+        // A long test's M2 does not fit its word: the stdev still arrives.
+        let mut big = line.clone();
+        if let Some(u) = big.extras.udp.as_mut()
+            && let Some(l) = u.latency.as_mut()
+        {
+            l.count = 2_373_594;
+            l.stdev = 0.000420;
+            l.mean = 0.000080;
+        }
+        let back = relayed_line(1, false, &ServerReport::decode(&report_of(&big, true).encode()).unwrap());
+        let lat = back.extras.udp.unwrap().latency.unwrap();
+        assert!((lat.stdev - 0.000420).abs() < 2e-6, "{}", lat.stdev);
+        assert!((lat.mean - 0.000080).abs() < 1e-6, "{}", lat.mean);
         // Without -e or --trip-times the report has no latency extension.
         assert_eq!(report_of(&line, false).latency, None);
     }

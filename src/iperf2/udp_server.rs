@@ -50,6 +50,9 @@ const PREFEED_MAX: usize = 4096;
 /// How long a finished client's stray datagrams are ignored rather than
 /// taken for a new test.
 const LINGER: Duration = Duration::from_secs(5);
+/// Sessions at most at once: datagrams are easy to forge, and each new
+/// source address would otherwise cost a socket and threads.
+const MAX_SESSIONS: usize = 256;
 /// How long a receiver that stopped without its sender's FIN waits for it.
 const LATE_FIN: Duration = Duration::from_secs(3);
 
@@ -252,6 +255,9 @@ impl UdpServer {
         }
         if peers.len() > 256 {
             peers.retain(|_, p| !matches!(p, Peer::Done(t) if t.elapsed() >= LINGER));
+        }
+        if self.active() >= MAX_SESSIONS {
+            return false;
         }
         // A late FIN of a finished test, or too short to be iperf 2's.
         let Some(first) = DatagramHeader::read(d, true).filter(|h| h.seq > 0) else {
