@@ -24,6 +24,8 @@ pub const DEFAULT_UDP_LEN_V6: u32 = 1450;
 pub const MAX_UDP_LEN: u32 = 65507;
 /// iperf2's default UDP rate: 1 Mbit/s in binary units.
 pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
+/// How far behind a paced sender may catch up at once, µs.
+pub const IPERF2_CATCH_UP_US: u32 = 100_000;
 /// Smallest `-i` (Debian's fast-sampling build).
 pub const MIN_INTERVAL: f64 = 0.0001;
 
@@ -432,6 +434,10 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     };
     cfg.output.interval = None;
     cfg.params.repeating_payload = true;
+    // A paced UDP sender that fell behind (a busy machine) catches up on up
+    // to 100 ms of datagrams at once, as 2.1.8's delay accumulator does,
+    // so the average rate holds.
+    cfg.params.pacing_timer = IPERF2_CATCH_UP_US;
     let mut server = false;
     let mut client: Option<String> = None;
     let mut udp = false;

@@ -429,7 +429,11 @@ mod tests {
             l.stdev = 0.000420;
             l.mean = 0.000080;
         }
-        let back = relayed_line(1, false, &ServerReport::decode(&report_of(&big, true).encode()).unwrap());
+        let back = relayed_line(
+            1,
+            false,
+            &ServerReport::decode(&report_of(&big, true).encode()).unwrap(),
+        );
         let lat = back.extras.udp.unwrap().latency.unwrap();
         assert!((lat.stdev - 0.000420).abs() < 2e-6, "{}", lat.stdev);
         assert!((lat.mean - 0.000080).abs() < 1e-6, "{}", lat.mean);

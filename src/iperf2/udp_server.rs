@@ -482,9 +482,14 @@ impl UdpServer {
             let out = self.ctx.out.clone();
             let id = m.id;
             let latency = m.enhanced;
+            let stop = self.stop.clone();
             flow.on_end = Some(Box::new(move |line: &FlowLine| {
                 let report = report_of(line, latency).encode();
                 let got_fin = counters.fin();
+                // A server being stopped does not wait for late FINs.
+                if !got_fin && stop.load(Relaxed) {
+                    return;
+                }
                 let h = std::thread::Builder::new().name("ws-iperf2-fin".into()).spawn(move || {
                     if !got_fin && !wait_for_fin(&sock, LATE_FIN) {
                         return;
@@ -601,6 +606,7 @@ impl UdpServer {
             p.rate = rate;
         }
         p.trip_times = trip;
+        p.pacing_timer = crate::cli::iperf2::IPERF2_CATCH_UP_US;
         p.end = match h.amount {
             Some(Amount::Time(cs)) => EndCondition::Time(Duration::from_millis(cs as u64 * 10)),
             // Byte counts are per stream (StreamExtras::budget).
@@ -1052,4 +1058,84 @@ fn multicast_join(cfg: &crate::config::TestConfig) -> Result<Option<Join>, Error
         dev: cfg.net.bind_dev.clone(),
         source,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Dialect, TestConfig};
+    use crate::proto::iperf2::{HeaderExt, VERSION_L, VERSION_U};
+    use crate::report::Output;
+
+    fn server(strict: bool) -> Arc<UdpServer> {
+        let cfg = TestConfig {
+            dialect: Dialect::Iperf2,
+            ..TestConfig::default()
+        };
+        let ctx = Arc::new(Ctx::new(cfg, Output::discard()));
+        UdpServer::new(
+            ctx,
+            Arc::new(AtomicUsize::new(0)),
+            Vec::new(),
+            Mode::Server { strict },
+            false,
+        )
+    }
+
+    fn datagram(seq: i64, header: bool) -> Vec<u8> {
+        let h = ClientHeader {
+            num_threads: 1,
+            amount: Some(Amount::from_secs(0.1)),
+            ext: Some(HeaderExt {
+                version_u: VERSION_U,
+                version_l: VERSION_L,
+                ..HeaderExt::default()
+            }),
+            ..ClientHeader::default()
+        };
+        let mut d = if header {
+            super::super::udp::client_datagram(&h, 200)
+        } else {
+            vec![b'7'; 200]
+        };
+        Iperf2Format::sender(None).stamp_now(&mut d, seq);
+        d
+    }
+
+    #[test]
+    fn junk_stale_fins_and_short_datagrams_start_nothing() {
+        let s = server(true);
+        let local: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let from: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        assert!(!s.offer(local, from, &datagram(-5, true), 0), "a late FIN");
+        assert!(!s.offer(local, from, &[1, 2, 3], 0), "too short");
+        assert!(
+            !s.offer(local, from, &datagram(1, false), 0),
+            "no header on a shared port"
+        );
+        assert_eq!((s.served(), s.active()), (0, 0));
+    }
+
+    #[test]
+    fn a_first_datagram_starts_a_flow_and_the_next_ones_wait_for_it() {
+        let s = server(false);
+        // A real socket as the client, so the flow's connect succeeds.
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let from = client.local_addr().unwrap();
+        let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        s.stop.store(true, Relaxed);
+        assert!(s.offer(local, from, &datagram(1, true), 1));
+        assert!(
+            !s.offer(local, from, &datagram(2, true), 2),
+            "kept for the flow, not a new one"
+        );
+        assert_eq!(s.served(), 1);
+        let t0 = Instant::now();
+        while s.active() > 0 && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(s.active(), 0, "a stopped server's session ends");
+        // Strays from a finished client are ignored for a while.
+        assert!(!s.offer(local, from, &datagram(3, true), 3));
+    }
 }
