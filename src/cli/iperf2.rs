@@ -442,6 +442,8 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     let mut client: Option<String> = None;
     let mut udp = false;
     let mut single_udp = false;
+    // TCP-only options given, refused with -u rather than ignored.
+    let mut tcp_only: Vec<String> = Vec::new();
     let mut histograms: Option<String> = None;
     let (mut dual, mut tradeoff, mut reverse, mut full_duplex) = (false, false, false, false);
     let mut len: Option<f64> = None;
@@ -541,7 +543,10 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 len = Some(unit_value(sp, &v)?);
                 cfg.iperf2.len_given = true;
             }
-            Opt::PrintMss => cfg.output.print_mss = true,
+            Opt::PrintMss => {
+                cfg.output.print_mss = true;
+                tcp_only.push(sp.into());
+            }
             Opt::Num => {
                 let n = unit_value(sp, &v)?;
                 cfg.params.end = EndCondition::Bytes(n as u64);
@@ -626,6 +631,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 client_only.push(sp.into());
             }
             Opt::Mss => {
+                tcp_only.push(sp.into());
                 let m = unit_value(sp, &v)?;
                 if !(0.0..=65535.0).contains(&m) {
                     return Err(CliError::err(format!("MSS {v} is out of range")));
@@ -633,7 +639,10 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 cfg.params.mss = (m >= 1.0).then_some(m as u32);
                 cfg.output.print_mss = true;
             }
-            Opt::NoDelay => cfg.params.nodelay = true,
+            Opt::NoDelay => {
+                cfg.params.nodelay = true;
+                tcp_only.push(sp.into());
+            }
             Opt::Parallel => {
                 let p = int_value(sp, &v)?;
                 if !(1..=crate::cli::iperf3::MAX_PARALLEL as i64).contains(&p) {
@@ -660,7 +669,10 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 cfg.iperf2.peer_detect = true;
                 client_only.push(sp.into());
             }
-            Opt::Congestion => cfg.params.congestion = Some(v),
+            Opt::Congestion => {
+                cfg.params.congestion = Some(v);
+                tcp_only.push(sp.into());
+            }
             Opt::SumOnly => cfg.output.sum_only = true,
             Opt::HideIps => cfg.iperf2.hide_ips = true,
             Opt::PermitKey => {
@@ -680,6 +692,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 client_only.push(sp.into());
             }
             Opt::ConnectRetries => {
+                tcp_only.push(sp.into());
                 let n = int_value(sp, &v)?;
                 if !(0..=10_000).contains(&n) {
                     return Err(CliError::err(format!(
@@ -749,6 +762,9 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     }
     if cfg.iperf2.no_udp_fin && !udp {
         return Err(CliError::err("option --no-udp-fin requires -u UDP"));
+    }
+    if let (true, Some(o)) = (udp, tcp_only.first()) {
+        return Err(CliError::err(format!("option {o} is for TCP, not with -u UDP")));
     }
     if udp && cfg.iperf2.peer_detect {
         return Err(CliError::err("option of -X or --peer-detect not supported with -u UDP"));
@@ -1170,6 +1186,9 @@ mod tests {
         );
         assert!(err("-c h -u -F /dev/null").contains("not implemented for UDP"));
         assert!(err("-c h -u -b 0").contains("-b 0"));
+        assert_eq!(err("-c h -u -N"), "ERROR: option -N is for TCP, not with -u UDP");
+        assert!(err("-s -u -M 1000").contains("option -M is for TCP"));
+        assert!(err("-c h -u --connect-retries 2").contains("for TCP"));
         // -U: a one-client-at-a-time UDP server; on a client, just UDP.
         let s = run("-s -U");
         assert_eq!(s.params.protocol, Protocol::Udp);
