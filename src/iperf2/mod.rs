@@ -10,6 +10,9 @@ pub mod client;
 mod hooks;
 mod runner;
 pub mod server;
+pub mod udp;
+mod udp_client;
+pub mod udp_server;
 
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
@@ -82,6 +85,36 @@ pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) 
         sock: s.as_raw_fd(),
         peer_version: None,
         tcp_init: tcp_init(s),
+        no_udp_fin: false,
+        connect_ms: None,
+        when: Some(crate::sys::time::epoch_now() as i64),
+    }
+}
+
+/// The addresses `-s -c host` lets in (empty: everyone).
+fn allow_list(cfg: &TestConfig) -> Result<Vec<std::net::IpAddr>, crate::error::Error> {
+    let mut allow = Vec::new();
+    for h in &cfg.server.allow {
+        for a in crate::net::resolve(h, 0, cfg.net.family)? {
+            allow.push(crate::net::canonical(a).ip());
+        }
+    }
+    Ok(allow)
+}
+
+/// A UDP flow's connection line.
+pub fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote: SocketAddr) -> FlowConn {
+    FlowConn {
+        id,
+        reversed: false,
+        local: crate::util::split_addr(&local),
+        remote: crate::util::split_addr(&remote),
+        local_dev: crate::sys::netif::interface_of(local.ip()),
+        mode: None,
+        no_udp_fin: false,
+        sock: s.as_raw_fd(),
+        peer_version: None,
+        tcp_init: None,
         connect_ms: None,
         when: Some(crate::sys::time::epoch_now() as i64),
     }
@@ -135,8 +168,11 @@ pub fn run(args: &[String], prog: &str) -> i32 {
     }
     let signal = crate::install_signals();
     let ctx = Arc::new(Ctx::new(cfg.clone(), out.clone()));
+    let udp = cfg.params.protocol == crate::config::Protocol::Udp;
     let r = match &cfg.role {
+        Role::Client(host) if udp => udp_client::run(&ctx, host, &signal),
         Role::Client(host) => client::run(&ctx, host, &signal),
+        _ if udp => allow_list(&cfg).and_then(|allow| udp_server::run(ctx.clone(), signal, allow)),
         _ => server::run(ctx.clone(), signal),
     };
     match r {

@@ -32,6 +32,7 @@ use crate::report::event::{Banner, BannerRole, ConnInfo, Event, Side};
 use crate::session::{DataStream, StreamExtras};
 use crate::stats::StreamRole;
 use crate::stats::flow::{FlowCounters, FlowInfo};
+use crate::stats::histogram::{HistogramSpec, LatencyHistogram};
 
 /// How long a connection may take to deliver its header (2.1.8: 4 s).
 const HEADER_WAIT: Duration = Duration::from_secs(4);
@@ -56,6 +57,8 @@ pub struct ServerCtx {
     strict: bool,
     /// Where refusals are counted (`--metrics` on the shared port).
     metrics: std::sync::OnceLock<Arc<crate::metrics::Metrics>>,
+    /// iperf 2 UDP clients on the shared port, made at the first one.
+    udp: std::sync::OnceLock<Arc<super::udp_server::UdpServer>>,
 }
 
 impl ServerCtx {
@@ -76,6 +79,7 @@ impl ServerCtx {
             allow,
             strict: false,
             metrics: std::sync::OnceLock::new(),
+            udp: std::sync::OnceLock::new(),
         }))
     }
 
@@ -107,6 +111,7 @@ impl ServerCtx {
             allow: Vec::new(),
             strict: true,
             metrics: std::sync::OnceLock::new(),
+            udp: std::sync::OnceLock::new(),
         })
     }
 
@@ -126,10 +131,28 @@ impl ServerCtx {
         self.allow.is_empty() || self.allow.contains(&canonical(peer.ip()))
     }
 
-    /// Connections being served.
+    /// Connections (and UDP sessions) being served.
     pub fn active(&self) -> usize {
-        self.active.load(Relaxed)
+        self.active.load(Relaxed) + self.udp.get().map_or(0, |u| u.active())
     }
+}
+
+/// A datagram on the iperf3 server's UDP port that is not an iperf3
+/// hello: the first datagram of an iperf 2 UDP client starts its test
+/// (`local` is the port's address); anything else is dropped.
+pub fn udp_datagram(sc: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d: &[u8]) {
+    let udp = sc.udp.get_or_init(|| {
+        super::udp_server::UdpServer::new(
+            sc.ctx.clone(),
+            sc.signal.clone(),
+            sc.allow.clone(),
+            super::udp_server::Mode::Server { strict: sc.strict },
+            false,
+        )
+        .with_stop(sc.stop.clone())
+    });
+    let (s, n) = crate::sys::time::realtime();
+    udp.offer(local, from, d, (s * 1_000_000_000 + n as u64) as i64);
 }
 
 fn canonical(ip: IpAddr) -> IpAddr {
@@ -401,6 +424,7 @@ fn stream(id: u32, role: StreamRole, sock: TcpStream, local: SocketAddr, peer: S
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn reader_flow(
     id: u32,
     sock: TcpStream,
@@ -409,8 +433,13 @@ fn reader_flow(
     block: usize,
     trip: bool,
     initial: u64,
+    histograms: Option<&str>,
 ) -> Flow {
-    let counters = FlowCounters::new(block, trip);
+    // Burst-latency histograms (`F8`) need --trip-times bursts to time.
+    let histogram = histograms
+        .filter(|_| trip)
+        .map(|h| LatencyHistogram::new(HistogramSpec::parse(Some(h)).unwrap_or_default(), "F8"));
+    let counters = FlowCounters::with_histogram(block, trip, histogram);
     Flow {
         ds: stream(id, StreamRole::Recv, sock, local, peer),
         extras: StreamExtras {
@@ -422,6 +451,7 @@ fn reader_flow(
             ))),
             initial_bytes: initial,
             budget: None,
+            ..StreamExtras::default()
         },
         info: FlowInfo {
             counters: Some(counters),
@@ -429,6 +459,7 @@ fn reader_flow(
             reversed: false,
         },
         await_close: None,
+        on_end: None,
     }
 }
 
@@ -480,6 +511,7 @@ fn sender_flow(
             hook: trip.then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>),
             initial_bytes: sent,
             budget: budget.map(|b| b.saturating_sub(sent)),
+            ..StreamExtras::default()
         },
         info: FlowInfo {
             counters: None,
@@ -487,6 +519,7 @@ fn sender_flow(
             reversed: starred,
         },
         await_close: closer,
+        on_end: None,
     })
 }
 
@@ -519,6 +552,7 @@ fn connect_back(sc: &ServerCtx, m: &Member) -> Option<(TcpStream, SocketAddr, So
         nodelay: cfg.params.nodelay,
         window,
         window_requested: cfg.params.window.map(|w| w as u64),
+        notes: Vec::new(),
     })));
     let opts = net::ConnectOpts {
         timeout: Some(Duration::from_secs(10)),
@@ -601,7 +635,17 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
             }
             continue;
         }
-        flows.push(reader_flow(m.id, sock, m.local, m.peer, block, m.trip_times, m.initial));
+        let hist = ctx.cfg.output.histograms.as_deref();
+        flows.push(reader_flow(
+            m.id,
+            sock,
+            m.local,
+            m.peer,
+            block,
+            m.trip_times,
+            m.initial,
+            hist,
+        ));
         if v2 && u & flags::upper::FULLDUPLEX != 0 {
             if let Ok(s2) = m.sock.try_clone()
                 && let Some(f) = sender_flow(m.id, s2, (m.local, m.peer), m.trip_times, true, false, bytes(h))
@@ -682,6 +726,16 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         crate::sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;
     }
     let sc = ServerCtx::new(ctx.clone(), signal.clone())?;
+    let notes = cfg
+        .output
+        .histograms
+        .as_deref()
+        .map(|h| {
+            vec![crate::report::event::BannerNote::Late(
+                HistogramSpec::parse(Some(h)).unwrap_or_default().banner(),
+            )]
+        })
+        .unwrap_or_default();
     ctx.reporter(Side::Server).emit(Event::Banner(Box::new(Banner {
         role: BannerRole::Listening,
         protocol: cfg.params.protocol,
@@ -693,6 +747,7 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         nodelay: cfg.params.nodelay,
         window,
         window_requested: cfg.params.window.map(|w| w as u64),
+        notes,
     })));
     listener
         .set_nonblocking(true)
