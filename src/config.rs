@@ -455,6 +455,12 @@ pub struct Iperf2Options {
     pub permit_key: Option<String>,
     /// `--connect-retries`: extra TCP connect attempts.
     pub connect_retries: u32,
+    /// `-U`: a UDP server serving one client at a time, refusing others.
+    pub single_udp: bool,
+    /// `--no-udp-fin`: end a UDP test without the FIN/report exchange.
+    pub no_udp_fin: bool,
+    /// `-H`: the source of a source-specific multicast join.
+    pub ssm_host: Option<String>,
 }
 
 /// What this process is asked to be.

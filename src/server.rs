@@ -407,7 +407,8 @@ impl Server {
     /// handed to the test. Anything else is dropped. Returns true if more
     /// may be waiting (the per-turn limit was hit).
     fn udp_hellos(&self, udp: &mio::net::UdpSocket) -> bool {
-        let mut buf = [0u8; 64];
+        // Room for a whole datagram: an iperf 2 client's first one is data.
+        let mut buf = vec![0u8; 65536];
         for _ in 0..UDP_READS_PER_TURN {
             let (n, from) = match udp.recv_from(&mut buf) {
                 Ok(r) => r,
@@ -415,6 +416,10 @@ impl Server {
                 Err(_) => return false,
             };
             let Some(hello) = parse_hello(&buf[..n.min(buf.len())]) else {
+                // Not iperf3's: an iperf 2 UDP client starting a test, or junk.
+                if let Ok(local) = udp.local_addr() {
+                    crate::iperf2::server::udp_datagram(&self.iperf2, local, from, &buf[..n.min(buf.len())]);
+                }
                 continue;
             };
             let from = net::canonical(from);

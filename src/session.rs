@@ -90,6 +90,11 @@ pub struct StreamExtras {
     /// A byte budget of this stream alone (iperf 2's `-n` is per flow),
     /// instead of the test's shared one.
     pub budget: Option<u64>,
+    /// UDP: the dialect's datagram layout (iperf3's when `None`).
+    pub udp_format: Option<Arc<dyn crate::engine::udp::DatagramFormat>>,
+    /// UDP: datagrams of the stream a listener read before the stream had
+    /// a socket, with their arrival times (wall clock, ns).
+    pub udp_prefeed: Vec<(Vec<u8>, i64)>,
 }
 
 /// Stream ids in creation order: 1, then 3, 4, 5, ... (2 is skipped, as iperf3 does).
@@ -296,10 +301,17 @@ impl Session {
             let handle = match ds.sock {
                 DataSock::Tcp(sock) => engine::spawn_tcp_with(sock, task, extras.hook)?,
                 DataSock::Udp(sock) => {
-                    let format = Iperf3Format {
-                        wide: params.udp_counters_64bit,
-                    };
-                    engine::udp::spawn_udp(sock, task, format, udp.clone())?
+                    let mut opts = udp.clone();
+                    opts.prefeed = extras.udp_prefeed;
+                    match extras.udp_format {
+                        Some(f) => engine::udp::spawn_udp_with(sock, task, f, opts, extras.hook)?,
+                        None => {
+                            let format = Iperf3Format {
+                                wide: params.udp_counters_64bit,
+                            };
+                            engine::udp::spawn_udp_with(sock, task, format, opts, extras.hook)?
+                        }
+                    }
                 }
             };
             handles.push((ds.role, handle));

@@ -540,6 +540,78 @@ fn malformed_iperf2_headers_are_dropped_by_the_iperf2_server() {
     }
 }
 
+/// `wirespeed --iperf2 -s -u -p port extra...`, once it says it listens.
+fn iperf2_udp_server(port: u16, extra: &[&str]) -> Proc {
+    let p = port.to_string();
+    let mut args = vec!["--iperf2", "-s", "-u", "-p", &p, "-t", "30"];
+    args.extend_from_slice(extra);
+    let srv = Proc::spawn(&wirespeed(), &args);
+    assert!(srv.wait_for_line("Server listening on UDP port", Duration::from_secs(10)));
+    srv
+}
+
+/// Junk datagrams at an iperf 2 UDP port, from another address: real
+/// iperf 2 UDP clients are still served, on `--iperf2 -s -u` and on the
+/// iperf3 server's shared port.
+#[test]
+fn udp_junk_does_not_disturb_iperf2_udp_tests() {
+    let Some(iperf) = peer("iperf") else { return };
+    let dedicated = free_port();
+    let mut srv2 = iperf2_udp_server(dedicated, &[]);
+    let (mut srv3, shared) = server(&[]);
+    for port in [dedicated, shared] {
+        let u = UdpSocket::bind("127.0.0.2:0").unwrap();
+        let mut rng = Rng::new(14);
+        for i in 0..2000u32 {
+            let n = (rng.next() % 1500) as usize + 1;
+            let mut d = rng.bytes(n);
+            if i % 3 == 0 && d.len() >= 80 {
+                // A plausible sequence number and header flags, junk after.
+                d[..4].copy_from_slice(&(i + 1).to_be_bytes());
+                d[16..20].copy_from_slice(&0xc000_0000u32.to_be_bytes());
+            }
+            let _ = u.send_to(&d, ("127.0.0.1", port));
+        }
+        let r = run(
+            &iperf,
+            &["-c", "127.0.0.1", "-p", &port.to_string(), "-u", "-b", "10M", "-t", "1"],
+            T,
+        );
+        assert_eq!(r.code, Some(0), "port {port}: {}{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("Server Report"), "port {port}: {}", r.stdout);
+    }
+    assert!(srv2.running(), "{}", srv2.err());
+    alive(&mut srv3);
+}
+
+#[test]
+fn the_iperf2_udp_server_applies_the_policy_and_limits() {
+    let Some(iperf) = peer("iperf") else { return };
+    let port = free_port();
+    let srv = iperf2_udp_server(port, &["--deny", "127.0.0.1"]);
+    let _ = run(
+        &iperf,
+        &["-c", "127.0.0.1", "-p", &port.to_string(), "-u", "-t", "1"],
+        T,
+    );
+    assert!(stop_server(srv).contains("client not allowed"));
+    // On the shared port: the policy, and the iperf3 server's limits.
+    let (srv, port) = server(&["--deny", "127.0.0.1"]);
+    let _ = run(
+        &iperf,
+        &["-c", "127.0.0.1", "-p", &port.to_string(), "-u", "-t", "1"],
+        T,
+    );
+    assert!(out_shows(&srv, "client not allowed"), "{}", srv.out());
+    let (srv, port) = server(&["--server-max-duration", "2"]);
+    let _ = run(
+        &iperf,
+        &["-c", "127.0.0.1", "-p", &port.to_string(), "-u", "-t", "3"],
+        T,
+    );
+    assert!(out_shows(&srv, "longer than the server allows"), "{}", srv.out());
+}
+
 /// A client that runs a whole iperf3 TCP test by hand, so the results it
 /// sends can be hostile.
 fn run_until_results(port: u16, rng: &mut Rng) -> TcpStream {

@@ -18,8 +18,14 @@ use crate::config::*;
 pub const DEFAULT_PORT: u16 = 5001;
 /// iperf2's default UDP datagram size (IPv4).
 pub const DEFAULT_UDP_LEN: u32 = 1470;
+/// iperf2's default UDP datagram size from an IPv6 client.
+pub const DEFAULT_UDP_LEN_V6: u32 = 1450;
+/// The largest UDP payload over IPv4.
+pub const MAX_UDP_LEN: u32 = 65507;
 /// iperf2's default UDP rate: 1 Mbit/s in binary units.
 pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
+/// How far behind a paced sender may catch up at once, µs.
+pub const IPERF2_CATCH_UP_US: u32 = 100_000;
 /// Smallest `-i` (Debian's fast-sampling build).
 pub const MIN_INTERVAL: f64 = 0.0001;
 
@@ -300,9 +306,9 @@ const ENV: &[(&str, Opt)] = &[
 fn unimplemented(o: &Occurrence<Opt>) -> Option<CliError> {
     use Opt::*;
     let what = match o.key {
-        Udp | SingleUdp | SsmHost | NoUdpFin | Ipg | L2Checks => "UDP tests (-u)",
+        Ipg => "inter-packet gaps for isochronous bursts",
+        L2Checks => "layer 2 length checks",
         Bounceback => "bounceback tests",
-        Histograms => "latency histograms",
         Isochronous => "isochronous traffic",
         ConnectOnly => "connect-only tests",
         Burst => "periodic bursts",
@@ -433,10 +439,17 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     };
     cfg.output.interval = None;
     cfg.params.repeating_payload = true;
+    // A paced UDP sender that fell behind (a busy machine) catches up on up
+    // to 100 ms of datagrams at once, as 2.1.8's delay accumulator does,
+    // so the average rate holds.
+    cfg.params.pacing_timer = IPERF2_CATCH_UP_US;
     let mut server = false;
     let mut client: Option<String> = None;
-    // `-u` is refused above until the iperf 2 UDP data path exists.
-    let udp = false;
+    let mut udp = false;
+    let mut single_udp = false;
+    // TCP-only options given, refused with -u rather than ignored.
+    let mut tcp_only: Vec<String> = Vec::new();
+    let mut histograms: Option<String> = None;
     let (mut dual, mut tradeoff, mut reverse, mut full_duplex) = (false, false, false, false);
     let mut len: Option<f64> = None;
     let mut time: Option<f64> = None;
@@ -459,10 +472,13 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
             Opt::SingleClient => cfg.iperf2.single_client = true,
             Opt::Bandwidth => {
                 rate_given = true;
+                // `pps` (any case, or a bare `p`) means packets/s; the
+                // number keeps its own suffix case (1Kpps = 1024/s).
                 let lower = v.to_ascii_lowercase();
-                if let Some(n) = lower.strip_suffix("pps") {
+                let pps_at = lower.find('p');
+                if let Some(at) = pps_at.filter(|at| matches!(&lower[*at..], "pps" | "p")) {
                     rate_pps = true;
-                    cfg.params.pps = Some(unit_value(sp, n)?.round() as u64);
+                    cfg.params.pps = Some(unit_value(sp, &v[..at])?.round() as u64);
                 } else if v.contains(',') {
                     return Err(CliError::err(format!(
                         "variable load (-b mean,stdev) is not implemented yet ({sp})"
@@ -533,7 +549,10 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 len = Some(unit_value(sp, &v)?);
                 cfg.iperf2.len_given = true;
             }
-            Opt::PrintMss => cfg.output.print_mss = true,
+            Opt::PrintMss => {
+                cfg.output.print_mss = true;
+                tcp_only.push(sp.into());
+            }
             Opt::Num => {
                 let n = unit_value(sp, &v)?;
                 cfg.params.end = EndCondition::Bytes(n as u64);
@@ -618,6 +637,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 client_only.push(sp.into());
             }
             Opt::Mss => {
+                tcp_only.push(sp.into());
                 let m = unit_value(sp, &v)?;
                 if !(0.0..=65535.0).contains(&m) {
                     return Err(CliError::err(format!("MSS {v} is out of range")));
@@ -625,7 +645,10 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 cfg.params.mss = (m >= 1.0).then_some(m as u32);
                 cfg.output.print_mss = true;
             }
-            Opt::NoDelay => cfg.params.nodelay = true,
+            Opt::NoDelay => {
+                cfg.params.nodelay = true;
+                tcp_only.push(sp.into());
+            }
             Opt::Parallel => {
                 let p = int_value(sp, &v)?;
                 if !(1..=crate::cli::iperf3::MAX_PARALLEL as i64).contains(&p) {
@@ -652,7 +675,10 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 cfg.iperf2.peer_detect = true;
                 client_only.push(sp.into());
             }
-            Opt::Congestion => cfg.params.congestion = Some(v),
+            Opt::Congestion => {
+                cfg.params.congestion = Some(v);
+                tcp_only.push(sp.into());
+            }
             Opt::SumOnly => cfg.output.sum_only = true,
             Opt::HideIps => cfg.iperf2.hide_ips = true,
             Opt::PermitKey => {
@@ -672,6 +698,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 client_only.push(sp.into());
             }
             Opt::ConnectRetries => {
+                tcp_only.push(sp.into());
                 let n = int_value(sp, &v)?;
                 if !(0..=10_000).contains(&n) {
                     return Err(CliError::err(format!(
@@ -690,6 +717,20 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                     cfg.server.deny.extend(list);
                 }
                 policy_opt = Some(name.into());
+            }
+            Opt::Udp => udp = true,
+            Opt::SingleUdp => {
+                udp = true;
+                single_udp = true;
+            }
+            Opt::NoUdpFin => {
+                cfg.iperf2.no_udp_fin = true;
+                client_only.push(sp.into());
+            }
+            Opt::SsmHost => cfg.iperf2.ssm_host = Some(v),
+            Opt::Histograms => {
+                crate::stats::histogram::HistogramSpec::parse(o.value.as_deref()).map_err(CliError::err)?;
+                histograms = Some(o.value.clone().unwrap_or_default());
             }
             Opt::Help | Opt::Version => {}
             _ => unreachable!("refused above"),
@@ -735,6 +776,51 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     if cfg.file.is_some() && cfg.iperf2.stdin {
         return Err(CliError::err("options -F and -I are mutually exclusive"));
     }
+    if cfg.iperf2.no_udp_fin && !udp {
+        return Err(CliError::err("option --no-udp-fin requires -u UDP"));
+    }
+    if let (true, Some(o)) = (udp, tcp_only.first()) {
+        return Err(CliError::err(format!("option {o} is for TCP, not with -u UDP")));
+    }
+    if udp && cfg.iperf2.peer_detect {
+        return Err(CliError::err("option of -X or --peer-detect not supported with -u UDP"));
+    }
+    if udp && (cfg.file.is_some() || cfg.iperf2.stdin) {
+        return Err(CliError::err(
+            "-F and -I (data from a file or stdin) are not implemented for UDP yet",
+        ));
+    }
+    if udp && cfg.iperf2.permit_key.is_some() {
+        return Err(CliError::err("option --permit-key is not supported with -u UDP"));
+    }
+    if let Some(h) = histograms {
+        if !server {
+            return Err(CliError::err(
+                "--histograms is a server option here (client write-time histograms are not implemented yet)",
+            ));
+        }
+        // As in 2.1.8, histograms imply enhanced reports.
+        cfg.output.enhanced = true;
+        cfg.output.histograms = Some(h);
+    }
+    if cfg.iperf2.ssm_host.is_some() {
+        let group = cfg.net.bind.as_deref().and_then(|b| b.parse::<std::net::IpAddr>().ok());
+        if !server {
+            return Err(CliError::err("option -H (--ssm-host) is only valid for a server"));
+        }
+        if !udp || !group.is_some_and(|g| g.is_multicast()) {
+            return Err(CliError::err(
+                "option -H (--ssm-host) needs -u and a multicast group given with -B",
+            ));
+        }
+    }
+    if single_udp {
+        if server {
+            cfg.iperf2.single_udp = true;
+        } else {
+            warnings.push("WARN: Client set to UDP per -U (suggest use lower case -u instead)".into());
+        }
+    }
     if server {
         cfg.role = Role::Server;
         for o in &client_only {
@@ -777,10 +863,37 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     let block = match len {
         Some(l) => l as u64,
         None => match cfg.params.protocol {
+            // 2.1.8's IPv6 client sends 1450-byte datagrams.
+            Protocol::Udp if cfg.net.family == Family::V6 && !server => DEFAULT_UDP_LEN_V6 as u64,
             Protocol::Udp => DEFAULT_UDP_LEN as u64,
             _ => DEFAULT_TCP_BLOCK as u64,
         },
     };
+    if cfg.params.protocol == Protocol::Udp {
+        if rate_given && cfg.params.rate == 0 && cfg.params.pps.is_none_or(|p| p == 0) {
+            return Err(CliError::err("-b 0 is not a rate for UDP (give the rate to send at)"));
+        }
+        if !rate_given {
+            cfg.params.rate = DEFAULT_UDP_RATE;
+        }
+        let need = if cfg.iperf2.compat {
+            crate::proto::iperf2::udp::DATAGRAM_HEADER_LEN as u64
+        } else if cfg.params.trip_times {
+            crate::iperf2::udp::MIN_DATAGRAM_TRIP_TIMES as u64
+        } else {
+            crate::iperf2::udp::MIN_DATAGRAM as u64
+        };
+        if !server && block < need {
+            return Err(CliError::err(format!(
+                "-l of {block} is too small for UDP: iperf 2's datagram header needs {need} bytes"
+            )));
+        }
+        if block > MAX_UDP_LEN as u64 {
+            return Err(CliError::err(format!(
+                "-l of {block} is too large for UDP (at most {MAX_UDP_LEN} bytes)"
+            )));
+        }
+    }
     if block == 0 || block > i32::MAX as u64 {
         return Err(CliError::err(format!("-l value of {block} is out of range")));
     }
@@ -851,18 +964,18 @@ pub fn long_usage(prog: &str) -> String {
        {prog} [-h|--help] [-v|--version]
 
 Client/Server:
-  -b, --bandwidth #[kmgKMG]  bandwidth to send at in bits/sec (TCP: a rate limit)
+  -b, --bandwidth #[kmgKMG | pps]  bandwidth to send at in bits/sec or packets per second (UDP default 1 Mbit/sec; TCP: a rate limit)
   -e, --enhanced    use enhanced reporting giving more tcp/udp and traffic information
   -f, --format    [abkmgABKMG]  format to report: adaptive, bits, Kbits, Mbits, Gbits (upper case: bytes)
       --hide-ips           hide ip addresses and host names within outputs
   -i, --interval  #        seconds between periodic bandwidth reports (fractions allowed)
-  -l, --len       #[kmKM]    length of buffer in bytes to read or write (Defaults: TCP=128K)
+  -l, --len       #[kmKM]    length of buffer in bytes to read or write (Defaults: TCP=128K, v4 UDP=1470, v6 UDP=1450)
   -m, --print_mss          print TCP maximum segment size
   -o, --output    <filename> output the report or error message to this specified file
   -p, --port      #        client/server port to listen on/send on and to connect
       --permit-key=<key>   permit key a client must send (TCP only)
       --sum-only           output sum only reports
-  -u, --udp                use UDP rather than TCP (not implemented yet)
+  -u, --udp                use UDP rather than TCP
   -w, --window    #[KM]    TCP window size (socket buffer size)
   -z, --realtime           request realtime scheduler
   -B, --bind <host>[:<port>][%<dev>] bind to <host>, ip addr and optional port and device
@@ -878,6 +991,9 @@ Server specific:
   -t, --time      #        time in seconds to listen for new connections as well as to receive traffic (default not set)
   -B, --bind <ip>[%<dev>]  bind to this address and optional device
   -D, --daemon             run the server as a daemon
+  -H, --ssm-host <ip>      set the SSM source, use with -B for (S,G)
+  -U, --single_udp         run in single threaded UDP mode (one client at a time)
+      --histograms[=binwidth[u|m],bins,ci_lower,ci_upper]  latency histograms (needs the client's --trip-times)
   -P, --parallel  #        exit after this many connections have been served
   -c, --client    <host>   serve only this client
       --allow <list>       serve only these clients: addresses, CIDR networks, host names
@@ -891,6 +1007,7 @@ Client specific:
   -d, --dualtest           Do a bidirectional test simultaneously (multiple sockets)
       --full-duplex        run full duplex test using same socket
   -n, --num       #[kmgKMG]    number of bytes to transmit (instead of -t)
+      --no-udp-fin         no UDP FIN/report exchange at the end of the test
   -r, --tradeoff           Do a bidirectional test individually
   -t, --time      #        time in seconds to transmit for (default 10 secs)
       --trip-times         enable end to end measurements (requires client and server clock sync)
@@ -1045,8 +1162,87 @@ mod tests {
         assert_eq!(err("-c h -T 300"), "ERROR: option of -ttl (-T) must be less than 255");
         assert!(err("-c h -l 10X").contains("not recognized"));
         assert!(err("-c h -f x").contains("format 'x' not recognized"));
-        assert!(err("-c h -u").contains("not implemented yet"));
         assert!(err("-c h --isochronous").contains("not implemented yet"));
+        assert!(err("-c h -u --ipg 0.1").contains("not implemented yet"));
+        assert!(err("-c h -u --l2checks").contains("not implemented yet"));
+    }
+
+    #[test]
+    fn udp_defaults_are_iperf2s() {
+        let c = run("-c h -u");
+        assert_eq!(c.params.protocol, Protocol::Udp);
+        assert_eq!(c.params.block_len, Some(1470));
+        assert_eq!(c.params.rate, 1_048_576);
+        assert_eq!(c.params.pps, None);
+        assert_eq!(run("-c h -u -V").params.block_len, Some(1450));
+        assert_eq!(run("-s -u").params.block_len, Some(1470));
+        // Lower-case suffixes are decimal, upper-case binary, for rates too.
+        assert_eq!(run("-c h -u -b 10m").params.rate, 10_000_000);
+        assert_eq!(run("-c h -u -b 10M").params.rate, 10 * 1024 * 1024);
+        assert_eq!(run("-c h -u -b 2k").params.rate, 2000);
+        let c = run("-c h -u -b 100pps");
+        assert_eq!((c.params.pps, c.params.rate), (Some(100), 0));
+        assert_eq!(run("-c h -u -b 1kpps").params.pps, Some(1000));
+        assert_eq!(run("-c h -u -b 1Kpps").params.pps, Some(1024));
+        assert_eq!(run("-c h -u -b 100PPS").params.pps, Some(100));
+        assert_eq!(run("-c h -u -b 5p").params.pps, Some(5));
+        assert!(err("-c h -u -b 5ppx").contains("not recognized"));
+        assert!(run_env("-c h", &[("IPERF_UDP", "")]).unwrap().0.params.protocol == Protocol::Udp);
+    }
+
+    #[test]
+    fn udp_options_and_their_errors() {
+        assert_eq!(
+            err("-c h -u -l 40"),
+            "ERROR: -l of 40 is too small for UDP: iperf 2's datagram header needs 76 bytes"
+        );
+        assert!(err("-c h -u -l 100 --trip-times").contains("needs 128 bytes"));
+        assert_eq!(run("-c h -u -l 76").params.block_len, Some(76));
+        assert_eq!(run("-c h -u -C -l 16").params.block_len, Some(16));
+        assert!(err("-c h -u -l 65508").contains("too large for UDP"));
+        assert_eq!(err("-c h --no-udp-fin"), "ERROR: option --no-udp-fin requires -u UDP");
+        assert!(run("-c h -u --no-udp-fin").iperf2.no_udp_fin);
+        assert_eq!(
+            err("-c h -u -X"),
+            "ERROR: option of -X or --peer-detect not supported with -u UDP"
+        );
+        assert!(err("-c h -u -F /dev/null").contains("not implemented for UDP"));
+        assert!(err("-c h -u -b 0").contains("-b 0"));
+        assert_eq!(err("-c h -u -N"), "ERROR: option -N is for TCP, not with -u UDP");
+        assert!(err("-s -u -M 1000").contains("option -M is for TCP"));
+        assert!(err("-c h -u --connect-retries 2").contains("for TCP"));
+        // -U: a one-client-at-a-time UDP server; on a client, just UDP.
+        let s = run("-s -U");
+        assert_eq!(s.params.protocol, Protocol::Udp);
+        assert!(s.iperf2.single_udp);
+        let (c, w) = run_env("-c h -U", &[]).unwrap();
+        assert_eq!(c.params.protocol, Protocol::Udp);
+        assert!(w[0].contains("-U"));
+        // Multicast: -H needs a server joining a group.
+        assert_eq!(
+            run("-s -u -B 232.1.1.1 -H 10.0.0.1").iperf2.ssm_host.as_deref(),
+            Some("10.0.0.1")
+        );
+        assert!(err("-s -u -B 10.0.0.2 -H 10.0.0.1").contains("multicast group"));
+        assert!(err("-c h -u -H 10.0.0.1").contains("only valid for a server"));
+        assert_eq!(run("-c 239.1.1.1 -u -T 4").net.ttl, Some(4));
+    }
+
+    #[test]
+    fn histograms_are_a_server_option_that_implies_enhanced() {
+        let s = run("-s --histograms");
+        assert!(s.output.enhanced);
+        assert_eq!(s.output.histograms.as_deref(), Some(""));
+        assert_eq!(
+            run("-s -u --histograms=1m,20").output.histograms.as_deref(),
+            Some("1m,20")
+        );
+        assert_eq!(
+            run("-s -u --udp-histograms=10u").output.histograms.as_deref(),
+            Some("10u")
+        );
+        assert!(err("-s --histograms=x").contains("not recognized"));
+        assert!(err("-c h --histograms").contains("server option"));
     }
 
     #[test]

@@ -320,6 +320,14 @@ pub trait StreamHook: Send {
     fn after_read(&mut self, _data: &[u8], _stop: &AtomicBool) -> bool {
         true
     }
+    /// UDP receivers: called for each data datagram with its transit time
+    /// (arrival clock - the sender's timestamp, ns).
+    fn on_datagram(&mut self, _transit_ns: i64) {}
+    /// UDP receivers: called after each batch of datagrams (a place to
+    /// publish what `on_datagram` gathered, once per batch, not per datagram).
+    fn after_batch(&mut self) {}
+    /// UDP receivers: the format's end-of-stream marker arrived.
+    fn on_end_of_stream(&mut self) {}
 }
 
 /// Starts a TCP stream thread on `sock`.

@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use super::pacer::{Pacer, sleep_until};
-use super::{StreamHandle, StreamTask, is_timeout};
+use super::{StreamHandle, StreamHook, StreamTask, is_timeout};
 use crate::error::{Code, Error};
 use crate::proto::iperf3::udp::DatagramHeader;
 use crate::stats::StreamRole;
@@ -39,8 +39,49 @@ pub trait DatagramFormat: Send + Sync + 'static {
     fn stamp(&self, buf: &mut [u8], seq: u64, sent_ns: u64);
     /// Reads `(sequence, sent ns)` from a received datagram.
     fn parse(&self, buf: &[u8]) -> Option<(u64, u64)>;
+    /// Reads only the send time (ns) of a datagram.
+    fn parse_time(&self, buf: &[u8]) -> Option<u64> {
+        self.parse(buf).map(|(_, t)| t)
+    }
     /// Whether sequence numbers are 32 bits on the wire (and wrap).
     fn narrow(&self) -> bool;
+    /// Whether a received datagram ends the stream (iperf 2's FIN, a
+    /// negative sequence number), and the sequence number it counts as:
+    /// the receiver counts it (0: not at all) and stops.
+    fn fin(&self, _buf: &[u8]) -> Option<u64> {
+        None
+    }
+}
+
+/// A format chosen at run time (the iperf 2 dialect's, through the session).
+impl DatagramFormat for std::sync::Arc<dyn DatagramFormat> {
+    fn header_len(&self) -> usize {
+        (**self).header_len()
+    }
+
+    #[inline]
+    fn stamp(&self, buf: &mut [u8], seq: u64, sent_ns: u64) {
+        (**self).stamp(buf, seq, sent_ns)
+    }
+
+    #[inline]
+    fn parse(&self, buf: &[u8]) -> Option<(u64, u64)> {
+        (**self).parse(buf)
+    }
+
+    fn narrow(&self) -> bool {
+        (**self).narrow()
+    }
+
+    #[inline]
+    fn parse_time(&self, buf: &[u8]) -> Option<u64> {
+        (**self).parse_time(buf)
+    }
+
+    #[inline]
+    fn fin(&self, buf: &[u8]) -> Option<u64> {
+        (**self).fin(buf)
+    }
 }
 
 /// iperf3's header: seconds, microseconds, 32- or 64-bit sequence number.
@@ -93,6 +134,10 @@ pub struct UdpOptions {
     /// Size of the stream's batch buffer (send or receive): large for a few
     /// fast streams, small when there are many.
     pub batch_bytes: usize,
+    /// Datagrams of this stream that arrived before its socket existed
+    /// (read by a listener), with their arrival times (wall clock, ns): a
+    /// receiver counts them first.
+    pub prefeed: Vec<(Vec<u8>, i64)>,
 }
 
 impl UdpOptions {
@@ -113,6 +158,7 @@ impl Default for UdpOptions {
             origin: None,
             nominal_end: None,
             batch_bytes: 1 << 20,
+            prefeed: Vec::new(),
         }
     }
 }
@@ -124,6 +170,18 @@ pub fn spawn_udp<F: DatagramFormat>(
     format: F,
     opts: UdpOptions,
 ) -> Result<StreamHandle, Error> {
+    spawn_udp_with(sock, task, format, opts, None)
+}
+
+/// Starts a UDP stream thread on a connected socket, with a per-datagram
+/// hook on the receive side (iperf 2's latency statistics).
+pub fn spawn_udp_with<F: DatagramFormat>(
+    sock: UdpSocket,
+    task: StreamTask,
+    format: F,
+    opts: UdpOptions,
+    mut hook: Option<Box<dyn StreamHook>>,
+) -> Result<StreamHandle, Error> {
     let fd = sock.as_raw_fd();
     let keep = socket2::Socket::from(sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?);
     let join = std::thread::Builder::new()
@@ -133,9 +191,10 @@ pub fn spawn_udp<F: DatagramFormat>(
             if let Some(cpu) = task.affinity {
                 let _ = crate::sys::process::pin_current_thread(cpu);
             }
+            let hook = hook.as_mut().map(|h| &mut **h as &mut dyn StreamHook);
             let res = match task.role {
                 StreamRole::Send => send_loop(&sock, &task, &format, &opts),
-                StreamRole::Recv => recv_loop(&sock, &task, &format, &opts),
+                StreamRole::Recv => recv_loop(&sock, &task, &format, &opts, hook),
             };
             if let Err(e) = res {
                 control.fail(e);
@@ -340,9 +399,65 @@ fn send_datagrams(
     Ok(done)
 }
 
+/// What one receiving stream has counted so far, and the per-datagram
+/// work on it.
+struct RecvState<'a, 'h, F: DatagramFormat> {
+    fmt: &'a F,
+    acc: UdpAccounting,
+    header: usize,
+    narrow: bool,
+    hook: Option<&'h mut dyn StreamHook>,
+    /// The stream's end marker arrived.
+    fin: bool,
+}
+
+impl<F: DatagramFormat> RecvState<'_, '_, F> {
+    /// Counts one datagram that arrived at `rx` (wall clock, ns); returns
+    /// its bytes if it was data.
+    #[inline]
+    fn datagram(&mut self, d: &[u8], rx: i64) -> Option<u64> {
+        // Shorter than a header: a stray handshake, not data.
+        if d.len() < self.header || self.fin {
+            return None;
+        }
+        let fin = self.fmt.fin(d);
+        if fin == Some(0) {
+            self.fin = true;
+            return None;
+        }
+        let parsed = match fin {
+            Some(seq) => {
+                self.fin = true;
+                self.fmt.parse_time(d).map(|t| (seq, t))
+            }
+            None => self.fmt.parse(d),
+        };
+        if let Some((seq, sent_ns)) = parsed {
+            let seq = if self.narrow {
+                self.acc.unwrap32(seq as u32)
+            } else {
+                seq
+            };
+            let transit = rx.wrapping_sub(sent_ns as i64);
+            self.acc.on_datagram(seq, transit);
+            if let Some(h) = self.hook.as_mut() {
+                h.on_datagram(transit);
+            }
+        }
+        Some(d.len() as u64)
+    }
+}
+
 /// Receives until the test stops and the stream has been quiet for a poll
-/// period (drained), or the controller aborts.
-fn recv_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, opts: &UdpOptions) -> Result<(), Error> {
+/// period (drained), the controller aborts, or the format's end marker
+/// arrives.
+fn recv_loop<F: DatagramFormat>(
+    sock: &UdpSocket,
+    task: &StreamTask,
+    fmt: &F,
+    opts: &UdpOptions,
+    hook: Option<&mut dyn StreamHook>,
+) -> Result<(), Error> {
     let len = task.block_len.max(1);
     let _ = sock.set_read_timeout(Some(task.drain_idle.clamp(Duration::from_millis(10), POLL)));
     let gro = opts.gro && sysudp::set_gro(sock).is_ok();
@@ -354,9 +469,14 @@ fn recv_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
         (s, opts.batch_bytes / s)
     };
     let mut batch = RecvBatch::new(slot, slots);
-    let mut acc = UdpAccounting::new();
-    let header = fmt.header_len();
-    let narrow = fmt.narrow();
+    let mut st = RecvState {
+        fmt,
+        acc: UdpAccounting::new(),
+        header: fmt.header_len(),
+        narrow: fmt.narrow(),
+        hook,
+        fin: false,
+    };
     let control = &task.control;
     let c = &task.counters;
     let mut omitting = control.omitting.load(Relaxed);
@@ -364,7 +484,45 @@ fn recv_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
         let end = stream_end(control, c.last_rx_ns.load(Relaxed), opts.nominal_end);
         c.ended_ns.store(end.max(1), Relaxed);
     };
+    // What a listener read for this stream before it had a socket.
+    let mut pre = None;
+    if !opts.prefeed.is_empty() {
+        let (mut bytes, mut datagrams) = (0u64, 0u64);
+        for (d, rx) in &opts.prefeed {
+            if let Some(n) = st.datagram(d, *rx) {
+                bytes += n;
+                datagrams += 1;
+            }
+        }
+        pre = Some((bytes, datagrams, 0));
+    }
     loop {
+        if let Some((bytes, datagrams, before)) = pre.take() {
+            if let Some(h) = st.hook.as_mut() {
+                h.after_batch();
+            }
+            if datagrams > 0 {
+                st.acc.publish(c);
+                c.bytes.fetch_add(bytes, Relaxed);
+                c.blocks.fetch_add(datagrams, Relaxed);
+                c.last_rx_ns.store(control.now_ns(), Relaxed);
+                // Progress towards a -n/-k goal is the highest sequence
+                // seen: a lost datagram must not keep the test running.
+                if let Some(t) = &task.target
+                    && t.add((st.acc.max_seq() - before) * len as u64)
+                {
+                    control.wake();
+                }
+            }
+            if st.fin {
+                if let Some(h) = st.hook.as_mut() {
+                    h.on_end_of_stream();
+                }
+                c.last_rx_ns.store(control.now_ns(), Relaxed);
+                finish();
+                return Ok(());
+            }
+        }
         if control.abort.load(Relaxed) {
             finish();
             return Ok(());
@@ -380,10 +538,10 @@ fn recv_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
                 let om = control.omitting.load(Relaxed);
                 if omitting && !om {
                     // iperf3 restarts jitter when the omit period ends.
-                    acc.jitter.reset();
+                    st.acc.jitter.reset();
                 }
                 omitting = om;
-                let before = acc.max_seq();
+                let before = st.acc.max_seq();
                 let fallback = if kernel_stamps { 0 } else { realtime_ns() };
                 let (mut bytes, mut datagrams) = (0u64, 0u64);
                 for i in 0..n {
@@ -391,31 +549,13 @@ fn recv_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
                     let rx = m.rx_time_ns.unwrap_or(fallback);
                     let seg = m.segment.unwrap_or(m.data.len()).max(1);
                     for d in m.data.chunks(seg) {
-                        // Shorter than a header: a stray handshake, not data.
-                        if d.len() < header {
-                            continue;
-                        }
-                        bytes += d.len() as u64;
-                        datagrams += 1;
-                        if let Some((seq, sent_ns)) = fmt.parse(d) {
-                            let seq = if narrow { acc.unwrap32(seq as u32) } else { seq };
-                            acc.on_datagram(seq, rx.wrapping_sub(sent_ns as i64));
+                        if let Some(n) = st.datagram(d, rx) {
+                            bytes += n;
+                            datagrams += 1;
                         }
                     }
                 }
-                if datagrams > 0 {
-                    acc.publish(c);
-                    c.bytes.fetch_add(bytes, Relaxed);
-                    c.blocks.fetch_add(datagrams, Relaxed);
-                    c.last_rx_ns.store(control.now_ns(), Relaxed);
-                    // Progress towards a -n/-k goal is the highest sequence
-                    // seen: a lost datagram must not keep the test running.
-                    if let Some(t) = &task.target
-                        && t.add((acc.max_seq() - before) * len as u64)
-                    {
-                        control.wake();
-                    }
-                }
+                pre = Some((bytes, datagrams, before));
             }
             Err(e) if is_timeout(&e) => {
                 if control.stop.load(Relaxed) || control.abort.load(Relaxed) {

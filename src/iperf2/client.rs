@@ -244,6 +244,7 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
                     nodelay: p.nodelay,
                     window,
                     window_requested: p.window.map(|w| w as u64),
+                    notes: Vec::new(),
                 })));
                 Some(l)
             }
@@ -267,6 +268,7 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         nodelay: p.nodelay,
         window: probe_window(cfg, addrs[0]),
         window_requested: p.window.map(|w| w as u64),
+        notes: Vec::new(),
     })));
     let start = wall_clock();
     let header = (!cfg.iperf2.compat).then(|| build_header(cfg, start).encode_tcp());
@@ -318,6 +320,7 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
                 extras,
                 info: info(fi.counters, true),
                 await_close: None,
+                on_end: None,
             });
         }
         if sends {
@@ -338,9 +341,11 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
                         EndCondition::Bytes(n) => Some(n.saturating_sub(hdr_len)),
                         _ => None,
                     },
+                    ..StreamExtras::default()
                 },
                 info: info(None, false),
                 await_close,
+                on_end: None,
             });
         }
         // Held until the test is over, so each connection keeps the
@@ -490,6 +495,7 @@ fn receive_connect_back(
                         reversed: false,
                     },
                     await_close: None,
+                    on_end: None,
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {

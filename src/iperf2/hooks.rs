@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use crate::engine::StreamHook;
 use crate::engine::pacer::{PaceRate, Pacer};
 use crate::proto::iperf2::{BURST_HEADER_LEN, BurstHeader, BurstTracker, join_secs};
-use crate::stats::flow::FlowCounters;
+use crate::stats::flow::{FlowCounters, Welford};
 
 /// Wall clock as iperf 2 stamps it: (seconds, microseconds).
 pub fn wall_clock() -> (u32, u32) {
@@ -83,6 +83,9 @@ impl StreamHook for RecvHook {
             t.feed(data, |h| {
                 let sent = join_secs(h.write.0, h.write.1);
                 c.record_latency(now - sent, h.burst_size as u64);
+                if let Some(hist) = &c.histogram {
+                    hist.add(now - sent, Some((s, us)));
+                }
             });
             if t.lost() {
                 // Not burst-framed after all: report plain reads.
@@ -94,6 +97,44 @@ impl StreamHook for RecvHook {
             Some(p) => p.wait(data.len(), stop),
             None => true,
         }
+    }
+}
+
+/// A UDP receiver's work: one-way latency of every datagram (its arrival
+/// time minus the sender's timestamp), gathered per batch and published
+/// once per batch, and the latency histogram.
+pub struct UdpRecvHook {
+    counters: Arc<FlowCounters>,
+    batch: Welford,
+}
+
+impl UdpRecvHook {
+    /// A hook feeding `counters`.
+    pub fn new(counters: Arc<FlowCounters>) -> UdpRecvHook {
+        UdpRecvHook {
+            counters,
+            batch: Welford::default(),
+        }
+    }
+}
+
+impl StreamHook for UdpRecvHook {
+    fn on_datagram(&mut self, transit_ns: i64) {
+        let secs = transit_ns as f64 * 1e-9;
+        self.batch.add(secs, 0);
+        if let Some(h) = &self.counters.histogram {
+            h.add(secs, None);
+        }
+    }
+
+    fn after_batch(&mut self) {
+        self.counters.merge_latency(&self.batch);
+        self.batch = Welford::default();
+    }
+
+    fn on_end_of_stream(&mut self) {
+        self.after_batch();
+        self.counters.set_fin();
     }
 }
 

@@ -10,6 +10,9 @@ pub mod client;
 mod hooks;
 mod runner;
 pub mod server;
+pub mod udp;
+mod udp_client;
+pub mod udp_server;
 
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
@@ -82,6 +85,25 @@ pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) 
         sock: s.as_raw_fd(),
         peer_version: None,
         tcp_init: tcp_init(s),
+        no_udp_fin: false,
+        connect_ms: None,
+        when: Some(crate::sys::time::epoch_now() as i64),
+    }
+}
+
+/// A UDP flow's connection line.
+pub fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote: SocketAddr) -> FlowConn {
+    FlowConn {
+        id,
+        reversed: false,
+        local: crate::util::split_addr(&local),
+        remote: crate::util::split_addr(&remote),
+        local_dev: crate::sys::netif::interface_of(local.ip()),
+        mode: None,
+        no_udp_fin: false,
+        sock: s.as_raw_fd(),
+        peer_version: None,
+        tcp_init: None,
         connect_ms: None,
         when: Some(crate::sys::time::epoch_now() as i64),
     }
@@ -138,8 +160,12 @@ pub fn run(args: &[String], prog: &str) -> i32 {
         _ => crate::install_signals(),
     };
     let ctx = Arc::new(Ctx::new(cfg.clone(), out.clone()));
+    let udp = cfg.params.protocol == crate::config::Protocol::Udp;
     let r = match &cfg.role {
+        Role::Client(host) if udp => udp_client::run(&ctx, host, &signal),
         Role::Client(host) => client::run(&ctx, host, &signal),
+        _ if udp => crate::policy::AccessPolicy::from_config(&cfg)
+            .and_then(|policy| udp_server::run(ctx.clone(), signal, policy)),
         _ => server::run(ctx.clone(), signal),
     };
     match r {

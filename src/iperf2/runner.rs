@@ -13,6 +13,7 @@ use mio::{Events, Poll, Token, Waker};
 use crate::config::TestParams;
 use crate::error::{Code, Error};
 use crate::report::Reporter;
+use crate::report::event::FlowLine;
 use crate::report::event::{Event, Side};
 use crate::session::{DataStream, LocalOpts, Session, StreamExtras};
 use crate::stats::flow::{FlowInfo, FlowStats};
@@ -29,6 +30,26 @@ pub struct Flow {
     /// close once we have half-closed (iperf 2's "await server close",
     /// which also drains a 2.1 server's unsolicited ack).
     pub await_close: Option<TcpStream>,
+    /// Called once with the flow's whole-test line: as soon as its sender's
+    /// FIN ended it (a UDP receiver answers with its report at once), else
+    /// after the end report.
+    pub on_end: Option<OnEnd>,
+}
+
+/// What a flow does with its whole-test line.
+pub type OnEnd = Box<dyn FnOnce(&FlowLine) + Send>;
+
+impl Flow {
+    /// A flow with no close to await and nothing to do at its end.
+    pub fn new(ds: DataStream, extras: StreamExtras, info: FlowInfo) -> Flow {
+        Flow {
+            ds,
+            extras,
+            info,
+            await_close: None,
+            on_end: None,
+        }
+    }
 }
 
 /// How a set of flows runs.
@@ -77,6 +98,11 @@ fn await_close(mut s: TcpStream, deadline: Instant) {
     }
 }
 
+/// Whether flow `i` was ended by its sender's FIN.
+fn infos_fin(fstats: &FlowStats, i: usize) -> bool {
+    fstats.counters_of(i).is_some_and(|c| c.fin())
+}
+
 /// Runs `flows` to their end and emits their flow reports. Stream failures
 /// end the test early and come back as the error, after the reports.
 pub fn run_flows(
@@ -91,8 +117,10 @@ pub fn run_flows(
     let mut streams = Vec::with_capacity(flows.len());
     let mut infos = Vec::with_capacity(flows.len());
     let mut closers = Vec::new();
+    let mut on_end = Vec::with_capacity(flows.len());
     for f in flows {
         streams.push((f.ds, f.extras));
+        on_end.push(f.on_end);
         infos.push(f.info);
         if let Some(c) = f.await_close {
             closers.push(c);
@@ -127,6 +155,17 @@ pub fn run_flows(
         for e in evs {
             if let Event::Interval(r) = e {
                 reporter.emit(Event::Flows(Box::new(fstats.interval(&r, &session.stats, false))));
+            }
+        }
+        // A receiver its sender's FIN ended answers now, not when the
+        // other flows are done.
+        for (i, slot) in on_end.iter_mut().enumerate() {
+            if slot.is_some()
+                && infos_fin(&fstats, i)
+                && session.stats.streams[i].counters.ended_ns.load(Relaxed) != 0
+                && let (Some(f), Some(line)) = (slot.take(), fstats.flow_end(&session.stats, i))
+            {
+                f(&line);
             }
         }
         if session.finished(now) {
@@ -164,7 +203,13 @@ pub fn run_flows(
             }
         }
     }
-    reporter.emit(Event::Flows(Box::new(fstats.end(&session.stats))));
+    let end = fstats.end(&session.stats);
+    reporter.emit(Event::Flows(Box::new(end.clone())));
+    for (slot, line) in on_end.iter_mut().zip(&end.flows) {
+        if let Some(f) = slot.take() {
+            f(line);
+        }
+    }
     match failure {
         Some(e) => Err(e),
         None => Ok(()),

@@ -32,6 +32,7 @@ use crate::report::event::{Banner, BannerRole, ConnInfo, Event, Side};
 use crate::session::{DataStream, StreamExtras};
 use crate::stats::StreamRole;
 use crate::stats::flow::{FlowCounters, FlowInfo};
+use crate::stats::histogram::{HistogramSpec, LatencyHistogram};
 
 /// How long a connection may take to deliver its header (2.1.8: 4 s).
 const HEADER_WAIT: Duration = Duration::from_secs(4);
@@ -59,6 +60,8 @@ pub struct ServerCtx {
     strict: bool,
     /// Where refusals are counted (`--metrics` on the shared port).
     metrics: std::sync::OnceLock<Arc<crate::metrics::Metrics>>,
+    /// iperf 2 UDP clients on the shared port, made at the first one.
+    udp: std::sync::OnceLock<Arc<super::udp_server::UdpServer>>,
 }
 
 impl ServerCtx {
@@ -75,6 +78,7 @@ impl ServerCtx {
             policy,
             strict: false,
             metrics: std::sync::OnceLock::new(),
+            udp: std::sync::OnceLock::new(),
         }))
     }
 
@@ -114,6 +118,7 @@ impl ServerCtx {
             policy,
             strict: true,
             metrics: std::sync::OnceLock::new(),
+            udp: std::sync::OnceLock::new(),
         })
     }
 
@@ -137,10 +142,28 @@ impl ServerCtx {
         ok
     }
 
-    /// Connections being served.
+    /// Connections (and UDP sessions) being served.
     pub fn active(&self) -> usize {
-        self.active.load(Relaxed)
+        self.active.load(Relaxed) + self.udp.get().map_or(0, |u| u.active())
     }
+}
+
+/// A datagram on the iperf3 server's UDP port that is not an iperf3
+/// hello: the first datagram of an iperf 2 UDP client starts its test
+/// (`local` is the port's address); anything else is dropped.
+pub fn udp_datagram(sc: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d: &[u8]) {
+    let udp = sc.udp.get_or_init(|| {
+        super::udp_server::UdpServer::new(
+            sc.ctx.clone(),
+            sc.signal.clone(),
+            sc.policy.clone(),
+            super::udp_server::Mode::Server { strict: sc.strict },
+            false,
+        )
+        .with_stop(sc.stop.clone())
+    });
+    let (s, n) = crate::sys::time::realtime();
+    udp.offer(local, from, d, (s * 1_000_000_000 + n as u64) as i64);
 }
 
 fn canonical(ip: IpAddr) -> IpAddr {
@@ -374,28 +397,35 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
     run_group(sc, members);
 }
 
-/// The server's limits on what a header may ask for: no more threads than
-/// `--max-streams`, no longer than `--server-max-duration`; and on the
-/// shared port an extension must be iperf 2's own (major version 2), so
-/// text that happens to set the extension bit is not taken for a test.
+/// Refuses headers a server should not act on: on the shared port an
+/// extension must be iperf 2's own (major version 2), so text that happens
+/// to set the extension bit is not taken for a test; and the server's limits.
 fn check_header(sc: &ServerCtx, h: &ClientHeader) -> Result<(), (crate::metrics::Refusal, &'static str)> {
     use crate::metrics::Refusal;
-    let limits = &sc.ctx.cfg.server;
     if sc.strict
         && let Some(ext) = &h.ext
         && ext.version_u >> 16 != 2
     {
         return Err((Refusal::Unrecognized, "not an iperf 2 header"));
     }
+    match over_limits(&sc.ctx.cfg.server, h) {
+        Some(why) => Err((Refusal::Limit, why)),
+        None => Ok(()),
+    }
+}
+
+/// What in a header (TCP or UDP) breaks the server's limits: more threads
+/// than `--max-streams`, a time over `--server-max-duration`.
+pub(super) fn over_limits(limits: &crate::config::ServerOptions, h: &ClientHeader) -> Option<&'static str> {
     if h.num_threads > limits.max_streams {
-        return Err((Refusal::Limit, "more parallel streams than the server allows"));
+        return Some("more parallel streams than the server allows");
     }
     if let (Some(Amount::Time(cs)), Some(max)) = (h.amount, limits.max_duration)
         && u64::from(cs) > max.as_millis() as u64 / 10
     {
-        return Err((Refusal::Limit, "longer than the server allows"));
+        return Some("longer than the server allows");
     }
-    Ok(())
+    None
 }
 
 fn flow_cfg(sc: &ServerCtx, enhanced: bool) -> TestConfig {
@@ -448,6 +478,7 @@ fn stream(id: u32, role: StreamRole, sock: TcpStream, local: SocketAddr, peer: S
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn reader_flow(
     id: u32,
     sock: TcpStream,
@@ -456,8 +487,13 @@ fn reader_flow(
     block: usize,
     trip: bool,
     initial: u64,
+    histograms: Option<&str>,
 ) -> Flow {
-    let counters = FlowCounters::new(block, trip);
+    // Burst-latency histograms (`F8`) need --trip-times bursts to time.
+    let histogram = histograms
+        .filter(|_| trip)
+        .map(|h| LatencyHistogram::new(HistogramSpec::parse(Some(h)).unwrap_or_default(), "F8"));
+    let counters = FlowCounters::with_histogram(block, trip, histogram);
     Flow {
         ds: stream(id, StreamRole::Recv, sock, local, peer),
         extras: StreamExtras {
@@ -469,6 +505,7 @@ fn reader_flow(
             ))),
             initial_bytes: initial,
             budget: None,
+            ..StreamExtras::default()
         },
         info: FlowInfo {
             counters: Some(counters),
@@ -476,6 +513,7 @@ fn reader_flow(
             reversed: false,
         },
         await_close: None,
+        on_end: None,
     }
 }
 
@@ -527,6 +565,7 @@ fn sender_flow(
             hook: trip.then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>),
             initial_bytes: sent,
             budget: budget.map(|b| b.saturating_sub(sent)),
+            ..StreamExtras::default()
         },
         info: FlowInfo {
             counters: None,
@@ -534,6 +573,7 @@ fn sender_flow(
             reversed: starred,
         },
         await_close: closer,
+        on_end: None,
     })
 }
 
@@ -566,6 +606,7 @@ fn connect_back(sc: &ServerCtx, m: &Member) -> Option<(TcpStream, SocketAddr, So
         nodelay: cfg.params.nodelay,
         window,
         window_requested: cfg.params.window.map(|w| w as u64),
+        notes: Vec::new(),
     })));
     let opts = net::ConnectOpts {
         timeout: Some(Duration::from_secs(10)),
@@ -652,7 +693,17 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
             }
             continue;
         }
-        flows.push(reader_flow(m.id, sock, m.local, m.peer, block, m.trip_times, m.initial));
+        let hist = ctx.cfg.output.histograms.as_deref();
+        flows.push(reader_flow(
+            m.id,
+            sock,
+            m.local,
+            m.peer,
+            block,
+            m.trip_times,
+            m.initial,
+            hist,
+        ));
         if v2 && u & flags::upper::FULLDUPLEX != 0 {
             if let Ok(s2) = m.sock.try_clone()
                 && let Some(f) = sender_flow(m.id, s2, (m.local, m.peer), m.trip_times, true, false, bytes(h))
@@ -735,6 +786,16 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
             .map_err(|e| Error::io(Code::DAEMON, &e))?
             .ready();
     }
+    let notes = cfg
+        .output
+        .histograms
+        .as_deref()
+        .map(|h| {
+            vec![crate::report::event::BannerNote::Late(
+                HistogramSpec::parse(Some(h)).unwrap_or_default().banner(),
+            )]
+        })
+        .unwrap_or_default();
     ctx.reporter(Side::Server).emit(Event::Banner(Box::new(Banner {
         role: BannerRole::Listening,
         protocol: cfg.params.protocol,
@@ -746,6 +807,7 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         nodelay: cfg.params.nodelay,
         window,
         window_requested: cfg.params.window.map(|w| w as u64),
+        notes,
     })));
     listener
         .set_nonblocking(true)

@@ -52,6 +52,9 @@ pub fn row(
     if let Some(u) = udp {
         let pct = if u.total > 0 {
             100.0 * u.lost as f64 / u.total as f64
+        } else if u.total < 0 {
+            // A sender's final row: 2.1.8 prints `-1` and `-0.000`.
+            -0.0
         } else {
             0.0
         };
@@ -62,6 +65,23 @@ pub fn row(
     }
     s.push('\n');
     s
+}
+
+/// A UDP row's receiver columns. A sender has none of its own: 2.1.8
+/// prints zeros and its datagram count, and `-1` in the final row.
+fn udp_columns(l: &FlowLine, u: &UdpFlow, final_report: bool) -> UdpColumns {
+    if l.sender {
+        return UdpColumns {
+            total: if final_report { -1 } else { l.extras.calls as i64 },
+            ..UdpColumns::default()
+        };
+    }
+    UdpColumns {
+        jitter_ms: u.jitter_ms,
+        lost: u.lost,
+        total: u.total,
+        out_of_order: u.out_of_order,
+    }
 }
 
 /// Prints flow reports as CSV rows.
@@ -84,7 +104,8 @@ impl CsvSink {
     }
 
     fn report(&self, r: &FlowReport) {
-        if !r.final_report && !self.intervals {
+        // 2.1.8's CSV has no relayed UDP server reports.
+        if (!r.final_report && !self.intervals) || r.relay {
             return;
         }
         let now = crate::sys::time::epoch_now();
@@ -105,7 +126,7 @@ impl CsvSink {
                 l.end,
                 l.bytes,
                 l.bits_per_second,
-                None,
+                l.extras.udp.map(|u| udp_columns(l, &u, r.final_report)),
             ));
         }
         if !text.is_empty() {
@@ -182,5 +203,22 @@ mod tests {
             }),
         );
         assert!(r.ends_with(",127.0.0.1,53672,127.0.0.1,15009,1,0.0-1.0,132300,1058400,0.002,0,90,0.000,0\n"));
+        // A sender's final row, as 2.1.8 prints it.
+        let f = row(
+            0.0,
+            false,
+            &a("127.0.0.1", 53672),
+            &a("127.0.0.1", 15009),
+            1,
+            0.0,
+            2.0,
+            267540,
+            1060148.0,
+            Some(UdpColumns {
+                total: -1,
+                ..UdpColumns::default()
+            }),
+        );
+        assert!(f.ends_with(",1,0.0-2.0,267540,1060148,0.000,0,-1,-0.000,0\n"), "{f}");
     }
 }

@@ -8,7 +8,9 @@
 use crate::config::{Direction, Protocol};
 use crate::error::Error;
 
-pub use super::iperf2_event::{Banner, BannerRole, FlowConn, FlowExtras, FlowLine, FlowReport, LatencyStats, UdpFlow};
+pub use super::iperf2_event::{
+    Banner, BannerNote, BannerRole, FlowConn, FlowExtras, FlowLine, FlowReport, HistogramSample, LatencyStats, UdpFlow,
+};
 
 /// Which end of the test this process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

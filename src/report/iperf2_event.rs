@@ -40,6 +40,26 @@ pub struct Banner {
     pub window: u64,
     /// `-w` as asked (bytes), when given.
     pub window_requested: Option<u64>,
+    /// Lines 2.1.8 prints after the first line of the banner (UDP
+    /// `Sending N byte datagrams`, multicast joins, `-U`'s advice,
+    /// histogram settings), in order.
+    pub notes: Vec<BannerNote>,
+}
+
+/// Extra lines of a settings banner.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BannerNote {
+    /// A UDP client's datagram size and gap between datagrams (µs).
+    Datagrams {
+        /// Datagram size.
+        len: u32,
+        /// Target gap, µs.
+        ipg_us: f64,
+    },
+    /// A line printed right after the first one.
+    Early(String),
+    /// A line printed after the buffer-size lines of `-e`.
+    Late(String),
 }
 
 /// A connection line (iperf2's `C` report).
@@ -57,6 +77,8 @@ pub struct FlowConn {
     pub local_dev: Option<String>,
     /// `(reverse)`, `(full-duplex)`, `(trip-times)`.
     pub mode: Option<&'static str>,
+    /// UDP without the FIN/report exchange: `(no-udp-fin)`.
+    pub no_udp_fin: bool,
     /// Socket descriptor (`(sock=N)`, with `-e`).
     pub sock: i32,
     /// Peer version from the header (`(peer 2.1.8)`, server with `-e`).
@@ -108,6 +130,42 @@ pub struct FlowExtras {
     pub in_flight: Option<f64>,
     /// UDP numbers (UDP flows only).
     pub udp: Option<UdpFlow>,
+    /// Latency histogram of the span (`--histograms` receivers).
+    pub histogram: Option<HistogramSample>,
+}
+
+/// One latency histogram line (`T8-PDF:`, `F8(f)-PDF:`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramSample {
+    /// `T8` (UDP datagrams) or `F8` (TCP bursts).
+    pub name: &'static str,
+    /// Covers the whole test (printed `(f)`).
+    pub final_report: bool,
+    /// Bin width as printed (`100us`, `1ms`).
+    pub width: String,
+    /// Samples in the span.
+    pub count: u64,
+    /// Non-empty bins: (1-based bin, samples).
+    pub bins: Vec<(u64, u64)>,
+    /// Lower confidence level, percent.
+    pub ci_lower: f64,
+    /// Upper confidence level, percent.
+    pub ci_upper: f64,
+    /// First bin past the lower level.
+    pub lower_bin: u64,
+    /// First bin past the upper level.
+    pub upper_bin: u64,
+    /// First bin past 99.7 %.
+    pub bin_997: u64,
+    /// Samples beyond three 10-90 % spreads past the 90 % bin.
+    pub outliers: u64,
+    /// Samples below the first bin.
+    pub below: u64,
+    /// Samples past the last bin.
+    pub above: u64,
+    /// The worst sample, ms, and when it was taken (seconds, µs), when
+    /// samples carry a time.
+    pub worst: Option<(f64, u32, u32)>,
 }
 
 /// The UDP numbers of one flow line.

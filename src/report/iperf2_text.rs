@@ -16,12 +16,14 @@ use crate::config::TestConfig;
 
 const RULE: &str = "------------------------------------------------------------\n";
 
-/// Header state shared by the iperf 2 sinks of one process.
-pub type HeaderState = Arc<Mutex<Option<&'static str>>>;
+/// Header state shared by the iperf 2 sinks of one process: the column
+/// headers printed since the last banner or connection line (2.1.8 prints
+/// each kind once, not again when the kind of line changes back).
+pub type HeaderState = Arc<Mutex<Vec<&'static str>>>;
 
 /// A fresh header state.
 pub fn header_state() -> HeaderState {
-    Arc::new(Mutex::new(None))
+    Arc::new(Mutex::new(Vec::new()))
 }
 
 const HDR_PLAIN: &str = "[ ID] Interval       Transfer     Bandwidth\n";
@@ -81,6 +83,42 @@ fn net_power(v: Option<f64>) -> String {
         Some(p) if p > 10.0 => format!("{p:.2}"),
         Some(p) => format!("{p:.6}"),
     }
+}
+
+/// A latency histogram line:
+/// `[  1] 0.0000-1.0000 sec T8-PDF: bin(w=100us):cnt(426)=1:423,2:3 (5.00/95.00/99.7%=1/1/2,Outliers=0,obl/obu=0/0)`.
+fn histogram_line(tag: &str, l: &FlowLine, h: &HistogramSample) -> String {
+    let bins: Vec<String> = h.bins.iter().map(|(b, n)| format!("{b}:{n}")).collect();
+    let mut s = format!(
+        "{tag}{:.4}-{:.4} sec {}{}-PDF: bin(w={}):cnt({})",
+        l.start,
+        l.end,
+        h.name,
+        if h.final_report { "(f)" } else { "" },
+        h.width,
+        h.count
+    );
+    if !bins.is_empty() {
+        s.push('=');
+        s.push_str(&bins.join(","));
+    }
+    if h.ci_upper > 99.7 {
+        s.push_str(&format!(
+            " ({:.2}/99.7/{:.2}/%={}/{}/{}",
+            h.ci_lower, h.ci_upper, h.lower_bin, h.bin_997, h.upper_bin
+        ));
+    } else {
+        s.push_str(&format!(
+            " ({:.2}/{:.2}/99.7%={}/{}/{}",
+            h.ci_lower, h.ci_upper, h.lower_bin, h.upper_bin, h.bin_997
+        ));
+    }
+    s.push_str(&format!(",Outliers={},obl/obu={}/{})", h.outliers, h.below, h.above));
+    if let Some((ms, sec, usec)) = h.worst {
+        s.push_str(&format!(" ({ms:.3} ms/{sec}.{usec:06})"));
+    }
+    s.push('\n');
+    s
 }
 
 /// Loss as iperf 2 prints it (`%.2g`: `0`, `0.55`, `62`, `1e+02`).
@@ -148,12 +186,22 @@ impl Iperf2Text {
                     s.push_str(&format!(" with pid {}", b.pid));
                 }
                 s.push('\n');
+                for n in &b.notes {
+                    if let BannerNote::Early(l) = n {
+                        s.push_str(&format!("{l}\n"));
+                    }
+                }
                 if self.enhanced {
                     s.push_str(&format!(
                         "Read buffer size: {} (Dist bin width={})\n",
                         format_iperf2(b.block_len as f64, 'A'),
                         format_iperf2((b.block_len / 8) as f64, 'A')
                     ));
+                }
+                for n in &b.notes {
+                    if let BannerNote::Late(l) = n {
+                        s.push_str(&format!("{l}\n"));
+                    }
                 }
             }
             BannerRole::Connecting(host) => {
@@ -166,17 +214,28 @@ impl Iperf2Text {
                     s.push_str(&format!(" with pid {} ({} flows)", b.pid, b.flows));
                 }
                 s.push('\n');
+                let udp = b.protocol == crate::config::Protocol::Udp;
                 if self.enhanced {
-                    s.push_str(&format!(
-                        "Write buffer size: {}\n",
-                        format_iperf2(b.block_len as f64, 'B')
-                    ));
+                    if !udp {
+                        s.push_str(&format!(
+                            "Write buffer size: {}\n",
+                            format_iperf2(b.block_len as f64, 'B')
+                        ));
+                    }
                     let nagle = if b.nodelay {
                         " and nodelay (Nagle off)"
                     } else {
                         " (Nagle on)"
                     };
                     s.push_str(&format!("TOS set to 0x{:x}{nagle}\n", b.tos));
+                }
+                for n in &b.notes {
+                    match n {
+                        BannerNote::Datagrams { len, ipg_us } => s.push_str(&format!(
+                            "Sending {len} byte datagrams, IPG target: {ipg_us:.2} us (kalman adjust)\n"
+                        )),
+                        BannerNote::Early(l) | BannerNote::Late(l) => s.push_str(&format!("{l}\n")),
+                    }
                 }
             }
         }
@@ -210,6 +269,9 @@ impl Iperf2Text {
         );
         if let Some(m) = c.mode {
             s.push_str(&format!(" ({m})"));
+        }
+        if c.no_udp_fin {
+            s.push_str(" (no-udp-fin)");
         }
         if self.enhanced {
             s.push_str(&format!(" (sock={})", c.sock));
@@ -351,14 +413,14 @@ impl Iperf2Text {
         }
     }
 
-    /// Prints `line` under `header`, printing the header first if the last
-    /// one printed was a different one.
+    /// Prints `line` under `header`, printing the header first if it has
+    /// not been printed since the last banner or connection line.
     fn under(&self, header: &'static str, line: &str) {
         let mut chunk = String::new();
         if let Ok(mut h) = self.header.lock() {
-            if *h != Some(header) {
+            if !h.contains(&header) {
                 chunk.push_str(header);
-                *h = Some(header);
+                h.push(header);
             }
             chunk.push_str(line);
             // Written while holding the state, so header and line stay together.
@@ -372,7 +434,7 @@ impl Iperf2Text {
     /// column header again.
     fn reset_header(&self) {
         if let Ok(mut h) = self.header.lock() {
-            *h = None;
+            h.clear();
         }
     }
 
@@ -389,11 +451,16 @@ impl Iperf2Text {
         for l in &r.flows {
             let kind = self.kind(l);
             let tag = id_tag(l.id, l.reversed);
+            // 2.1.8 does not star these two lines, even for a starred flow.
+            let plain = id_tag(l.id, false);
             if r.relay {
-                self.out.write(&format!("{tag}Server Report:\n"));
+                self.out.write(&format!("{plain}Server Report:\n"));
                 self.reset_header();
             }
             self.under(kind.header(), &self.flow_line(&tag, l, kind, false));
+            if let Some(h) = &l.extras.histogram {
+                self.out.write(&histogram_line(&tag, l, h));
+            }
             if let Some(u) = &l.extras.udp {
                 if u.out_of_order > 0 && !l.sender {
                     self.out.write(&format!(
@@ -402,7 +469,7 @@ impl Iperf2Text {
                     ));
                 }
                 if let (Some(n), true) = (u.sent, r.final_report && !r.relay) {
-                    self.out.write(&format!("{tag}Sent {n} datagrams\n"));
+                    self.out.write(&format!("{plain}Sent {n} datagrams\n"));
                 }
             }
         }
@@ -428,7 +495,8 @@ impl Iperf2Text {
             };
             let kind = if kind == Kind::UdpSendE { Kind::Plain } else { kind };
             self.under(header, &self.flow_line("[SUM] ", &r.sum, kind, true));
-            if let (Some(n), true) = (r.sum.extras.udp.and_then(|u| u.sent), r.final_report) {
+            let all_send = r.flows.iter().all(|l| l.sender);
+            if let (Some(n), true) = (r.sum.extras.udp.and_then(|u| u.sent), r.final_report && all_send) {
                 self.out.write(&format!("[SUM-{}] Sent {n} datagrams\n", r.flows.len()));
             }
         }
@@ -504,6 +572,7 @@ mod tests {
             nodelay: false,
             window,
             window_requested: None,
+            notes: Vec::new(),
         }))
     }
 
@@ -518,6 +587,7 @@ mod tests {
             sock: 4,
             peer_version: None,
             tcp_init: Some((320, 32768, 68)),
+            no_udp_fin: false,
             connect_ms: None,
             when: None,
         }

@@ -9,8 +9,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
+use super::histogram::{HistogramView, LatencyHistogram};
 use super::{StreamRole, TestStats, rate};
-use crate::report::event::{FlowExtras, FlowLine, FlowReport, IntervalReport, LatencyStats, TcpSample};
+use crate::report::event::{FlowExtras, FlowLine, FlowReport, IntervalReport, LatencyStats, TcpSample, UdpFlow};
 use crate::sys::socket::tcp_info_raw;
 
 /// Welford's running mean and M2 with extremes.
@@ -47,6 +48,25 @@ impl Welford {
         self.m2 += d * (x - self.mean);
     }
 
+    /// Adds another accumulator's samples (Chan et al.'s parallel update).
+    pub fn merge(&mut self, o: &Welford) {
+        if o.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = *o;
+            return;
+        }
+        let n = self.count + o.count;
+        let d = o.mean - self.mean;
+        self.mean += d * o.count as f64 / n as f64;
+        self.m2 += o.m2 + d * d * (self.count as f64 * o.count as f64) / n as f64;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.bytes += o.bytes;
+        self.count = n;
+    }
+
     /// Standard deviation (n − 1), 0 below two samples.
     pub fn stdev(&self) -> f64 {
         if self.count < 2 {
@@ -80,19 +100,55 @@ pub struct FlowCounters {
     /// the lock once (thousands per second at most, never per read).
     latency: Mutex<(Welford, Welford)>,
     /// The stream carries `--trip-times` bursts (cleared by the hook when
-    /// the stream turns out not to be framed).
+    /// the stream turns out not to be framed); for UDP: latency is reported.
     trip_times: AtomicBool,
+    /// `--histograms`: the latency distribution.
+    pub histogram: Option<Arc<LatencyHistogram>>,
+    /// UDP: the sender's end-of-stream datagram arrived.
+    fin: AtomicBool,
 }
 
 impl FlowCounters {
     /// Counters for a stream reading `block_len`-byte buffers.
     pub fn new(block_len: usize, trip_times: bool) -> Arc<FlowCounters> {
+        FlowCounters::with_histogram(block_len, trip_times, None)
+    }
+
+    /// Counters that also keep a latency histogram.
+    pub fn with_histogram(
+        block_len: usize,
+        trip_times: bool,
+        histogram: Option<LatencyHistogram>,
+    ) -> Arc<FlowCounters> {
         Arc::new(FlowCounters {
             read_bins: Default::default(),
             bin_width: (block_len as u64 / 8).max(1),
             latency: Mutex::new((Welford::default(), Welford::default())),
             trip_times: AtomicBool::new(trip_times),
+            histogram: histogram.map(Arc::new),
+            fin: AtomicBool::new(false),
         })
+    }
+
+    /// Adds latencies gathered over a batch of datagrams.
+    pub fn merge_latency(&self, w: &Welford) {
+        if w.count == 0 {
+            return;
+        }
+        if let Ok(mut g) = self.latency.lock() {
+            g.0.merge(w);
+            g.1.merge(w);
+        }
+    }
+
+    /// Marks the stream as ended by its sender's FIN.
+    pub fn set_fin(&self) {
+        self.fin.store(true, Relaxed);
+    }
+
+    /// Whether the sender's FIN ended the stream.
+    pub fn fin(&self) -> bool {
+        self.fin.load(Relaxed)
     }
 
     /// Whether burst latency is being measured.
@@ -165,6 +221,8 @@ pub struct FlowStats {
     /// as iperf 2 bins them), whatever the timer's latency was.
     interval: Option<f64>,
     grid_end: f64,
+    /// Per stream: the reporter's view of its histogram.
+    histograms: Vec<HistogramView>,
 }
 
 fn delta_bins(now: [u64; 8], last: [u64; 8]) -> [u64; 8] {
@@ -180,6 +238,7 @@ impl FlowStats {
             last: vec![Last::default(); n],
             interval: interval.map(|i| i.as_secs_f64()),
             grid_end: 0.0,
+            histograms: (0..n).map(|_| HistogramView::default()).collect(),
         }
     }
 
@@ -211,6 +270,11 @@ impl FlowStats {
         }
     }
 
+    /// Stream `i`'s hook counters, if it has them.
+    pub fn counters_of(&self, i: usize) -> Option<&Arc<FlowCounters>> {
+        self.counters(i)
+    }
+
     fn counters(&self, i: usize) -> Option<&Arc<FlowCounters>> {
         self.info.get(i).and_then(|f| f.counters.as_ref())
     }
@@ -226,20 +290,40 @@ impl FlowStats {
             let calls = st.counters.blocks.load(Relaxed);
             let errors = st.counters.errors.load(Relaxed);
             let last = self.last.get(i).copied().unwrap_or_default();
-            let fc = self.counters(i);
+            let fc = self.counters(i).cloned();
+            let fc = fc.as_ref();
             let bins = fc.map(|c| c.bins());
             let latency = fc.filter(|c| c.trip_times()).map(|c| c.take_interval_latency());
-            let extras = FlowExtras {
+            let udp = s.udp.is_some();
+            let histogram = match (fc.and_then(|c| c.histogram.as_ref()), self.histograms.get_mut(i)) {
+                (Some(h), Some(v)) if fc.is_some_and(|c| c.trip_times()) => Some(v.sample(h, false)),
+                _ => None,
+            };
+            let mut extras = FlowExtras {
                 calls: calls.saturating_sub(last.calls),
                 errors: errors.saturating_sub(last.errors),
-                read_bins: (st.role == StreamRole::Recv)
+                read_bins: (st.role == StreamRole::Recv && !udp)
                     .then(|| bins.map(|b| delta_bins(b, last.bins)))
                     .flatten(),
                 latency: latency.map(|w| w.stats().unwrap_or_default()),
                 tcp: s.tcp,
                 retransmits: s.tcp.map(|t| t.retransmits),
+                histogram,
                 ..FlowExtras::default()
             };
+            if let Some(u) = &s.udp {
+                let lat = extras.latency.take();
+                extras.udp = Some(udp_flow(
+                    st.role,
+                    u.packets,
+                    u.lost,
+                    u.out_of_order,
+                    u.jitter_ms,
+                    extras.calls,
+                    end - start,
+                    lat,
+                ));
+            }
             if let Some(l) = self.last.get_mut(i) {
                 *l = Last {
                     calls,
@@ -264,49 +348,145 @@ impl FlowStats {
 
     /// The whole-test report: each flow over its own duration.
     pub fn end(&mut self, stats: &TestStats) -> FlowReport {
-        let mut flows = Vec::with_capacity(stats.streams.len());
-        for (i, st) in stats.streams.iter().enumerate() {
-            let bytes = st.counters.bytes.load(Relaxed).saturating_sub(st.base.bytes);
-            let dur = stats.stream_secs(st);
-            let fc = self.counters(i);
-            let tcp = if st.role == StreamRole::Send && st.retrans_known {
-                st.tcp_fd.and_then(|fd| tcp_info_raw(fd).ok()).map(|info| TcpSample {
-                    retransmits: st.retransmits_total().unwrap_or(0),
-                    snd_cwnd: info.cwnd_bytes(),
-                    snd_wnd: info.snd_wnd as u64,
-                    rtt: info.rtt as u64,
-                    rttvar: info.rttvar as u64,
-                    pmtu: info.pmtu as u64,
-                    reorder: info.reord_seen as i64,
-                })
-            } else {
-                None
-            };
-            let extras = FlowExtras {
-                calls: st.counters.blocks.load(Relaxed),
-                errors: st.counters.errors.load(Relaxed),
-                read_bins: (st.role == StreamRole::Recv).then(|| fc.map(|c| c.bins())).flatten(),
-                latency: fc
-                    .filter(|c| c.trip_times())
-                    .map(|c| c.total_latency().stats().unwrap_or_default()),
-                retransmits: tcp.map(|t| t.retransmits),
-                tcp,
-                ..FlowExtras::default()
-            };
-            flows.push(FlowLine {
-                id: st.id,
-                sender: st.role == StreamRole::Send,
-                start: 0.0,
-                end: dur,
-                bytes,
-                bits_per_second: rate(bytes, dur),
-                extras,
-                addrs: self.info.get(i).and_then(|f| f.addrs.clone()),
-                reversed: self.info.get(i).is_some_and(|f| f.reversed),
-            });
-        }
+        let flows: Vec<FlowLine> = (0..stats.streams.len())
+            .filter_map(|i| self.end_line(stats, i))
+            .collect();
         let end = flows.iter().map(|f| f.end).fold(0.0, f64::max);
         build(true, flows, 0.0, end)
+    }
+
+    /// Stream `i`'s whole-test line, with its derived numbers (what a UDP
+    /// receiver's report to its sender carries).
+    pub fn flow_end(&mut self, stats: &TestStats, i: usize) -> Option<FlowLine> {
+        let mut l = self.end_line(stats, i)?;
+        // Mid-test the last sample may predate the stream's end: the line
+        // runs to the end itself.
+        if let Some(e) = stats.streams.get(i).and_then(|st| st.counters.ended(stats.epoch)) {
+            l.end = stats.elapsed(e);
+            l.bits_per_second = rate(l.bytes, l.end);
+            if let Some(u) = l.extras.udp.as_mut()
+                && l.end > 0.0
+            {
+                u.pps = l.extras.calls as f64 / l.end;
+            }
+        }
+        add_derived(&mut l);
+        Some(l)
+    }
+
+    fn end_line(&mut self, stats: &TestStats, i: usize) -> Option<FlowLine> {
+        let st = stats.streams.get(i)?;
+        let mut bytes = st.counters.bytes.load(Relaxed).saturating_sub(st.base.bytes);
+        let dur = stats.stream_secs(st);
+        let fc = self.counters(i).cloned();
+        let fc = fc.as_ref();
+        let tcp = if st.role == StreamRole::Send && st.retrans_known {
+            st.tcp_fd.and_then(|fd| tcp_info_raw(fd).ok()).map(|info| TcpSample {
+                retransmits: st.retransmits_total().unwrap_or(0),
+                snd_cwnd: info.cwnd_bytes(),
+                snd_wnd: info.snd_wnd as u64,
+                rtt: info.rtt as u64,
+                rttvar: info.rttvar as u64,
+                pmtu: info.pmtu as u64,
+                reorder: info.reord_seen as i64,
+            })
+        } else {
+            None
+        };
+        let udp = stats.protocol == crate::config::Protocol::Udp;
+        let histogram = match (fc.and_then(|c| c.histogram.as_ref()), self.histograms.get_mut(i)) {
+            (Some(h), Some(v)) if fc.is_some_and(|c| c.trip_times()) => Some(v.sample(h, true)),
+            _ => None,
+        };
+        let mut extras = FlowExtras {
+            calls: st.counters.blocks.load(Relaxed),
+            errors: st.counters.errors.load(Relaxed),
+            read_bins: (st.role == StreamRole::Recv && !udp)
+                .then(|| fc.map(|c| c.bins()))
+                .flatten(),
+            latency: fc
+                .filter(|c| c.trip_times())
+                .map(|c| c.total_latency().stats().unwrap_or_default()),
+            retransmits: tcp.map(|t| t.retransmits),
+            tcp,
+            histogram,
+            ..FlowExtras::default()
+        };
+        if udp {
+            let c = &st.counters;
+            let lat = extras.latency.take();
+            let mut u = udp_flow(
+                st.role,
+                c.packets.load(Relaxed) as i64,
+                c.lost.load(Relaxed),
+                c.out_of_order.load(Relaxed) as i64,
+                c.jitter() * 1e3,
+                extras.calls,
+                dur,
+                lat,
+            );
+            if st.role == StreamRole::Send {
+                // The datagrams and the FIN that ends them: a full-size
+                // datagram that 2.1.8 counts as data at both ends, so the
+                // two ends' totals agree.
+                let sent = c.packets.load(Relaxed);
+                bytes += bytes.checked_div(sent).unwrap_or(0);
+                u.sent = Some(sent as i64 + 1);
+            }
+            extras.udp = Some(u);
+        }
+        Some(FlowLine {
+            id: st.id,
+            sender: st.role == StreamRole::Send,
+            start: 0.0,
+            end: dur,
+            bytes,
+            bits_per_second: rate(bytes, dur),
+            extras,
+            addrs: self.info.get(i).and_then(|f| f.addrs.clone()),
+            reversed: self.info.get(i).is_some_and(|f| f.reversed),
+        })
+    }
+}
+
+/// A UDP flow's line numbers: a receiver's loss, reordering, jitter,
+/// latency and rates; a sender's rate. `packets` is the highest sequence
+/// number's advance (receiver) or datagrams sent, `datagrams` the
+/// datagrams that moved in the span.
+#[allow(clippy::too_many_arguments)]
+fn udp_flow(
+    role: StreamRole,
+    packets: i64,
+    lost: i64,
+    out_of_order: i64,
+    jitter_ms: f64,
+    datagrams: u64,
+    secs: f64,
+    latency: Option<LatencyStats>,
+) -> UdpFlow {
+    let pps = if secs > 0.0 { datagrams as f64 / secs } else { 0.0 };
+    if role == StreamRole::Send {
+        return UdpFlow {
+            pps,
+            ..UdpFlow::default()
+        };
+    }
+    let in_flight = latency.map(|l| {
+        (
+            datagrams as i64,
+            (pps * l.mean).round(),
+            (pps * l.stdev * l.stdev).round(),
+        )
+    });
+    UdpFlow {
+        jitter_ms,
+        lost: lost.max(0),
+        total: packets,
+        out_of_order,
+        pps,
+        latency,
+        in_flight,
+        sent: None,
     }
 }
 
@@ -316,6 +496,7 @@ fn sum_lines<'a>(lines: impl Iterator<Item = &'a FlowLine>, id: u32, start: f64,
     let mut ex = FlowExtras::default();
     let mut bins: Option<[u64; 8]> = None;
     let mut retr: Option<i64> = None;
+    let mut udp: Option<UdpFlow> = None;
     let mut sender = true;
     for l in lines {
         bytes += l.bytes;
@@ -331,9 +512,20 @@ fn sum_lines<'a>(lines: impl Iterator<Item = &'a FlowLine>, id: u32, start: f64,
         if let Some(r) = l.extras.retransmits {
             *retr.get_or_insert(0) += r;
         }
+        if let Some(u) = &l.extras.udp {
+            let acc = udp.get_or_insert_with(UdpFlow::default);
+            acc.lost += u.lost;
+            acc.total += u.total;
+            acc.out_of_order += u.out_of_order;
+            acc.pps += u.pps;
+            if let Some(n) = u.sent {
+                *acc.sent.get_or_insert(0) += n;
+            }
+        }
     }
     ex.read_bins = bins;
     ex.retransmits = retr;
+    ex.udp = udp;
     FlowLine {
         id,
         sender,
@@ -354,6 +546,12 @@ pub fn net_power(bits_per_second: f64, delay_secs: f64) -> Option<f64> {
 }
 
 fn add_derived(l: &mut FlowLine) {
+    if let Some(u) = l.extras.udp.as_ref() {
+        if let Some(lat) = u.latency.filter(|x| x.count > 0) {
+            l.extras.net_power = net_power(l.bits_per_second, lat.mean);
+        }
+        return;
+    }
     if let Some(t) = l.extras.tcp
         && l.sender
     {

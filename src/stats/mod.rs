@@ -8,6 +8,7 @@
 pub mod advice;
 pub mod cpu;
 pub mod flow;
+pub mod histogram;
 pub mod udp;
 
 use std::os::fd::RawFd;

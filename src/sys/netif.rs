@@ -53,6 +53,19 @@ pub fn interface_of(ip: IpAddr) -> Option<String> {
     found
 }
 
+/// The index of the network interface called `name` (for joining a
+/// multicast group on it).
+pub fn index_of(name: &str) -> std::io::Result<u32> {
+    let c = std::ffi::CString::new(name).map_err(|_| std::io::Error::from_raw_os_error(libc::ENODEV))?;
+    // SAFETY: `c` is a live NUL-terminated string for the duration of the call.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(i)
+    }
+}
+
 /// Asks for round-robin realtime scheduling at the highest priority for the
 /// calling thread (threads it starts afterwards inherit it).
 pub fn set_realtime() -> std::io::Result<()> {
@@ -78,5 +91,12 @@ mod tests {
         assert_eq!(interface_of("127.0.0.1".parse().unwrap()).as_deref(), Some("lo"));
         assert_eq!(interface_of("::ffff:127.0.0.1".parse().unwrap()).as_deref(), Some("lo"));
         assert_eq!(interface_of("192.0.2.123".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn interface_indexes() {
+        assert!(index_of("lo").unwrap() > 0);
+        assert!(index_of("no-such-if0").is_err());
+        assert!(index_of("a\0b").is_err());
     }
 }

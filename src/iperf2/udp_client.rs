@@ -1,0 +1,543 @@
+//! The iperf 2 UDP client: `-P` flows of paced datagrams that carry the
+//! test settings, ended by a FIN retried until the server's report comes
+//! back (`Server Report:`); `-R` and `--full-duplex` on the same socket;
+//! `-d`/`-r` with the server's connect-back received on `-L`; multicast
+//! groups as destinations.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use socket2::SockRef;
+
+use super::Ctx;
+use super::hooks::{UdpRecvHook, wall_clock};
+use super::runner::{Flow, RunOpts, run_flows};
+use super::udp::{FinOutcome, Iperf2Format, client_datagram, relayed_line, send_fin};
+use super::udp_server::{Mode, UdpServer};
+use crate::config::{Direction, EndCondition, Protocol, TestConfig};
+use crate::error::{Code, Error};
+use crate::net::{self, ConnectOpts};
+use crate::proto::iperf2::{ClientHeader, flags};
+use crate::report::event::{Banner, BannerNote, BannerRole, ConnInfo, Event, FlowLine, FlowReport, Side};
+use crate::session::{DataSock, DataStream, StreamExtras};
+use crate::stats::StreamRole;
+use crate::stats::flow::{FlowCounters, FlowInfo};
+
+/// How many times a `-R` client sends its settings before giving up on
+/// the server's traffic (2.1.8: 100, 0-20 ms apart).
+const HELLO_TRIES: u32 = 100;
+
+/// The settings every datagram of this test carries.
+pub fn udp_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
+    let p = &cfg.params;
+    let mut h = super::client::build_header(cfg, start);
+    let len = p.block_len_or_default() as u64;
+    let server_sends = p.direction != Direction::Forward;
+    let rate = match (p.pps, p.rate) {
+        // 2.1.8 sends a packet rate as is, and converts it to bits/s when
+        // the server is to send (it never sets the pps flag).
+        (Some(pps), _) if server_sends => pps * 8 * len,
+        (Some(pps), _) => pps,
+        (None, r) => r,
+    };
+    if let Some(e) = h.ext.as_mut() {
+        e.rate = rate;
+        // 2.1.8's full-duplex client asks for no FIN exchange too.
+        if cfg.iperf2.no_udp_fin || p.direction == Direction::FullDuplex {
+            e.upper |= flags::upper::NOUDPFIN;
+        }
+    }
+    h
+}
+
+/// The gap between datagrams the banner announces, µs.
+fn ipg_us(cfg: &TestConfig) -> f64 {
+    let p = &cfg.params;
+    match (p.pps, p.rate) {
+        (Some(pps), _) if pps > 0 => 1e6 / pps as f64,
+        (_, r) if r > 0 => p.block_len_or_default() as f64 * 8.0 / r as f64 * 1e6,
+        _ => 0.0,
+    }
+}
+
+/// Socket options every client flow gets before connect.
+fn prepare(s: &socket2::Socket, cfg: &TestConfig, remote: SocketAddr) -> Result<(), Error> {
+    let mut w = Vec::new();
+    net::apply_data_options(s, &cfg.params, false, Some(remote), &mut w)?;
+    let set = |r: std::io::Result<()>| r.map_err(|e| Error::io(Code::SETTOS, &e));
+    if remote.ip().is_multicast() {
+        // 2.1.8's multicast default TTL is 1.
+        let ttl = cfg.net.ttl.unwrap_or(1);
+        if remote.is_ipv4() {
+            set(s.set_multicast_ttl_v4(ttl))?;
+        } else {
+            set(s.set_multicast_hops_v6(ttl))?;
+        }
+    } else if let Some(t) = cfg.net.ttl {
+        if remote.is_ipv4() {
+            set(s.set_ttl_v4(t))?;
+        } else {
+            set(s.set_unicast_hops_v6(t))?;
+        }
+    }
+    Ok(())
+}
+
+fn stream(id: u32, role: StreamRole, sock: UdpSocket, local: SocketAddr, peer: SocketAddr) -> DataStream {
+    let (lh, lp) = crate::util::split_addr(&local);
+    let (rh, rp) = crate::util::split_addr(&peer);
+    DataStream {
+        id,
+        role,
+        info: ConnInfo {
+            socket: std::os::fd::AsRawFd::as_raw_fd(&sock),
+            id,
+            local_host: lh,
+            local_port: lp,
+            remote_host: rh,
+            remote_port: rp,
+        },
+        sock: DataSock::Udp(sock),
+    }
+}
+
+/// `-R`: sends the settings until the server's traffic arrives (a lost
+/// first datagram must not leave the test waiting).
+fn hello(sock: &UdpSocket, fmt: &Iperf2Format, datagram: &[u8], stop: &dyn Fn() -> bool) {
+    let mut d = datagram.to_vec();
+    let mut peek = [0u8; 16];
+    for _ in 0..HELLO_TRIES {
+        fmt.stamp_now(&mut d, 1);
+        let _ = sock.send(&d);
+        let wait = Duration::from_micros(1000 + crate::util::random_u64() % 20_000);
+        let _ = sock.set_read_timeout(Some(wait));
+        match sock.peek(&mut peek) {
+            Ok(_) => return,
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => std::thread::sleep(wait),
+            Err(_) => {}
+        }
+        if stop() {
+            return;
+        }
+    }
+}
+
+/// A sender flow's FIN, after the session.
+struct Fin {
+    sock: UdpSocket,
+    id: u32,
+    line: Arc<Mutex<Option<FlowLine>>>,
+}
+
+/// Runs an iperf 2 UDP client test against `host`.
+pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
+    let cfg = &ctx.cfg;
+    let p = &cfg.params;
+    let addrs = net::resolve(host, cfg.port, cfg.net.family).map_err(|e| {
+        let text = e.text();
+        let why = text.rsplit(": ").next().unwrap_or(&text).to_string();
+        Error::msg(Code::CONNECT, format!("ERROR: failed to find host {host}: {why}"))
+    })?;
+    let addr = addrs[0];
+    let multicast = addr.ip().is_multicast();
+    if multicast && p.direction != Direction::Forward {
+        return Err(Error::msg(
+            Code::CONNECT,
+            "ERROR: multicast tests cannot use -d, -r, -R or --full-duplex",
+        ));
+    }
+    if multicast && p.streams > 1 {
+        return Err(Error::msg(
+            Code::CONNECT,
+            "ERROR: multicast tests cannot use -P (every flow would go to the same group and port)",
+        ));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut reporter = ctx.reporter(Side::Client);
+    let len = p.block_len_or_default();
+    let connect_back = matches!(p.direction, Direction::Dual | Direction::Tradeoff);
+    let back = if connect_back {
+        let port = cfg.iperf2.listen_port.unwrap_or(cfg.port);
+        match net::listen_udp(cfg.net.bind.as_deref(), port, cfg.net.family) {
+            Ok(l) => {
+                let window = SockRef::from(&l).recv_buffer_size().unwrap_or(0) as u64;
+                reporter.emit(Event::Banner(Box::new(Banner {
+                    role: BannerRole::Listening,
+                    protocol: Protocol::Udp,
+                    port,
+                    pid: std::process::id(),
+                    flows: p.streams,
+                    block_len: len,
+                    tos: p.tos,
+                    nodelay: false,
+                    window,
+                    window_requested: p.window.map(|w| w as u64),
+                    notes: Vec::new(),
+                })));
+                Some((l, port))
+            }
+            Err(e) => {
+                let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
+                ctx.out.write_err(&format!("listener bind failed: {why}\n"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let opts = ConnectOpts {
+        bind: cfg.net.bind.as_deref(),
+        port: cfg.net.cport,
+        device: cfg.net.bind_dev.as_deref(),
+        timeout: None,
+        mptcp: false,
+    };
+    let probe = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::DGRAM, None)
+        .ok()
+        .map(|s| {
+            let _ = prepare(&s, cfg, addr);
+            s.send_buffer_size().unwrap_or(0) as u64
+        })
+        .unwrap_or(0);
+    reporter.emit(Event::Banner(Box::new(Banner {
+        role: BannerRole::Connecting(host.to_string()),
+        protocol: Protocol::Udp,
+        port: cfg.port,
+        pid: std::process::id(),
+        flows: p.streams,
+        block_len: len,
+        tos: p.tos,
+        nodelay: false,
+        window: probe,
+        window_requested: p.window.map(|w| w as u64),
+        notes: vec![BannerNote::Datagrams {
+            len,
+            ipg_us: ipg_us(cfg),
+        }],
+    })));
+    let start = wall_clock();
+    let template = if cfg.iperf2.compat {
+        let mut d = vec![0u8; len as usize];
+        crate::engine::Payload::Repeating.fill(&mut d);
+        d
+    } else {
+        client_datagram(&udp_header(cfg, start), len as usize)
+    };
+    let fmt = Iperf2Format::sender((!cfg.iperf2.compat).then_some(&template[..]));
+    let format: Arc<dyn crate::engine::udp::DatagramFormat> = Arc::new(fmt.clone());
+    let sends = p.direction != Direction::Reverse;
+    let receives = matches!(p.direction, Direction::Reverse | Direction::FullDuplex);
+    let no_fin = cfg.iperf2.no_udp_fin || multicast || p.direction == Direction::FullDuplex;
+    let mut flows = Vec::new();
+    let mut fins = Vec::new();
+    let mut hellos = Vec::new();
+    for _ in 0..p.streams {
+        let sock = net::connect_udp(addr, &opts, |s| prepare(s, cfg, addr)).map_err(|e| {
+            let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
+            Error::msg(Code::CONNECT, format!("udp connect failed: {why}"))
+        })?;
+        let local = sock.local_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;
+        let remote = sock.peer_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;
+        let id = ctx.next_id();
+        let mut line = super::udp_conn_line(id, &sock, local, remote);
+        line.mode = match p.direction {
+            Direction::Reverse => Some("reverse"),
+            Direction::FullDuplex => Some("full-duplex"),
+            _ if p.trip_times => Some("trip-times"),
+            _ => None,
+        };
+        line.no_udp_fin = p.direction == Direction::FullDuplex || cfg.iperf2.no_udp_fin;
+        reporter.emit(Event::FlowConnected(Box::new(line)));
+        let addrs_pair = Some((crate::util::split_addr(&local), crate::util::split_addr(&remote)));
+        let take = || sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e));
+        if receives {
+            let counters = FlowCounters::new(len as usize, cfg.output.enhanced);
+            flows.push(Flow::new(
+                stream(id, StreamRole::Recv, take()?, local, remote),
+                StreamExtras {
+                    hook: Some(Box::new(UdpRecvHook::new(counters.clone()))),
+                    udp_format: Some(Arc::new(Iperf2Format::receiver(true))),
+                    ..StreamExtras::default()
+                },
+                FlowInfo {
+                    counters: Some(counters),
+                    addrs: addrs_pair.clone(),
+                    reversed: true,
+                },
+            ));
+        }
+        if sends {
+            let slot = Arc::new(Mutex::new(None));
+            let s2 = slot.clone();
+            let mut f = Flow::new(
+                stream(id, StreamRole::Send, take()?, local, remote),
+                StreamExtras {
+                    udp_format: Some(format.clone()),
+                    budget: match p.end {
+                        EndCondition::Bytes(n) => Some(n),
+                        _ => None,
+                    },
+                    ..StreamExtras::default()
+                },
+                FlowInfo {
+                    counters: None,
+                    addrs: addrs_pair,
+                    reversed: false,
+                },
+            );
+            f.on_end = Some(Box::new(move |l: &FlowLine| {
+                if let Ok(mut g) = s2.lock() {
+                    *g = Some(l.clone());
+                }
+            }));
+            flows.push(f);
+            fins.push(Fin {
+                sock: take()?,
+                id,
+                line: slot,
+            });
+        } else {
+            hellos.push(take()?);
+        }
+    }
+    for h in &hellos {
+        let st = stop.clone();
+        let sig = signal.clone();
+        hello(h, &fmt, &template, &move || st.load(Relaxed) || sig.load(Relaxed) != 0);
+    }
+    let reverse_only = p.direction == Direction::Reverse;
+    let dur = p.duration();
+    let mut params = p.clone();
+    if reverse_only {
+        params.rate = 0;
+        params.pps = None;
+    }
+    if let EndCondition::Bytes(_) = params.end {
+        params.end = EndCondition::Time(Duration::ZERO);
+    }
+    let run_opts = RunOpts {
+        interval: cfg.output.interval,
+        decides_end: !reverse_only,
+        watchdog: dur.map(|d| Instant::now() + d + Duration::from_secs(30)),
+        drain: Duration::from_secs(3),
+        idle_limit: reverse_only.then(|| Duration::from_secs(3)),
+        stop: stop.clone(),
+        file: None,
+        signal: signal.clone(),
+    };
+    let expect_report = !no_fin;
+    let wait = dur.unwrap_or(Duration::ZERO)
+        + if p.direction == Direction::Dual {
+            Duration::from_secs(2)
+        } else {
+            Duration::from_secs(3)
+        };
+    let wait = wait.max(Duration::from_secs(3));
+    match (p.direction, back) {
+        (Direction::Dual, Some((l, port))) => {
+            let ctx2 = ctx.clone();
+            let signal2 = signal.clone();
+            let n = p.streams;
+            let listen = std::thread::Builder::new()
+                .name("ws-iperf2-listen".into())
+                .spawn(move || receive_connect_back(&ctx2, l, port, n, wait, &signal2))
+                .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
+            let r = run_flows(&params, Side::Client, flows, &run_opts, &mut reporter);
+            finish(
+                ctx,
+                fins,
+                len as usize,
+                &fmt,
+                expect_report,
+                &stop,
+                signal,
+                &mut reporter,
+            );
+            let r2 = listen.join().unwrap_or(Ok(()));
+            r.and(r2)
+        }
+        (Direction::Tradeoff, Some((l, port))) => {
+            run_flows(&params, Side::Client, flows, &run_opts, &mut reporter)?;
+            finish(
+                ctx,
+                fins,
+                len as usize,
+                &fmt,
+                expect_report,
+                &stop,
+                signal,
+                &mut reporter,
+            );
+            receive_connect_back(ctx, l, port, p.streams, wait, signal)
+        }
+        _ => {
+            let r = run_flows(&params, Side::Client, flows, &run_opts, &mut reporter);
+            finish(
+                ctx,
+                fins,
+                len as usize,
+                &fmt,
+                expect_report,
+                &stop,
+                signal,
+                &mut reporter,
+            );
+            r
+        }
+    }
+}
+
+/// Sends every sender's FIN (in parallel) and prints the reports.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    ctx: &Arc<Ctx>,
+    fins: Vec<Fin>,
+    len: usize,
+    fmt: &Iperf2Format,
+    expect_report: bool,
+    stop: &Arc<AtomicBool>,
+    signal: &Arc<AtomicUsize>,
+    reporter: &mut crate::report::Reporter,
+) {
+    let mut datagram = vec![0u8; len];
+    crate::engine::Payload::Repeating.fill(&mut datagram);
+    let jobs: Vec<_> = fins
+        .into_iter()
+        .filter_map(|f| {
+            let next = f.line.lock().ok()?.as_ref()?.extras.udp?.sent? as u64;
+            let fmt = fmt.clone();
+            let d = datagram.clone();
+            let stop = stop.clone();
+            let signal = signal.clone();
+            let h = std::thread::spawn(move || {
+                send_fin(&f.sock, &fmt, &d, next, expect_report, &|| {
+                    stop.load(Relaxed) || signal.load(Relaxed) != 0
+                })
+            });
+            Some((f.id, h))
+        })
+        .collect();
+    for (id, h) in jobs {
+        match h.join() {
+            Ok(FinOutcome::Report(r)) => {
+                let l = relayed_line(id, false, &r);
+                reporter.emit(Event::Flows(Box::new(FlowReport {
+                    final_report: true,
+                    flows: vec![l.clone()],
+                    sum: l,
+                    pairs: Vec::new(),
+                    relay: true,
+                })));
+            }
+            Ok(FinOutcome::NoReport { refused }) => {
+                if refused {
+                    ctx.out.write("read failed: Connection refused\n");
+                }
+                ctx.out.write(&format!(
+                    "[{id:>3}] WARNING: did not receive ack of last datagram after {} tries.\n",
+                    super::udp::FIN_TRIES
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The client side of `-d`/`-r`: receives the server's connect-back on
+/// the `-L` socket and answers its FIN with our report.
+fn receive_connect_back(
+    ctx: &Arc<Ctx>,
+    l: UdpSocket,
+    port: u16,
+    n: u32,
+    wait: Duration,
+    signal: &Arc<AtomicUsize>,
+) -> Result<(), Error> {
+    let cfg = ctx.cfg.clone();
+    let srv = UdpServer::new(
+        ctx.clone(),
+        signal.clone(),
+        crate::policy::AccessPolicy::open(),
+        Mode::ConnectBack { expect: n },
+        false,
+    );
+    let make = move || -> Result<UdpSocket, Error> {
+        net::listen_udp(cfg.net.bind.as_deref(), port, cfg.net.family).map_err(|e| {
+            let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
+            Error::msg(Code::LISTEN, format!("listener bind failed: {why}"))
+        })
+    };
+    srv.serve(&make, Some(l), Some(Instant::now() + wait), Some(n), false, false)?;
+    if srv.served() == 0 {
+        return Err(Error::msg(
+            Code::ACCEPT,
+            "ERROR: expected reverse connect did not occur",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::iperf2::{Command, parse_args_with_env};
+
+    fn cfg(s: &str) -> TestConfig {
+        let args: Vec<String> = s.split_whitespace().map(String::from).collect();
+        match parse_args_with_env(&args, &|_| None).unwrap() {
+            Command::Run(c, _) => *c,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The 32-bit words of the first datagram this command line sends.
+    fn words(s: &str) -> Vec<u32> {
+        let c = cfg(s);
+        let d = client_datagram(&udp_header(&c, (7, 9)), c.params.block_len_or_default() as usize);
+        d.chunks(4)
+            .take(40)
+            .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+            .collect()
+    }
+
+    // Golden words captured from the real 2.1.8 client (spec §1.5), from
+    // offset 16 (after the sequence/time prefix).
+    #[test]
+    fn datagram_settings_match_what_2_1_8_sends() {
+        let w = words("-c h -u -p 5001 -t 0.2");
+        assert_eq!(&w[4..10], &[0x4801_0098, 1, 5001, 0, 0, 0xffff_ffec]);
+        assert_eq!(&w[10..19], &[0, 0, 0, 0x0002_0001, 0x0008_0003, 0, 0x0010_0000, 0, 0]);
+        // -d -L 17010: VERSION1 | RUN_NOW and the port to connect back to.
+        let w = words("-c h -u -t 0.2 -d -L 17010");
+        assert_eq!(&w[4..7], &[0xc801_0099, 1, 17010]);
+        // -R: VERSION2 and the reverse flag; UDPTESTS for the upper flags.
+        let w = words("-c h -u -t 0.2 -R");
+        assert_eq!((w[4], w[12]), (0x6c01_0098, 0x0400_0000));
+        // --full-duplex asks for no FIN exchange too (as 2.1.8's client does).
+        let w = words("-c h -u -t 0.2 --full-duplex");
+        assert_eq!((w[4], w[12]), (0x6c01_0098, 0x0808_0000));
+        let w = words("-c h -u -t 0.2 --no-udp-fin");
+        assert_eq!((w[4], w[12]), (0x6801_0098, 0x0008_0000));
+        // --trip-times: the start block at 108 (LEN covers 16+24+36+32).
+        let w = words("-c h -u -t 0.2 --trip-times");
+        assert_eq!((w[4], w[12]), (0x6801_00d8, 0x0010_0000));
+        assert_eq!(&w[28..30], &[7, 9]);
+        // Rates: bits/s, or a packet count sent as is (no pps flag)...
+        assert_eq!(words("-c h -u -b 20m")[16], 20_000_000);
+        assert_eq!(words("-c h -u -b 100pps")[16], 100);
+        // ... converted to bits/s when the server is to send.
+        assert_eq!(words("-c h -u -b 100pps -R")[16], 100 * 8 * 1470);
+        // -l given: its value travels in the buffer-length word.
+        let w = words("-c h -u -l 300");
+        assert_eq!(w[7], 300);
+    }
+
+    #[test]
+    fn the_banner_gap_follows_the_rate() {
+        assert_eq!(format!("{:.2}", ipg_us(&cfg("-c h -u"))), "11215.21");
+        assert_eq!(format!("{:.2}", ipg_us(&cfg("-c h -u -b 100pps"))), "10000.00");
+        assert_eq!(format!("{:.2}", ipg_us(&cfg("-c h -u -b 10m"))), "1176.00");
+    }
+}
