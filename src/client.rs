@@ -13,7 +13,7 @@ use crate::net::{self, ConnectOpts};
 use crate::proto::iperf3::machine::{ClientAction, ClientMachine};
 use crate::proto::iperf3::params::{ParamsExtras, effective_bitrate, encode_params};
 use crate::proto::iperf3::udp::{cookie_hello, is_hello_reply};
-use crate::proto::iperf3::{Cookie, MAX_RESULTS_LEN, Results, State};
+use crate::proto::iperf3::{Cookie, Results, State, max_results_len};
 use crate::report::Reporter;
 use crate::report::event::*;
 use crate::session::{DataSock, DataStream, LocalOpts, Session, stream_id, stream_roles};
@@ -391,9 +391,9 @@ impl Client<'_> {
             self.reporter.emit(e);
         }
         self.ctrl().send_json(&ours.encode(), Code::SENDRESULTS)?;
-        let theirs = self
-            .ctrl()
-            .recv_json(MAX_RESULTS_LEN, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
+        let streams = self.session.as_ref().map_or(0, |s| s.stats.streams.len());
+        let max = max_results_len(streams, self.cfg.params.get_server_output);
+        let theirs = self.ctrl().recv_json(max, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
         let theirs = Results::decode(&theirs)?;
         let session = self.session.as_ref().expect("session");
         for r in &theirs.streams {

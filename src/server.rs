@@ -29,7 +29,7 @@ use crate::proto::iperf3::framing::server_error_frame;
 use crate::proto::iperf3::machine::{ServerAction, ServerMachine};
 use crate::proto::iperf3::params::{Limits, decode_params, effective_bitrate, validate};
 use crate::proto::iperf3::udp::{HELLO_REPLY, Hello, parse_hello};
-use crate::proto::iperf3::{COOKIE_LEN, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Results, State};
+use crate::proto::iperf3::{COOKIE_LEN, Cookie, MAX_PARAMS_LEN, Results, State, max_results_len};
 use crate::report::event::*;
 use crate::report::iperf3_json::JsonSink;
 use crate::report::{Output, Reporter, Sink};
@@ -858,9 +858,8 @@ impl ServerTest<'_> {
             ours.server_output_json = Some(j.document());
         }
         self.ctrl.send_state(State::ExchangeResults)?;
-        let theirs = self
-            .ctrl
-            .recv_json(MAX_RESULTS_LEN, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
+        let max = max_results_len(session.stats.streams.len(), false);
+        let theirs = self.ctrl.recv_json(max, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
         let _client_results = Results::decode(&theirs)?;
         self.ctrl.send_json(&ours.encode(), Code::SENDRESULTS)?;
         self.ctrl.send_state(State::DisplayResults)?;

@@ -125,6 +125,36 @@ pub fn stream_roles(direction: Direction, parallel: u32, side: Side) -> Vec<Stre
     roles
 }
 
+/// Streams beyond which a test's TCP streams are multiplexed on per-core
+/// workers instead of running a thread each, per available CPU (see
+/// [`multiplexed`]).
+pub const THREADS_PER_CPU: usize = 4;
+
+/// Whether a test's streams run on multiplexing workers: TCP tests with
+/// more than [`THREADS_PER_CPU`] streams per CPU this process may use.
+/// A thread per stream is fastest while threads do not outnumber the
+/// CPUs by much (a blocking write per block, no readiness round trip);
+/// beyond that the threads only add context switches and memory (a stack
+/// and a block buffer each), and a thousand of them starve the control
+/// thread. Streams with per-block hooks (iperf 2) or files (`-F`) always
+/// get threads.
+pub fn multiplexed(streams: &[(DataStream, StreamExtras)], file: bool) -> bool {
+    let cpus = engine::mux::workers();
+    !file
+        && streams.len() > THREADS_PER_CPU * cpus
+        && streams
+            .iter()
+            .all(|(d, e)| matches!(d.sock, DataSock::Tcp(_)) && e.hook.is_none())
+}
+
+/// Multiplexing workers of a test, one set per direction so the senders
+/// can be stopped and joined before the receivers drain.
+#[derive(Default)]
+struct Muxes {
+    send: Option<engine::mux::Mux>,
+    recv: Option<engine::mux::Mux>,
+}
+
 /// Local settings a session needs besides the negotiated parameters.
 #[derive(Debug, Clone, Default)]
 pub struct LocalOpts {
@@ -146,7 +176,13 @@ pub struct Session {
     pub side: Side,
     /// Steering shared with the stream threads.
     pub control: Arc<TestControl>,
-    handles: Vec<(StreamRole, StreamHandle)>,
+    /// Each stream's role and thread (`None` when multiplexed), in
+    /// creation order, as `stats.streams`.
+    handles: Vec<(StreamRole, Option<StreamHandle>)>,
+    /// Workers serving the multiplexed streams.
+    muxes: Muxes,
+    /// Sockets of the multiplexed streams (kept open for TCP_INFO).
+    mux_socks: Vec<Arc<TcpStream>>,
     /// Statistics.
     pub stats: TestStats,
     /// Stream addresses, in creation order.
@@ -240,10 +276,24 @@ impl Session {
             origin: Some(now),
             ..UdpOptions::default()
         };
+        let multiplex = multiplexed(&streams, local.file.is_some());
+        crate::debug!(
+            3,
+            "{} streams: {}",
+            streams.len(),
+            if multiplex {
+                format!("multiplexed on {} workers per direction", engine::mux::workers())
+            } else {
+                "a thread each".to_string()
+            }
+        );
         let mut handles = Vec::new();
         let mut stats = Vec::new();
         let mut connected = Vec::new();
         let mut socks = Vec::new();
+        let mut mux_send = Vec::new();
+        let mut mux_recv = Vec::new();
+        let mut mux_socks = Vec::new();
         for (ds, extras) in streams {
             let counters = Arc::new(StreamCounters::default());
             counters.bytes.store(extras.initial_bytes, Relaxed);
@@ -254,7 +304,6 @@ impl Session {
                 (Side::Server, StreamRole::Recv) => RoleTag::RxS,
             });
             let fd = ds.sock.as_raw_fd();
-            let keep = ds.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?;
             let payload = match (&local.file, ds.role) {
                 (Some(p), StreamRole::Send) => Payload::File(p.clone()),
                 _ if params.repeating_payload => Payload::Repeating,
@@ -288,11 +337,24 @@ impl Session {
                 affinity: local.affinity,
                 drain_idle: Duration::from_millis(100),
             };
+            connected.push(ds.info);
+            if multiplex && let DataSock::Tcp(sock) = ds.sock {
+                // One descriptor per stream: the workers and TCP_INFO share it.
+                let sock = Arc::new(sock);
+                stats.push(StreamStats::new(ds.id, fd, ds.role, tag, counters, Some(fd)));
+                handles.push((ds.role, None));
+                mux_socks.push(sock.clone());
+                match ds.role {
+                    StreamRole::Send => mux_send.push((sock, task)),
+                    StreamRole::Recv => mux_recv.push((sock, task)),
+                }
+                continue;
+            }
             // TCP_INFO reads go through our own duplicate: the thread's
             // descriptor closes when the thread ends, and its number may be reused.
+            let keep = ds.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?;
             let tcp_fd = matches!(keep, DataSock::Tcp(_)).then_some(keep.as_raw_fd());
             stats.push(StreamStats::new(ds.id, fd, ds.role, tag, counters, tcp_fd));
-            connected.push(ds.info);
             let handle = match ds.sock {
                 DataSock::Tcp(sock) => engine::spawn_tcp_with(sock, task, extras.hook)?,
                 DataSock::Udp(sock) => {
@@ -302,9 +364,24 @@ impl Session {
                     engine::udp::spawn_udp(sock, task, format, udp.clone())?
                 }
             };
-            handles.push((ds.role, handle));
+            handles.push((ds.role, Some(handle)));
             socks.push(keep);
         }
+        let workers = engine::mux::workers();
+        let start_mux = |streams: Vec<_>| -> Result<Option<engine::mux::Mux>, Error> {
+            if streams.is_empty() {
+                return Ok(None);
+            }
+            engine::mux::Mux::start(streams, workers).map(Some)
+        };
+        let muxes = match start_mux(mux_send).and_then(|s| Ok((s, start_mux(mux_recv)?))) {
+            Ok((send, recv)) => Muxes { send, recv },
+            Err(e) => {
+                control.raise_stop();
+                control.abort.store(true, Relaxed);
+                return Err(e);
+            }
+        };
         let interval = local.interval;
         let udp_quiet = pace
             .map(|(r, _)| Pacer::cost(r, block_len) * 3)
@@ -316,6 +393,8 @@ impl Session {
             stats: TestStats::new(stats, params.protocol, params.streams, omitting, now, control.epoch),
             control,
             handles,
+            muxes,
+            mux_socks,
             connected,
             interval,
             next_tick: interval.map(|i| now + i),
@@ -371,7 +450,24 @@ impl Session {
     /// thread wakes the controller, while the thread itself may still be
     /// exiting: looking only at the thread would miss that wake-up.
     fn stream_ended(&self, i: usize) -> bool {
-        self.handles[i].1.is_finished() || self.stats.streams[i].counters.ended_ns.load(Relaxed) != 0
+        let thread_done = match &self.handles[i].1 {
+            Some(h) => h.is_finished(),
+            None => false,
+        };
+        thread_done || self.stats.streams[i].counters.ended_ns.load(Relaxed) != 0
+    }
+
+    /// Whether every receiving stream has ended (threads and workers).
+    fn receivers_done(&self) -> bool {
+        self.handles
+            .iter()
+            .all(|(r, h)| *r != StreamRole::Recv || h.as_ref().is_none_or(|h| h.is_finished()))
+            && self.muxes.recv.as_ref().is_none_or(|m| m.is_finished())
+    }
+
+    /// Whether the streams are multiplexed on worker threads.
+    pub fn multiplexed(&self) -> bool {
+        self.muxes.send.is_some() || self.muxes.recv.is_some()
     }
 
     /// Runs due timers: the omit end and interval ticks. Emits events.
@@ -414,9 +510,14 @@ impl Session {
     pub fn stop_senders(&mut self) {
         self.control.raise_stop();
         for (role, h) in &mut self.handles {
-            if *role == StreamRole::Send {
+            if *role == StreamRole::Send
+                && let Some(h) = h
+            {
                 h.join();
             }
+        }
+        if let Some(m) = self.muxes.send.as_mut() {
+            m.join();
         }
     }
 
@@ -424,19 +525,24 @@ impl Session {
     /// aborts whatever is left.
     pub fn drain_receivers(&mut self, deadline: Instant) {
         self.control.raise_stop();
-        loop {
-            let pending = self
-                .handles
-                .iter()
-                .any(|(r, h)| *r == StreamRole::Recv && !h.is_finished());
-            if !pending || Instant::now() >= deadline {
-                break;
-            }
+        while !self.receivers_done() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
         self.control.abort.store(true, Relaxed);
+        self.join_all();
+    }
+
+    fn join_all(&mut self) {
         for (_, h) in &mut self.handles {
-            h.join();
+            if let Some(h) = h {
+                h.join();
+            }
+        }
+        if let Some(m) = self.muxes.send.as_mut() {
+            m.join();
+        }
+        if let Some(m) = self.muxes.recv.as_mut() {
+            m.join();
         }
     }
 
@@ -445,11 +551,12 @@ impl Session {
         self.control.raise_stop();
         self.control.abort.store(true, Relaxed);
         for (_, h) in &self.handles {
-            h.shutdown();
+            if let Some(h) = h {
+                h.shutdown();
+            }
         }
-        for (_, h) in &mut self.handles {
-            h.join();
-        }
+        // Workers see the abort within their tick.
+        self.join_all();
     }
 
     /// The last interval (if it is long enough or carried data). Without
@@ -470,6 +577,9 @@ impl Session {
 
     /// Congestion algorithm of the first TCP data stream.
     pub fn congestion(&self) -> Option<String> {
+        if let Some(s) = self.mux_socks.first() {
+            return crate::net::congestion_of(s);
+        }
         match self.socks.first() {
             Some(DataSock::Tcp(s)) if self.params.protocol == Protocol::Tcp => crate::net::congestion_of(s),
             _ => None,
@@ -478,6 +588,9 @@ impl Session {
 
     /// (SO_SNDBUF, SO_RCVBUF) of the first stream.
     pub fn buffers(&self) -> (u64, u64) {
+        if let Some(s) = self.mux_socks.first() {
+            return crate::net::buffers_of(&**s);
+        }
         self.socks.first().map(crate::net::buffers_of).unwrap_or((0, 0))
     }
 }
