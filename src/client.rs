@@ -16,7 +16,7 @@ use crate::proto::iperf3::udp::{cookie_hello, is_hello_reply};
 use crate::proto::iperf3::{Cookie, Results, State, max_results_len};
 use crate::report::Reporter;
 use crate::report::event::*;
-use crate::session::{DataSock, DataStream, LocalOpts, Session, stream_id, stream_roles};
+use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 
 const SETUP_WAIT: Duration = Duration::from_secs(30);
 const WHOLE_MSG: Duration = Duration::from_secs(30);
@@ -88,6 +88,11 @@ impl Client<'_> {
 
     fn run(&mut self) -> Result<(), Error> {
         let cfg = self.cfg;
+        // -A n: this thread, and so every thread started after it (stream
+        // threads, multiplexing workers), runs on CPU n, as iperf3 pins itself.
+        if let Some(cpu) = cfg.net.affinity {
+            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+        }
         let mut params = cfg.params.clone();
         let addrs = net::resolve(self.host, self.port, cfg.net.family)?;
         let opts = ConnectOpts {
@@ -152,6 +157,13 @@ impl Client<'_> {
                     })));
                 }
                 ClientAction::CreateStreams => {
+                    let n = stream_roles(params.direction, params.streams, Side::Client).len();
+                    let mut per = fds_per_stream(params.protocol, n, cfg.file.is_some());
+                    if matches!(cfg.role, crate::config::Role::Loopback) {
+                        // The in-process server holds the other ends.
+                        per *= 2;
+                    }
+                    reserve_fds(n, per)?;
                     let streams = self.connect_streams(&params, server_addr, &cookie)?;
                     let waker = self.ctrl().waker();
                     let local = LocalOpts {

@@ -211,6 +211,11 @@ fn run_server(
     signal: Arc<AtomicUsize>,
     metrics: Option<metrics::http::Endpoint>,
 ) -> Result<(), Error> {
+    // -A n: the server and every thread it starts run on CPU n (a test
+    // whose client sent -A x,m runs its own threads on m instead).
+    if let Some(cpu) = cfg.net.affinity {
+        sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+    }
     let mut server = server::Server::bind(cfg, out)?;
     if cfg.server.daemon {
         sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;

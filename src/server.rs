@@ -33,7 +33,7 @@ use crate::proto::iperf3::{COOKIE_LEN, Cookie, MAX_PARAMS_LEN, Results, State, m
 use crate::report::event::*;
 use crate::report::iperf3_json::JsonSink;
 use crate::report::{Output, Reporter, Sink};
-use crate::session::{DataSock, DataStream, LocalOpts, Session, stream_id, stream_roles};
+use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 
 const LISTENER: Token = Token(0);
 const UDP_LISTENER: Token = Token(1);
@@ -215,6 +215,7 @@ impl Server {
             None => None,
         };
         let mut udp_more = false;
+        let mut accept_retry: Option<Instant> = None;
         let mut events = Events::with_capacity(256);
         let mut pending: HashMap<Token, Pending> = HashMap::new();
         let mut next_token = 2usize;
@@ -225,9 +226,17 @@ impl Server {
                 self.shutdown();
                 return Ok(());
             }
+            // The listener is edge-triggered: after a failed accept
+            // (EMFILE), re-arming it later reports the connections waiting.
+            if accept_retry.is_some_and(|t| Instant::now() >= t) {
+                accept_retry = None;
+                let _ = poll.registry().reregister(&mut listener, LISTENER, Interest::READABLE);
+            }
             // Hellos left unread last turn: look again at once.
             let timeout = if udp_more {
                 Duration::ZERO
+            } else if accept_retry.is_some() {
+                Duration::from_millis(50)
             } else {
                 Duration::from_millis(200)
             };
@@ -264,8 +273,11 @@ impl Server {
                             }
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            // EMFILE and friends: keep serving; the client retries.
-                            Err(_) => break,
+                            // EMFILE and friends: keep serving, try again shortly.
+                            Err(_) => {
+                                accept_retry = Some(Instant::now() + Duration::from_millis(50));
+                                break;
+                            }
                         }
                     }
                 } else if let Some(p) = pending.get_mut(&ev.token()) {
@@ -606,6 +618,10 @@ struct ServerTest<'a> {
 
 impl ServerTest<'_> {
     fn run(&mut self) -> Result<(), Error> {
+        // The client's -A n,m: this test's threads run on CPU m.
+        if let Some(cpu) = self.params.server_affinity {
+            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+        }
         let streams = self.collect_streams()?;
         let waker = self.ctrl.waker();
         let local = LocalOpts {
@@ -656,6 +672,8 @@ impl ServerTest<'_> {
 
     fn collect_streams(&mut self) -> Result<Vec<DataStream>, Error> {
         let roles = stream_roles(self.params.direction, self.params.streams, Side::Server);
+        let per = fds_per_stream(self.params.protocol, roles.len(), self.cfg.file.is_some());
+        reserve_fds(roles.len(), per)?;
         let (tx, rx) = mpsc::sync_channel(roles.len().min(65536));
         let udp = self.params.protocol == Protocol::Udp;
         let deadline = Instant::now() + WHOLE_MSG;

@@ -147,6 +147,51 @@ pub fn multiplexed(streams: &[(DataStream, StreamExtras)], file: bool) -> bool {
             .all(|(d, e)| matches!(d.sock, DataSock::Tcp(_)) && e.hook.is_none())
 }
 
+/// Descriptors a stream costs this process: one when multiplexed; three
+/// with a thread (the socket, the session's duplicate for TCP_INFO, the
+/// thread's for shutdown).
+pub fn fds_per_stream(protocol: Protocol, streams: usize, file: bool) -> u64 {
+    if protocol == Protocol::Tcp && !file && streams > THREADS_PER_CPU * engine::mux::workers() {
+        1
+    } else {
+        3
+    }
+}
+
+/// Descriptors kept free besides the streams (control connections,
+/// listeners, pollers, files, other tests starting meanwhile).
+const FD_SLACK: u64 = 64;
+
+/// Makes room for `streams` new streams of `per_stream` descriptors each:
+/// raises the soft open-file limit up to the hard one when needed, and
+/// says clearly, in one line, when even that is not enough.
+pub fn reserve_fds(streams: usize, per_stream: u64) -> Result<(), Error> {
+    use crate::sys::process::{nofile_limits, open_fds, raise_nofile_limit};
+    let open = open_fds().unwrap_or(0);
+    let need = open + streams as u64 * per_stream + FD_SLACK;
+    let Ok((soft, hard)) = nofile_limits() else {
+        return Ok(());
+    };
+    if need <= soft {
+        return Ok(());
+    }
+    let limit = raise_nofile_limit().unwrap_or(soft);
+    if need <= limit {
+        crate::debug!(3, "open-file limit raised from {soft} to {limit} for {streams} streams");
+        return Ok(());
+    }
+    Err(Error {
+        errno: Some(libc::EMFILE),
+        ..Error::msg(
+            Code::CREATESTREAM,
+            format!(
+                "unable to create {streams} streams: they need about {need} open files, \
+                 but the open-file limit is {limit} (hard limit {hard}); raise it with ulimit -n"
+            ),
+        )
+    })
+}
+
 /// Multiplexing workers of a test, one set per direction so the senders
 /// can be stopped and joined before the receivers drain.
 #[derive(Default)]
@@ -525,6 +570,7 @@ impl Session {
     /// aborts whatever is left.
     pub fn drain_receivers(&mut self, deadline: Instant) {
         self.control.raise_stop();
+        self.control.drain.store(true, Relaxed);
         while !self.receivers_done() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }

@@ -268,11 +268,13 @@ impl Worker {
         }
     }
 
-    /// Applies the test's stop/abort to streams that are not busy.
+    /// Applies the test's stop (senders), drain (quiet receivers) and
+    /// abort (everyone) to streams that are not busy.
     fn check_stop(&mut self) {
         let stop = self.control.stop.load(Relaxed);
+        let drain = self.control.drain.load(Relaxed);
         let abort = self.control.abort.load(Relaxed);
-        if !stop && !abort {
+        if !stop && !drain && !abort {
             return;
         }
         let now_ns = self.control.now_ns();
@@ -283,8 +285,8 @@ impl Worker {
             }
             let quiet = Duration::from_nanos(now_ns.saturating_sub(f.last_io_ns.max(1)));
             let finish = abort
-                || f.task.role == StreamRole::Send
-                || (f.task.role == StreamRole::Recv && !f.queued && quiet >= f.task.drain_idle);
+                || (f.task.role == StreamRole::Send && stop)
+                || (f.task.role == StreamRole::Recv && drain && !f.queued && quiet >= f.task.drain_idle);
             if finish {
                 self.finish(i);
             }

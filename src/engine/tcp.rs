@@ -134,8 +134,8 @@ pub(crate) fn block_file(buf: &[u8]) -> Result<File, Error> {
     Ok(f)
 }
 
-/// Reads until EOF, or until the test stops and the stream has been quiet
-/// for a poll period (drained), or the controller aborts.
+/// Reads until EOF, or until the receivers drain and the stream has been
+/// quiet for a poll period, or the controller aborts.
 pub fn recv_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn StreamHook>) -> Result<(), Error> {
     let _ = sock.set_read_timeout(Some(task.drain_idle.clamp(Duration::from_millis(10), POLL)));
     let mut buf = vec![0u8; task.block_len.max(1)];
@@ -178,7 +178,7 @@ pub fn recv_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
                 }
             }
             Err(e) if is_timeout(&e) => {
-                if control.abort.load(Relaxed) || control.stop.load(Relaxed) {
+                if control.abort.load(Relaxed) || control.drain.load(Relaxed) {
                     finish();
                     return Ok(());
                 }
