@@ -161,12 +161,11 @@ mod tests {
 
     #[test]
     fn open_files_are_counted_within_the_limits() {
-        let before = open_fds().unwrap();
-        let f = std::fs::File::open("/proc/self/status").unwrap();
-        assert_eq!(open_fds().unwrap(), before + 1);
-        drop(f);
+        // Other tests open and close files meanwhile: only bounds hold.
+        let _f = std::fs::File::open("/proc/self/status").unwrap();
+        let open = open_fds().unwrap();
         let (soft, hard) = nofile_limits().unwrap();
-        assert!(soft <= hard && before < soft);
+        assert!(open >= 4 && open < soft && soft <= hard, "{open} {soft} {hard}");
     }
 
     #[test]
