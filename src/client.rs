@@ -88,6 +88,7 @@ impl Client<'_> {
 
     fn run(&mut self) -> Result<(), Error> {
         let cfg = self.cfg;
+        crate::session::MuxMode::from_env()?;
         // -A n: this thread, and so every thread started after it (stream
         // threads, multiplexing workers), runs on CPU n, as iperf3 pins itself.
         if let Some(cpu) = cfg.net.affinity {

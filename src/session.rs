@@ -130,28 +130,66 @@ pub fn stream_roles(direction: Direction, parallel: u32, side: Side) -> Vec<Stre
 /// [`multiplexed`]).
 pub const THREADS_PER_CPU: usize = 4;
 
+/// `WIRESPEED_MUX`: when streams are multiplexed on workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MuxMode {
+    /// More than [`THREADS_PER_CPU`] streams per CPU (the default).
+    Auto,
+    /// Every TCP test whose streams allow it (for comparisons).
+    Always,
+    /// Never: a thread per stream (for comparisons).
+    Never,
+}
+
+impl MuxMode {
+    /// The mode `WIRESPEED_MUX` asks for (`auto`, `always` or `never`;
+    /// unset is `auto`).
+    pub fn from_env() -> Result<MuxMode, Error> {
+        match std::env::var("WIRESPEED_MUX").as_deref() {
+            Err(_) | Ok("") | Ok("auto") => Ok(MuxMode::Auto),
+            Ok("always") => Ok(MuxMode::Always),
+            Ok("never") => Ok(MuxMode::Never),
+            Ok(other) => Err(Error::msg(
+                Code::INITTEST,
+                format!("WIRESPEED_MUX must be auto, always or never, not '{other}'"),
+            )),
+        }
+    }
+
+    /// Whether a TCP test of `streams` streams (without files or hooks)
+    /// is multiplexed.
+    fn applies(self, streams: usize) -> bool {
+        match self {
+            MuxMode::Auto => streams > THREADS_PER_CPU * engine::mux::workers(),
+            MuxMode::Always => true,
+            MuxMode::Never => false,
+        }
+    }
+}
+
 /// Whether a test's streams run on multiplexing workers: TCP tests with
-/// more than [`THREADS_PER_CPU`] streams per CPU this process may use.
-/// A thread per stream is fastest while threads do not outnumber the
-/// CPUs by much (a blocking write per block, no readiness round trip);
-/// beyond that the threads only add context switches and memory (a stack
-/// and a block buffer each), and a thousand of them starve the control
-/// thread. Streams with per-block hooks (iperf 2) or files (`-F`) always
-/// get threads.
-pub fn multiplexed(streams: &[(DataStream, StreamExtras)], file: bool) -> bool {
-    let cpus = engine::mux::workers();
-    !file
-        && streams.len() > THREADS_PER_CPU * cpus
+/// more than [`THREADS_PER_CPU`] streams per CPU this process may use
+/// (unless `WIRESPEED_MUX` says otherwise). A thread per stream is as fast
+/// while threads do not outnumber the CPUs by much (a blocking write per
+/// block, no readiness round trip); beyond that the threads only add
+/// context switches and memory (a stack and a block buffer each), and a
+/// thousand of them starve the control thread, so the test ends late.
+/// Streams with per-block hooks (iperf 2) or files (`-F`) always get
+/// threads.
+pub fn multiplexed(streams: &[(DataStream, StreamExtras)], file: bool) -> Result<bool, Error> {
+    Ok(!file
+        && MuxMode::from_env()?.applies(streams.len())
         && streams
             .iter()
-            .all(|(d, e)| matches!(d.sock, DataSock::Tcp(_)) && e.hook.is_none())
+            .all(|(d, e)| matches!(d.sock, DataSock::Tcp(_)) && e.hook.is_none()))
 }
 
 /// Descriptors a stream costs this process: one when multiplexed; three
 /// with a thread (the socket, the session's duplicate for TCP_INFO, the
 /// thread's for shutdown).
 pub fn fds_per_stream(protocol: Protocol, streams: usize, file: bool) -> u64 {
-    if protocol == Protocol::Tcp && !file && streams > THREADS_PER_CPU * engine::mux::workers() {
+    let mode = MuxMode::from_env().unwrap_or(MuxMode::Auto);
+    if protocol == Protocol::Tcp && !file && mode.applies(streams) {
         1
     } else {
         3
@@ -321,7 +359,7 @@ impl Session {
             origin: Some(now),
             ..UdpOptions::default()
         };
-        let multiplex = multiplexed(&streams, local.file.is_some());
+        let multiplex = multiplexed(&streams, local.file.is_some())?;
         crate::debug!(
             3,
             "{} streams: {}",

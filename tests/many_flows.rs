@@ -301,3 +301,44 @@ fn server_with_too_low_open_file_limit_refuses_the_test_clearly() {
     server.wait(Duration::from_secs(10));
     assert!(server.err().contains("open-file limit is 200"), "{}", server.err());
 }
+
+/// Runs a client under `env WIRESPEED_MUX=<mode>` against a server run the
+/// same way; returns the client's (exit code, stdout, stderr).
+fn with_mux_mode(mode: &str, streams: &str) -> (Option<i32>, String, String) {
+    let env = std::path::PathBuf::from("/usr/bin/env");
+    let prog = wirespeed();
+    let var = format!("WIRESPEED_MUX={mode}");
+    let port = free_port();
+    let p = port.to_string();
+    let server = Proc::spawn(&env, &[&var, prog.to_str().unwrap(), "-s", "-p", &p]);
+    wait_listening(port);
+    let r = run(
+        &env,
+        &[&var, prog.to_str().unwrap(), "-c", "127.0.0.1", "-p", &p, "-P", streams, "-t", "1", "-d"],
+        Duration::from_secs(30),
+    );
+    stop_server(server);
+    (r.code, r.stdout, r.stderr)
+}
+
+#[test]
+fn mux_mode_can_be_forced_either_way() {
+    let (code, out, err) = with_mux_mode("never", "40");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("40 streams: a thread each"), "{err}");
+    assert!(out.contains("[SUM]"));
+    let (code, _, err) = with_mux_mode("always", "2");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("2 streams: multiplexed on"), "{err}");
+    let r = run(
+        &std::path::PathBuf::from("/usr/bin/env"),
+        &["WIRESPEED_MUX=sometimes", wirespeed().to_str().unwrap(), "-c", "127.0.0.1", "-p", "1"],
+        Duration::from_secs(10),
+    );
+    let (code, err) = (r.code, r.stderr);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("error - WIRESPEED_MUX must be auto, always or never, not 'sometimes'"),
+        "{err}"
+    );
+}
