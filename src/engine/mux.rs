@@ -32,10 +32,11 @@ const TURN: usize = 4;
 /// How often a worker looks at the stop flags when nothing happens.
 const TICK: Duration = Duration::from_millis(20);
 
-/// Workers for one direction of a test: one per CPU this process may run
-/// on (its affinity mask, so `-A` gives one worker).
+/// Workers for one direction of a test: one per CPU the calling thread may
+/// run on (its affinity mask, so `-A` gives one worker). One system call:
+/// `available_parallelism` would also read cgroup files on every test.
 pub fn workers() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    crate::sys::process::current_affinity().map_or(1, |c| c.len().max(1))
 }
 
 /// Worker threads serving a test's streams.
