@@ -314,7 +314,19 @@ fn with_mux_mode(mode: &str, streams: &str) -> (Option<i32>, String, String) {
     wait_listening(port);
     let r = run(
         &env,
-        &[&var, prog.to_str().unwrap(), "-c", "127.0.0.1", "-p", &p, "-P", streams, "-t", "1", "-d"],
+        &[
+            &var,
+            prog.to_str().unwrap(),
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-P",
+            streams,
+            "-t",
+            "1",
+            "-d",
+        ],
         Duration::from_secs(30),
     );
     stop_server(server);
@@ -332,7 +344,14 @@ fn mux_mode_can_be_forced_either_way() {
     assert!(err.contains("2 streams: multiplexed on"), "{err}");
     let r = run(
         &std::path::PathBuf::from("/usr/bin/env"),
-        &["WIRESPEED_MUX=sometimes", wirespeed().to_str().unwrap(), "-c", "127.0.0.1", "-p", "1"],
+        &[
+            "WIRESPEED_MUX=sometimes",
+            wirespeed().to_str().unwrap(),
+            "-c",
+            "127.0.0.1",
+            "-p",
+            "1",
+        ],
         Duration::from_secs(10),
     );
     let (code, err) = (r.code, r.stderr);

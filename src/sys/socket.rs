@@ -261,6 +261,191 @@ pub fn recv_discard(sock: &impl AsRawFd, scratch: &mut [u8], len: usize) -> io::
     }
 }
 
+/// Turns on MSG_ZEROCOPY sends for a socket (SO_ZEROCOPY).
+pub fn set_zerocopy(sock: &impl AsRawFd) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: a live descriptor and a pointer to a c_int with its exact size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ZEROCOPY,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Sends `buf` with MSG_ZEROCOPY: the kernel pins its pages instead of
+/// copying them, so `buf` must not change until the send is reported
+/// complete by [`reap_zerocopy`].
+pub fn send_zerocopy(sock: &impl AsRawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is live and readable for its length during the call;
+    // the caller keeps it unchanged while the kernel holds its pages.
+    let n = unsafe {
+        libc::send(
+            sock.as_raw_fd(),
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_ZEROCOPY | libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
+const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
+
+/// Reads MSG_ZEROCOPY completions from the socket's error queue without
+/// waiting: (sends completed, of which the kernel copied after all).
+pub fn reap_zerocopy(sock: &impl AsRawFd) -> io::Result<(u64, u64)> {
+    let (mut done, mut copied) = (0u64, 0u64);
+    loop {
+        let mut control = [0u64; 16];
+        // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        // SAFETY: `msg` points at a live control buffer of the stated size
+        // and no data buffers.
+        let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock {
+                return Ok((done, copied));
+            }
+            return Err(e);
+        }
+        // SAFETY: the kernel filled `msg`; the CMSG macros walk within
+        // msg_controllen of our buffer.
+        let mut cm = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+        while !cm.is_null() {
+            // SAFETY: `cm` is a header inside the control buffer.
+            let (level, ty) = unsafe { ((*cm).cmsg_level, (*cm).cmsg_type) };
+            let recverr = (level == libc::SOL_IP && ty == libc::IP_RECVERR)
+                || (level == libc::SOL_IPV6 && ty == libc::IPV6_RECVERR);
+            if recverr {
+                // SAFETY: an IP(V6)_RECVERR message carries a sock_extended_err;
+                // read_unaligned because the data need not be aligned.
+                let ee: libc::sock_extended_err = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cm).cast()) };
+                if ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY && ee.ee_errno == 0 {
+                    let n = u64::from(ee.ee_data.wrapping_sub(ee.ee_info)) + 1;
+                    done += n;
+                    if ee.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0 {
+                        copied += n;
+                    }
+                }
+            }
+            // SAFETY: as above.
+            cm = unsafe { libc::CMSG_NXTHDR(&msg, cm) };
+        }
+    }
+}
+
+/// The kernel's `struct tcp_zerocopy_receive` (linux/tcp.h).
+#[repr(C)]
+#[derive(Default)]
+struct TcpZerocopyReceive {
+    address: u64,
+    length: u32,
+    recv_skip_hint: u32,
+    inq: u32,
+    err: i32,
+    copybuf_address: u64,
+    copybuf_len: i32,
+    flags: u32,
+    msg_control: u64,
+    msg_controllen: u64,
+    msg_flags: u32,
+    reserved: u32,
+}
+
+const TCP_ZEROCOPY_RECEIVE: libc::c_int = 35;
+
+/// A read-only mapping of a TCP socket's receive queue for
+/// TCP_ZEROCOPY_RECEIVE: received pages are mapped here instead of copied.
+pub struct ZerocopyRx {
+    addr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is only used through &mut self by one thread at a time.
+unsafe impl Send for ZerocopyRx {}
+
+impl ZerocopyRx {
+    /// Maps `len` bytes (a multiple of the page size) of `sock`.
+    pub fn map(sock: &impl AsRawFd, len: usize) -> io::Result<ZerocopyRx> {
+        // SAFETY: a fresh shared read-only mapping of the socket; the kernel
+        // checks the descriptor is a TCP socket.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                sock.as_raw_fd(),
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(ZerocopyRx { addr, len })
+    }
+
+    /// Takes what is queued: maps whole pages, copies a short tail into
+    /// `copybuf`. Returns (bytes mapped, bytes copied, bytes the kernel
+    /// could not map and that must be read normally). Never waits.
+    pub fn receive(&mut self, sock: &impl AsRawFd, copybuf: &mut [u8]) -> io::Result<(usize, usize, usize)> {
+        let mut zc = TcpZerocopyReceive {
+            address: self.addr as u64,
+            length: self.len as u32,
+            copybuf_address: copybuf.as_mut_ptr() as u64,
+            copybuf_len: copybuf.len().min(i32::MAX as usize) as i32,
+            ..TcpZerocopyReceive::default()
+        };
+        let mut optlen = std::mem::size_of::<TcpZerocopyReceive>() as libc::socklen_t;
+        // SAFETY: `zc` is a live struct of the size passed; the addresses in
+        // it are our own mapping and a live writable buffer of the stated length.
+        let rc = unsafe {
+            libc::getsockopt(
+                sock.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                TCP_ZEROCOPY_RECEIVE,
+                (&mut zc as *mut TcpZerocopyReceive).cast(),
+                &mut optlen,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if zc.err != 0 {
+            return Err(io::Error::from_raw_os_error(zc.err));
+        }
+        Ok((
+            zc.length as usize,
+            zc.copybuf_len.max(0) as usize,
+            zc.recv_skip_hint as usize,
+        ))
+    }
+}
+
+impl Drop for ZerocopyRx {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `map`.
+        unsafe { libc::munmap(self.addr, self.len) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
