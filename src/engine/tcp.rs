@@ -35,12 +35,6 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
         .map(|(rate, burst)| Pacer::new(rate, burst, buf.len(), std::time::Instant::now()));
     let stop = &task.control.stop;
     let c = &task.counters;
-    // EXPERIMENT (issue 5): MSG_ZEROCOPY sends.
-    let exp_msgzc = std::env::var("WS_EXP").as_deref() == Ok("msgzc") && zc_file.is_none();
-    if exp_msgzc {
-        crate::sys::socket::set_zerocopy(sock).map_err(|e| Error::io(Code::STREAMWRITE, &e))?;
-    }
-    let (mut exp_sends, mut exp_done, mut exp_copied) = (0u64, 0u64, 0u64);
     // When the last byte went out: the stream's true end, however long the
     // final blocked write took to notice the stop.
     let mut last_write = 0u64;
@@ -73,26 +67,6 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
         while off < n {
             let r = match &zc_file {
                 Some(f) => crate::sys::socket::sendfile(sock, f, off as u64, n - off),
-                None if exp_msgzc => {
-                    exp_sends += 1;
-                    if exp_sends % 8 == 0 {
-                        if let Ok((d, c)) = crate::sys::socket::reap_zerocopy(sock) {
-                            exp_done += d;
-                            exp_copied += c;
-                        }
-                    }
-                    match crate::sys::socket::send_zerocopy(sock, &buf[off..n]) {
-                        Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                            std::thread::sleep(Duration::from_micros(50));
-                            if let Ok((d, c)) = crate::sys::socket::reap_zerocopy(sock) {
-                                exp_done += d;
-                                exp_copied += c;
-                            }
-                            Err(std::io::Error::from(std::io::ErrorKind::Interrupted))
-                        }
-                        r => r,
-                    }
-                }
                 None => (&*sock).write(&buf[off..n]),
             };
             match r {
@@ -127,14 +101,6 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
         },
         Relaxed,
     );
-    if exp_msgzc {
-        std::thread::sleep(Duration::from_millis(50));
-        if let Ok((d, cp)) = crate::sys::socket::reap_zerocopy(sock) {
-            exp_done += d;
-            exp_copied += cp;
-        }
-        eprintln!("EXP msgzc: {exp_sends} sends, {exp_done} completed, {exp_copied} copied by the kernel");
-    }
     let _ = sock.shutdown(Shutdown::Write);
     Ok(())
 }
@@ -180,60 +146,9 @@ pub fn recv_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
         c.ended_ns
             .store(if last > 0 { last } else { control.now_ns() }, Relaxed);
     };
-    // EXPERIMENT (issue 5): TCP_ZEROCOPY_RECEIVE.
-    let mut exp_zc = if std::env::var("WS_EXP").as_deref() == Ok("zcrx") {
-        Some(crate::sys::socket::ZerocopyRx::map(sock, 2 << 20).map_err(|e| Error::io(Code::STREAMREAD, &e))?)
-    } else {
-        None
-    };
-    struct ExpStats {
-        on: bool,
-        mapped: u64,
-        copied: u64,
-        read: u64,
-    }
-    impl Drop for ExpStats {
-        fn drop(&mut self) {
-            if self.on {
-                eprintln!(
-                    "EXP zcrx: {} mapped, {} copied, {} read",
-                    self.mapped, self.copied, self.read
-                );
-            }
-        }
-    }
-    let mut exp = ExpStats {
-        on: exp_zc.is_some(),
-        mapped: 0,
-        copied: 0,
-        read: 0,
-    };
-    let mut exp_small = vec![0u8; 4096];
     loop {
-        let r = match (&task.sinkhole, exp_zc.as_mut()) {
-            (_, Some(zc)) => match zc.receive(sock, &mut exp_small) {
-                Ok((m, cp, skip)) => {
-                    exp.mapped += m as u64;
-                    exp.copied += cp as u64;
-                    let mut n = m + cp;
-                    if skip > 0 || n == 0 {
-                        let want = if skip > 0 { skip.min(buf.len()) } else { buf.len() };
-                        match (&*sock).read(&mut buf[..want]) {
-                            Ok(k) => {
-                                exp.read += k as u64;
-                                n += k;
-                                Ok(n)
-                            }
-                            Err(e) if n > 0 && is_timeout(&e) => Ok(n),
-                            Err(e) => Err(e),
-                        }
-                    } else {
-                        Ok(n)
-                    }
-                }
-                Err(e) => Err(e),
-            },
-            (Sinkhole::Truncate, None) => crate::sys::socket::recv_discard(sock, &mut buf, task.block_len),
+        let r = match &task.sinkhole {
+            Sinkhole::Truncate => crate::sys::socket::recv_discard(sock, &mut buf, task.block_len),
             _ => (&*sock).read(&mut buf),
         };
         match r {
