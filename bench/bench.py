@@ -229,8 +229,8 @@ class Wirespeed(Tool):
     def client(self, port, args, dur=None):
         return [self.path, "-c", "127.0.0.1", "-p", str(port), "-J"] + args
 
-    def parse(self, out, server_out):
-        return parse_iperf3_json(out)
+    def parse(self, out, server_out, err=""):
+        return parse_iperf3_json(out, err)
 
 
 class Iperf3(Tool):
@@ -245,8 +245,8 @@ class Iperf3(Tool):
     def client(self, port, args, dur=None):
         return [self.path, "-c", "127.0.0.1", "-p", str(port), "-J"] + args
 
-    def parse(self, out, server_out):
-        return parse_iperf3_json(out)
+    def parse(self, out, server_out, err=""):
+        return parse_iperf3_json(out, err)
 
 
 class Iperf2(Tool):
@@ -265,15 +265,30 @@ class Iperf2(Tool):
     def client(self, port, args, dur=None):
         return [self.path, "-c", "127.0.0.1", "-p", str(port), "-y", "C"] + args
 
-    def parse(self, out, server_out):
+    def parse(self, out, server_out, err=""):
         return parse_iperf2_csv(server_out)
 
 
-def parse_iperf3_json(out):
+def parse_iperf3_json(out, err=""):
+    """Totals from a `-J` document, or from the `end` event of a
+    `--json-stream`. A peer that refuses its options prints usage text,
+    not JSON: the error is then its `error -` line."""
+    d = None
     try:
         d = json.loads(out)
     except ValueError:
-        return {"error": "invalid JSON: " + out.strip()[:200]}
+        for line in out.splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("event") == "end":
+                d = {"end": ev.get("data", {})}
+            elif ev.get("event") == "error":
+                d = {"error": ev.get("data")}
+    if d is None:
+        words = [l for l in (err + "\n" + out).splitlines() if "error" in l]
+        return {"error": (words[0] if words else out.strip()[:200]).strip()}
     if "error" in d:
         return {"error": d["error"]}
     end = d.get("end", {})
@@ -302,10 +317,11 @@ def parse_iperf2_csv(server_out):
     # Final rows start at 0.0 (per-flow totals).
     finals = [r for r in rows if r[6].startswith("0.0-")]
     r = {"rx_bytes": 0, "rx_bps": 0.0, "streams": 0, "stream_bytes": []}
+    longest = 0.0
     for row in finals:
         try:
             r["rx_bytes"] += int(row[7])
-            r["rx_bps"] += float(row[8])
+            longest = max(longest, float(row[6].split("-")[1]))
         except ValueError:
             continue
         r["streams"] += 1
@@ -316,16 +332,24 @@ def parse_iperf2_csv(server_out):
             dur = float(row[6].split("-")[1]) or 1.0
             r["rx_pps"] = r.get("rx_pps", 0) + (total - lost) / dur
             r["lost_percent"] = float(row[12])
+    # Aggregate rate: all bytes over the longest flow (summing per-flow
+    # rates overstates it when flows start late and run shorter).
+    if longest > 0:
+        r["rx_bps"] = r["rx_bytes"] * 8 / longest
     return r
 
 
 UNITS = {"Bytes": 1, "KBytes": 1024, "MBytes": 1024**2, "GBytes": 1024**3, "TBytes": 1024**4}
 
 
+RATES = {"bits/sec": 1, "Kbits/sec": 1e3, "Mbits/sec": 1e6, "Gbits/sec": 1e9, "Tbits/sec": 1e12}
+
+
 def parse_iperf2_text_sum(out):
-    """(sum of the per-flow totals, the [SUM] total, flows) from an iperf 2
-    client's text report, in bytes as printed (3 significant digits)."""
-    flows, total, summed = 0, None, 0.0
+    """(sum of the per-flow totals, the [SUM] total, flows, the [SUM] bits/s)
+    from an iperf 2 client's text report, bytes as printed (3 significant
+    digits)."""
+    flows, total, summed, sum_bps = 0, None, 0.0, None
     for line in out.splitlines():
         parts = line.replace("[", " [ ").replace("]", " ] ").split()
         if "sec" not in parts:
@@ -339,10 +363,12 @@ def parse_iperf2_text_sum(out):
             continue
         if "SUM" in line:
             total = b
+            if i + 4 < len(parts) and parts[i + 4] in RATES:
+                sum_bps = float(parts[i + 3]) * RATES[parts[i + 4]]
         else:
             flows += 1
             summed += b
-    return summed, total, flows
+    return summed, total, flows, sum_bps
 
 
 # ---------------------------------------------------------------- scenarios
@@ -356,7 +382,7 @@ def one_run(tool, server, args, dur, timeout, watch_rss=False):
     time.sleep(0.3)
     scpu = server.cpu() - scpu0
     server_out = server.output()[before:]
-    res = tool.parse(c["out"], server_out)
+    res = tool.parse(c["out"], server_out, c["err"])
     if c["rc"] not in (0, None) and "error" not in res:
         res["error"] = (c["err"] or c["out"]).strip()[:200]
     res["client_cpu"] = c["cpu"]
@@ -426,7 +452,7 @@ def scenario_many_flows(tools, servers, rounds, dur, flows):
                                server_pid=srv.p.pid)
                 time.sleep(1.0)
                 server = parse_iperf2_csv(srv.output()[before:])
-                summed, total, reported = parse_iperf2_text_sum(c["out"])
+                summed, total, reported, sum_bps = parse_iperf2_text_sum(c["out"])
                 x = {
                     "rc": c["rc"],
                     "flows_reported": reported,
@@ -435,13 +461,19 @@ def scenario_many_flows(tools, servers, rounds, dur, flows):
                     "sum_line": total is not None,
                     # Printed with 3 significant digits: equal within rounding.
                     "sum_right": total is not None and summed > 0 and abs(total - summed) <= 0.01 * summed,
-                    "gbps": server.get("rx_bps", 0) / 1e9,
+                    # Its own [SUM] rate: flows start over seconds, so
+                    # bytes over one flow's time would overstate it.
+                    "gbps": (sum_bps or 0) / 1e9,
                     "wall": c["wall"],
                     "client_rss_mb": c["rss_kb"] / 1024,
                     "server_rss_mb": c["server_rss_kb"] / 1024,
                     "error": None if c["rc"] == 0 else (c["err"] or c["out"]).strip()[-200:],
                 }
             else:
+                if t.name == "wirespeed":
+                    # The same end totals as -J, without keeping the whole
+                    # document (10 intervals x 1000 flows) in memory.
+                    args = args + ["--json-stream"]
                 r = one_run(t, servers[t.name], args, dur, dur + 120, watch_rss=True)
                 sb = r.get("stream_bytes", [])
                 x = {
@@ -491,7 +523,7 @@ def scenario_many_clients(tools, servers, rounds, dur, clients):
                         k = (e or o).decode(errors="replace").strip()[:80]
                         errors[k] = errors.get(k, 0) + 1
                     continue
-                r = parse_iperf3_json(o.decode(errors="replace"))
+                r = parse_iperf3_json(o.decode(errors="replace"), e.decode(errors="replace"))
                 if p.returncode == 0 and "error" not in r:
                     ok += 1
                     gbps += r["rx_bps"] / 1e9
@@ -873,7 +905,7 @@ def write_markdown(r, path):
                 continue
             oks = sum(1 for x in xs if x["ok"])
             if oks == 0:
-                errs = {x.get("error") or "" for x in xs}
+                errs = {" ".join((x.get("error") or "").split()) for x in xs}
                 x = xs[-1]
                 why = "; ".join(e for e in errs if e)[:140] or (
                     f"{x['flows_reported']} flows reported, {x['flows_with_data']} with data, "
@@ -943,8 +975,9 @@ def write_markdown(r, path):
     L.append("- UDP: received packets per second = (packets − lost) ÷ the receiver's seconds "
              "(iperf 2: from its server's `-y C` rows); iperf 2 has no unlimited rate, so it gets `-b 100G`.")
     L.append("- `-P 1000`: every flow reported with data and the [SUM] equal to the sum of the flows "
-             "(exact in `-J`; iperf 2's text report within its 3-digit rounding); wall time of the client; "
-             "peak VmRSS of both processes sampled every 50 ms.")
+             "(exact in the JSON end totals — wirespeed with `--json-stream`, which does not keep the whole "
+             "document in memory; iperf 2's text report within its 3-digit rounding); wall time of the client; "
+             "peak VmRSS of both processes sampled every 50 ms; Gbit/s is each tool's own [SUM] (iperf 2 starts its flows one after another, so its flows do not all run at once).")
     L.append("- Start to first byte: the client is launched for a 1 s test and an AF_PACKET socket on `lo` "
              "(kernel BPF filter on the server's port) timestamps the first TCP segment to the server with "
              "≥ 1024 bytes of payload — control messages are smaller, a data write is 128 KiB.")
