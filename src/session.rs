@@ -125,15 +125,28 @@ pub fn stream_roles(direction: Direction, parallel: u32, side: Side) -> Vec<Stre
     roles
 }
 
-/// Streams beyond which a test's TCP streams are multiplexed on per-core
-/// workers instead of running a thread each, per available CPU (see
-/// [`multiplexed`]).
-pub const THREADS_PER_CPU: usize = 4;
+/// Stream threads per CPU this process runs before further TCP streams are
+/// multiplexed on per-CPU workers (see [`multiplexed`]).
+///
+/// Measured on loopback (BENCHMARKS.md, "threads vs workers"): up to a
+/// few hundred streams a thread each moves more bytes per CPU second than
+/// workers serving several sockets each (about 0.25 against 0.35 CPU s per
+/// GB at 4, 64 and 256 streams on 2 CPUs), but at 256 threads per CPU the
+/// control thread starves and a 3 s test ends after 8 s (at 1000 streams,
+/// after 15 to 36 s, with 250 MB of buffers and stacks). 32 per CPU keeps
+/// the faster threads for ordinary `-P` and stays far from that cliff.
+pub const THREADS_PER_CPU: usize = 32;
+
+/// Stream threads running in this process now (all tests): a server
+/// running many tests at once multiplexes new ones rather than let their
+/// threads crowd out every test's control thread.
+static STREAM_THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// `WIRESPEED_MUX`: when streams are multiplexed on workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MuxMode {
-    /// More than [`THREADS_PER_CPU`] streams per CPU (the default).
+    /// When the process would run more than [`THREADS_PER_CPU`] stream
+    /// threads per CPU (the default).
     Auto,
     /// Every TCP test whose streams allow it (for comparisons).
     Always,
@@ -160,22 +173,17 @@ impl MuxMode {
     /// is multiplexed.
     fn applies(self, streams: usize) -> bool {
         match self {
-            MuxMode::Auto => streams > THREADS_PER_CPU * engine::mux::workers(),
+            MuxMode::Auto => STREAM_THREADS.load(Relaxed) + streams > THREADS_PER_CPU * engine::mux::workers(),
             MuxMode::Always => true,
             MuxMode::Never => false,
         }
     }
 }
 
-/// Whether a test's streams run on multiplexing workers: TCP tests with
-/// more than [`THREADS_PER_CPU`] streams per CPU this process may use
-/// (unless `WIRESPEED_MUX` says otherwise). A thread per stream is as fast
-/// while threads do not outnumber the CPUs by much (a blocking write per
-/// block, no readiness round trip); beyond that the threads only add
-/// context switches and memory (a stack and a block buffer each), and a
-/// thousand of them starve the control thread, so the test ends late.
-/// Streams with per-block hooks (iperf 2) or files (`-F`) always get
-/// threads.
+/// Whether a test's streams run on multiplexing workers: TCP tests that
+/// would take this process past [`THREADS_PER_CPU`] stream threads per CPU
+/// it may use (unless `WIRESPEED_MUX` says otherwise). Streams with
+/// per-block hooks (iperf 2) or files (`-F`) always get threads.
 pub fn multiplexed(streams: &[(DataStream, StreamExtras)], file: bool) -> Result<bool, Error> {
     Ok(!file
         && MuxMode::from_env()?.applies(streams.len())
@@ -230,6 +238,23 @@ pub fn reserve_fds(streams: usize, per_stream: u64) -> Result<(), Error> {
     })
 }
 
+/// Stream threads a session counts in [`STREAM_THREADS`], given back when
+/// the session (or a failed start) is dropped.
+struct ThreadCount(usize);
+
+impl ThreadCount {
+    fn add(&mut self, n: usize) {
+        self.0 += n;
+        STREAM_THREADS.fetch_add(n, Relaxed);
+    }
+}
+
+impl Drop for ThreadCount {
+    fn drop(&mut self) {
+        STREAM_THREADS.fetch_sub(self.0, Relaxed);
+    }
+}
+
 /// Multiplexing workers of a test, one set per direction so the senders
 /// can be stopped and joined before the receivers drain.
 #[derive(Default)]
@@ -266,6 +291,8 @@ pub struct Session {
     muxes: Muxes,
     /// Sockets of the multiplexed streams (kept open for TCP_INFO).
     mux_socks: Vec<Arc<TcpStream>>,
+    /// This session's share of [`STREAM_THREADS`].
+    _threads: ThreadCount,
     /// Statistics.
     pub stats: TestStats,
     /// Stream addresses, in creation order.
@@ -365,7 +392,7 @@ impl Session {
             "{} streams: {}",
             streams.len(),
             if multiplex {
-                format!("multiplexed on {} workers per direction", engine::mux::workers())
+                format!("multiplexed, {} worker(s) per direction", engine::mux::workers())
             } else {
                 "a thread each".to_string()
             }
@@ -377,6 +404,7 @@ impl Session {
         let mut mux_send = Vec::new();
         let mut mux_recv = Vec::new();
         let mut mux_socks = Vec::new();
+        let mut threads = ThreadCount(0);
         for (ds, extras) in streams {
             let counters = Arc::new(StreamCounters::default());
             counters.bytes.store(extras.initial_bytes, Relaxed);
@@ -449,6 +477,7 @@ impl Session {
             };
             handles.push((ds.role, Some(handle)));
             socks.push(keep);
+            threads.add(1);
         }
         let workers = engine::mux::workers();
         let start_mux = |streams: Vec<_>| -> Result<Option<engine::mux::Mux>, Error> {
@@ -478,6 +507,7 @@ impl Session {
             handles,
             muxes,
             mux_socks,
+            _threads: threads,
             connected,
             interval,
             next_tick: interval.map(|i| now + i),

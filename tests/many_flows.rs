@@ -341,7 +341,7 @@ fn mux_mode_can_be_forced_either_way() {
     assert!(out.contains("[SUM]"));
     let (code, _, err) = with_mux_mode("always", "2");
     assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("2 streams: multiplexed on"), "{err}");
+    assert!(err.contains("2 streams: multiplexed, "), "{err}");
     let r = run(
         &std::path::PathBuf::from("/usr/bin/env"),
         &[
@@ -360,4 +360,25 @@ fn mux_mode_can_be_forced_either_way() {
         err.contains("error - WIRESPEED_MUX must be auto, always or never, not 'sometimes'"),
         "{err}"
     );
+}
+
+#[test]
+fn a_server_multiplexes_new_tests_once_its_stream_threads_are_many() {
+    // Pinned to one CPU, the server runs at most 32 stream threads.
+    let cpu = some_cpu();
+    let port = free_port();
+    let p = port.to_string();
+    let mut server = Proc::spawn(&wirespeed(), &["-s", "-p", &p, "-d", "-A", &cpu]);
+    wait_listening(port);
+    let args = ["-c", "127.0.0.1", "-p", &p, "-P", "20", "-i", "0.5"];
+    let mut first = Proc::spawn(&wirespeed(), &[&args[..], &["-t", "4"]].concat());
+    assert!(first.wait_for_line("sec", Duration::from_secs(20)), "{}", first.err());
+    let second = run(&wirespeed(), &[&args[..], &["-t", "1"]].concat(), Duration::from_secs(30));
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    assert_eq!(first.wait(Duration::from_secs(30)).and_then(|s| s.code()), Some(0));
+    server.signal(15);
+    server.wait(Duration::from_secs(10));
+    let log = server.err();
+    assert!(log.contains("20 streams: a thread each"), "{log}");
+    assert!(log.contains("20 streams: multiplexed, 1 worker(s)"), "{log}");
 }

@@ -26,6 +26,7 @@ use super::pacer::Pacer;
 use super::{Sinkhole, StreamTask, TestControl};
 use crate::error::{Code, Error};
 use crate::stats::StreamRole;
+use crate::sys::mem::AlignedBuf;
 
 /// Blocks a stream may move per turn before the next stream's turn.
 const TURN: usize = 4;
@@ -140,8 +141,8 @@ struct Flow {
 struct Worker {
     poll: Poll,
     flows: Vec<Flow>,
-    send_buf: Vec<u8>,
-    recv_buf: Vec<u8>,
+    send_buf: AlignedBuf,
+    recv_buf: AlignedBuf,
     control: Arc<TestControl>,
     ready: VecDeque<usize>,
     live: usize,
@@ -155,7 +156,7 @@ impl Worker {
         let poll = Poll::new().map_err(|e| Error::io(Code::INITSTREAM, &e))?;
         let control = share[0].1.control.clone();
         let block = share.iter().map(|(_, t)| t.block_len).max().unwrap_or(1).max(1);
-        let mut send_buf = vec![0u8; block];
+        let mut send_buf = AlignedBuf::new(block);
         share[0].1.payload.fill(&mut send_buf);
         let zerocopy = share.iter().any(|(_, t)| t.zerocopy && t.role == StreamRole::Send);
         let zc_file = if zerocopy {
@@ -199,7 +200,7 @@ impl Worker {
             poll,
             flows,
             send_buf,
-            recv_buf: vec![0u8; block],
+            recv_buf: AlignedBuf::new(block),
             control,
             ready,
             live,
