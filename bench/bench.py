@@ -103,14 +103,34 @@ class Server:
 
     def __init__(self, argv, port, proto="tcp", env=None):
         self.port = port
+        self.argv, self.proto, self.env = argv, proto, env
         self.out_path = f"/tmp/wsbench-{os.getpid()}-{port}.out"
+        self.start()
+
+    def start(self):
         self.out = open(self.out_path, "w+")
         self.p = subprocess.Popen(
-            argv, stdout=self.out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+            self.argv, stdout=self.out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env
         )
-        if not wait_listening(port, proto):
+        if not wait_listening(self.port, self.proto):
             self.stop()
-            raise RuntimeError(f"server {argv} did not listen")
+            raise RuntimeError(f"server {self.argv} did not listen")
+
+    def died(self):
+        """None while the server runs; else why it ended (and it is
+        started again, so the next run has a server)."""
+        if self.p.poll() is None:
+            return None
+        code = self.p.returncode
+        tail = [l for l in self.output().strip().splitlines() if "," not in l][-1:]
+        why = f"server died ({'signal ' + str(-code) if code < 0 else 'exit ' + str(code)})"
+        if code == 134 or code == -6:
+            why = "server crashed (SIGABRT)"
+        if tail:
+            why += ": " + tail[0].strip()[:100]
+        self.out.close()
+        self.start()
+        return why
 
     def cpu(self):
         return proc_cpu(self.p.pid)
@@ -385,6 +405,9 @@ def one_run(tool, server, args, dur, timeout, watch_rss=False):
     res = tool.parse(c["out"], server_out, c["err"])
     if c["rc"] not in (0, None) and "error" not in res:
         res["error"] = (c["err"] or c["out"]).strip()[:200]
+    died = server.died()
+    if died:
+        res["error"] = died
     res["client_cpu"] = c["cpu"]
     res["server_cpu"] = scpu
     res["wall"] = c["wall"]
@@ -453,8 +476,10 @@ def scenario_many_flows(tools, servers, rounds, dur, flows):
                 time.sleep(1.0)
                 server = parse_iperf2_csv(srv.output()[before:])
                 summed, total, reported, sum_bps = parse_iperf2_text_sum(c["out"])
+                died = srv.died()
                 x = {
                     "rc": c["rc"],
+                    "server_died": died,
                     "flows_reported": reported,
                     "server_flows": server.get("streams", 0),
                     "flows_with_data": sum(1 for b in server.get("stream_bytes", []) if b > 0),
@@ -467,7 +492,7 @@ def scenario_many_flows(tools, servers, rounds, dur, flows):
                     "wall": c["wall"],
                     "client_rss_mb": c["rss_kb"] / 1024,
                     "server_rss_mb": c["server_rss_kb"] / 1024,
-                    "error": None if c["rc"] == 0 else (c["err"] or c["out"]).strip()[-200:],
+                    "error": died or (None if c["rc"] == 0 else (c["err"] or c["out"]).strip()[-200:]),
                 }
             else:
                 if t.name == "wirespeed":
@@ -536,6 +561,9 @@ def scenario_many_clients(tools, servers, rounds, dur, clients):
                 r = parse_iperf2_csv(srv.output()[before:])
                 gbps = r.get("rx_bps", 0) / 1e9
                 ok = min(ok, r.get("streams", 0))
+            died = srv.died()
+            if died:
+                errors[died] = errors.get(died, 0) + 1
             x = {"completed": ok, "of": clients, "aggregate_gbps": gbps, "wall": wall, "errors": errors}
             runs[t.name].append(x)
             print(f"  {t.name}: {x}", file=sys.stderr)
@@ -711,7 +739,17 @@ def main():
     ap.add_argument("--md", default=os.path.join(ROOT, "BENCHMARKS.md"))
     ap.add_argument("--json", default=os.path.join(ROOT, "bench", "results.json"))
     ap.add_argument("--wirespeed", default=os.path.join(ROOT, "target", "release", "wirespeed"))
+    ap.add_argument("--render", action="store_true",
+                    help="only write the Markdown again from the JSON (after editing the notes)")
     a = ap.parse_args()
+    if a.render:
+        with open(a.json) as f:
+            res = json.load(f)
+        res["notes"] = NOTES
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=2)
+        write_markdown(res, a.md)
+        return
     if a.quick:
         a.rounds, a.duration = 1, 2
     only = set(a.only.split(","))
@@ -845,7 +883,68 @@ def main():
     print(f"wrote {a.md} and {a.json}", file=sys.stderr)
 
 
-NOTES = []
+# Notes printed under the tables: what each row depends on, what was tried
+# where a goal is not met, and the A/B measurements behind the engine's
+# choices (each with the command that produced it).
+NOTES = [
+    "**Zero-copy, kept:** `--skip-rx-copy` (MSG_TRUNC: the kernel drops received data without copying it "
+    "to user space) wins on loopback in the zero-copy table above: more Gbit/s and less CPU per GB. It stays "
+    "an option, as in iperf3 3.17+, because the receiver then never sees the data.",
+    "**Zero-copy, kept for compatibility only:** `-Z` sends with `sendfile(2)` from a file holding the block, "
+    "as iperf3 does. On loopback it loses (table above): the receiver still copies, and taking page "
+    "references per send costs the sender more than copying 128 KiB from a cache-hot buffer.",
+    "**Zero-copy, tried and dropped — MSG_ZEROCOPY:** built at commit 74869a0 (an experiment reverted in "
+    "the next commit; SO_ZEROCOPY, `send(MSG_ZEROCOPY)`, completions read from the error queue every 8 "
+    "sends and on ENOBUFS), `python3 bench/ab.py ';;' ';WS_EXP=msgzc;'` at load average 5–7: 12.07 "
+    "(9.73–13.21) Gbit/s and 0.482 CPU s/GB against 21.26 (13.72–26.92) and 0.248 plain. Every one of "
+    "16,465 sends completed with SO_EE_CODE_ZEROCOPY_COPIED: on loopback the kernel copies the pinned "
+    "pages anyway when it delivers them, so pinning and completions are pure overhead. It can only pay on "
+    "a real NIC, which this benchmark cannot show.",
+    "**Zero-copy, tried and dropped — TCP_ZEROCOPY_RECEIVE:** same commit, the receiver maps a 2 MiB "
+    "window of the socket (`mmap` of the socket, `getsockopt(TCP_ZEROCOPY_RECEIVE)` with a 4 KiB copy "
+    "buffer for short tails, the rest read normally): `python3 bench/ab.py ';;' 'WS_EXP=zcrx;;' ';;-Z' "
+    "'WS_EXP=zcrx;;-Z -M 8204'` gave 19.56 Gbit/s, 0.281 CPU s/GB (plain 21.26, 0.248) and, with a "
+    "`sendfile` sender and 8 KiB segments so skbs could hold whole pages, 10.69 and 0.540. The kernel "
+    "mapped 0 bytes in every configuration (all data came through the copy buffer or normal reads): this "
+    "kernel's loopback receive queue never held page-aligned whole pages (the 37-byte cookie and the "
+    "64 KiB loopback segments misalign them), so the extra system call is only a cost.",
+    "**Threads vs workers:** the last table forces each mode with `WIRESPEED_MUX` on both ends. A thread "
+    "per stream moved more bytes per CPU second at every size measured (also with both ends at `nice -15`: "
+    "`python3 bench/ab.py 'WIRESPEED_MUX=never;WIRESPEED_MUX=never;-P 4' "
+    "'WIRESPEED_MUX=always;WIRESPEED_MUX=always;-P 4'` 61.0 vs 31.3 Gbit/s, 0.224 vs 0.297 CPU s/GB; at "
+    "`-P 64` 49.5 vs 35.1, 0.253 vs 0.351; the cost is on both ends, more on the sending one). But threads "
+    "break down past a few hundred per CPU: `WIRESPEED_MUX=never wirespeed -c ... -P 512 -t 3` ran 8.45 s, "
+    "and at `-P 1000` a 3 s test ended after 15–36 s with 250–270 MB RSS. So "
+    "wirespeed runs a thread per stream until the process would have 32 stream threads per CPU (64 here; "
+    "a server counts its running tests too), and multiplexes beyond: `-P 1000` then ends on time with "
+    "about 10 MB per end. Why workers cost more per byte on loopback is not understood yet: system calls "
+    "per GB are equal (strace -c: ~7,650 sends and ~8,000 reads per GB either way, plus ~1,000 epoll_wait "
+    "per GB), as are context switches (perf stat); RTTs in TCP_INFO are higher with workers.",
+    "**TCP 1 stream, CPU per GB (goal not met):** on loopback both ends' cost is the kernel's — a copy "
+    "into the socket, TCP processing, a copy out — and all three tools make the same calls (128 KiB "
+    "writes and reads); wirespeed's user-space work per block is a few counter updates. wirespeed and "
+    "iperf 2 cost the same per GB, iperf3 about 25 % more. Tried without a gain: `-l` 16K–1M and `-w 4M` "
+    "(`python3 bench/ab.py ';;' ';;-l 256K' ';;-l 1M' ';;-w 4M'`: 0.244 plain against 0.266, 0.265, 0.311), "
+    "page-aligned buffers, sendfile, MSG_ZEROCOPY, TCP_ZEROCOPY_RECEIVE (above). `--skip-rx-copy` does "
+    "reach the goal (about 0.88 of iperf 2 in the zero-copy table) but changes what the receiver does, "
+    "so it is not the default.",
+    "**TCP 1 stream, Gbit/s:** the same kernel path for all three tools; on this loaded 2-vCPU VM the "
+    "spreads of the tools overlap, and the ratio moves with the load. To be judged on the quiet rerun.",
+    "**`-P 1000`:** iperf3 3.12 refuses more than 128 streams. iperf 2.1.8 runs a thread per flow and "
+    "starts them one after another (its flows run 10 s each but the test takes longer); its server "
+    "aborted in 1 of 3 runs of the first preliminary run (`malloc(): unsorted double linked list "
+    "corrupted`, exit 134), reproduced with `iperf -s -y C` and `iperf -c 127.0.0.1 -P 1000 -t 5`; the "
+    "benchmark restarts a dead server and reports the death in the cell.",
+    "**50 clients:** wirespeed's server runs 16 tests at once by default; the benchmark starts it with "
+    "`--max-tests 64`. iperf3 serves one test and answers the others \"the server is busy\". Every "
+    "wirespeed test ended on time (a separate check: 50 clients with `-t 5` reported 5.00–5.01 s each, "
+    "the last exiting 5.6 s after the start).",
+    "**Start to first byte:** iperf3 and wirespeed exchange cookie, parameters and stream setup before "
+    "data (several round trips); iperf 2 sends data on its first connection. wirespeed reads no cgroup "
+    "files per test (one `sched_getaffinity` for the worker count).",
+    "**UDP:** the same method as `bench/udp.py` (see BENCHMARKS-UDP.md for its notes): sendmmsg/recvmmsg "
+    "with UDP GSO/GRO against one system call per datagram.",
+]
 
 
 def cell(xs, digits):
