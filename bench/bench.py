@@ -776,6 +776,7 @@ def main():
 
     def save():
         m["load_after"] = os.getloadavg()
+        m["load_max"] = max(m.get("load_max", 0.0), m["load_after"][0])
         os.makedirs(os.path.dirname(a.json), exist_ok=True)
         with open(a.json, "w") as f:
             json.dump(res, f, indent=2)
@@ -891,8 +892,9 @@ NOTES = [
     "to user space) wins on loopback in the zero-copy table above: more Gbit/s and less CPU per GB. It stays "
     "an option, as in iperf3 3.17+, because the receiver then never sees the data.",
     "**Zero-copy, kept for compatibility only:** `-Z` sends with `sendfile(2)` from a file holding the block, "
-    "as iperf3 does. On loopback it loses (table above): the receiver still copies, and taking page "
-    "references per send costs the sender more than copying 128 KiB from a cache-hot buffer.",
+    "as iperf3 does. On loopback it costs more CPU per GB than copying (table above): the receiver still "
+    "copies, and taking page references per send costs the sender more than copying 128 KiB from a "
+    "cache-hot buffer.",
     "**Zero-copy, tried and dropped — MSG_ZEROCOPY:** built at commit 74869a0 (an experiment reverted in "
     "the next commit; SO_ZEROCOPY, `send(MSG_ZEROCOPY)`, completions read from the error queue every 8 "
     "sends and on ENOBUFS), `python3 bench/ab.py ';;' ';WS_EXP=msgzc;'` at load average 5–7: 12.07 "
@@ -923,18 +925,19 @@ NOTES = [
     "**TCP 1 stream, CPU per GB (goal not met):** on loopback both ends' cost is the kernel's — a copy "
     "into the socket, TCP processing, a copy out — and all three tools make the same calls (128 KiB "
     "writes and reads); wirespeed's user-space work per block is a few counter updates. wirespeed and "
-    "iperf 2 cost the same per GB, iperf3 about 25 % more. Tried without a gain: `-l` 16K–1M and `-w 4M` "
+    "iperf 2 cost about the same per GB, iperf3 some 20–25 % more. Tried without a gain: `-l` 16K–1M and `-w 4M` "
     "(`python3 bench/ab.py ';;' ';;-l 256K' ';;-l 1M' ';;-w 4M'`: 0.244 plain against 0.266, 0.265, 0.311), "
     "page-aligned buffers, sendfile, MSG_ZEROCOPY, TCP_ZEROCOPY_RECEIVE (above). `--skip-rx-copy` does "
-    "reach the goal (about 0.88 of iperf 2 in the zero-copy table) but changes what the receiver does, "
-    "so it is not the default.",
+    "reach the goal (compare its CPU per GB in the zero-copy table with the peers' in the main table) but "
+    "changes what the receiver does, so it is not the default.",
     "**TCP 1 stream, Gbit/s:** the same kernel path for all three tools; on this loaded 2-vCPU VM the "
     "spreads of the tools overlap, and the ratio moves with the load. To be judged on the quiet rerun.",
     "**`-P 1000`:** iperf3 3.12 refuses more than 128 streams. iperf 2.1.8 runs a thread per flow and "
-    "starts them one after another (its flows run 10 s each but the test takes longer); its server "
-    "aborted in 1 of 3 runs of the first preliminary run (`malloc(): unsorted double linked list "
-    "corrupted`, exit 134), reproduced with `iperf -s -y C` and `iperf -c 127.0.0.1 -P 1000 -t 5`; the "
-    "benchmark restarts a dead server and reports the death in the cell.",
+    "starts them one after another (its flows run 10 s each but the test takes longer), with hundreds of "
+    "MB of RSS on its server. In the preliminary runs its server sometimes aborted — `malloc(): unsorted "
+    "double linked list corrupted`, reproduced alone with `iperf -s -y C` and `iperf -c 127.0.0.1 -P 1000 "
+    "-t 5` (exit 134), and `pthread_mutex_lock.c:450: __pthread_mutex_lock_full: Assertion ... failed` — "
+    "or reported 999 of the 1000 flows. The benchmark restarts a dead server and says so in the cell.",
     "**50 clients:** wirespeed's server runs 16 tests at once by default; the benchmark starts it with "
     "`--max-tests 64`. iperf3 serves one test and answers the others \"the server is busy\". Every "
     "wirespeed test ended on time (a separate check: 50 clients with `-t 5` reported 5.00–5.01 s each, "
@@ -969,7 +972,9 @@ def write_markdown(r, path):
     la = m.get("load_after", m["load_before"])
     L.append(
         f"Machine: {m['cores']} cores ({m['cpu']}), Linux {m['kernel']}, {m['date']}; "
-        f"load average before {m['load_before'][0]:.2f}, after {la[0]:.2f}. "
+        f"load average before {m['load_before'][0]:.2f}, after {la[0]:.2f}"
+        + (f", highest seen between scenarios {m['load_max']:.2f}" if "load_max" in m else "")
+        + ". "
         f"Peers: {m.get('iperf3', '?')}; {m.get('iperf2', '?')}.\n"
     )
     if r.get("preliminary"):

@@ -486,12 +486,18 @@ impl Session {
             }
             engine::mux::Mux::start(streams, workers).map(Some)
         };
-        let muxes = match start_mux(mux_send).and_then(|s| Ok((s, start_mux(mux_recv)?))) {
-            Ok((send, recv)) => Muxes { send, recv },
-            Err(e) => {
+        let send = start_mux(mux_send);
+        let recv = if send.is_ok() { start_mux(mux_recv) } else { Ok(None) };
+        let muxes = match (send, recv) {
+            (Ok(send), Ok(recv)) => Muxes { send, recv },
+            (send, recv) => {
+                // Stop first: a started set of workers is joined when dropped.
                 control.raise_stop();
                 control.abort.store(true, Relaxed);
-                return Err(e);
+                return Err(match (send, recv) {
+                    (Err(e), _) | (_, Err(e)) => e,
+                    _ => Error::new(Code::INITSTREAM),
+                });
             }
         };
         let interval = local.interval;
