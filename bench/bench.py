@@ -889,8 +889,10 @@ def main():
 # choices (each with the command that produced it).
 NOTES = [
     "**Zero-copy, kept:** `--skip-rx-copy` (MSG_TRUNC: the kernel drops received data without copying it "
-    "to user space) wins on loopback in the zero-copy table above: more Gbit/s and less CPU per GB. It stays "
-    "an option, as in iperf3 3.17+, because the receiver then never sees the data.",
+    "to user space). In two of the three preliminary runs' zero-copy tables it cost 0.224 and 0.210 CPU s "
+    "per GB against 0.269 and 0.249 plain, and moved more; in the third (this one, load peaking near 90) "
+    "0.269 against 0.245: the quiet rerun decides. It stays an option, as in iperf3 3.17+, because the "
+    "receiver then never sees the data.",
     "**Zero-copy, kept for compatibility only:** `-Z` sends with `sendfile(2)` from a file holding the block, "
     "as iperf3 does. On loopback it costs more CPU per GB than copying (table above): the receiver still "
     "copies, and taking page references per send costs the sender more than copying 128 KiB from a "
@@ -911,7 +913,7 @@ NOTES = [
     "kernel's loopback receive queue never held page-aligned whole pages (the 37-byte cookie and the "
     "64 KiB loopback segments misalign them), so the extra system call is only a cost.",
     "**Threads vs workers:** the last table forces each mode with `WIRESPEED_MUX` on both ends. A thread "
-    "per stream moved more bytes per CPU second at every size measured (also with both ends at `nice -15`: "
+    "per stream cost less CPU per GB at every size measured, and mostly moved more (also with both ends at `nice -15`: "
     "`python3 bench/ab.py 'WIRESPEED_MUX=never;WIRESPEED_MUX=never;-P 4' "
     "'WIRESPEED_MUX=always;WIRESPEED_MUX=always;-P 4'` 61.0 vs 31.3 Gbit/s, 0.224 vs 0.297 CPU s/GB; at "
     "`-P 64` 49.5 vs 35.1, 0.253 vs 0.351; the cost is on both ends, more on the sending one). But threads "
@@ -927,9 +929,9 @@ NOTES = [
     "writes and reads); wirespeed's user-space work per block is a few counter updates. wirespeed and "
     "iperf 2 cost about the same per GB, iperf3 some 20–25 % more. Tried without a gain: `-l` 16K–1M and `-w 4M` "
     "(`python3 bench/ab.py ';;' ';;-l 256K' ';;-l 1M' ';;-w 4M'`: 0.244 plain against 0.266, 0.265, 0.311), "
-    "page-aligned buffers, sendfile, MSG_ZEROCOPY, TCP_ZEROCOPY_RECEIVE (above). `--skip-rx-copy` does "
-    "reach the goal (compare its CPU per GB in the zero-copy table with the peers' in the main table) but "
-    "changes what the receiver does, so it is not the default.",
+    "page-aligned buffers, sendfile, MSG_ZEROCOPY, TCP_ZEROCOPY_RECEIVE (above). `--skip-rx-copy` can "
+    "reach the goal where it pays (compare its CPU per GB in the zero-copy table with the peers' in the "
+    "main table) but changes what the receiver does, so it is not the default.",
     "**TCP 1 stream, Gbit/s:** the same kernel path for all three tools; on this loaded 2-vCPU VM the "
     "spreads of the tools overlap, and the ratio moves with the load. To be judged on the quiet rerun.",
     "**`-P 1000`:** iperf3 3.12 refuses more than 128 streams. iperf 2.1.8 runs a thread per flow and "
