@@ -373,7 +373,11 @@ fn a_server_multiplexes_new_tests_once_its_stream_threads_are_many() {
     let args = ["-c", "127.0.0.1", "-p", &p, "-P", "20", "-i", "0.5"];
     let mut first = Proc::spawn(&wirespeed(), &[&args[..], &["-t", "4"]].concat());
     assert!(first.wait_for_line("sec", Duration::from_secs(20)), "{}", first.err());
-    let second = run(&wirespeed(), &[&args[..], &["-t", "1"]].concat(), Duration::from_secs(30));
+    let second = run(
+        &wirespeed(),
+        &[&args[..], &["-t", "1"]].concat(),
+        Duration::from_secs(30),
+    );
     assert_eq!(second.code, Some(0), "{}", second.stderr);
     assert_eq!(first.wait(Duration::from_secs(30)).and_then(|s| s.code()), Some(0));
     server.signal(15);
