@@ -219,6 +219,12 @@ fn run_server(
     signal: Arc<AtomicUsize>,
     metrics: Option<metrics::http::Endpoint>,
 ) -> Result<(), Error> {
+    session::MuxMode::from_env()?;
+    // -A n: the server and every thread it starts run on CPU n (a test
+    // whose client sent -A x,m runs its own threads on m instead).
+    if let Some(cpu) = cfg.net.affinity {
+        sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+    }
     let mut server = server::Server::bind(cfg, out)?;
     if cfg.server.daemon {
         sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;

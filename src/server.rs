@@ -29,11 +29,11 @@ use crate::proto::iperf3::framing::server_error_frame;
 use crate::proto::iperf3::machine::{ServerAction, ServerMachine};
 use crate::proto::iperf3::params::{Limits, decode_params, effective_bitrate, validate};
 use crate::proto::iperf3::udp::{HELLO_REPLY, Hello, parse_hello};
-use crate::proto::iperf3::{COOKIE_LEN, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Results, State};
+use crate::proto::iperf3::{COOKIE_LEN, Cookie, MAX_PARAMS_LEN, Results, State, max_results_len};
 use crate::report::event::*;
 use crate::report::iperf3_json::JsonSink;
 use crate::report::{Output, Reporter, Sink};
-use crate::session::{DataSock, DataStream, LocalOpts, Session, stream_id, stream_roles};
+use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 
 const LISTENER: Token = Token(0);
 const UDP_LISTENER: Token = Token(1);
@@ -219,6 +219,7 @@ impl Server {
             None => None,
         };
         let mut udp_more = false;
+        let mut accept_retry: Option<Instant> = None;
         let mut events = Events::with_capacity(256);
         let mut pending: HashMap<Token, Pending> = HashMap::new();
         let mut next_token = 2usize;
@@ -229,9 +230,17 @@ impl Server {
                 self.shutdown();
                 return Ok(());
             }
+            // The listener is edge-triggered: after a failed accept
+            // (EMFILE), re-arming it later reports the connections waiting.
+            if accept_retry.is_some_and(|t| Instant::now() >= t) {
+                accept_retry = None;
+                let _ = poll.registry().reregister(&mut listener, LISTENER, Interest::READABLE);
+            }
             // Hellos left unread last turn: look again at once.
             let timeout = if udp_more {
                 Duration::ZERO
+            } else if accept_retry.is_some() {
+                Duration::from_millis(50)
             } else {
                 Duration::from_millis(200)
             };
@@ -268,8 +277,11 @@ impl Server {
                             }
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            // EMFILE and friends: keep serving; the client retries.
-                            Err(_) => break,
+                            // EMFILE and friends: keep serving, try again shortly.
+                            Err(_) => {
+                                accept_retry = Some(Instant::now() + Duration::from_millis(50));
+                                break;
+                            }
                         }
                     }
                 } else if let Some(p) = pending.get_mut(&ev.token()) {
@@ -620,6 +632,10 @@ struct ServerTest<'a> {
 
 impl ServerTest<'_> {
     fn run(&mut self) -> Result<(), Error> {
+        // The client's -A n,m: this test's threads run on CPU m.
+        if let Some(cpu) = self.params.server_affinity {
+            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+        }
         let streams = self.collect_streams()?;
         let waker = self.ctrl.waker();
         let local = LocalOpts {
@@ -670,6 +686,8 @@ impl ServerTest<'_> {
 
     fn collect_streams(&mut self) -> Result<Vec<DataStream>, Error> {
         let roles = stream_roles(self.params.direction, self.params.streams, Side::Server);
+        let per = fds_per_stream(self.params.protocol, roles.len(), self.cfg.file.is_some());
+        reserve_fds(roles.len(), per)?;
         let (tx, rx) = mpsc::sync_channel(roles.len().min(65536));
         let udp = self.params.protocol == Protocol::Udp;
         let deadline = Instant::now() + WHOLE_MSG;
@@ -872,9 +890,8 @@ impl ServerTest<'_> {
             ours.server_output_json = Some(j.document());
         }
         self.ctrl.send_state(State::ExchangeResults)?;
-        let theirs = self
-            .ctrl
-            .recv_json(MAX_RESULTS_LEN, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
+        let max = max_results_len(session.stats.streams.len(), false);
+        let theirs = self.ctrl.recv_json(max, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
         let _client_results = Results::decode(&theirs)?;
         self.ctrl.send_json(&ours.encode(), Code::SENDRESULTS)?;
         self.ctrl.send_state(State::DisplayResults)?;
