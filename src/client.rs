@@ -13,10 +13,10 @@ use crate::net::{self, ConnectOpts};
 use crate::proto::iperf3::machine::{ClientAction, ClientMachine};
 use crate::proto::iperf3::params::{ParamsExtras, effective_bitrate, encode_params};
 use crate::proto::iperf3::udp::{cookie_hello, is_hello_reply};
-use crate::proto::iperf3::{Cookie, MAX_RESULTS_LEN, Results, State};
+use crate::proto::iperf3::{Cookie, Results, State, max_results_len};
 use crate::report::Reporter;
 use crate::report::event::*;
-use crate::session::{DataSock, DataStream, LocalOpts, Session, stream_id, stream_roles};
+use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 
 const SETUP_WAIT: Duration = Duration::from_secs(30);
 const WHOLE_MSG: Duration = Duration::from_secs(30);
@@ -88,6 +88,12 @@ impl Client<'_> {
 
     fn run(&mut self) -> Result<(), Error> {
         let cfg = self.cfg;
+        crate::session::MuxMode::from_env()?;
+        // -A n: this thread, and so every thread started after it (stream
+        // threads, multiplexing workers), runs on CPU n, as iperf3 pins itself.
+        if let Some(cpu) = cfg.net.affinity {
+            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+        }
         let mut params = cfg.params.clone();
         // The password is asked for (if it must be) before connecting.
         let signal = self.signal.clone();
@@ -159,6 +165,13 @@ impl Client<'_> {
                     })));
                 }
                 ClientAction::CreateStreams => {
+                    let n = stream_roles(params.direction, params.streams, Side::Client).len();
+                    let mut per = fds_per_stream(params.protocol, n, cfg.file.is_some());
+                    if matches!(cfg.role, crate::config::Role::Loopback) {
+                        // The in-process server holds the other ends.
+                        per *= 2;
+                    }
+                    reserve_fds(n, per)?;
                     let streams = self.connect_streams(&params, server_addr, &cookie)?;
                     let waker = self.ctrl().waker();
                     let local = LocalOpts {
@@ -398,9 +411,9 @@ impl Client<'_> {
             self.reporter.emit(e);
         }
         self.ctrl().send_json(&ours.encode(), Code::SENDRESULTS)?;
-        let theirs = self
-            .ctrl()
-            .recv_json(MAX_RESULTS_LEN, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
+        let streams = self.session.as_ref().map_or(0, |s| s.stats.streams.len());
+        let max = max_results_len(streams, self.cfg.params.get_server_output);
+        let theirs = self.ctrl().recv_json(max, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
         let theirs = Results::decode(&theirs)?;
         let session = self.session.as_ref().expect("session");
         for r in &theirs.streams {

@@ -270,6 +270,7 @@ impl Ctrl {
     /// the whole frame within `total` (iperf3's 10 s / 30 s), at most `max`.
     pub fn recv_json(&mut self, max: usize, first: Duration, total: Duration, code: Code) -> Result<Vec<u8>, Error> {
         let start = Instant::now();
+        self.max_buffer = self.max_buffer.max(max.saturating_add(64));
         loop {
             match self.framer.take_json(max) {
                 Ok(Some(v)) => {

@@ -35,11 +35,11 @@ use crate::proto::iperf3::framing::{FrameError, server_error_frame};
 use crate::proto::iperf3::machine::{ServerAction, ServerMachine};
 use crate::proto::iperf3::params::{Limits, decode_params, effective_bitrate, validate};
 use crate::proto::iperf3::udp::{HELLO_REPLY, Hello, parse_hello};
-use crate::proto::iperf3::{COOKIE_LEN, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Results, State};
+use crate::proto::iperf3::{COOKIE_LEN, Cookie, MAX_PARAMS_LEN, Results, State, max_results_len};
 use crate::report::event::*;
 use crate::report::iperf3_json::JsonSink;
 use crate::report::{Output, Reporter, Sink};
-use crate::session::{DataSock, DataStream, LocalOpts, Session, stream_id, stream_roles};
+use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 
 const LISTENER: Token = Token(0);
 const UDP_LISTENER: Token = Token(1);
@@ -306,6 +306,9 @@ impl Server {
             // Hellos left unread last turn: look again at once.
             let timeout = if udp_more {
                 Duration::ZERO
+            } else if accept_again {
+                // Out of descriptors: try the listener again shortly.
+                Duration::from_millis(50)
             } else {
                 Duration::from_millis(200)
             };
@@ -899,6 +902,10 @@ struct ServerTest<'a> {
 
 impl ServerTest<'_> {
     fn run(&mut self) -> Result<(), Error> {
+        // The client's -A n,m: this test's threads run on CPU m.
+        if let Some(cpu) = self.params.server_affinity {
+            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+        }
         let streams = self.collect_streams()?;
         let waker = self.ctrl.waker();
         let local = LocalOpts {
@@ -949,6 +956,8 @@ impl ServerTest<'_> {
 
     fn collect_streams(&mut self) -> Result<Vec<DataStream>, Error> {
         let roles = stream_roles(self.params.direction, self.params.streams, Side::Server);
+        let per = fds_per_stream(self.params.protocol, roles.len(), self.cfg.file.is_some());
+        reserve_fds(roles.len(), per)?;
         let (tx, rx) = mpsc::sync_channel(roles.len().min(65536));
         let udp = self.params.protocol == Protocol::Udp;
         let deadline = Instant::now() + WHOLE_MSG;
@@ -1177,9 +1186,8 @@ impl ServerTest<'_> {
             ours.server_output_json = Some(j.document());
         }
         self.ctrl.send_state(State::ExchangeResults)?;
-        let theirs = self
-            .ctrl
-            .recv_json(MAX_RESULTS_LEN, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
+        let max = max_results_len(session.stats.streams.len(), false);
+        let theirs = self.ctrl.recv_json(max, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
         let _client_results = Results::decode(&theirs)?;
         self.ctrl.send_json(&ours.encode(), Code::SENDRESULTS)?;
         self.ctrl.send_state(State::DisplayResults)?;

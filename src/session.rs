@@ -130,6 +130,144 @@ pub fn stream_roles(direction: Direction, parallel: u32, side: Side) -> Vec<Stre
     roles
 }
 
+/// Stream threads per CPU this process runs before further TCP streams are
+/// multiplexed on per-CPU workers (see [`multiplexed`]).
+///
+/// Measured on loopback (BENCHMARKS.md, "threads vs workers"): up to a
+/// few hundred streams a thread each moves more bytes per CPU second than
+/// workers serving several sockets each (about 0.25 against 0.35 CPU s per
+/// GB at 4, 64 and 256 streams on 2 CPUs), but at 256 threads per CPU the
+/// control thread starves and a 3 s test ends after 8 s (at 1000 streams,
+/// after 15 to 36 s, with 250 MB of buffers and stacks). 32 per CPU keeps
+/// the faster threads for ordinary `-P` and stays far from that cliff.
+pub const THREADS_PER_CPU: usize = 32;
+
+/// Stream threads running in this process now (all tests): a server
+/// running many tests at once multiplexes new ones rather than let their
+/// threads crowd out every test's control thread.
+static STREAM_THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `WIRESPEED_MUX`: when streams are multiplexed on workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MuxMode {
+    /// When the process would run more than [`THREADS_PER_CPU`] stream
+    /// threads per CPU (the default).
+    Auto,
+    /// Every TCP test whose streams allow it (for comparisons).
+    Always,
+    /// Never: a thread per stream (for comparisons).
+    Never,
+}
+
+impl MuxMode {
+    /// The mode `WIRESPEED_MUX` asks for (`auto`, `always` or `never`;
+    /// unset is `auto`).
+    pub fn from_env() -> Result<MuxMode, Error> {
+        match std::env::var("WIRESPEED_MUX").as_deref() {
+            Err(_) | Ok("") | Ok("auto") => Ok(MuxMode::Auto),
+            Ok("always") => Ok(MuxMode::Always),
+            Ok("never") => Ok(MuxMode::Never),
+            Ok(other) => Err(Error::msg(
+                Code::INITTEST,
+                format!("WIRESPEED_MUX must be auto, always or never, not '{other}'"),
+            )),
+        }
+    }
+
+    /// Whether a TCP test of `streams` streams (without files or hooks)
+    /// is multiplexed.
+    fn applies(self, streams: usize) -> bool {
+        match self {
+            MuxMode::Auto => STREAM_THREADS.load(Relaxed) + streams > THREADS_PER_CPU * engine::mux::workers(),
+            MuxMode::Always => true,
+            MuxMode::Never => false,
+        }
+    }
+}
+
+/// Whether a test's streams run on multiplexing workers: TCP tests that
+/// would take this process past [`THREADS_PER_CPU`] stream threads per CPU
+/// it may use (unless `WIRESPEED_MUX` says otherwise). Streams with
+/// per-block hooks (iperf 2) or files (`-F`) always get threads.
+pub fn multiplexed(streams: &[(DataStream, StreamExtras)], file: bool) -> Result<bool, Error> {
+    Ok(!file
+        && MuxMode::from_env()?.applies(streams.len())
+        && streams
+            .iter()
+            .all(|(d, e)| matches!(d.sock, DataSock::Tcp(_)) && e.hook.is_none()))
+}
+
+/// Descriptors a stream costs this process: one when multiplexed; three
+/// with a thread (the socket, the session's duplicate for TCP_INFO, the
+/// thread's for shutdown).
+pub fn fds_per_stream(protocol: Protocol, streams: usize, file: bool) -> u64 {
+    let mode = MuxMode::from_env().unwrap_or(MuxMode::Auto);
+    if protocol == Protocol::Tcp && !file && mode.applies(streams) {
+        1
+    } else {
+        3
+    }
+}
+
+/// Descriptors kept free besides the streams (control connections,
+/// listeners, pollers, files, other tests starting meanwhile).
+const FD_SLACK: u64 = 64;
+
+/// Makes room for `streams` new streams of `per_stream` descriptors each:
+/// raises the soft open-file limit up to the hard one when needed, and
+/// says clearly, in one line, when even that is not enough.
+pub fn reserve_fds(streams: usize, per_stream: u64) -> Result<(), Error> {
+    use crate::sys::process::{nofile_limits, open_fds, raise_nofile_limit};
+    let open = open_fds().unwrap_or(0);
+    let need = open + streams as u64 * per_stream + FD_SLACK;
+    let Ok((soft, hard)) = nofile_limits() else {
+        return Ok(());
+    };
+    if need <= soft {
+        return Ok(());
+    }
+    let limit = raise_nofile_limit().unwrap_or(soft);
+    if need <= limit {
+        crate::debug!(3, "open-file limit raised from {soft} to {limit} for {streams} streams");
+        return Ok(());
+    }
+    Err(Error {
+        errno: Some(libc::EMFILE),
+        ..Error::msg(
+            Code::CREATESTREAM,
+            format!(
+                "unable to create {streams} streams: they need about {need} open files, \
+                 but the open-file limit is {limit} (hard limit {hard}); raise it with ulimit -n"
+            ),
+        )
+    })
+}
+
+/// Stream threads a session counts in [`STREAM_THREADS`], given back when
+/// the session (or a failed start) is dropped.
+struct ThreadCount(usize);
+
+impl ThreadCount {
+    fn add(&mut self, n: usize) {
+        self.0 += n;
+        STREAM_THREADS.fetch_add(n, Relaxed);
+    }
+}
+
+impl Drop for ThreadCount {
+    fn drop(&mut self) {
+        STREAM_THREADS.fetch_sub(self.0, Relaxed);
+    }
+}
+
+/// Multiplexing workers of a test, one set per direction so the senders
+/// can be stopped and joined before the receivers drain.
+#[derive(Default)]
+struct Muxes {
+    send: Option<engine::mux::Mux>,
+    recv: Option<engine::mux::Mux>,
+}
+
 /// Local settings a session needs besides the negotiated parameters.
 #[derive(Debug, Clone, Default)]
 pub struct LocalOpts {
@@ -151,7 +289,15 @@ pub struct Session {
     pub side: Side,
     /// Steering shared with the stream threads.
     pub control: Arc<TestControl>,
-    handles: Vec<(StreamRole, StreamHandle)>,
+    /// Each stream's role and thread (`None` when multiplexed), in
+    /// creation order, as `stats.streams`.
+    handles: Vec<(StreamRole, Option<StreamHandle>)>,
+    /// Workers serving the multiplexed streams.
+    muxes: Muxes,
+    /// Sockets of the multiplexed streams (kept open for TCP_INFO).
+    mux_socks: Vec<Arc<TcpStream>>,
+    /// This session's share of [`STREAM_THREADS`].
+    _threads: ThreadCount,
     /// Statistics.
     pub stats: TestStats,
     /// Stream addresses, in creation order.
@@ -245,10 +391,25 @@ impl Session {
             origin: Some(now),
             ..UdpOptions::default()
         };
+        let multiplex = multiplexed(&streams, local.file.is_some())?;
+        crate::debug!(
+            3,
+            "{} streams: {}",
+            streams.len(),
+            if multiplex {
+                format!("multiplexed, {} worker(s) per direction", engine::mux::workers())
+            } else {
+                "a thread each".to_string()
+            }
+        );
         let mut handles = Vec::new();
         let mut stats = Vec::new();
         let mut connected = Vec::new();
         let mut socks = Vec::new();
+        let mut mux_send = Vec::new();
+        let mut mux_recv = Vec::new();
+        let mut mux_socks = Vec::new();
+        let mut threads = ThreadCount(0);
         for (ds, extras) in streams {
             let counters = Arc::new(StreamCounters::default());
             counters.bytes.store(extras.initial_bytes, Relaxed);
@@ -259,7 +420,6 @@ impl Session {
                 (Side::Server, StreamRole::Recv) => RoleTag::RxS,
             });
             let fd = ds.sock.as_raw_fd();
-            let keep = ds.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?;
             let payload = match (&local.file, ds.role) {
                 (Some(p), StreamRole::Send) => Payload::File(p.clone()),
                 _ if params.repeating_payload => Payload::Repeating,
@@ -293,11 +453,24 @@ impl Session {
                 affinity: local.affinity,
                 drain_idle: Duration::from_millis(100),
             };
+            connected.push(ds.info);
+            if multiplex && let DataSock::Tcp(sock) = ds.sock {
+                // One descriptor per stream: the workers and TCP_INFO share it.
+                let sock = Arc::new(sock);
+                stats.push(StreamStats::new(ds.id, fd, ds.role, tag, counters, Some(fd)));
+                handles.push((ds.role, None));
+                mux_socks.push(sock.clone());
+                match ds.role {
+                    StreamRole::Send => mux_send.push((sock, task)),
+                    StreamRole::Recv => mux_recv.push((sock, task)),
+                }
+                continue;
+            }
             // TCP_INFO reads go through our own duplicate: the thread's
             // descriptor closes when the thread ends, and its number may be reused.
+            let keep = ds.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?;
             let tcp_fd = matches!(keep, DataSock::Tcp(_)).then_some(keep.as_raw_fd());
             stats.push(StreamStats::new(ds.id, fd, ds.role, tag, counters, tcp_fd));
-            connected.push(ds.info);
             let handle = match ds.sock {
                 DataSock::Tcp(sock) => engine::spawn_tcp_with(sock, task, extras.hook)?,
                 DataSock::Udp(sock) => {
@@ -314,9 +487,31 @@ impl Session {
                     }
                 }
             };
-            handles.push((ds.role, handle));
+            handles.push((ds.role, Some(handle)));
             socks.push(keep);
+            threads.add(1);
         }
+        let workers = engine::mux::workers();
+        let start_mux = |streams: Vec<_>| -> Result<Option<engine::mux::Mux>, Error> {
+            if streams.is_empty() {
+                return Ok(None);
+            }
+            engine::mux::Mux::start(streams, workers).map(Some)
+        };
+        let send = start_mux(mux_send);
+        let recv = if send.is_ok() { start_mux(mux_recv) } else { Ok(None) };
+        let muxes = match (send, recv) {
+            (Ok(send), Ok(recv)) => Muxes { send, recv },
+            (send, recv) => {
+                // Stop first: a started set of workers is joined when dropped.
+                control.raise_stop();
+                control.abort.store(true, Relaxed);
+                return Err(match (send, recv) {
+                    (Err(e), _) | (_, Err(e)) => e,
+                    _ => Error::new(Code::INITSTREAM),
+                });
+            }
+        };
         let interval = local.interval;
         let udp_quiet = pace
             .map(|(r, _)| Pacer::cost(r, block_len) * 3)
@@ -328,6 +523,9 @@ impl Session {
             stats: TestStats::new(stats, params.protocol, params.streams, omitting, now, control.epoch),
             control,
             handles,
+            muxes,
+            mux_socks,
+            _threads: threads,
             connected,
             interval,
             next_tick: interval.map(|i| now + i),
@@ -383,7 +581,24 @@ impl Session {
     /// thread wakes the controller, while the thread itself may still be
     /// exiting: looking only at the thread would miss that wake-up.
     fn stream_ended(&self, i: usize) -> bool {
-        self.handles[i].1.is_finished() || self.stats.streams[i].counters.ended_ns.load(Relaxed) != 0
+        let thread_done = match &self.handles[i].1 {
+            Some(h) => h.is_finished(),
+            None => false,
+        };
+        thread_done || self.stats.streams[i].counters.ended_ns.load(Relaxed) != 0
+    }
+
+    /// Whether every receiving stream has ended (threads and workers).
+    fn receivers_done(&self) -> bool {
+        self.handles
+            .iter()
+            .all(|(r, h)| *r != StreamRole::Recv || h.as_ref().is_none_or(|h| h.is_finished()))
+            && self.muxes.recv.as_ref().is_none_or(|m| m.is_finished())
+    }
+
+    /// Whether the streams are multiplexed on worker threads.
+    pub fn multiplexed(&self) -> bool {
+        self.muxes.send.is_some() || self.muxes.recv.is_some()
     }
 
     /// Runs due timers: the omit end and interval ticks. Emits events.
@@ -426,9 +641,14 @@ impl Session {
     pub fn stop_senders(&mut self) {
         self.control.raise_stop();
         for (role, h) in &mut self.handles {
-            if *role == StreamRole::Send {
+            if *role == StreamRole::Send
+                && let Some(h) = h
+            {
                 h.join();
             }
+        }
+        if let Some(m) = self.muxes.send.as_mut() {
+            m.join();
         }
     }
 
@@ -436,19 +656,25 @@ impl Session {
     /// aborts whatever is left.
     pub fn drain_receivers(&mut self, deadline: Instant) {
         self.control.raise_stop();
-        loop {
-            let pending = self
-                .handles
-                .iter()
-                .any(|(r, h)| *r == StreamRole::Recv && !h.is_finished());
-            if !pending || Instant::now() >= deadline {
-                break;
-            }
+        self.control.drain.store(true, Relaxed);
+        while !self.receivers_done() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
         self.control.abort.store(true, Relaxed);
+        self.join_all();
+    }
+
+    fn join_all(&mut self) {
         for (_, h) in &mut self.handles {
-            h.join();
+            if let Some(h) = h {
+                h.join();
+            }
+        }
+        if let Some(m) = self.muxes.send.as_mut() {
+            m.join();
+        }
+        if let Some(m) = self.muxes.recv.as_mut() {
+            m.join();
         }
     }
 
@@ -457,11 +683,12 @@ impl Session {
         self.control.raise_stop();
         self.control.abort.store(true, Relaxed);
         for (_, h) in &self.handles {
-            h.shutdown();
+            if let Some(h) = h {
+                h.shutdown();
+            }
         }
-        for (_, h) in &mut self.handles {
-            h.join();
-        }
+        // Workers see the abort within their tick.
+        self.join_all();
     }
 
     /// The last interval (if it is long enough or carried data). Without
@@ -482,6 +709,9 @@ impl Session {
 
     /// Congestion algorithm of the first TCP data stream.
     pub fn congestion(&self) -> Option<String> {
+        if let Some(s) = self.mux_socks.first() {
+            return crate::net::congestion_of(s);
+        }
         match self.socks.first() {
             Some(DataSock::Tcp(s)) if self.params.protocol == Protocol::Tcp => crate::net::congestion_of(s),
             _ => None,
@@ -490,6 +720,9 @@ impl Session {
 
     /// (SO_SNDBUF, SO_RCVBUF) of the first stream.
     pub fn buffers(&self) -> (u64, u64) {
+        if let Some(s) = self.mux_socks.first() {
+            return crate::net::buffers_of(&**s);
+        }
         self.socks.first().map(crate::net::buffers_of).unwrap_or((0, 0))
     }
 }

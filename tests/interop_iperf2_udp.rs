@@ -102,7 +102,15 @@ fn relayed(out: &str) -> Vec<String> {
         .iter()
         .enumerate()
         .filter(|(_, l)| l.ends_with("Server Report:"))
-        .filter_map(|(i, _)| lines.get(i + 2).map(|s| s.to_string()))
+        // The report's line follows, after a column header that 2.1.8
+        // prints only before the first report.
+        .filter_map(|(i, _)| {
+            lines[i + 1..]
+                .iter()
+                .take(2)
+                .find(|l| l.contains(" sec ") && !l.starts_with("[ ID]"))
+                .map(|s| s.to_string())
+        })
         .collect()
 }
 

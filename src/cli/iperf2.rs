@@ -28,6 +28,8 @@ pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
 pub const IPERF2_CATCH_UP_US: u32 = 100_000;
 /// Smallest `-i` (Debian's fast-sampling build).
 pub const MIN_INTERVAL: f64 = 0.0001;
+/// Most flows `-P` asks for: iperf 2 flows run a thread each.
+pub const MAX_FLOWS: u32 = 10_000;
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -651,10 +653,9 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
             }
             Opt::Parallel => {
                 let p = int_value(sp, &v)?;
-                if !(1..=crate::cli::iperf3::MAX_PARALLEL as i64).contains(&p) {
+                if !(1..=MAX_FLOWS as i64).contains(&p) {
                     return Err(CliError::err(format!(
-                        "-P value of '{v}' must be between 1 and {}",
-                        crate::cli::iperf3::MAX_PARALLEL
+                        "-P value of '{v}' must be between 1 and {MAX_FLOWS}"
                     )));
                 }
                 parallel = Some(p as u32);

@@ -846,7 +846,11 @@ fn check_auth(cfg: &TestConfig, opts: &[Occurrence<Opt>], is_server: bool) -> Re
 }
 
 /// Most streams per direction a client may ask for (iperf3 stops at 128).
-pub const MAX_PARALLEL: u32 = 10_000;
+/// What a test can really open is bounded further by the open-file limit
+/// (checked before connecting, with a clear message), the client's
+/// ephemeral ports towards one server address (about 28,000 by default),
+/// and the server's `--max-streams` (10,000 by default).
+pub const MAX_PARALLEL: u32 = 100_000;
 
 /// The short usage printed after a parameter error.
 pub fn short_usage(prog: &str) -> String {

@@ -27,6 +27,10 @@ use crate::stats::{StreamCounters, StreamRole};
 pub struct TestControl {
     /// Senders stop at the next block; receivers begin draining.
     pub stop: AtomicBool,
+    /// Receivers may end once quiet: the peer's senders have stopped.
+    /// (`stop` alone is not enough: in a reverse or bidirectional test
+    /// this host stops its senders before the peer stops its own.)
+    pub drain: AtomicBool,
     /// Receivers give up draining at once (abort, or drain deadline).
     pub abort: AtomicBool,
     /// The omit period is running (senders do not spend `-n`/`-k` budgets).
@@ -49,6 +53,7 @@ impl TestControl {
     pub fn new(waker: Option<Arc<mio::Waker>>) -> Arc<TestControl> {
         Arc::new(TestControl {
             stop: AtomicBool::new(false),
+            drain: AtomicBool::new(false),
             abort: AtomicBool::new(false),
             omitting: AtomicBool::new(false),
             finished: AtomicUsize::new(0),
@@ -348,8 +353,10 @@ pub fn spawn_tcp_with(
         .name(name)
         .spawn(move || {
             let control = task.control.clone();
-            if let Some(cpu) = task.affinity {
-                let _ = crate::sys::process::pin_current_thread(cpu);
+            if let Some(cpu) = task.affinity
+                && let Err(e) = crate::sys::process::pin_current_thread(cpu)
+            {
+                control.fail(Error::io(Code::AFFINITY, &e));
             }
             let hook = hook.as_mut().map(|h| &mut **h as &mut dyn StreamHook);
             let res = match task.role {

@@ -26,11 +26,19 @@ use super::pacer::Pacer;
 use super::{Sinkhole, StreamTask, TestControl};
 use crate::error::{Code, Error};
 use crate::stats::StreamRole;
+use crate::sys::mem::AlignedBuf;
 
 /// Blocks a stream may move per turn before the next stream's turn.
 const TURN: usize = 4;
 /// How often a worker looks at the stop flags when nothing happens.
 const TICK: Duration = Duration::from_millis(20);
+
+/// Workers for one direction of a test: one per CPU the calling thread may
+/// run on (its affinity mask, so `-A` gives one worker). One system call:
+/// `available_parallelism` would also read cgroup files on every test.
+pub fn workers() -> usize {
+    crate::sys::process::current_affinity().map_or(1, |c| c.len().max(1))
+}
 
 /// Worker threads serving a test's streams.
 pub struct Mux {
@@ -40,8 +48,9 @@ pub struct Mux {
 impl Mux {
     /// Starts `workers` threads and deals the streams out round-robin.
     /// Sockets are switched to non-blocking; the caller keeps its `Arc`s
-    /// for TCP_INFO. File payloads and file sinks are not supported here
-    /// (the caller uses threads for those).
+    /// for TCP_INFO. File payloads, file sinks and per-block hooks are not
+    /// supported here (the caller uses threads for those). Workers are
+    /// pinned to the streams' CPU when they name one.
     pub fn start(streams: Vec<(Arc<TcpStream>, StreamTask)>, workers: usize) -> Result<Mux, Error> {
         let workers = workers.clamp(1, streams.len().max(1));
         let mut shares: Vec<Vec<(Arc<TcpStream>, StreamTask)>> = (0..workers).map(|_| Vec::new()).collect();
@@ -55,21 +64,38 @@ impl Mux {
             if share.is_empty() {
                 continue;
             }
-            let h = std::thread::Builder::new()
-                .name(format!("ws-mux-{w}"))
-                .spawn(move || {
-                    let control = share[0].1.control.clone();
-                    let n = share.len();
-                    if let Err(e) = Worker::new(share).and_then(|mut wk| wk.run()) {
-                        control.fail(e);
-                    }
-                    control.finished.fetch_add(n, Relaxed);
-                    control.wake();
-                })
-                .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
-            handles.push(h);
+            let control = share[0].1.control.clone();
+            let spawned = std::thread::Builder::new().name(format!("ws-mux-{w}")).spawn(move || {
+                let control = share[0].1.control.clone();
+                let n = share.len();
+                if let Some(cpu) = share[0].1.affinity
+                    && let Err(e) = crate::sys::process::pin_current_thread(cpu)
+                {
+                    control.fail(Error::io(Code::AFFINITY, &e));
+                }
+                if let Err(e) = Worker::new(share).and_then(|mut wk| wk.run()) {
+                    control.fail(e);
+                }
+                control.finished.fetch_add(n, Relaxed);
+                control.wake();
+            });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // Workers already running stop at once and are joined.
+                    control.abort.store(true, Relaxed);
+                    control.raise_stop();
+                    drop(Mux { workers: handles });
+                    return Err(Error::io(Code::PTHREADCREATE, &e));
+                }
+            }
         }
         Ok(Mux { workers: handles })
+    }
+
+    /// Whether every worker has finished.
+    pub fn is_finished(&self) -> bool {
+        self.workers.iter().all(|h| h.is_finished())
     }
 
     /// Waits for every worker to finish.
@@ -115,12 +141,14 @@ struct Flow {
 struct Worker {
     poll: Poll,
     flows: Vec<Flow>,
-    send_buf: Vec<u8>,
-    recv_buf: Vec<u8>,
+    send_buf: AlignedBuf,
+    recv_buf: AlignedBuf,
     control: Arc<TestControl>,
     ready: VecDeque<usize>,
     live: usize,
     zc_file: Option<std::fs::File>,
+    /// Whether any stream is paced (has `due` times to watch).
+    paced: bool,
 }
 
 impl Worker {
@@ -128,7 +156,7 @@ impl Worker {
         let poll = Poll::new().map_err(|e| Error::io(Code::INITSTREAM, &e))?;
         let control = share[0].1.control.clone();
         let block = share.iter().map(|(_, t)| t.block_len).max().unwrap_or(1).max(1);
-        let mut send_buf = vec![0u8; block];
+        let mut send_buf = AlignedBuf::new(block);
         share[0].1.payload.fill(&mut send_buf);
         let zerocopy = share.iter().any(|(_, t)| t.zerocopy && t.role == StreamRole::Send);
         let zc_file = if zerocopy {
@@ -166,11 +194,13 @@ impl Worker {
             });
         }
         let live = flows.len();
+        let paced = flows.iter().any(|f| f.pacer.is_some());
         Ok(Worker {
+            paced,
             poll,
             flows,
             send_buf,
-            recv_buf: vec![0u8; block],
+            recv_buf: AlignedBuf::new(block),
             control,
             ready,
             live,
@@ -182,11 +212,13 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         while self.live > 0 {
             let now = Instant::now();
-            let next_due = self.flows.iter().filter(|f| !f.done).filter_map(|f| f.due).min();
             let timeout = if !self.ready.is_empty() {
                 Duration::ZERO
-            } else {
+            } else if self.paced {
+                let next_due = self.flows.iter().filter(|f| !f.done).filter_map(|f| f.due).min();
                 next_due.map_or(TICK, |d| d.saturating_duration_since(now).min(TICK))
+            } else {
+                TICK
             };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout))
                 && e.kind() != io::ErrorKind::Interrupted
@@ -196,11 +228,13 @@ impl Worker {
             for ev in events.iter() {
                 self.enqueue(ev.token().0);
             }
-            let now = Instant::now();
-            for i in 0..self.flows.len() {
-                if self.flows[i].due.is_some_and(|d| d <= now) {
-                    self.flows[i].due = None;
-                    self.enqueue(i);
+            if self.paced {
+                let now = Instant::now();
+                for i in 0..self.flows.len() {
+                    if self.flows[i].due.is_some_and(|d| d <= now) {
+                        self.flows[i].due = None;
+                        self.enqueue(i);
+                    }
                 }
             }
             self.check_stop();
@@ -236,11 +270,13 @@ impl Worker {
         }
     }
 
-    /// Applies the test's stop/abort to streams that are not busy.
+    /// Applies the test's stop (senders), drain (quiet receivers) and
+    /// abort (everyone) to streams that are not busy.
     fn check_stop(&mut self) {
         let stop = self.control.stop.load(Relaxed);
+        let drain = self.control.drain.load(Relaxed);
         let abort = self.control.abort.load(Relaxed);
-        if !stop && !abort {
+        if !stop && !drain && !abort {
             return;
         }
         let now_ns = self.control.now_ns();
@@ -251,8 +287,8 @@ impl Worker {
             }
             let quiet = Duration::from_nanos(now_ns.saturating_sub(f.last_io_ns.max(1)));
             let finish = abort
-                || f.task.role == StreamRole::Send
-                || (f.task.role == StreamRole::Recv && !f.queued && quiet >= f.task.drain_idle);
+                || (f.task.role == StreamRole::Send && stop)
+                || (f.task.role == StreamRole::Recv && drain && !f.queued && quiet >= f.task.drain_idle);
             if finish {
                 self.finish(i);
             }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::pacer::Pacer;
 use super::{Payload, Sinkhole, StreamHook, StreamTask, is_timeout};
 use crate::error::{Code, Error};
+use crate::sys::mem::AlignedBuf;
 
 /// How long a blocked read or write waits before the loop looks at the
 /// test's stop flag again.
@@ -18,7 +19,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// half-closes so the receiver sees every byte followed by EOF.
 pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn StreamHook>) -> Result<(), Error> {
     let _ = sock.set_write_timeout(Some(POLL));
-    let mut buf = vec![0u8; task.block_len.max(1)];
+    let mut buf = AlignedBuf::new(task.block_len);
     task.payload.fill(&mut buf);
     let mut file = match &task.payload {
         Payload::File(p) => Some(File::open(p).map_err(|e| Error::io(Code::FILE, &e))?),
@@ -134,11 +135,11 @@ pub(crate) fn block_file(buf: &[u8]) -> Result<File, Error> {
     Ok(f)
 }
 
-/// Reads until EOF, or until the test stops and the stream has been quiet
-/// for a poll period (drained), or the controller aborts.
+/// Reads until EOF, or until the receivers drain and the stream has been
+/// quiet for a poll period, or the controller aborts.
 pub fn recv_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn StreamHook>) -> Result<(), Error> {
     let _ = sock.set_read_timeout(Some(task.drain_idle.clamp(Duration::from_millis(10), POLL)));
-    let mut buf = vec![0u8; task.block_len.max(1)];
+    let mut buf = AlignedBuf::new(task.block_len);
     let c = &task.counters;
     let control = &task.control;
     let finish = || {
@@ -178,7 +179,7 @@ pub fn recv_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
                 }
             }
             Err(e) if is_timeout(&e) => {
-                if control.abort.load(Relaxed) || control.stop.load(Relaxed) {
+                if control.abort.load(Relaxed) || control.drain.load(Relaxed) {
                     finish();
                     return Ok(());
                 }

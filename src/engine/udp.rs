@@ -188,8 +188,10 @@ pub fn spawn_udp_with<F: DatagramFormat>(
         .name(format!("ws-udp-{}", task.id))
         .spawn(move || {
             let control = task.control.clone();
-            if let Some(cpu) = task.affinity {
-                let _ = crate::sys::process::pin_current_thread(cpu);
+            if let Some(cpu) = task.affinity
+                && let Err(e) = crate::sys::process::pin_current_thread(cpu)
+            {
+                control.fail(Error::io(Code::AFFINITY, &e));
             }
             let hook = hook.as_mut().map(|h| &mut **h as &mut dyn StreamHook);
             let res = match task.role {
@@ -529,7 +531,7 @@ fn recv_loop<F: DatagramFormat>(
         }
         match batch.recv(sock) {
             Ok(0) => {
-                if control.stop.load(Relaxed) || control.abort.load(Relaxed) {
+                if control.drain.load(Relaxed) || control.abort.load(Relaxed) {
                     finish();
                     return Ok(());
                 }
@@ -558,7 +560,7 @@ fn recv_loop<F: DatagramFormat>(
                 pre = Some((bytes, datagrams, before));
             }
             Err(e) if is_timeout(&e) => {
-                if control.stop.load(Relaxed) || control.abort.load(Relaxed) {
+                if control.drain.load(Relaxed) || control.abort.load(Relaxed) {
                     finish();
                     return Ok(());
                 }
@@ -632,6 +634,7 @@ mod tests {
         let mut s = spawn_udp(a, st, Iperf3Format { wide }, opts).unwrap();
         s.join();
         control.stop.store(true, Relaxed);
+        control.drain.store(true, Relaxed);
         r.join();
         assert!(control.take_error().is_none());
         assert_eq!(sc.packets.load(Relaxed), blocks);
@@ -677,6 +680,7 @@ mod tests {
         a.send(b"9876").unwrap();
         std::thread::sleep(Duration::from_millis(200));
         control.raise_stop();
+        control.drain.store(true, Relaxed);
         r.join();
         assert_eq!(rc.packets.load(Relaxed), 9);
         assert_eq!(rc.lost.load(Relaxed), 2, "7 and 8 never came");

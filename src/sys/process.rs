@@ -158,6 +158,24 @@ fn wait_for_daemon(rd: std::os::fd::OwnedFd) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// The (soft, hard) limits on open files.
+pub fn nofile_limits() -> io::Result<(u64, u64)> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid pointer to a live rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((rl.rlim_cur, rl.rlim_max))
+}
+
+/// How many descriptors this process has open (entries of /proc/self/fd).
+pub fn open_fds() -> io::Result<u64> {
+    Ok(std::fs::read_dir("/proc/self/fd")?.count() as u64)
+}
+
 /// Raises the soft limit on open files to the hard limit; returns the new
 /// soft limit.
 pub fn raise_nofile_limit() -> io::Result<u64> {
@@ -169,9 +187,15 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    if rl.rlim_cur < rl.rlim_max {
+    // An unlimited hard limit still stops at the kernel's fs.nr_open.
+    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse::<libc::rlim_t>().ok())
+        .unwrap_or(rl.rlim_max);
+    let want = rl.rlim_max.min(nr_open);
+    if rl.rlim_cur < want {
         let new = libc::rlimit {
-            rlim_cur: rl.rlim_max,
+            rlim_cur: want,
             rlim_max: rl.rlim_max,
         };
         // SAFETY: valid pointer to a live rlimit.
@@ -226,6 +250,15 @@ mod tests {
         std::hint::black_box(x);
         let (u1, s1) = cpu_times();
         assert!(u1 + s1 >= u0 + s0);
+    }
+
+    #[test]
+    fn open_files_are_counted_within_the_limits() {
+        // Other tests open and close files meanwhile: only bounds hold.
+        let _f = std::fs::File::open("/proc/self/status").unwrap();
+        let open = open_fds().unwrap();
+        let (soft, hard) = nofile_limits().unwrap();
+        assert!(open >= 4 && open < soft && soft <= hard, "{open} {soft} {hard}");
     }
 
     #[test]
