@@ -637,10 +637,12 @@ fn run_until_results(port: u16, rng: &mut Rng) -> TcpStream {
 fn hostile_results_get_server_error() {
     let (mut srv, port) = server(&[]);
     let mut rng = Rng::new(10);
-    // Over the 1 MiB cap: refused on the prefix alone.
-    let mut s = run_until_results(port, &mut rng);
-    s.write_all(&(1024u32 * 1024 + 1).to_be_bytes()).unwrap();
-    assert_eq!(server_error(&mut s).0, 117, "unable to receive results");
+    // Over the cap (1 MiB + 1 KiB per stream): refused on the prefix alone.
+    for len in [1024u32 * 1024 + 1024 + 1, u32::MAX] {
+        let mut s = run_until_results(port, &mut rng);
+        s.write_all(&len.to_be_bytes()).unwrap();
+        assert_eq!(server_error(&mut s).0, 117, "unable to receive results ({len} bytes)");
+    }
     // Not results.
     for body in [&b"{}"[..], b"[]", b"garbage", br#"{"cpu_util_total":"x"}"#] {
         let mut s = run_until_results(port, &mut rng);
