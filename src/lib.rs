@@ -20,6 +20,7 @@ pub mod iperf2;
 pub mod json;
 pub mod metrics;
 pub mod net;
+pub mod policy;
 pub mod proto;
 pub mod report;
 pub mod search;
@@ -52,10 +53,47 @@ pub fn version_string() -> String {
 /// Installs handlers for SIGINT, SIGTERM and SIGHUP: the returned cell holds
 /// the number of the last signal received (0 = none).
 pub fn install_signals() -> Arc<AtomicUsize> {
+    install_signals_for(Hangup::End)
+}
+
+/// What SIGHUP does to a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hangup {
+    /// Ends it, like SIGTERM (iperf3's behaviour; a client, or a server
+    /// in a terminal that goes away).
+    End,
+    /// Reopens the log file (a server with `--logfile` / `-o`, for log rotation).
+    ReopenLog,
+    /// Nothing (a daemon without a log file).
+    Ignore,
+}
+
+/// SIGHUP's meaning for a server of `cfg`: reopen its log, or for a daemon
+/// without one nothing, else end it.
+pub fn hangup_for_server(cfg: &TestConfig) -> Hangup {
+    if cfg.output.logfile.is_some() {
+        Hangup::ReopenLog
+    } else if cfg.server.daemon {
+        Hangup::Ignore
+    } else {
+        Hangup::End
+    }
+}
+
+/// Installs handlers for SIGINT and SIGTERM (and SIGHUP as `hup` says):
+/// the returned cell holds the number of the last ending signal (0 = none).
+pub fn install_signals_for(hup: Hangup) -> Arc<AtomicUsize> {
     let cell = Arc::new(AtomicUsize::new(0));
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
         let _ = signal_hook::flag::register_usize(sig, cell.clone(), sig as usize);
     }
+    let _ = match hup {
+        Hangup::End => signal_hook::flag::register_usize(libc::SIGHUP, cell.clone(), libc::SIGHUP as usize),
+        Hangup::ReopenLog => signal_hook::flag::register(libc::SIGHUP, report::log_reopen_flag()),
+        Hangup::Ignore => {
+            signal_hook::flag::register(libc::SIGHUP, Arc::new(std::sync::atomic::AtomicBool::new(false)))
+        }
+    };
     cell
 }
 
@@ -180,7 +218,10 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
         },
         _ => None,
     };
-    let signal = install_signals();
+    let signal = match cfg.role {
+        Role::Server => install_signals_for(hangup_for_server(&cfg)),
+        _ => install_signals(),
+    };
     let result = match &cfg.role {
         Role::Client(host) if cfg.search.is_some() => {
             let opts = cfg.search.unwrap_or_default();
@@ -225,22 +266,43 @@ fn run_server(
     if let Some(cpu) = cfg.net.affinity {
         sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
     }
-    let mut server = server::Server::bind(cfg, out)?;
-    if cfg.server.daemon {
-        sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;
-    }
-    // Threads do not survive the daemon's fork: serve metrics after it.
-    let _serving = match metrics {
-        Some(ep) => {
-            let registry = Arc::new(metrics::Metrics::new());
-            server = server.with_metrics(registry.clone());
-            Some(ep.serve(registry)?)
-        }
-        None => None,
+    // Many clients, many streams: as many descriptors as we may have.
+    let _ = sys::process::raise_nofile_limit();
+    let mut server = server::Server::bind(cfg, out.clone())?;
+    // The starting process waits until the daemon serves, and exits 1 with
+    // the reason if it cannot (a pidfile that cannot be written, ...).
+    let detached = if cfg.server.daemon {
+        Some(sys::process::detach().map_err(|e| Error::io(Code::DAEMON, &e))?)
+    } else {
+        None
     };
-    let _pid = match &cfg.server.pidfile {
-        Some(p) => Some(PidFile::create(p)?),
-        None => None,
+    // Threads do not survive the daemon's fork: serve metrics after it.
+    let registry = metrics.as_ref().map(|_| Arc::new(metrics::Metrics::new()));
+    if let Some(r) = &registry {
+        server = server.with_metrics(r.clone());
+    }
+    let started = (|| -> Result<_, Error> {
+        let serving = match (metrics, registry) {
+            (Some(ep), Some(r)) => Some(ep.serve(r)?),
+            _ => None,
+        };
+        let pid = match &cfg.server.pidfile {
+            Some(p) => Some(PidFile::create(p)?),
+            None => None,
+        };
+        Ok((serving, pid))
+    })();
+    let _running = match (started, detached) {
+        (Ok(r), Some(d)) => {
+            d.ready();
+            r
+        }
+        (Ok(r), None) => r,
+        (Err(e), Some(d)) => {
+            d.failed(&format!("{}: {}", out.program(), e.line()));
+            return Err(e);
+        }
+        (Err(e), None) => return Err(e),
     };
     server.run(signal)
 }

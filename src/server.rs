@@ -1,11 +1,16 @@
 //! The server: one port, many tests at once.
 //!
 //! An acceptor thread owns the listener and every connection that has not
-//! yet said who it is. It reads first bytes without blocking (each
-//! connection has iperf3's 10 s first-byte / 30 s total deadline), so an idle
-//! or slow peer never keeps anyone else out. A complete cookie either belongs
-//! to a test collecting its data streams, or opens a new test on a thread of
-//! its own; over `--max-tests`, the client gets iperf3's busy answer.
+//! yet said who it is and what it wants. It reads without blocking (each
+//! stage has iperf3's 10 s first-byte / 30 s total deadline), so an idle,
+//! slow or half-open peer costs a descriptor for a few seconds and never
+//! keeps anyone else out. A complete cookie either belongs to a test
+//! collecting its data streams, or starts a parameter exchange, which the
+//! acceptor also reads (at most 8 KiB); only a client whose parameters have
+//! arrived gets a test thread. An iperf 2 client's header is read the same
+//! way before its thread starts. The access policy (`--allow`/`--deny`) is
+//! applied to every connection once its dialect is known; over
+//! `--max-tests`, the client gets iperf3's busy answer.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
@@ -24,8 +29,9 @@ use crate::ctrl::{Ctrl, Polled, Woke};
 use crate::error::{Code, Error};
 use crate::metrics::{Metrics, MetricsSink, Refusal};
 use crate::net;
+use crate::proto::iperf2::header::{ClientHeader, MAX_TCP_HEADER, Need};
 use crate::proto::iperf3::cookie::could_be_cookie;
-use crate::proto::iperf3::framing::server_error_frame;
+use crate::proto::iperf3::framing::{FrameError, server_error_frame};
 use crate::proto::iperf3::machine::{ServerAction, ServerMachine};
 use crate::proto::iperf3::params::{Limits, decode_params, effective_bitrate, validate};
 use crate::proto::iperf3::udp::{HELLO_REPLY, Hello, parse_hello};
@@ -42,6 +48,12 @@ const UDP_LISTENER: Token = Token(1);
 const UDP_READS_PER_TURN: usize = 4096;
 const FIRST_BYTE: Duration = Duration::from_secs(10);
 const WHOLE_MSG: Duration = Duration::from_secs(30);
+/// How long an iperf 2 client has for its header after its first bytes (2.1.8: 4 s).
+const IPERF2_HEADER: Duration = Duration::from_secs(4);
+/// Connections the acceptor holds before they have identified themselves
+/// (and sent their parameters). Past this, the one that has waited longest
+/// is closed, so a flood of idle connections cannot crowd out real clients.
+pub const MAX_PENDING: usize = 1024;
 /// Listen backlog: large, so bursts of connections (many streams, many
 /// clients) are never reset.
 pub const BACKLOG: i32 = 4096;
@@ -61,6 +73,8 @@ struct Shared {
     udp_error: Option<Error>,
     /// `--metrics`: the registry tests and refusals report into.
     metrics: Option<Arc<Metrics>>,
+    /// `--allow`/`--deny`.
+    policy: crate::policy::AccessPolicy,
     /// `--rsa-private-key-path`: clients must authenticate.
     auth: Option<crate::auth::ServerAuth>,
 }
@@ -111,11 +125,68 @@ pub struct Server {
     iperf2: Arc<crate::iperf2::server::ServerCtx>,
 }
 
+/// A connection the acceptor is still reading.
 struct Pending {
     stream: mio::net::TcpStream,
     peer: SocketAddr,
+    /// The first bytes (a cookie, or an iperf 2 header).
     buf: Vec<u8>,
+    /// When the current stage began.
     since: Instant,
+    stage: Stage,
+}
+
+/// What the acceptor is waiting for on a connection.
+enum Stage {
+    /// The first bytes: an iperf3 cookie or iperf 2's header / payload.
+    Prefix,
+    /// The rest of an iperf 2 client's header.
+    Iperf2Header,
+    /// PARAM_EXCHANGE was sent; the parameter JSON is arriving.
+    Params {
+        cookie: Cookie,
+        framer: crate::proto::iperf3::Framer,
+    },
+}
+
+impl Pending {
+    /// Whether this connection is past its stage's deadline at `now`.
+    fn expired(&self, now: Instant) -> bool {
+        let limit = match &self.stage {
+            Stage::Prefix if self.buf.is_empty() => FIRST_BYTE,
+            Stage::Prefix => WHOLE_MSG,
+            Stage::Iperf2Header => IPERF2_HEADER,
+            Stage::Params { framer, .. } if framer.buffered() == 0 => FIRST_BYTE,
+            Stage::Params { .. } => WHOLE_MSG,
+        };
+        now.duration_since(self.since) >= limit
+    }
+}
+
+/// Where a connection goes once its prefix is complete.
+enum Next {
+    /// It has another stage to go through in the acceptor.
+    Stay,
+    /// To the test collecting streams with its cookie.
+    Stream(SyncSender<DataSock>),
+    /// ACCESS_DENIED, counted as this refusal.
+    Refuse(Refusal),
+    /// Its stage is complete: to a test thread or the iperf 2 server.
+    HandOn,
+    /// Closed without a word.
+    Close,
+}
+
+/// What reading a pending connection came to.
+enum Progress {
+    /// Nothing more to do until it is readable again.
+    NotYet,
+    /// The stage is complete.
+    Complete,
+    /// The bytes cannot be what the stage expects.
+    Malformed(String),
+    /// The peer closed or the socket failed.
+    Gone,
 }
 
 impl Server {
@@ -152,7 +223,8 @@ impl Server {
         } else {
             Reporter::for_config(cfg, out.clone(), Side::Server)
         };
-        let iperf2 = crate::iperf2::server::ServerCtx::for_iperf3_server(cfg, out.clone());
+        let policy = crate::policy::AccessPolicy::from_config(cfg)?;
+        let iperf2 = crate::iperf2::server::ServerCtx::for_iperf3_server(cfg, out.clone(), policy.clone());
         Ok(Server {
             listener,
             udp,
@@ -169,6 +241,7 @@ impl Server {
                 port,
                 udp_error,
                 metrics: None,
+                policy,
                 auth,
             }),
             done_rx,
@@ -219,7 +292,7 @@ impl Server {
             None => None,
         };
         let mut udp_more = false;
-        let mut accept_retry: Option<Instant> = None;
+        let mut accept_again = false;
         let mut events = Events::with_capacity(256);
         let mut pending: HashMap<Token, Pending> = HashMap::new();
         let mut next_token = 2usize;
@@ -227,19 +300,14 @@ impl Server {
         self.announce();
         loop {
             if signal.load(Relaxed) != 0 {
-                self.shutdown();
+                self.shutdown(pending);
                 return Ok(());
-            }
-            // The listener is edge-triggered: after a failed accept
-            // (EMFILE), re-arming it later reports the connections waiting.
-            if accept_retry.is_some_and(|t| Instant::now() >= t) {
-                accept_retry = None;
-                let _ = poll.registry().reregister(&mut listener, LISTENER, Interest::READABLE);
             }
             // Hellos left unread last turn: look again at once.
             let timeout = if udp_more {
                 Duration::ZERO
-            } else if accept_retry.is_some() {
+            } else if accept_again {
+                // Out of descriptors: try the listener again shortly.
                 Duration::from_millis(50)
             } else {
                 Duration::from_millis(200)
@@ -258,53 +326,29 @@ impl Server {
                         udp_more = self.udp_hellos(u);
                     }
                 } else if ev.token() == LISTENER {
-                    loop {
-                        match listener.accept() {
-                            Ok((mut stream, peer)) => {
-                                let t = Token(next_token);
-                                next_token = next_token.wrapping_add(1).max(2);
-                                if poll.registry().register(&mut stream, t, Interest::READABLE).is_ok() {
-                                    pending.insert(
-                                        t,
-                                        Pending {
-                                            stream,
-                                            peer,
-                                            buf: Vec::with_capacity(COOKIE_LEN),
-                                            since: Instant::now(),
-                                        },
-                                    );
-                                }
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            // EMFILE and friends: keep serving, try again shortly.
-                            Err(_) => {
-                                accept_retry = Some(Instant::now() + Duration::from_millis(50));
-                                break;
-                            }
-                        }
-                    }
+                    accept_again = self.accept(&listener, &poll, &mut pending, &mut next_token);
                 } else if let Some(p) = pending.get_mut(&ev.token()) {
-                    match read_prefix(p) {
-                        Ok(true) => {
-                            if let Some(mut p) = pending.remove(&ev.token()) {
-                                let _ = poll.registry().deregister(&mut p.stream);
-                                self.classify(p);
-                            }
-                        }
-                        Ok(false) => {}
-                        Err(_) => {
-                            pending.remove(&ev.token());
-                        }
-                    }
+                    let r = read_pending(p);
+                    self.advance(ev.token(), r, &poll, &mut pending);
                 }
             }
-            // Deadlines on connections that have not identified themselves.
+            // The listener failed (out of descriptors): try again each turn,
+            // without waiting for a new connection to announce itself.
+            if accept_again {
+                accept_again = self.accept(&listener, &poll, &mut pending, &mut next_token);
+            }
+            // Deadlines on connections that have not said what they want.
             let now = Instant::now();
-            pending.retain(|_, p| {
-                let limit = if p.buf.is_empty() { FIRST_BYTE } else { WHOLE_MSG };
-                now.duration_since(p.since) < limit
-            });
+            let expired: Vec<Token> = pending
+                .iter()
+                .filter(|(_, p)| p.expired(now))
+                .map(|(t, _)| *t)
+                .collect();
+            for t in expired {
+                if let Some(p) = pending.remove(&t) {
+                    self.give_up(p, None);
+                }
+            }
             // Finished tests.
             let mut one_off_done = false;
             while let Ok(outcome) = self.done_rx.try_recv() {
@@ -319,7 +363,7 @@ impl Server {
                 }
             }
             if one_off_done {
-                self.shutdown();
+                self.shutdown(pending);
                 return Ok(());
             }
             if let Some(idle) = self.shared.cfg.server.idle_timeout
@@ -345,7 +389,13 @@ impl Server {
         });
     }
 
-    fn shutdown(&self) {
+    fn shutdown(&self, pending: HashMap<Token, Pending>) {
+        // Clients in the middle of the parameter exchange hear why we go.
+        for (_, mut p) in pending {
+            if matches!(p.stage, Stage::Params { .. }) {
+                let _ = p.stream.write(&[State::ServerTerminate.to_byte()]);
+            }
+        }
         self.shared.terminate.store(true, Relaxed);
         self.iperf2.stop.store(true, Relaxed);
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -405,49 +455,229 @@ impl Server {
         true
     }
 
-    /// Decides what an identified connection is.
-    fn classify(&self, p: Pending) {
-        let Ok(stream) = mio_to_std(p.stream) else { return };
+    /// Accepts every waiting connection. Returns true if the listener
+    /// failed (out of descriptors, ...) and should be tried again.
+    fn accept(
+        &self,
+        listener: &MioListener,
+        poll: &Poll,
+        pending: &mut HashMap<Token, Pending>,
+        next_token: &mut usize,
+    ) -> bool {
+        loop {
+            match listener.accept() {
+                Ok((mut stream, peer)) => {
+                    if pending.len() >= MAX_PENDING {
+                        evict_oldest(pending, |p| self.give_up(p, None));
+                    }
+                    let t = Token(*next_token);
+                    *next_token = next_token.wrapping_add(1).max(2);
+                    if poll.registry().register(&mut stream, t, Interest::READABLE).is_ok() {
+                        pending.insert(
+                            t,
+                            Pending {
+                                stream,
+                                peer,
+                                buf: Vec::with_capacity(COOKIE_LEN),
+                                since: Instant::now(),
+                                stage: Stage::Prefix,
+                            },
+                        );
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    // Out of descriptors: the connection that has waited
+                    // longest makes room; the client behind retries.
+                    evict_oldest(pending, |p| self.give_up(p, None));
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// Acts on what reading a pending connection came to.
+    fn advance(&self, t: Token, r: Progress, poll: &Poll, pending: &mut HashMap<Token, Pending>) {
+        match r {
+            Progress::NotYet => {}
+            Progress::Gone => {
+                if let Some(p) = pending.remove(&t) {
+                    self.give_up(p, Some(Error::new(Code::CTRLCLOSE)));
+                }
+            }
+            Progress::Malformed(why) => {
+                if let Some(p) = pending.remove(&t) {
+                    let e = Error::msg(Code::RECVPARAMS, why);
+                    self.give_up(p, Some(e));
+                }
+            }
+            Progress::Complete => {
+                let Some(p) = pending.get_mut(&t) else { return };
+                let next = match p.stage {
+                    Stage::Prefix => self.identified(p),
+                    Stage::Iperf2Header | Stage::Params { .. } => Next::HandOn,
+                };
+                if let Next::Stay = next {
+                    // The next stage's bytes may be here already.
+                    let r = read_pending(p);
+                    return self.advance(t, r, poll, pending);
+                }
+                let Some(mut p) = pending.remove(&t) else { return };
+                let _ = poll.registry().deregister(&mut p.stream);
+                self.leave(p, next);
+            }
+        }
+    }
+
+    /// A complete prefix: what to do with the connection.
+    fn identified(&self, p: &mut Pending) -> Next {
         if !could_be_cookie(&p.buf) {
-            // Not iperf3: an iperf 2 client (header words or a -C client's
-            // digits) or junk. Its own thread reads the rest of the header
-            // with a deadline, so the acceptor never waits on it and junk
-            // only ends that thread.
-            crate::iperf2::server::serve_connection(self.iperf2.clone(), stream, p.peer, p.buf);
-            return;
+            // iperf 2 (header words or a -C client's digits) or junk. The
+            // header of a client we serve is read here first; a refused one
+            // goes to the iperf 2 server at once for 2.1.8's drop line.
+            if !self.shared.policy.permits(p.peer.ip()) {
+                return Next::HandOn;
+            }
+            p.stage = Stage::Iperf2Header;
+            p.since = Instant::now();
+            return Next::Stay;
         }
         let mut wire = [0u8; COOKIE_LEN];
         wire.copy_from_slice(&p.buf[..COOKIE_LEN]);
-        let Some(cookie) = Cookie::from_wire(&wire) else { return };
-        let mut reg = match self.shared.registry.lock() {
-            Ok(r) => r,
-            Err(_) => return,
+        let Some(cookie) = Cookie::from_wire(&wire) else {
+            return Next::Close;
+        };
+        if !self.shared.policy.permits(p.peer.ip()) {
+            return Next::Refuse(Refusal::Policy);
+        }
+        let Ok(mut reg) = self.shared.registry.lock() else {
+            return Next::Close;
         };
         if let Some(tx) = reg.collecting.get(&cookie) {
-            let _ = stream.set_nonblocking(false);
-            let _ = tx.try_send(DataSock::Tcp(stream));
-            return;
+            return Next::Stream(tx.clone());
         }
-        let duplicate = reg.running.contains(&cookie);
-        if duplicate || self.shared.active.load(Relaxed) >= self.shared.cfg.server.max_tests as usize {
-            drop(reg);
-            deny(stream);
-            self.refused(if duplicate {
-                Refusal::DuplicateCookie
-            } else {
-                Refusal::Busy
-            });
-            return;
+        if reg.running.contains(&cookie) {
+            return Next::Refuse(Refusal::DuplicateCookie);
+        }
+        if self.shared.active.load(Relaxed) >= self.shared.cfg.server.max_tests as usize {
+            return Next::Refuse(Refusal::Busy);
+        }
+        // A new test: ask for its parameters, and hold its cookie so a
+        // second connection with it is refused meanwhile.
+        if !matches!(p.stream.write(&[State::ParamExchange.to_byte()]), Ok(1)) {
+            return Next::Close;
         }
         reg.running.insert(cookie);
-        drop(reg);
+        p.stage = Stage::Params {
+            cookie,
+            framer: crate::proto::iperf3::Framer::new(),
+        };
+        p.since = Instant::now();
+        Next::Stay
+    }
+
+    /// A connection leaves the acceptor: to a collecting test, a new test
+    /// thread, the iperf 2 server, a refusal, or closed.
+    fn leave(&self, p: Pending, next: Next) {
+        let Pending {
+            stream,
+            peer,
+            buf,
+            stage,
+            ..
+        } = p;
+        let cookie = match &stage {
+            Stage::Params { cookie, .. } => Some(*cookie),
+            _ => None,
+        };
+        let Ok(stream) = mio_to_std(stream) else {
+            if let Some(c) = cookie {
+                self.release(c);
+            }
+            return;
+        };
+        match (next, stage) {
+            (Next::Stream(tx), _) => {
+                let _ = tx.try_send(DataSock::Tcp(stream));
+            }
+            (Next::Refuse(why), _) => {
+                deny(stream);
+                self.refused(why);
+                if why == Refusal::Policy && !self.shared.cfg.output.json {
+                    let (h, port) = crate::util::split_addr(&peer);
+                    self.shared
+                        .out
+                        .write(&format!("Refused connection from {h}, port {port} (access policy)\n"));
+                }
+            }
+            (Next::HandOn, Stage::Params { cookie, mut framer }) => {
+                let Ok(Some(body)) = framer.take_json(MAX_PARAMS_LEN) else {
+                    self.release(cookie);
+                    return;
+                };
+                if self.shared.active.load(Relaxed) >= self.shared.cfg.server.max_tests as usize {
+                    // Others finished their exchange first.
+                    self.release(cookie);
+                    deny(stream);
+                    self.refused(Refusal::Busy);
+                    return;
+                }
+                self.start_test(stream, cookie, peer, body);
+            }
+            (Next::HandOn, _) => {
+                crate::iperf2::server::serve_connection(self.iperf2.clone(), stream, peer, buf);
+            }
+            (Next::Stay | Next::Close, _) => {
+                if let Some(c) = cookie {
+                    self.release(c);
+                }
+            }
+        }
+    }
+
+    /// A pending connection is dropped: its deadline passed (`why` None),
+    /// it was evicted, it closed, or it sent what cannot be parameters. A
+    /// client in the parameter exchange is told why (SERVER_ERROR), as a
+    /// test thread would.
+    fn give_up(&self, p: Pending, why: Option<Error>) {
+        let Pending { mut stream, stage, .. } = p;
+        match stage {
+            Stage::Params { cookie, .. } => {
+                self.release(cookie);
+                let e = why.unwrap_or_else(|| {
+                    let words = Code::RECVPARAMS.message().unwrap_or("");
+                    Error::msg(Code::RECVPARAMS, format!("{words}: Connection timed out"))
+                });
+                if e.code != Code::CTRLCLOSE {
+                    let _ = stream.write(&server_error_frame(e.code.0, e.errno.unwrap_or(0)));
+                }
+                self.refused(Refusal::of_params_error(&e));
+                Reporter::for_config(&self.shared.cfg, self.shared.out.clone(), Side::Server).emit(Event::Error(e));
+                if let Ok(tx) = self.shared.done_tx.lock() {
+                    let _ = tx.send(TestOutcome::Refused);
+                }
+            }
+            Stage::Iperf2Header => self.refused(Refusal::Unrecognized),
+            Stage::Prefix => {}
+        }
+    }
+
+    /// Frees a cookie held for a parameter exchange that did not become a test.
+    fn release(&self, cookie: Cookie) {
+        if let Ok(mut r) = self.shared.registry.lock() {
+            r.running.remove(&cookie);
+        }
+    }
+
+    /// Starts a test thread for a client whose parameters arrived.
+    fn start_test(&self, stream: TcpStream, cookie: Cookie, peer: SocketAddr, params: Vec<u8>) {
         self.shared.active.fetch_add(1, Relaxed);
         // The test's number, as the banner announced it (names its report).
         let test_no = self.shared.tests_started.fetch_add(1, Relaxed) + 1;
         let shared = self.shared.clone();
-        let peer = p.peer;
         let spawned = std::thread::Builder::new().name("ws-test".into()).spawn(move || {
-            let outcome = serve_test(&shared, stream, cookie, peer, test_no);
+            let outcome = serve_test(&shared, stream, cookie, peer, test_no, params);
             if let Ok(mut r) = shared.registry.lock() {
                 r.running.remove(&cookie);
                 r.collecting.remove(&cookie);
@@ -460,10 +690,16 @@ impl Server {
         });
         if spawned.is_err() {
             self.shared.active.fetch_sub(1, Relaxed);
-            if let Ok(mut r) = self.shared.registry.lock() {
-                r.running.remove(&cookie);
-            }
+            self.release(cookie);
         }
+    }
+}
+
+/// Closes the pending connection that has waited longest.
+fn evict_oldest(pending: &mut HashMap<Token, Pending>, mut drop_it: impl FnMut(Pending)) {
+    let oldest = pending.iter().min_by_key(|(_, p)| p.since).map(|(t, _)| *t);
+    if let Some(p) = oldest.and_then(|t| pending.remove(&t)) {
+        drop_it(p);
     }
 }
 
@@ -473,23 +709,51 @@ fn mio_to_std(s: mio::net::TcpStream) -> io::Result<TcpStream> {
     Ok(s)
 }
 
-/// Reads the identifying prefix (up to a cookie's length). Ok(true) when
-/// complete or clearly not iperf3.
-fn read_prefix(p: &mut Pending) -> io::Result<bool> {
-    let mut tmp = [0u8; COOKIE_LEN];
+/// Reads what the connection's stage expects, never more: the prefix up to
+/// a cookie's length (less if it clearly is not one), an iperf 2 header to
+/// the length its own fields give (capped), or one parameter frame of at
+/// most [`MAX_PARAMS_LEN`] bytes (the length prefix is checked before the
+/// body is read).
+fn read_pending(p: &mut Pending) -> Progress {
+    let mut tmp = [0u8; 1024];
     loop {
-        let want = COOKIE_LEN - p.buf.len();
-        match p.stream.read(&mut tmp[..want]) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => {
-                p.buf.extend_from_slice(&tmp[..n]);
-                if !could_be_cookie(&p.buf) || p.buf.len() == COOKIE_LEN {
-                    return Ok(true);
+        let want = match &p.stage {
+            Stage::Prefix => {
+                if p.buf.len() == COOKIE_LEN || (!p.buf.is_empty() && !could_be_cookie(&p.buf)) {
+                    return Progress::Complete;
                 }
+                COOKIE_LEN - p.buf.len()
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Stage::Iperf2Header => match ClientHeader::need_tcp(&p.buf) {
+                Ok(Need::Done(_)) => return Progress::Complete,
+                Ok(Need::More(n)) if n <= MAX_TCP_HEADER => n - p.buf.len(),
+                Ok(Need::More(n)) => return Progress::Malformed(format!("iperf 2 header of {n} bytes")),
+                Err(e) => return Progress::Malformed(e.to_string()),
+            },
+            Stage::Params { framer, .. } => match framer.json_needs(MAX_PARAMS_LEN) {
+                Ok(0) => return Progress::Complete,
+                Ok(n) => n,
+                Err(FrameError::EmptyJson) => {
+                    return Progress::Malformed(format!("{}: empty message", Code::RECVPARAMS.message().unwrap_or("")));
+                }
+                Err(FrameError::TooLong(n)) => {
+                    return Progress::Malformed(format!(
+                        "{}: message of {n} bytes exceeds the {MAX_PARAMS_LEN}-byte limit",
+                        Code::RECVPARAMS.message().unwrap_or("")
+                    ));
+                }
+            },
+        };
+        let want = want.min(tmp.len());
+        match p.stream.read(&mut tmp[..want]) {
+            Ok(0) => return Progress::Gone,
+            Ok(n) => match &mut p.stage {
+                Stage::Params { framer, .. } => framer.push(&tmp[..n]),
+                _ => p.buf.extend_from_slice(&tmp[..n]),
+            },
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Progress::NotYet,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(_) => return Progress::Gone,
         }
     }
 }
@@ -521,8 +785,16 @@ fn send_server_error(ctrl: &mut Ctrl, e: &Error) {
     let _ = ctrl.write_all(&frame, Instant::now() + Duration::from_secs(2));
 }
 
-/// Runs one test on its control connection.
-fn serve_test(shared: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAddr, test_no: u64) -> TestOutcome {
+/// Runs one test on its control connection; `params_json` is the parameter
+/// JSON the acceptor read.
+fn serve_test(
+    shared: &Arc<Shared>,
+    stream: TcpStream,
+    cookie: Cookie,
+    peer: SocketAddr,
+    test_no: u64,
+    params_json: Vec<u8>,
+) -> TestOutcome {
     let cfg = &shared.cfg;
     let _ = net::setup_control(&stream, cfg.net.cntl_ka, cfg.net.snd_timeout);
     let Ok(mut ctrl) = Ctrl::new(stream) else {
@@ -532,9 +804,7 @@ fn serve_test(shared: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: Soc
     // Before the parameters arrive, errors go to a plain reporter.
     let mut early = Reporter::for_config(cfg, base_out.clone(), Side::Server);
     let r = (|| -> Result<(crate::proto::iperf3::ParamsIn, TestConfig), Error> {
-        ctrl.send_state(State::ParamExchange)?;
-        let body = ctrl.recv_json(MAX_PARAMS_LEN, FIRST_BYTE, WHOLE_MSG, Code::RECVPARAMS)?;
-        let p = decode_params(&body)?;
+        let p = decode_params(&params_json)?;
         // Credentials first: a client that is not authorized learns nothing
         // of the server's limits.
         if let Some(auth) = &shared.auth {
@@ -810,12 +1080,18 @@ impl ServerTest<'_> {
         let mut machine = ServerMachine::new();
         machine.running();
         let started = Instant::now();
+        // A byte or block count has no duration of its own: then
+        // `--server-max-duration`, if set, bounds the test.
         let watchdog = self
             .params
             .duration()
+            .or(self.cfg.server.max_duration)
             .map(|d| started + self.params.omit + d + Duration::from_secs(40));
         let rcv_timeout = self.cfg.net.rcv_timeout.unwrap_or(Duration::from_secs(120));
         let mut rate_window: Vec<(Instant, u64)> = Vec::new();
+        // A client that vanished without a word (half-open control
+        // connection, no FIN or RST) while we send: nothing moves any more.
+        let mut moved = (started, 0u64);
         loop {
             if self.shared.terminate.load(Relaxed) {
                 return self.terminated(State::ServerTerminate, None);
@@ -830,6 +1106,23 @@ impl ServerTest<'_> {
             }
             if session.stats.rx_idle(now).is_some_and(|idle| idle >= rcv_timeout) {
                 return Err(Error::new(Code::NOMSG));
+            }
+            let total: u64 = session
+                .stats
+                .streams
+                .iter()
+                .map(|st| st.counters.bytes.load(Relaxed))
+                .sum();
+            if total != moved.1 {
+                moved = (now, total);
+            } else if now.duration_since(moved.0) >= rcv_timeout {
+                return Err(Error::msg(
+                    Code::NOMSG,
+                    format!(
+                        "no data moved for {} s: the client stopped responding",
+                        rcv_timeout.as_secs()
+                    ),
+                ));
             }
             let mut events = Vec::new();
             session.on_timers(now, &mut |e| events.push(e));
@@ -856,13 +1149,16 @@ impl ServerTest<'_> {
                         Some("the client has unexpectedly closed the connection"),
                     );
                 }
-                Polled::Byte(b) => match machine.on_byte(b)? {
-                    ServerAction::EndTest => break,
-                    ServerAction::ClientTerminated => {
-                        return self.terminated(State::ClientTerminate, Some("the client has terminated"));
+                Polled::Byte(b) => {
+                    moved.0 = Instant::now();
+                    match machine.on_byte(b)? {
+                        ServerAction::EndTest => break,
+                        ServerAction::ClientTerminated => {
+                            return self.terminated(State::ClientTerminate, Some("the client has terminated"));
+                        }
+                        _ => {}
                     }
-                    _ => {}
-                },
+                }
                 Polled::Woken => {}
             }
         }
@@ -909,9 +1205,13 @@ impl ServerTest<'_> {
 
     /// Ends the test early: a summary of what was measured, then `why`.
     fn terminated(&mut self, tell: State, why: Option<&str>) -> Result<(), Error> {
-        // Tell the client before the streams break, so it hears why.
-        if tell == State::ServerTerminate {
-            let _ = self.ctrl.send_state(State::ServerTerminate);
+        // Tell the client before the streams break, so it hears why, and
+        // give it a moment to hang up: a single-threaded client (iperf3) that
+        // is writing would otherwise meet the broken stream first and report
+        // that instead.
+        if tell == State::ServerTerminate && self.ctrl.send_state(State::ServerTerminate).is_ok() {
+            let until = Instant::now() + Duration::from_secs(1);
+            while let Ok(Woke::Data | Woke::Waker) = self.ctrl.wait(Some(until)) {}
         }
         if let Some(s) = self.session.as_mut() {
             s.abort();
@@ -924,7 +1224,6 @@ impl ServerTest<'_> {
             }
         }
         if tell == State::ServerTerminate {
-            let _ = self.ctrl.send_state(State::ServerTerminate);
             self.output
                 .emit(Event::Notice("interrupt - the server has terminated".into()));
         }

@@ -134,6 +134,8 @@ pub enum Opt {
     TripTimes,
     Histograms,
     ConnectRetries,
+    Allow,
+    Deny,
     // Recognised, but their features are not built yet.
     Bounceback,
     TcpRxWindowClamp,
@@ -227,6 +229,9 @@ pub const TABLE: &[OptSpec<Opt>] = &[
     o!(Histograms, None, Some("histograms"), Optional),
     o!(Histograms, None, Some("udp-histograms"), Optional),
     o!(ConnectRetries, None, Some("connect-retries"), Required),
+    // wirespeed additions (2.1.8 has no such options): access policy.
+    o!(Allow, None, Some("allow"), Required),
+    o!(Deny, None, Some("deny"), Required),
     o!(Bounceback, None, Some("bounceback"), Optional),
     o!(Bounceback, None, Some("bounceback-congest"), Optional),
     o!(Bounceback, None, Some("bounceback-hold"), Required),
@@ -455,6 +460,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     let mut rate_given = false;
     let mut client_only: Vec<String> = Vec::new();
     let mut ttl: Option<u32> = None;
+    let mut policy_opt: Option<String> = None;
 
     for o in &opts {
         if let Some(e) = unimplemented(o) {
@@ -703,6 +709,16 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 cfg.iperf2.connect_retries = n as u32;
                 client_only.push(sp.into());
             }
+            Opt::Allow | Opt::Deny => {
+                let name = if o.key == Opt::Allow { "--allow" } else { "--deny" };
+                let list = crate::policy::split_list(name, &v).map_err(CliError::err)?;
+                if o.key == Opt::Allow {
+                    cfg.server.allow.extend(list);
+                } else {
+                    cfg.server.deny.extend(list);
+                }
+                policy_opt = Some(name.into());
+            }
             Opt::Udp => udp = true,
             Opt::SingleUdp => {
                 udp = true;
@@ -834,6 +850,9 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         }
         if cfg.server.daemon {
             return Err(CliError::err("option -D is only valid for a server"));
+        }
+        if let Some(o) = policy_opt {
+            return Err(CliError::err(format!("option {o} is only valid for a server")));
         }
         if cfg.iperf2.single_client {
             return Err(CliError::err("option -1 is only valid for a server"));
@@ -978,6 +997,9 @@ Server specific:
       --histograms[=binwidth[u|m],bins,ci_lower,ci_upper]  latency histograms (needs the client's --trip-times)
   -P, --parallel  #        exit after this many connections have been served
   -c, --client    <host>   serve only this client
+      --allow <list>       serve only these clients: addresses, CIDR networks, host names
+                           (comma-separated, repeatable; a wirespeed addition)
+      --deny <list>        refuse these clients (wins over --allow and -c)
   -V, --ipv6_domain        Enable IPv6 reception by setting the domain and socket to AF_INET6 (Can receive on both IPv4 and IPv6)
 
 Client specific:

@@ -232,12 +232,10 @@ fn role_mark(o: Opt) -> RoleMark {
 /// Options whose feature is not built yet: rejected, never ignored.
 fn unimplemented(o: Opt) -> Option<Error> {
     use Opt::*;
-    let msg = match o {
-        Sctp | Xbind | Nstreams => return Some(crate::net::sctp_unavailable()),
-        Allow | Deny => "access policies are not implemented yet",
-        _ => return None,
-    };
-    Some(Error::param_msg(Code::UNIMP, msg))
+    match o {
+        Sctp | Xbind | Nstreams => Some(crate::net::sctp_unavailable()),
+        _ => None,
+    }
 }
 
 /// Whether an option of [`TABLE`] works (rather than being rejected as not
@@ -661,8 +659,14 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
             Opt::Live => cfg.output.live = true,
             Opt::Report => cfg.output.html_report = Some(PathBuf::from(v)),
             Opt::Metrics => cfg.server.metrics = Some(v),
-            Opt::Allow => cfg.server.allow.push(v),
-            Opt::Deny => cfg.server.deny.push(v),
+            Opt::Allow => cfg
+                .server
+                .allow
+                .extend(crate::policy::split_list("--allow", &v).map_err(|m| Error::param_msg(Code::NONE, m))?),
+            Opt::Deny => cfg
+                .server
+                .deny
+                .extend(crate::policy::split_list("--deny", &v).map_err(|m| Error::param_msg(Code::NONE, m))?),
             Opt::UdpSearch => search = Some(search.unwrap_or_default()),
             Opt::MaxLoss => {
                 let p = crate::search::parse_max_loss(&v).ok_or_else(|| {
@@ -903,6 +907,10 @@ Server specific:
   --server-max-duration #   max. time (in seconds) a client may ask for (default 0 = no limit)
   --max-tests #             tests served at once (default 16); more get \"server is busy\"
   --max-streams #           streams a test may open (default 10000)
+  --allow <list>            serve only these clients: addresses, CIDR networks, host names
+                            (comma-separated; repeatable; names resolved at start)
+  --deny <list>             refuse these clients (deny wins over --allow); iperf3 clients
+                            are told \"access denied\" (which iperf3 words as busy)
   --rsa-private-key-path    path to the RSA private key used to decrypt
                             authentication credentials
   --authorized-users-path   path to the configuration file containing user

@@ -91,17 +91,6 @@ pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) 
     }
 }
 
-/// The addresses `-s -c host` lets in (empty: everyone).
-fn allow_list(cfg: &TestConfig) -> Result<Vec<std::net::IpAddr>, crate::error::Error> {
-    let mut allow = Vec::new();
-    for h in &cfg.server.allow {
-        for a in crate::net::resolve(h, 0, cfg.net.family)? {
-            allow.push(crate::net::canonical(a).ip());
-        }
-    }
-    Ok(allow)
-}
-
 /// A UDP flow's connection line.
 pub fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote: SocketAddr) -> FlowConn {
     FlowConn {
@@ -166,13 +155,17 @@ pub fn run(args: &[String], prog: &str) -> i32 {
     {
         out.write_err(&format!("WARNING: realtime scheduling not set: {e}\n"));
     }
-    let signal = crate::install_signals();
+    let signal = match cfg.role {
+        Role::Server => crate::install_signals_for(crate::hangup_for_server(&cfg)),
+        _ => crate::install_signals(),
+    };
     let ctx = Arc::new(Ctx::new(cfg.clone(), out.clone()));
     let udp = cfg.params.protocol == crate::config::Protocol::Udp;
     let r = match &cfg.role {
         Role::Client(host) if udp => udp_client::run(&ctx, host, &signal),
         Role::Client(host) => client::run(&ctx, host, &signal),
-        _ if udp => allow_list(&cfg).and_then(|allow| udp_server::run(ctx.clone(), signal, allow)),
+        _ if udp => crate::policy::AccessPolicy::from_config(&cfg)
+            .and_then(|policy| udp_server::run(ctx.clone(), signal, policy)),
         _ => server::run(ctx.clone(), signal),
     };
     match r {

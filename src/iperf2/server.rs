@@ -48,8 +48,11 @@ pub struct ServerCtx {
     pub stop: Arc<AtomicBool>,
     signal: Arc<AtomicUsize>,
     active: AtomicUsize,
+    /// Connections still waiting for their header (each on its thread).
+    reading: AtomicUsize,
     groups: Mutex<HashMap<(IpAddr, u32), Sender<Member>>>,
-    allow: Vec<IpAddr>,
+    /// `--allow`/`--deny` and `-s -c host`.
+    policy: crate::policy::AccessPolicy,
     /// On the iperf3 server's shared port: headerless data must start with
     /// iperf 2's `0123...` payload pattern (a `-C` client), anything else
     /// is refused as unrecognized. A dedicated iperf 2 server takes any
@@ -64,19 +67,15 @@ pub struct ServerCtx {
 impl ServerCtx {
     /// A server context for `ctx`'s configuration.
     pub fn new(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<Arc<ServerCtx>, Error> {
-        let mut allow = Vec::new();
-        for h in &ctx.cfg.server.allow {
-            for a in net::resolve(h, 0, ctx.cfg.net.family)? {
-                allow.push(canonical(a.ip()));
-            }
-        }
+        let policy = crate::policy::AccessPolicy::from_config(&ctx.cfg)?;
         Ok(Arc::new(ServerCtx {
             ctx,
             stop: Arc::new(AtomicBool::new(false)),
             signal,
             active: AtomicUsize::new(0),
+            reading: AtomicUsize::new(0),
             groups: Mutex::new(HashMap::new()),
-            allow,
+            policy,
             strict: false,
             metrics: std::sync::OnceLock::new(),
             udp: std::sync::OnceLock::new(),
@@ -84,8 +83,13 @@ impl ServerCtx {
     }
 
     /// The context an iperf3 server uses for the iperf 2 clients it meets:
-    /// its output, its interval and format, iperf 2's defaults otherwise.
-    pub fn for_iperf3_server(cfg3: &TestConfig, out: crate::report::Output) -> Arc<ServerCtx> {
+    /// its output, its interval and format, its access policy, iperf 2's
+    /// defaults otherwise.
+    pub fn for_iperf3_server(
+        cfg3: &TestConfig,
+        out: crate::report::Output,
+        policy: crate::policy::AccessPolicy,
+    ) -> Arc<ServerCtx> {
         let mut cfg = TestConfig {
             dialect: crate::config::Dialect::Iperf2,
             port: cfg3.port,
@@ -96,6 +100,8 @@ impl ServerCtx {
         cfg.params.repeating_payload = true;
         cfg.params.block_len = Some(crate::config::DEFAULT_TCP_BLOCK);
         cfg.net = cfg3.net.clone();
+        cfg.server.max_streams = cfg3.server.max_streams;
+        cfg.server.max_duration = cfg3.server.max_duration;
         let out = if cfg3.output.json {
             crate::report::Output::discard()
         } else {
@@ -107,8 +113,9 @@ impl ServerCtx {
             stop: Arc::new(AtomicBool::new(false)),
             signal: Arc::new(AtomicUsize::new(0)),
             active: AtomicUsize::new(0),
+            reading: AtomicUsize::new(0),
             groups: Mutex::new(HashMap::new()),
-            allow: Vec::new(),
+            policy,
             strict: true,
             metrics: std::sync::OnceLock::new(),
             udp: std::sync::OnceLock::new(),
@@ -126,9 +133,13 @@ impl ServerCtx {
         }
     }
 
-    /// Whether `-c host` lets this peer in.
+    /// Whether the access policy lets this peer in; a refusal is counted.
     fn allowed(&self, peer: SocketAddr) -> bool {
-        self.allow.is_empty() || self.allow.contains(&canonical(peer.ip()))
+        let ok = self.policy.permits(peer.ip());
+        if !ok && let Some(m) = self.metrics.get() {
+            m.refused(crate::metrics::Refusal::Policy);
+        }
+        ok
     }
 
     /// Connections (and UDP sessions) being served.
@@ -145,7 +156,7 @@ pub fn udp_datagram(sc: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d:
         super::udp_server::UdpServer::new(
             sc.ctx.clone(),
             sc.signal.clone(),
-            sc.allow.clone(),
+            sc.policy.clone(),
             super::udp_server::Mode::Server { strict: sc.strict },
             false,
         )
@@ -252,7 +263,10 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
         drop_line(ctx, &sock, peer, "client not allowed");
         return;
     }
-    let Some((len, buf)) = read_header(&sock, prefix) else {
+    sc.reading.fetch_add(1, Relaxed);
+    let header = read_header(&sock, prefix);
+    sc.reading.fetch_sub(1, Relaxed);
+    let Some((len, buf)) = header else {
         sc.unrecognized();
         return;
     };
@@ -274,6 +288,15 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
     } else {
         ClientHeader::default()
     };
+    if let Err((why, words)) = check_header(sc, &header) {
+        if let Some(m) = sc.metrics.get() {
+            m.refused(why);
+        }
+        if why != crate::metrics::Refusal::Unrecognized {
+            drop_line(ctx, &sock, peer, words);
+        }
+        return;
+    }
     let key_ok = match (&cfg.iperf2.permit_key, &header.key) {
         (Some(k), Some(got)) => k.as_bytes() == got.as_slice(),
         (None, None) => true,
@@ -372,6 +395,37 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
         members.push(m);
     }
     run_group(sc, members);
+}
+
+/// Refuses headers a server should not act on: on the shared port an
+/// extension must be iperf 2's own (major version 2), so text that happens
+/// to set the extension bit is not taken for a test; and the server's limits.
+fn check_header(sc: &ServerCtx, h: &ClientHeader) -> Result<(), (crate::metrics::Refusal, &'static str)> {
+    use crate::metrics::Refusal;
+    if sc.strict
+        && let Some(ext) = &h.ext
+        && ext.version_u >> 16 != 2
+    {
+        return Err((Refusal::Unrecognized, "not an iperf 2 header"));
+    }
+    match over_limits(&sc.ctx.cfg.server, h) {
+        Some(why) => Err((Refusal::Limit, why)),
+        None => Ok(()),
+    }
+}
+
+/// What in a header (TCP or UDP) breaks the server's limits: more threads
+/// than `--max-streams`, a time over `--server-max-duration`.
+pub(super) fn over_limits(limits: &crate::config::ServerOptions, h: &ClientHeader) -> Option<&'static str> {
+    if h.num_threads > limits.max_streams {
+        return Some("more parallel streams than the server allows");
+    }
+    if let (Some(Amount::Time(cs)), Some(max)) = (h.amount, limits.max_duration)
+        && u64::from(cs) > max.as_millis() as u64 / 10
+    {
+        return Some("longer than the server allows");
+    }
+    None
 }
 
 fn flow_cfg(sc: &ServerCtx, enhanced: bool) -> TestConfig {
@@ -602,7 +656,11 @@ fn run_opts(sc: &ServerCtx, p: &TestParams, decides_end: bool) -> RunOpts {
     RunOpts {
         interval: sc.ctx.cfg.output.interval,
         decides_end,
-        watchdog: p.duration().map(|d| Instant::now() + d + Duration::from_secs(30)),
+        // A byte count has no duration of its own: `--server-max-duration` bounds it.
+        watchdog: p
+            .duration()
+            .or(sc.ctx.cfg.server.max_duration)
+            .map(|d| Instant::now() + d + Duration::from_secs(30)),
         drain: Duration::from_secs(3),
         idle_limit: Some(Duration::from_secs(60)),
         stop: sc.stop.clone(),
@@ -722,10 +780,12 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         net::set_buffers(&sref, w as usize, &mut warn)?;
     }
     let window = sref.recv_buffer_size().unwrap_or(0) as u64;
-    if cfg.server.daemon {
-        crate::sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;
-    }
     let sc = ServerCtx::new(ctx.clone(), signal.clone())?;
+    if cfg.server.daemon {
+        crate::sys::process::detach()
+            .map_err(|e| Error::io(Code::DAEMON, &e))?
+            .ready();
+    }
     let notes = cfg
         .output
         .histograms
@@ -782,6 +842,12 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
                     }
                     if !sc.allowed(peer) {
                         drop_line(&sc.ctx, &s, peer, "client not allowed");
+                        continue;
+                    }
+                    // Idle connections cost a thread each for the header's
+                    // 4 s: past this many at once, new ones are closed.
+                    if sc.reading.load(Relaxed) >= crate::server::MAX_PENDING {
+                        sc.unrecognized();
                         continue;
                     }
                     served += 1;

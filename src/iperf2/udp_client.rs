@@ -459,7 +459,7 @@ fn receive_connect_back(
     let srv = UdpServer::new(
         ctx.clone(),
         signal.clone(),
-        Vec::new(),
+        crate::policy::AccessPolicy::open(),
         Mode::ConnectBack { expect: n },
         false,
     );

@@ -141,7 +141,8 @@ pub struct UdpServer {
     signal: Arc<AtomicUsize>,
     active: AtomicUsize,
     served: AtomicU32,
-    allow: Vec<IpAddr>,
+    /// `--allow`/`--deny` and `-s -c host`.
+    policy: crate::policy::AccessPolicy,
     peers: Mutex<HashMap<SocketAddr, Peer>>,
     groups: Mutex<HashMap<(IpAddr, u32), Sender<Member>>>,
     drained: AtomicU64,
@@ -175,7 +176,7 @@ impl UdpServer {
     pub fn new(
         ctx: Arc<Ctx>,
         signal: Arc<AtomicUsize>,
-        allow: Vec<IpAddr>,
+        policy: crate::policy::AccessPolicy,
         mode: Mode,
         multicast: bool,
     ) -> Arc<UdpServer> {
@@ -193,7 +194,7 @@ impl UdpServer {
             signal,
             active: AtomicUsize::new(0),
             served: AtomicU32::new(0),
-            allow,
+            policy,
             peers: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
             drained: AtomicU64::new(0),
@@ -228,7 +229,7 @@ impl UdpServer {
     }
 
     fn allowed(&self, peer: SocketAddr) -> bool {
-        self.allow.is_empty() || self.allow.contains(&peer.ip())
+        self.policy.permits(peer.ip())
     }
 
     /// Takes a datagram from `from` that arrived on a listening socket
@@ -254,7 +255,9 @@ impl UdpServer {
             None => {}
         }
         if peers.len() > 256 {
-            peers.retain(|_, p| !matches!(p, Peer::Done(t) if t.elapsed() >= LINGER));
+            // Refused sources are forgotten too, so one sending from many
+            // ports cannot grow the table (it is refused again, and said so).
+            peers.retain(|_, p| !matches!(p, Peer::Denied) && !matches!(p, Peer::Done(t) if t.elapsed() >= LINGER));
         }
         if self.active() >= MAX_SESSIONS {
             return false;
@@ -268,7 +271,9 @@ impl UdpServer {
             Mode::Server { strict } => {
                 let h = ClientHeader::decode_udp(d);
                 let valid = h.as_ref().is_some_and(|h| {
-                    h.flags & flags::EXTEND != 0 && h.version().is_some_and(|(u, l)| u != 0 && l != 0)
+                    // iperf 2's own major version, so junk that happens to
+                    // set the extension bit is not taken for a test.
+                    h.flags & flags::EXTEND != 0 && h.version().is_some_and(|(u, l)| u >> 16 == 2 && l != 0)
                 });
                 // On a shared port anything else is someone else's (or junk).
                 if strict && !valid {
@@ -278,12 +283,19 @@ impl UdpServer {
             }
         };
         let _ = first;
-        if !self.allowed(from) {
+        let refusal = if !self.allowed(from) {
+            Some("client not allowed")
+        } else {
+            header
+                .as_ref()
+                .and_then(|h| super::server::over_limits(&self.ctx.cfg.server, h))
+        };
+        if let Some(why) = refusal {
             peers.insert(from, Peer::Denied);
             let (lh, lp) = crate::util::split_addr(&local);
             let (rh, rp) = crate::util::split_addr(&from);
             self.ctx.out.write(&format!(
-                "[drop] local {lh} port {lp} connected with {rh} port {rp} (client not allowed)\n"
+                "[drop] local {lh} port {lp} connected with {rh} port {rp} ({why})\n"
             ));
             return false;
         }
@@ -960,7 +972,7 @@ fn e_text(e: &std::io::Error) -> String {
 /// Runs `wirespeed --iperf2 -s -u`: the listening socket (joined to a
 /// multicast group with `-B group`), a session per client, until a signal,
 /// the listen time (`-t`), or `-P n` flows have been served.
-pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>, allow: Vec<IpAddr>) -> Result<(), Error> {
+pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>, policy: crate::policy::AccessPolicy) -> Result<(), Error> {
     let cfg = ctx.cfg.clone();
     let join = multicast_join(&cfg)?;
     let make = || -> Result<UdpSocket, Error> {
@@ -984,7 +996,9 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>, allow: Vec<IpAddr>) -> Resul
     let first = make()?;
     let window = SockRef::from(&first).recv_buffer_size().unwrap_or(0) as u64;
     if cfg.server.daemon {
-        crate::sys::process::daemonize().map_err(|e| Error::io(Code::DAEMON, &e))?;
+        crate::sys::process::detach()
+            .map_err(|e| Error::io(Code::DAEMON, &e))?
+            .ready();
     }
     let mut notes = Vec::new();
     if let Some(j) = &join {
@@ -1020,7 +1034,7 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>, allow: Vec<IpAddr>) -> Resul
     let srv = UdpServer::new(
         ctx.clone(),
         signal,
-        allow,
+        policy,
         Mode::Server { strict: false },
         join.is_some(),
     );
@@ -1076,7 +1090,7 @@ mod tests {
         UdpServer::new(
             ctx,
             Arc::new(AtomicUsize::new(0)),
-            Vec::new(),
+            crate::policy::AccessPolicy::open(),
             Mode::Server { strict },
             false,
         )

@@ -41,18 +41,21 @@ pub enum Refusal {
     BadParameters,
     /// The parameters broke a server limit (`--max-streams`, duration, rate).
     Limit,
+    /// The client's address is refused by `--allow`/`--deny` (or iperf 2's `-c host`).
+    Policy,
     /// The client did not authenticate (`--rsa-private-key-path`).
     Unauthorized,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 7] = [
+    const ALL: [Refusal; 8] = [
         Refusal::Busy,
         Refusal::DuplicateCookie,
         Refusal::Unrecognized,
         Refusal::NoParameters,
         Refusal::BadParameters,
         Refusal::Limit,
+        Refusal::Policy,
         Refusal::Unauthorized,
     ];
 
@@ -65,6 +68,7 @@ impl Refusal {
             Refusal::NoParameters => "no_parameters",
             Refusal::BadParameters => "bad_parameters",
             Refusal::Limit => "limit",
+            Refusal::Policy => "policy",
             Refusal::Unauthorized => "unauthorized",
         }
     }

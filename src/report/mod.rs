@@ -49,8 +49,36 @@ pub struct Output {
 #[derive(Clone)]
 enum Target {
     Stdout,
-    File(Arc<Mutex<std::fs::File>>),
+    File(Arc<LogFile>),
     Buffer(Arc<Mutex<String>>),
+}
+
+/// A log file (`--logfile`, iperf 2's `-o`), reopened by name after
+/// SIGHUP so log rotation works: the next write after the signal goes to
+/// a fresh file of that name (appended to if it exists).
+struct LogFile {
+    path: std::path::PathBuf,
+    file: Mutex<std::fs::File>,
+}
+
+/// Raised (by the SIGHUP handler) to have every log file reopened before
+/// its next write.
+pub fn log_reopen_flag() -> Arc<std::sync::atomic::AtomicBool> {
+    static FLAG: std::sync::OnceLock<Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(|| Arc::new(std::sync::atomic::AtomicBool::new(false)))
+        .clone()
+}
+
+impl LogFile {
+    fn write(&self, text: &str) {
+        let Ok(mut f) = self.file.lock() else { return };
+        if log_reopen_flag().swap(false, std::sync::atomic::Ordering::Relaxed)
+            && let Ok(fresh) = OpenOptions::new().create(true).append(true).open(&self.path)
+        {
+            *f = fresh;
+        }
+        let _ = f.write_all(text.as_bytes());
+    }
 }
 
 impl Output {
@@ -66,7 +94,10 @@ impl Output {
                     oo.append(true);
                 }
                 let f = oo.open(path).map_err(|e| Error::io(Code::LOGFILE, &e))?;
-                Target::File(Arc::new(Mutex::new(f)))
+                Target::File(Arc::new(LogFile {
+                    path: path.clone(),
+                    file: Mutex::new(f),
+                }))
             }
             None => Target::Stdout,
         };
@@ -130,11 +161,7 @@ impl Output {
                     let _ = out.flush();
                 }
             }
-            Target::File(f) => {
-                if let Ok(mut f) = f.lock() {
-                    let _ = f.write_all(text.as_bytes());
-                }
-            }
+            Target::File(f) => f.write(&text),
             Target::Buffer(b) => {
                 if let Ok(mut b) = b.lock() {
                     b.push_str(&text);

@@ -139,7 +139,7 @@ impl UdpAccounting {
         if cand > self.max_seq && cand - self.max_seq > SPAN / 2 && cand >= SPAN {
             cand - SPAN
         } else if cand < self.max_seq && self.max_seq - cand > SPAN / 2 {
-            cand + SPAN
+            cand.checked_add(SPAN).unwrap_or(cand)
         } else {
             cand
         }
@@ -169,7 +169,8 @@ impl UdpAccounting {
             }
             let (w, b) = Self::slot(seq);
             self.seen[w] |= b;
-            self.lost += gap as i64;
+            // A hostile sender's jump to near 2^64 must not overflow.
+            self.lost = self.lost.saturating_add(gap.min(i64::MAX as u64) as i64);
             self.max_seq = seq;
             Arrival::Ahead { gap }
         } else if self.max_seq / 64 - seq / 64 >= WORDS as u64 {

@@ -51,18 +51,111 @@ pub fn current_affinity() -> io::Result<Vec<usize>> {
         .collect())
 }
 
-/// Detaches from the terminal (fork, setsid, stdio to /dev/null). Must run
-/// before any thread is started: only the calling thread survives a fork.
-pub fn daemonize() -> io::Result<()> {
-    // SAFETY: daemon(3) forks; the caller guarantees no other threads exist
-    // yet, so no lock can be held by a thread that vanishes in the child.
-    // nochdir=1 keeps relative paths (pidfile, logfile) meaningful.
-    let rc = unsafe { libc::daemon(1, 0) };
-    if rc != 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
+/// The detached daemon's end of the pipe its starting process waits on:
+/// say [`Detached::ready`] once serving (listening, pidfile written), or
+/// [`Detached::failed`] with the reason. Dropped unsaid, the starter reports
+/// that the daemon did not start.
+pub struct Detached {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl Detached {
+    /// Tells the starter the daemon is up; it exits 0.
+    pub fn ready(self) {
+        self.say(b"1");
     }
+
+    /// Tells the starter why the daemon could not start; it prints `why`
+    /// on its stderr and exits 1.
+    pub fn failed(self, why: &str) {
+        let mut m = b"0".to_vec();
+        m.extend_from_slice(why.as_bytes());
+        self.say(&m);
+    }
+
+    fn say(self, msg: &[u8]) {
+        use std::io::Write;
+        let mut f = std::fs::File::from(self.fd);
+        let _ = f.write_all(msg);
+    }
+}
+
+/// Detaches from the terminal: forks twice (the daemon is not a session
+/// leader, so it can never get a controlling terminal back), starts a new
+/// session, and points stdin, stdout and stderr at /dev/null. The working
+/// directory is kept, so relative paths (pidfile, log) stay meaningful.
+///
+/// The calling process does not return: it waits until the daemon says it
+/// is ready (exit 0) or failed, or exits without a word (exit 1, with the
+/// daemon's reason on stderr). Must run before any thread is started: only
+/// the calling thread survives a fork.
+pub fn detach() -> io::Result<Detached> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by us alone.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: the caller guarantees no other thread exists, so the child
+    // inherits no lock held by a vanished thread.
+    match unsafe { libc::fork() } {
+        -1 => return Err(io::Error::last_os_error()),
+        0 => {}
+        _ => {
+            drop(wr);
+            wait_for_daemon(rd);
+        }
+    }
+    drop(rd);
+    // SAFETY: plain syscall in the (single-threaded) child.
+    if unsafe { libc::setsid() } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above; the intermediate child only exits.
+    match unsafe { libc::fork() } {
+        -1 => return Err(io::Error::last_os_error()),
+        0 => {}
+        // SAFETY: _exit ends the intermediate child at once, running no
+        // destructors or atexit handlers that belong to the daemon.
+        _ => unsafe { libc::_exit(0) },
+    }
+    let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;
+    for target in [libc::STDIN_FILENO, libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+        // SAFETY: both descriptors are open; dup2 replaces `target` atomically.
+        if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), target) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(Detached { fd: wr })
+}
+
+/// The starting process: relays the daemon's word and exits.
+fn wait_for_daemon(rd: std::os::fd::OwnedFd) -> ! {
+    use std::io::{Read, Write};
+    let mut msg = Vec::new();
+    let _ = std::fs::File::from(rd).read_to_end(&mut msg);
+    let _ = io::stdout().flush();
+    let code = match msg.split_first() {
+        Some((b'1', _)) => 0,
+        Some((_, why)) if !why.is_empty() => {
+            let mut e = io::stderr().lock();
+            let _ = e.write_all(why);
+            if !why.ends_with(b"\n") {
+                let _ = e.write_all(b"\n");
+            }
+            let _ = e.flush();
+            1
+        }
+        _ => {
+            let _ = writeln!(io::stderr(), "the daemon exited before it was ready");
+            1
+        }
+    };
+    // SAFETY: ends this process at once; the daemon owns everything that
+    // matters now (sockets, files), and nothing here needs cleaning up.
+    unsafe { libc::_exit(code) }
 }
 
 /// The (soft, hard) limits on open files.

@@ -190,7 +190,8 @@ impl ClientHeader {
             len = b.len();
             b.extend_from_slice(key);
         }
-        if self.ext.is_some() {
+        // A key needs the length field to be found, extension or not.
+        if self.ext.is_some() || self.key.is_some() {
             flags |= flags::LEN_BIT | ((len as u32) << 1) & flags::LEN_MASK;
         }
         put32(&mut b, 0, flags);
@@ -261,7 +262,9 @@ impl ClientHeader {
         if f & (flags::EXTEND | flags::VERSION2) != 0 && len >= V1_LEN + EXT_LEN {
             let ext = decode_ext(&bytes[V1_LEN..V1_LEN + EXT_LEN]);
             let body = if f & flags::KEYCHECK != 0 { len - 2 } else { len };
-            let blocks = &bytes[V1_LEN + EXT_LEN..body];
+            // A key length field inside the extension leaves no blocks
+            // (and must not turn the range around).
+            let blocks = bytes.get(V1_LEN + EXT_LEN..body).unwrap_or_default();
             if blocks.len() >= START_LEN {
                 h.start = Some(decode_start(&blocks[..START_LEN]));
             }

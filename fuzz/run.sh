@@ -1,0 +1,24 @@
+#!/bin/sh
+# Runs every fuzz target (or the ones named) for SECONDS each, one after
+# another on one core. New inputs go to fuzz/target/corpus/<target> (not
+# committed); the seed corpus fuzz/corpus/<target> is read only. A crash
+# stops the run and leaves its input in fuzz/artifacts/<target>/.
+#
+#   fuzz/run.sh 600                      # every target, 10 minutes each
+#   fuzz/run.sh 60 iperf3_params options # two targets, a minute each
+#
+# Needs cargo-fuzz (`cargo install cargo-fuzz`) and a nightly toolchain, or
+# a stable one with RUSTC_BOOTSTRAP=1 (set here if unset).
+set -eu
+cd "$(dirname "$0")"
+secs=${1:-60}
+[ $# -gt 0 ] && shift
+targets=${*:-"iperf3_params iperf3_results iperf3_control iperf2_tcp_header udp_datagrams options"}
+export RUSTC_BOOTSTRAP=${RUSTC_BOOTSTRAP:-1}
+cargo fuzz build
+for t in $targets; do
+    mkdir -p "target/corpus/$t"
+    echo "== $t: $secs s"
+    cargo fuzz run "$t" "target/corpus/$t" "corpus/$t" -- \
+        -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1
+done
