@@ -214,3 +214,44 @@ fn a_busy_metrics_address_is_one_line_and_exit_1() {
     let r = run(&wirespeed(), &["-c", "127.0.0.1", "--metrics", "127.0.0.1:1"], T);
     assert_eq!(r.code, Some(1), "--metrics is a server option");
 }
+
+#[test]
+fn iperf2_tests_on_the_shared_port_are_counted_by_protocol() {
+    let Some(curl_bin) = peer("curl") else { return };
+    let Some(iperf) = peer("iperf") else { return };
+    let (port, mport) = (free_port(), free_port());
+    let _srv = wirespeed_server(port, &["--metrics", &format!("127.0.0.1:{mport}")]);
+    let p = port.to_string();
+    let tcp = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
+    assert_eq!(tcp.code, Some(0), "{}\n{}", tcp.stdout, tcp.stderr);
+    let udp = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "-u", "-t", "1", "-b", "10m"], T);
+    assert_eq!(udp.code, Some(0), "{}\n{}", udp.stdout, udp.stderr);
+    let t = wait_for(&curl_bin, mport, "two iperf 2 tests to end", |t| {
+        sample(
+            t,
+            "wirespeed_tests_completed_total{dialect=\"iperf2\",protocol=\"tcp\"}",
+        ) == Some(1.0)
+            && sample(
+                t,
+                "wirespeed_tests_completed_total{dialect=\"iperf2\",protocol=\"udp\"}",
+            ) == Some(1.0)
+            && sample(t, "wirespeed_active_tests") == Some(0.0)
+    });
+    for proto in ["tcp", "udp"] {
+        let started = format!("wirespeed_tests_started_total{{dialect=\"iperf2\",protocol=\"{proto}\"}}");
+        assert_eq!(sample(&t, &started), Some(1.0), "{t}");
+        let bytes = format!("wirespeed_bytes_total{{dialect=\"iperf2\",protocol=\"{proto}\",direction=\"received\"}}");
+        assert!(sample(&t, &bytes).is_some_and(|b| b > 0.0), "{t}");
+    }
+    assert_eq!(sample(&t, "wirespeed_active_streams"), Some(0.0), "{t}");
+    assert_eq!(
+        sample(&t, "wirespeed_client_last_success{client=\"127.0.0.1\"}"),
+        Some(1.0),
+        "{t}"
+    );
+    // The iperf3 series are untouched.
+    assert_eq!(
+        sample(&t, "wirespeed_tests_started_total{dialect=\"iperf3\",protocol=\"tcp\"}"),
+        Some(0.0)
+    );
+}

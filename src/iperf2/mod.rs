@@ -34,6 +34,8 @@ pub struct Ctx {
     pub out: Output,
     header: HeaderState,
     ids: AtomicU32,
+    /// `--metrics` of the iperf3 server whose port this context serves.
+    metrics: std::sync::OnceLock<Arc<crate::metrics::Metrics>>,
 }
 
 impl Ctx {
@@ -44,7 +46,36 @@ impl Ctx {
             out,
             header: header_state(),
             ids: AtomicU32::new(1),
+            metrics: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Counts this context's server tests into `m` (`--metrics`).
+    pub fn set_metrics(&self, m: Arc<crate::metrics::Metrics>) {
+        let _ = self.metrics.set(m);
+    }
+
+    /// A server test's reporter: `reporter_for`, plus the metrics sink
+    /// when the server has `--metrics`. The test counts as started now and
+    /// as ended when the reporter is dropped.
+    pub fn test_reporter(
+        &self,
+        cfg: &TestConfig,
+        protocol: crate::config::Protocol,
+        client: std::net::IpAddr,
+        flows: usize,
+    ) -> Reporter {
+        let mut r = self.reporter_for(cfg, Side::Server);
+        if let Some(m) = self.metrics.get() {
+            let labels = crate::metrics::labels(crate::config::Dialect::Iperf2, protocol);
+            r.add(Box::new(crate::metrics::Iperf2MetricsSink::new(
+                m.clone(),
+                labels,
+                crate::util::host_string(client),
+                flows as u64,
+            )));
+        }
+        r
     }
 
     /// The next transfer id.

@@ -124,6 +124,7 @@ impl ServerCtx {
 
     /// Counts this context's refusals into `m`.
     pub fn set_metrics(&self, m: Arc<crate::metrics::Metrics>) {
+        self.ctx.set_metrics(m.clone());
         let _ = self.metrics.set(m);
     }
 
@@ -676,6 +677,7 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
     let enhanced = members.iter().any(|m| m.enhanced);
     let trip = members.iter().any(|m| m.trip_times);
     let header = first.header.clone();
+    let client = first.peer.ip();
     let mut flows = Vec::new();
     let mut tradeoff = Vec::new();
     let mut has_sender = false;
@@ -726,7 +728,7 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
     }
     let params = params_for(sc, &header, flows.len(), trip);
     let cfg = flow_cfg(sc, enhanced);
-    let mut rep = ctx.reporter_for(&cfg, Side::Server);
+    let mut rep = ctx.test_reporter(&cfg, crate::config::Protocol::Tcp, client, members.len());
     let opts = run_opts(sc, &params, has_sender);
     if let Err(e) = run_flows(&params, Side::Server, flows, &opts, &mut rep) {
         rep.emit(Event::Warning(format!("WARNING: {}", e.text())));

@@ -522,6 +522,7 @@ impl UdpServer {
     fn run_group(&self, members: Vec<Member>) {
         let Some(first) = members.first() else { return };
         let header = first.header.clone();
+        let first_peer = first.peer.ip();
         let block = self.block_len(&header);
         let enhanced = members.iter().any(|m| m.enhanced);
         let trip = members.iter().any(|m| m.trip);
@@ -555,7 +556,12 @@ impl UdpServer {
                 None => {}
             }
         }
-        let mut rep = self.reporter(enhanced);
+        let mut rep = {
+            let mut c = self.ctx.cfg.clone();
+            c.output.enhanced = enhanced;
+            self.ctx
+                .test_reporter(&c, crate::config::Protocol::Udp, first_peer, members.len())
+        };
         let params = self.params(&header, block, flows.len(), trip);
         let has_sender = !fins.is_empty();
         if let Err(e) = run_flows(

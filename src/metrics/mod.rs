@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-pub use sink::MetricsSink;
+pub use sink::{Iperf2MetricsSink, MetricsSink};
 
 use crate::config::{Dialect, Protocol};
 use crate::error::{Code, Error};
@@ -157,10 +157,12 @@ impl Metrics {
     /// rates work from the first scrape.
     pub fn new() -> Metrics {
         let mut s = State::default();
-        for p in ["tcp", "udp"] {
-            s.tests.insert(("iperf3", p), TestCounts::default());
-            for d in ["received", "sent"] {
-                s.bytes.insert(("iperf3", p, d), 0);
+        for dialect in ["iperf3", "iperf2"] {
+            for p in ["tcp", "udp"] {
+                s.tests.insert((dialect, p), TestCounts::default());
+                for d in ["received", "sent"] {
+                    s.bytes.insert((dialect, p, d), 0);
+                }
             }
         }
         for r in Refusal::ALL {
