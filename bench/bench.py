@@ -889,14 +889,16 @@ def main():
 # choices (each with the command that produced it).
 NOTES = [
     "**Zero-copy, kept:** `--skip-rx-copy` (MSG_TRUNC: the kernel drops received data without copying it "
-    "to user space). In two of the three preliminary runs' zero-copy tables it cost 0.224 and 0.210 CPU s "
-    "per GB against 0.269 and 0.249 plain, and moved more; in the third (this one, load peaking near 90) "
-    "0.269 against 0.245: the quiet rerun decides. It stays an option, as in iperf3 3.17+, because the "
-    "receiver then never sees the data.",
+    "to user space). On the quiet run of 2026-11-23 07:08 UTC it cost 0.285 CPU s per GB against 0.375 "
+    "plain and moved 36 Gbit/s against 29; on earlier, loaded runs 0.224 and 0.210 against 0.269 and 0.249, "
+    "and once (load near 90) 0.269 against 0.245. It stays an option, as in iperf3 3.17+, and not the "
+    "default, because the receiver then never sees the data.",
     "**Zero-copy, kept for compatibility only:** `-Z` sends with `sendfile(2)` from a file holding the block, "
-    "as iperf3 does. On loopback it costs more CPU per GB than copying (table above): the receiver still "
-    "copies, and taking page references per send costs the sender more than copying 128 KiB from a "
-    "cache-hot buffer.",
+    "as iperf3 does. On loopback it does not pay reliably: the quiet run of 2026-11-23 07:08 UTC gave "
+    "0.348 CPU s per GB against 0.375 plain, the run before it 0.384 against 0.368 — inside the run-to-run "
+    "noise (the `plain` row and the main table's wirespeed column are the same test minutes apart). The "
+    "receiver still copies, and the sender's page references cost about what copying 128 KiB from a "
+    "cache-hot buffer does.",
     "**Zero-copy, tried and dropped — MSG_ZEROCOPY:** built at commit 74869a0 (an experiment reverted in "
     "the next commit; SO_ZEROCOPY, `send(MSG_ZEROCOPY)`, completions read from the error queue every 8 "
     "sends and on ENOBUFS), `python3 bench/ab.py ';;' ';WS_EXP=msgzc;'` at load average 5–7: 12.07 "
@@ -926,17 +928,31 @@ NOTES = [
     "per GB), as are context switches (perf stat); RTTs in TCP_INFO are higher with workers.",
     "**TCP 1 stream, CPU per GB (goal not met):** on loopback both ends' cost is the kernel's — a copy "
     "into the socket, TCP processing, a copy out — and all three tools make the same calls (128 KiB "
-    "writes and reads); wirespeed's user-space work per block is a few counter updates. wirespeed and "
-    "iperf 2 cost about the same per GB, iperf3 some 20–25 % more. Tried without a gain: `-l` 16K–1M and `-w 4M` "
+    "writes and reads); wirespeed's user-space work per block is a few counter updates (`/usr/bin/time` "
+    "on a 5 s client: 0.03 s user, 4.9 s system, the same as iperf3's client). The three tools are within "
+    "each other's spread from run to run (quiet run: wirespeed 0.321, iperf3 0.307, iperf 2 0.344; the "
+    "loaded run before it 0.357, 0.333, 0.423). Tried without a gain: non-blocking sends with `poll` as "
+    "iperf3 does (`python3 bench/ab.py --rounds 6 ';;' ';WS_EXP=nbsend;'`, an experiment not kept: 29.47 "
+    "Gbit/s and 0.366 CPU s/GB against 29.51 and 0.364), `-l` 16K–1M and `-w 4M` "
     "(`python3 bench/ab.py ';;' ';;-l 256K' ';;-l 1M' ';;-w 4M'`: 0.244 plain against 0.266, 0.265, 0.311), "
     "page-aligned buffers, sendfile, MSG_ZEROCOPY, TCP_ZEROCOPY_RECEIVE (above). `--skip-rx-copy` can "
     "reach the goal where it pays (compare its CPU per GB in the zero-copy table with the peers' in the "
     "main table) but changes what the receiver does, so it is not the default.",
-    "**TCP 1 stream, Gbit/s:** the same kernel path for all three tools; on this loaded 2-vCPU VM the "
-    "spreads of the tools overlap, and the ratio moves with the load. To be judged on the quiet rerun.",
+    "**TCP 1 stream, Gbit/s (goal not met):** the same kernel path for all three tools. iperf3 led all "
+    "three rounds of the quiet run (37.1 against 34.0), but the receiving ends are not what differs: an "
+    "iperf3 client against wirespeed's server and against iperf3's, servers pinned to CPU 1 and the client "
+    "to CPU 0 with `taskset`, alternating 4 s tests, gave 36.8/36.7, 32.4/33.2, 32.8/34.5, 35.3/33.0 "
+    "Gbit/s; unpinned, the same pairs swung between 21 and 34. On 2 vCPUs the result follows where the "
+    "scheduler puts sender, receiver and softirq work (wirespeed sends from a data thread, iperf3 from its "
+    "only thread), and no change we tried moved the median (non-blocking sends, buffer sizes and "
+    "alignment, zero-copy: above).",
+    "**TCP `-P 4` (goal not met):** four streams keep both vCPUs busy copying in the kernel; wirespeed "
+    "led iperf 2 (also a thread per flow) by 6 % on the quiet run, and iperf3 3.12 runs every stream in one "
+    "thread. A 15 % lead over iperf 2 would need fewer CPU cycles per byte, and on loopback those are the "
+    "kernel's (see CPU per GB).",
     "**`-P 1000`:** iperf3 3.12 refuses more than 128 streams. iperf 2.1.8 runs a thread per flow and "
     "starts them one after another (its flows run 10 s each but the test takes longer), with hundreds of "
-    "MB of RSS on its server. In the preliminary runs its server sometimes aborted — `malloc(): unsorted "
+    "MB of RSS on its server. Its server sometimes aborts — `malloc(): unsorted "
     "double linked list corrupted`, reproduced alone with `iperf -s -y C` and `iperf -c 127.0.0.1 -P 1000 "
     "-t 5` (exit 134), and `pthread_mutex_lock.c:450: __pthread_mutex_lock_full: Assertion ... failed` — "
     "or reported 999 of the 1000 flows. The benchmark restarts a dead server and says so in the cell.",
