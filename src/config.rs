@@ -437,6 +437,9 @@ pub struct Iperf2Options {
     /// `-L`: port the client listens on for the server's -d/-r connect-back
     /// (`None` = the `-p` port).
     pub listen_port: Option<u16>,
+    /// `--local-only`: SO_DONTROUTE on the client's flows (reach only
+    /// directly connected hosts).
+    pub local_only: bool,
     /// `-X`: ask for and print the server's version.
     pub peer_detect: bool,
     /// `-C`: send no header (talk to very old iperf 2 servers).

@@ -273,6 +273,13 @@ pub fn setup_control(s: &TcpStream, ka: Option<KeepAlive>, user_timeout: Option<
 /// Warnings produced while applying options (e.g. a clamped buffer).
 pub type Warnings = Vec<String>;
 
+/// SO_DONTROUTE: reach only hosts on directly connected networks
+/// (iperf 2's `--local-only`).
+pub fn set_dont_route(s: &Socket) -> Result<(), Error> {
+    crate::sys::socket::set_int_option(s, libc::SOL_SOCKET, libc::SO_DONTROUTE, 1)
+        .map_err(|e| Error::msg(Code::SETTOS, format!("unable to set SO_DONTROUTE: {e}")))
+}
+
 /// Applies a test's data-socket options. Window sizes the kernel clamps
 /// produce a warning, as iperf2 does, rather than failing.
 pub fn apply_data_options(

@@ -315,9 +315,10 @@ fn unimplemented(o: &Occurrence<Opt>) -> Option<CliError> {
         ConnectOnly => "connect-only tests",
         Burst => "periodic bursts",
         TxDelay | TxStart => "scheduled starts",
-        Affinity | SuggestWin | TcpRxWindowClamp | TapDev | SumDstip | TosOverride | FqRate | Incr | LocalOnly
-        | NearCongestion | NoConnectSync | TcpQuickack | TcpWritePrefetch | TcpWriteTimes | NumReportStructs
-        | PermitKeyTimeout => "this option",
+        Affinity | SuggestWin | TcpRxWindowClamp | TapDev | SumDstip | TosOverride | Incr | NearCongestion
+        | NoConnectSync | TcpQuickack | TcpWritePrefetch | TcpWriteTimes | NumReportStructs | PermitKeyTimeout => {
+            "this option"
+        }
         _ => return None,
     };
     Some(CliError::err(format!(
@@ -698,6 +699,28 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 cfg.params.trip_times = true;
                 client_only.push(sp.into());
             }
+            Opt::FqRate => {
+                // 2.1.8 sets SO_MAX_PACING_RATE on its flows (and the server
+                // on its sending side of -R / --full-duplex); 0 sets nothing.
+                let bits = crate::cli::units::parse_iperf2_bit_or_byte(&v)
+                    .ok()
+                    .filter(|b| *b <= 8.0 * u64::MAX as f64 / 16.0)
+                    .ok_or_else(|| CliError::err(format!("--fq-rate value of '{v}' not recognized")))?;
+                cfg.params.fq_rate = bits as u64;
+                client_only.push(sp.into());
+            }
+            Opt::LocalOnly => {
+                cfg.iperf2.local_only = match o.value.as_deref() {
+                    None | Some("1") => true,
+                    Some("0") => false,
+                    Some(x) => {
+                        return Err(CliError::err(format!(
+                            "--local-only value of '{x}' not recognized (1 or 0)"
+                        )));
+                    }
+                };
+                client_only.push(sp.into());
+            }
             Opt::ConnectRetries => {
                 tcp_only.push(sp.into());
                 let n = int_value(sp, &v)?;
@@ -830,6 +853,8 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         // Client-only settings have no meaning on a server.
         cfg.params.direction = Direction::Forward;
         cfg.params.trip_times = false;
+        cfg.params.fq_rate = 0;
+        cfg.iperf2.local_only = false;
         cfg.file = None;
         if let Some(p) = parallel {
             cfg.server.max_connections = Some(p);
@@ -1007,6 +1032,8 @@ Client specific:
       --connect-retries #  number of times to retry tcp connect
   -d, --dualtest           Do a bidirectional test simultaneously (multiple sockets)
       --full-duplex        run full duplex test using same socket
+      --fq-rate #[kmgKMG]  fair-queue socket pacing (lower case bits, upper case bytes per second)
+      --local-only[=1|0]   SO_DONTROUTE: reach only directly connected networks
   -n, --num       #[kmgKMG]    number of bytes to transmit (instead of -t)
       --no-udp-fin         no UDP FIN/report exchange at the end of the test
   -r, --tradeoff           Do a bidirectional test individually
@@ -1304,5 +1331,30 @@ mod tests {
         assert!(c.params.trip_times && !c.output.enhanced);
         assert!(run("-c h --trip-times -R").output.enhanced);
         assert!(err("-c h --trip-times -l 50").contains("at least 92"));
+    }
+
+    #[test]
+    fn fq_rate_counts_bits_in_lower_case_and_bytes_in_upper_case() {
+        // As 2.1.8 hands them to SO_MAX_PACING_RATE (strace): 10m is
+        // 1,250,000 bytes/s, 10M 10,000,000, 1000 is 125.
+        assert_eq!(run("-c h --fq-rate 10m").params.fq_rate, 10_000_000);
+        assert_eq!(run("-c h --fq-rate 10M").params.fq_rate, 80_000_000);
+        assert_eq!(run("-c h --fq-rate 1000").params.fq_rate, 1000);
+        assert_eq!(run("-c h --fq-rate 2.5m").params.fq_rate, 2_500_000);
+        assert_eq!(run("-c h").params.fq_rate, 0);
+        assert!(err("-c h --fq-rate fast").contains("--fq-rate value of 'fast' not recognized"));
+        // A client option on a server: warned about and not applied.
+        let (c, w) = run_env("-s --fq-rate 10m --local-only", &[]).unwrap();
+        assert_eq!((c.params.fq_rate, c.iperf2.local_only), (0, false));
+        assert!(w.iter().any(|l| l.contains("--fq-rate")), "{w:?}");
+    }
+
+    #[test]
+    fn local_only_takes_an_optional_one_or_zero() {
+        assert!(run("-c h --local-only").iperf2.local_only);
+        assert!(run("-c h --local-only=1").iperf2.local_only);
+        assert!(!run("-c h --local-only=0").iperf2.local_only);
+        assert!(!run("-c h").iperf2.local_only);
+        assert!(err("-c h --local-only=yes").contains("--local-only value of 'yes'"));
     }
 }

@@ -169,6 +169,23 @@ pub fn parse_iperf2(s: &str) -> Result<f64, UnitError> {
     Ok(value * mult)
 }
 
+/// iperf 2's "bit-or-byte" rate (`--fq-rate`): a lower-case suffix (or
+/// none) counts bits, an upper-case one bytes, both in powers of 1000
+/// (`10m` = 10,000,000 bit/s, `10M` = 10,000,000 byte/s). Returns bit/s.
+pub fn parse_iperf2_bit_or_byte(s: &str) -> Result<f64, UnitError> {
+    let err = || UnitError(s.to_string());
+    let (value, rest) = split_number(s).ok_or_else(err)?;
+    let mut chars = rest.chars();
+    let (mult, bytes) = match chars.next() {
+        None => (1.0, false),
+        Some(c) => (1000f64.powi(suffix_power(c).ok_or_else(err)?), c.is_ascii_uppercase()),
+    };
+    if chars.next().is_some() || value < 0.0 {
+        return Err(err());
+    }
+    Ok(value * mult * if bytes { 8.0 } else { 1.0 })
+}
+
 /// A plain non-negative integer: decimal, or `0x..` hex / `0..` octal when
 /// `c_style` (strtol base 0, as iperf uses for `-S`, `-L`, `-A`).
 pub fn parse_int(s: &str, c_style: bool) -> Option<i64> {

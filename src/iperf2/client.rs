@@ -47,6 +47,10 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
     if p.trip_times {
         upper |= flags::upper::TRIPTIME;
     }
+    if p.fq_rate > 0 {
+        // The server paces its own sending (-R, --full-duplex) with it.
+        upper |= flags::upper::FQRATESET;
+    }
     let amount = match p.end {
         EndCondition::Bytes(n) => Amount::Bytes(n.min(0x7FFF_FFFF) as u32),
         EndCondition::Time(d) => Amount::from_secs(d.as_secs_f64()),
@@ -71,10 +75,10 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
             rate: p.rate,
             ..HeaderExt::default()
         }),
-        start: p.trip_times.then_some(crate::proto::iperf2::StartTime {
+        start: (p.trip_times || p.fq_rate > 0).then_some(crate::proto::iperf2::StartTime {
             sec: start.0,
             usec: start.1,
-            fq_rate: 0,
+            fq_rate: p.fq_rate / 8,
         }),
         isoch: None,
         key: cfg.iperf2.permit_key.as_ref().map(|k| k.as_bytes().to_vec()),
@@ -85,6 +89,9 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
 fn prepare(s: &socket2::Socket, cfg: &TestConfig, remote: SocketAddr) -> Result<(), Error> {
     let mut w = Vec::new();
     net::apply_data_options(s, &cfg.params, true, Some(remote), &mut w)?;
+    if cfg.iperf2.local_only {
+        net::set_dont_route(s)?;
+    }
     if let Some(t) = cfg.net.ttl {
         if remote.is_ipv4() {
             s.set_ttl_v4(t).map_err(|e| Error::io(Code::SETTOS, &e))?;
@@ -268,7 +275,7 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         nodelay: p.nodelay,
         window: probe_window(cfg, addrs[0]),
         window_requested: p.window.map(|w| w as u64),
-        notes: Vec::new(),
+        notes: super::pacing_note(p).into_iter().collect(),
     })));
     let start = wall_clock();
     let header = (!cfg.iperf2.compat).then(|| build_header(cfg, start).encode_tcp());

@@ -117,6 +117,7 @@ pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) 
         peer_version: None,
         tcp_init: tcp_init(s),
         no_udp_fin: false,
+        fq: false,
         connect_ms: None,
         when: Some(crate::sys::time::epoch_now() as i64),
     }
@@ -132,6 +133,7 @@ pub fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote
         local_dev: crate::sys::netif::interface_of(local.ip()),
         mode: None,
         no_udp_fin: false,
+        fq: false,
         sock: s.as_raw_fd(),
         peer_version: None,
         tcp_init: None,
@@ -207,4 +209,15 @@ pub fn run(args: &[String], prog: &str) -> i32 {
             1
         }
     }
+}
+
+/// The banner line a client with `--fq-rate` prints (2.1.8: right after
+/// the first line, always in adaptive bits).
+pub(crate) fn pacing_note(p: &crate::config::TestParams) -> Option<crate::report::event::BannerNote> {
+    (p.fq_rate > 0).then(|| {
+        crate::report::event::BannerNote::Early(format!(
+            "fair-queue socket pacing set to {}/s",
+            crate::cli::units::format_iperf2(p.fq_rate as f64 / 8.0, 'a')
+        ))
+    })
 }

@@ -336,6 +336,10 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
     }
     let mut w = Vec::new();
     let _ = net::apply_data_options(&SockRef::from(&sock), &cfg.params, true, Some(peer), &mut w);
+    if let Some(rate) = sends_paced(&header) {
+        // As 2.1.8: the client's --fq-rate paces what this server sends.
+        let _ = crate::sys::socket::set_max_pacing_rate(&sock, rate);
+    }
     let enhanced = cfg.output.enhanced || trip_times;
     let member = Member {
         id: ctx.next_id(),
@@ -429,6 +433,16 @@ pub(super) fn over_limits(limits: &crate::config::ServerOptions, h: &ClientHeade
     None
 }
 
+/// The pacing rate (bytes/s) a client's `--fq-rate` asks this server to
+/// send with: only when the server sends on the client's connection
+/// (-R, --full-duplex), as 2.1.8 applies it.
+fn sends_paced(h: &ClientHeader) -> Option<u64> {
+    let u = h.upper();
+    let sends = h.flags & flags::VERSION2 != 0 && u & (flags::upper::REVERSE | flags::upper::FULLDUPLEX) != 0;
+    let rate = h.start.map_or(0, |s| s.fq_rate);
+    (sends && u & flags::upper::FQRATESET != 0 && rate > 0).then_some(rate)
+}
+
 fn flow_cfg(sc: &ServerCtx, enhanced: bool) -> TestConfig {
     let mut c = sc.ctx.cfg.clone();
     c.output.enhanced = enhanced;
@@ -454,6 +468,8 @@ fn print_connection(sc: &ServerCtx, m: &Member) {
     if line.mode.is_none() || m.trip_times {
         line.when = Some(crate::sys::time::epoch_now() as i64);
     }
+    // 2.1.8 tags a paced reverse flow; a paced full-duplex one is not tagged.
+    line.fq = line.mode == Some("reverse") && sends_paced(h).is_some();
     line.peer_version = h.version().and_then(|(u, l)| version_string(u, l));
     let cfg = flow_cfg(sc, m.enhanced);
     sc.ctx

@@ -66,6 +66,9 @@ fn ipg_us(cfg: &TestConfig) -> f64 {
 fn prepare(s: &socket2::Socket, cfg: &TestConfig, remote: SocketAddr) -> Result<(), Error> {
     let mut w = Vec::new();
     net::apply_data_options(s, &cfg.params, false, Some(remote), &mut w)?;
+    if cfg.iperf2.local_only {
+        net::set_dont_route(s)?;
+    }
     let set = |r: std::io::Result<()>| r.map_err(|e| Error::io(Code::SETTOS, &e));
     if remote.ip().is_multicast() {
         // 2.1.8's multicast default TTL is 1.
@@ -212,10 +215,13 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         nodelay: false,
         window: probe,
         window_requested: p.window.map(|w| w as u64),
-        notes: vec![BannerNote::Datagrams {
-            len,
-            ipg_us: ipg_us(cfg),
-        }],
+        notes: super::pacing_note(p)
+            .into_iter()
+            .chain([BannerNote::Datagrams {
+                len,
+                ipg_us: ipg_us(cfg),
+            }])
+            .collect(),
     })));
     let start = wall_clock();
     let template = if cfg.iperf2.compat {

@@ -56,7 +56,8 @@ pub enum BannerNote {
         /// Target gap, µs.
         ipg_us: f64,
     },
-    /// A line printed right after the first one.
+    /// A line printed right after the first one (a client's: after the
+    /// `-e` write-size line, before its TOS line).
     Early(String),
     /// A line printed after the buffer-size lines of `-e`.
     Late(String),
@@ -79,6 +80,8 @@ pub struct FlowConn {
     pub mode: Option<&'static str>,
     /// UDP without the FIN/report exchange: `(no-udp-fin)`.
     pub no_udp_fin: bool,
+    /// The server paces its sending with the client's `--fq-rate`: `(fq)`.
+    pub fq: bool,
     /// Socket descriptor (`(sock=N)`, with `-e`).
     pub sock: i32,
     /// Peer version from the header (`(peer 2.1.8)`, server with `-e`).

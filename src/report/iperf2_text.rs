@@ -215,13 +215,19 @@ impl Iperf2Text {
                 }
                 s.push('\n');
                 let udp = b.protocol == crate::config::Protocol::Udp;
-                if self.enhanced {
-                    if !udp {
-                        s.push_str(&format!(
-                            "Write buffer size: {}\n",
-                            format_iperf2(b.block_len as f64, 'B')
-                        ));
+                if self.enhanced && !udp {
+                    s.push_str(&format!(
+                        "Write buffer size: {}\n",
+                        format_iperf2(b.block_len as f64, 'B')
+                    ));
+                }
+                // Early lines (--fq-rate's) come before the TOS line.
+                for n in &b.notes {
+                    if let BannerNote::Early(l) = n {
+                        s.push_str(&format!("{l}\n"));
                     }
+                }
+                if self.enhanced {
                     let nagle = if b.nodelay {
                         " and nodelay (Nagle off)"
                     } else {
@@ -234,7 +240,8 @@ impl Iperf2Text {
                         BannerNote::Datagrams { len, ipg_us } => s.push_str(&format!(
                             "Sending {len} byte datagrams, IPG target: {ipg_us:.2} us (kalman adjust)\n"
                         )),
-                        BannerNote::Early(l) | BannerNote::Late(l) => s.push_str(&format!("{l}\n")),
+                        BannerNote::Late(l) => s.push_str(&format!("{l}\n")),
+                        BannerNote::Early(_) => {}
                     }
                 }
             }
@@ -272,6 +279,9 @@ impl Iperf2Text {
         }
         if c.no_udp_fin {
             s.push_str(" (no-udp-fin)");
+        }
+        if c.fq {
+            s.push_str(" (fq)");
         }
         if self.enhanced {
             s.push_str(&format!(" (sock={})", c.sock));
@@ -588,6 +598,7 @@ mod tests {
             peer_version: None,
             tcp_init: Some((320, 32768, 68)),
             no_udp_fin: false,
+            fq: false,
             connect_ms: None,
             when: None,
         }

@@ -1,0 +1,158 @@
+//! iperf 2's socket options that reach the kernel: `--fq-rate` (fair-queue
+//! pacing of the client's flows, and of the server's sending side of -R
+//! when the client's header asks for it) against the real iperf 2.1.8 both
+//! ways, and `--local-only` (SO_DONTROUTE) across network namespaces.
+
+mod common;
+#[path = "common/netns.rs"]
+mod netns;
+
+use common::*;
+use netns::NetnsPair;
+use std::process::Command;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(40);
+
+/// The rate in bit/s of the first line of `out` that holds `tag` and a
+/// whole-test interval.
+fn rate_of(out: &str, tag: &str) -> f64 {
+    let line = out
+        .lines()
+        .find(|l| l.contains(tag) && l.contains(" 0.0000-"))
+        .unwrap_or_else(|| panic!("no {tag} total in:\n{out}"));
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let i = w
+        .iter()
+        .position(|t| t.ends_with("bits/sec"))
+        .unwrap_or_else(|| panic!("no rate in {line}"));
+    let v: f64 = w[i - 1].parse().unwrap();
+    v * match w[i].chars().next() {
+        Some('K') => 1e3,
+        Some('M') => 1e6,
+        Some('G') => 1e9,
+        _ => 1.0,
+    }
+}
+
+#[test]
+fn fq_rate_paces_the_client_and_the_reverse_sender_with_real_peers() {
+    // Unpaced, loopback moves gigabits; paced at 10 Mbit/s the receivers
+    // see about 10 (2.1.8 too reports 10-16, its sender's socket buffer
+    // drains at the paced rate after the test's time).
+    let limit = 30e6;
+    for (s, c) in [(Iperf2::Real, Iperf2::Ours), (Iperf2::Ours, Iperf2::Real)] {
+        let port = free_port();
+        let Some(srv) = iperf2_server(s, port, &[]) else { return };
+        // Forward: the client's own flow is paced; the server measures.
+        let Some(fwd) = iperf2_client(c, port, "-t 1 --fq-rate 10m", T) else {
+            return;
+        };
+        assert_eq!(fwd.code, Some(0), "{}{}", fwd.stdout, fwd.stderr);
+        assert!(
+            fwd.stdout.contains("fair-queue socket pacing set to 10.0 Mbit/s"),
+            "{}",
+            fwd.stdout
+        );
+        // Reverse: the header carries the rate, the server paces its sending.
+        let Some(rev) = iperf2_client(c, port, "-t 1 -R --fq-rate 10m", T) else {
+            return;
+        };
+        assert_eq!(rev.code, Some(0), "{}{}", rev.stdout, rev.stderr);
+        let got = rate_of(&rev.stdout, "[ *1]");
+        assert!(
+            got > 1e6 && got < limit,
+            "{s:?} server sent -R at {got} bit/s:\n{}",
+            rev.stdout
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let out = stop_server(srv);
+        let recv = rate_of(&out, "[  1]");
+        assert!(recv > 1e6 && recv < limit, "{s:?} server received {recv} bit/s:\n{out}");
+        assert!(out.contains("(reverse) (fq)"), "{s:?} server:\n{out}");
+    }
+}
+
+#[test]
+fn fq_rate_units_are_bits_in_lower_case_and_bytes_in_upper_case() {
+    let ws = wirespeed();
+    let port = free_port();
+    let Some(srv) = iperf2_server(Iperf2::Ours, port, &[]) else {
+        return;
+    };
+    let r = run(
+        &ws,
+        &[
+            "--iperf2",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "0.5",
+            "--fq-rate",
+            "2M",
+        ],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("fair-queue socket pacing set to 16.0 Mbit/s"),
+        "{}",
+        r.stdout
+    );
+    stop_server(srv);
+    let bad = run(&ws, &["--iperf2", "-c", "127.0.0.1", "--fq-rate", "10x"], T);
+    assert_eq!(bad.code, Some(1));
+    assert!(
+        bad.stderr.contains("--fq-rate value of '10x' not recognized"),
+        "{}",
+        bad.stderr
+    );
+    let bad = run(&ws, &["--iperf2", "-c", "127.0.0.1", "--local-only=2"], T);
+    assert_eq!(bad.code, Some(1));
+    assert!(bad.stderr.contains("--local-only"), "{}", bad.stderr);
+}
+
+#[test]
+fn local_only_reaches_a_neighbour_but_not_a_host_behind_a_gateway() {
+    let Some(path) = NetnsPair::new() else { return };
+    // `b` also owns an address on its loopback that `a` reaches only
+    // through `b` as a gateway.
+    let n: u8 = path.addr_b.split('.').nth(2).unwrap().parse().unwrap();
+    let far = format!("10.252.{n}.9");
+    let ok = |args: &[&str]| Command::new("ip").args(args).status().is_ok_and(|s| s.success());
+    assert!(ok(&["-n", &path.b, "addr", "add", &format!("{far}/32"), "dev", "lo"]));
+    assert!(ok(&[
+        "-n",
+        &path.a,
+        "route",
+        "add",
+        &format!("{far}/32"),
+        "via",
+        &path.addr_b
+    ]));
+    let ws = wirespeed();
+    let port = free_port().to_string();
+    let srv = NetnsPair::spawn(&path.b, &ws, &["--iperf2", "-s", "-p", &port]);
+    assert!(srv.wait_for_line("Server listening", Duration::from_secs(10)));
+    let client = |host: &str, extra: &[&str]| {
+        let mut args = vec!["--iperf2", "-c", host, "-p", &port, "-t", "0.5"];
+        args.extend_from_slice(extra);
+        let mut c = NetnsPair::spawn(&path.a, &ws, &args);
+        let st = c.wait(Duration::from_secs(20)).expect("client ends");
+        (st.code(), c.out(), c.err())
+    };
+    // Through the gateway without the option, directly with it.
+    let (code, out, err) = client(&far, &[]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = client(&path.addr_b, &["--local-only"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    // With it, the far address is not on a connected network.
+    let (code, out, err) = client(&far, &["--local-only"]);
+    assert_ne!(code, Some(0), "{out}{err}");
+    assert!(format!("{out}{err}").contains("Network is unreachable"), "{out}{err}");
+    let (code, out, err) = client(&far, &["-u", "--local-only", "-b", "1m"]);
+    assert_ne!(code, Some(0), "{out}{err}");
+    drop(srv);
+}
