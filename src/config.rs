@@ -440,6 +440,9 @@ pub struct Iperf2Options {
     /// `--local-only`: SO_DONTROUTE on the client's flows (reach only
     /// directly connected hosts).
     pub local_only: bool,
+    /// `--tcp-rx-window-clamp`: TCP_WINDOW_CLAMP on a server's listener
+    /// (the largest receive window it advertises).
+    pub rx_window_clamp: Option<u32>,
     /// `-X`: ask for and print the server's version.
     pub peer_detect: bool,
     /// `-C`: send no header (talk to very old iperf 2 servers).

@@ -156,3 +156,48 @@ fn local_only_reaches_a_neighbour_but_not_a_host_behind_a_gateway() {
     assert_ne!(code, Some(0), "{out}{err}");
     drop(srv);
 }
+
+/// The receive window the client's socket to `port` was last offered
+/// (`snd_wnd` in `ss -ti`), read while a test runs.
+fn offered_window(port: u16) -> Option<u64> {
+    let out = Command::new("ss")
+        .args(["-tinH", "state", "established"])
+        .arg(format!("( dport = :{port} )"))
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("snd_wnd:"))
+        .filter_map(|v| v.parse().ok())
+        .max()
+}
+
+#[test]
+fn rx_window_clamp_caps_the_window_the_server_offers() {
+    for s in [Iperf2::Real, Iperf2::Ours] {
+        let port = free_port();
+        let Some(srv) = iperf2_server(s, port, &["--tcp-rx-window-clamp", "100K"]) else {
+            return;
+        };
+        let Some((prog, mut args)) = Iperf2::Real.command() else {
+            return;
+        };
+        args.extend(["-c", "127.0.0.1", "-t", "3", "-p"].map(String::from));
+        args.push(port.to_string());
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let mut cli = Proc::spawn(&prog, &a);
+        // The largest offer seen over 1.5 s of the test.
+        let mut seen = None;
+        for _ in 0..30 {
+            std::thread::sleep(Duration::from_millis(50));
+            seen = seen.max(offered_window(port));
+        }
+        cli.wait(T).expect("client ends");
+        let out = stop_server(srv);
+        // Unclamped, loopback offers megabytes; 100 KiB rounds up to the
+        // window scale's granularity (2.1.8's server: 131070).
+        let w = seen.expect("the client's socket seen by ss");
+        assert!(w <= 200_000, "{s:?} server offered {w} bytes");
+        assert!(out.contains("(clamp=102400)"), "{s:?} server:\n{out}");
+    }
+}

@@ -315,10 +315,8 @@ fn unimplemented(o: &Occurrence<Opt>) -> Option<CliError> {
         ConnectOnly => "connect-only tests",
         Burst => "periodic bursts",
         TxDelay | TxStart => "scheduled starts",
-        Affinity | SuggestWin | TcpRxWindowClamp | TapDev | SumDstip | TosOverride | Incr | NearCongestion
-        | NoConnectSync | TcpQuickack | TcpWritePrefetch | TcpWriteTimes | NumReportStructs | PermitKeyTimeout => {
-            "this option"
-        }
+        Affinity | SuggestWin | TapDev | SumDstip | TosOverride | Incr | NearCongestion | NoConnectSync
+        | TcpQuickack | TcpWritePrefetch | TcpWriteTimes | NumReportStructs | PermitKeyTimeout => "this option",
         _ => return None,
     };
     Some(CliError::err(format!(
@@ -462,6 +460,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     let mut client_only: Vec<String> = Vec::new();
     let mut ttl: Option<u32> = None;
     let mut policy_opt: Option<String> = None;
+    let mut clamp: Option<u32> = None;
 
     for o in &opts {
         if let Some(e) = unimplemented(o) {
@@ -699,6 +698,14 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 cfg.params.trip_times = true;
                 client_only.push(sp.into());
             }
+            Opt::TcpRxWindowClamp => {
+                tcp_only.push(sp.into());
+                let c = unit_value(sp, &v)?;
+                if !(1.0..=i32::MAX as f64).contains(&c) {
+                    return Err(CliError::err(format!("{sp} value of '{v}' is out of range")));
+                }
+                clamp = Some(c as u32);
+            }
             Opt::FqRate => {
                 // 2.1.8 sets SO_MAX_PACING_RATE on its flows (and the server
                 // on its sending side of -R / --full-duplex); 0 sets nothing.
@@ -855,6 +862,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         cfg.params.trip_times = false;
         cfg.params.fq_rate = 0;
         cfg.iperf2.local_only = false;
+        cfg.iperf2.rx_window_clamp = clamp;
         cfg.file = None;
         if let Some(p) = parallel {
             cfg.server.max_connections = Some(p);
@@ -881,6 +889,9 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         }
         if cfg.iperf2.single_client {
             return Err(CliError::err("option -1 is only valid for a server"));
+        }
+        if clamp.is_some() {
+            return Err(CliError::err("option --tcp-rx-window-clamp is only valid for a server"));
         }
     }
     if rate_pps && cfg.params.protocol == Protocol::Tcp {
@@ -1019,6 +1030,7 @@ Server specific:
   -D, --daemon             run the server as a daemon
   -H, --ssm-host <ip>      set the SSM source, use with -B for (S,G)
   -U, --single_udp         run in single threaded UDP mode (one client at a time)
+      --tcp-rx-window-clamp #[KM]  cap the TCP receive window the server offers (TCP_WINDOW_CLAMP)
       --histograms[=binwidth[u|m],bins,ci_lower,ci_upper]  latency histograms (needs the client's --trip-times)
   -P, --parallel  #        exit after this many connections have been served
   -c, --client    <host>   serve only this client
@@ -1347,6 +1359,18 @@ mod tests {
         let (c, w) = run_env("-s --fq-rate 10m --local-only", &[]).unwrap();
         assert_eq!((c.params.fq_rate, c.iperf2.local_only), (0, false));
         assert!(w.iter().any(|l| l.contains("--fq-rate")), "{w:?}");
+    }
+
+    #[test]
+    fn rx_window_clamp_is_a_tcp_server_option() {
+        assert_eq!(
+            run("-s --tcp-rx-window-clamp 100K").iperf2.rx_window_clamp,
+            Some(102_400)
+        );
+        assert_eq!(run("-s").iperf2.rx_window_clamp, None);
+        assert!(err("-c h --tcp-rx-window-clamp 64K").contains("only valid for a server"));
+        assert!(err("-s -u --tcp-rx-window-clamp 64K").contains("not with -u"));
+        assert!(err("-s --tcp-rx-window-clamp 0").contains("out of range"));
     }
 
     #[test]

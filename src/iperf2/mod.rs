@@ -118,6 +118,7 @@ pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) 
         tcp_init: tcp_init(s),
         no_udp_fin: false,
         fq: false,
+        clamp: None,
         connect_ms: None,
         when: Some(crate::sys::time::epoch_now() as i64),
     }
@@ -134,6 +135,7 @@ pub fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote
         mode: None,
         no_udp_fin: false,
         fq: false,
+        clamp: None,
         sock: s.as_raw_fd(),
         peer_version: None,
         tcp_init: None,

@@ -470,6 +470,7 @@ fn print_connection(sc: &ServerCtx, m: &Member) {
     }
     // 2.1.8 tags a paced reverse flow; a paced full-duplex one is not tagged.
     line.fq = line.mode == Some("reverse") && sends_paced(h).is_some();
+    line.clamp = sc.ctx.cfg.iperf2.rx_window_clamp;
     line.peer_version = h.version().and_then(|(u, l)| version_string(u, l));
     let cfg = flow_cfg(sc, m.enhanced);
     sc.ctx
@@ -796,6 +797,12 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
     if let Some(w) = cfg.params.window {
         let mut warn = Vec::new();
         net::set_buffers(&sref, w as usize, &mut warn)?;
+    }
+    if let Some(c) = cfg.iperf2.rx_window_clamp {
+        // On the listener, as 2.1.8 does: accepted sockets inherit it, and
+        // the SYN-ACK already advertises no more.
+        crate::sys::socket::set_int_option(&listener, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, c as i32)
+            .map_err(|e| Error::msg(Code::LISTEN, format!("unable to set TCP_WINDOW_CLAMP: {e}")))?;
     }
     let window = sref.recv_buffer_size().unwrap_or(0) as u64;
     let sc = ServerCtx::new(ctx.clone(), signal.clone())?;

@@ -80,6 +80,8 @@ pub struct FlowConn {
     pub mode: Option<&'static str>,
     /// UDP without the FIN/report exchange: `(no-udp-fin)`.
     pub no_udp_fin: bool,
+    /// The server's `--tcp-rx-window-clamp`: `(clamp=N)`.
+    pub clamp: Option<u32>,
     /// The server paces its sending with the client's `--fq-rate`: `(fq)`.
     pub fq: bool,
     /// Socket descriptor (`(sock=N)`, with `-e`).

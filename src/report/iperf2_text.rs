@@ -274,6 +274,9 @@ impl Iperf2Text {
             self.host(&c.remote.0),
             c.remote.1
         );
+        if let Some(n) = c.clamp {
+            s.push_str(&format!(" (clamp={n})"));
+        }
         if let Some(m) = c.mode {
             s.push_str(&format!(" ({m})"));
         }
@@ -599,6 +602,7 @@ mod tests {
             tcp_init: Some((320, 32768, 68)),
             no_udp_fin: false,
             fq: false,
+            clamp: None,
             connect_ms: None,
             when: None,
         }
