@@ -440,6 +440,9 @@ pub struct Iperf2Options {
     /// `--local-only`: SO_DONTROUTE on the client's flows (reach only
     /// directly connected hosts).
     pub local_only: bool,
+    /// `-p m-n`: the last port of a range starting at the `-p` port (a
+    /// server listens on each, a client sends one flow to each).
+    pub port_last: Option<u16>,
     /// `--tcp-rx-window-clamp`: TCP_WINDOW_CLAMP on a server's listener
     /// (the largest receive window it advertises).
     pub rx_window_clamp: Option<u32>,

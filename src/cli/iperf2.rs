@@ -304,6 +304,13 @@ const ENV: &[(&str, Opt)] = &[
     ("IPERF_CONGESTION_CONTROL", Opt::Congestion),
 ];
 
+/// Marks a warning that 2.1.8 prints on standard error (the others go to
+/// standard output with the report, as 2.1.8 prints them).
+pub const TO_STDERR: char = '\u{2}';
+
+/// The most ports one `-p m-n` range may span.
+const MAX_PORT_RANGE: u16 = 1024;
+
 /// Options whose feature is not built yet: refused, never ignored.
 fn unimplemented(o: &Occurrence<Opt>) -> Option<CliError> {
     use Opt::*;
@@ -566,14 +573,32 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 cfg.output.logfile_truncate = true;
             }
             Opt::Port => {
-                if v.contains('-') && !v.starts_with('-') {
-                    return Err(CliError::err("port ranges (-p m-n) are not implemented yet"));
+                let port = |s: &str| {
+                    int_value(sp, s).and_then(|p| {
+                        u16::try_from(p)
+                            .ok()
+                            .filter(|p| *p >= 1)
+                            .ok_or_else(|| CliError::err(format!("port {s} is out of range (1-65535)")))
+                    })
+                };
+                // `m-n`: a server listens on every port, a client sends one
+                // flow to each.
+                match v.split_once('-').filter(|(a, _)| !a.is_empty()) {
+                    Some((a, b)) => {
+                        let (lo, hi) = (port(a)?, port(b)?);
+                        if hi < lo || hi - lo >= MAX_PORT_RANGE {
+                            return Err(CliError::err(format!(
+                                "port range {v} must be ascending and span at most {MAX_PORT_RANGE} ports"
+                            )));
+                        }
+                        cfg.port = lo;
+                        cfg.iperf2.port_last = (hi > lo).then_some(hi);
+                    }
+                    None => {
+                        cfg.port = port(&v)?;
+                        cfg.iperf2.port_last = None;
+                    }
                 }
-                let p = int_value(sp, &v)?;
-                if !(1..=65535).contains(&p) {
-                    return Err(CliError::err(format!("port {v} is out of range (1-65535)")));
-                }
-                cfg.port = p as u16;
             }
             Opt::Server => server = true,
             Opt::Time => {
@@ -893,6 +918,15 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         if clamp.is_some() {
             return Err(CliError::err("option --tcp-rx-window-clamp is only valid for a server"));
         }
+        if let Some(last) = cfg.iperf2.port_last {
+            let n = u32::from(last - cfg.port) + 1;
+            if cfg.params.streams != n {
+                warnings.push(format!(
+                    "{TO_STDERR}WARNING: port-range and -P mismatch (adjusting -P to {n})"
+                ));
+                cfg.params.streams = n;
+            }
+        }
     }
     if rate_pps && cfg.params.protocol == Protocol::Tcp {
         return Err(CliError::err("units of pps not supported with TCP"));
@@ -906,6 +940,9 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
             _ => DEFAULT_TCP_BLOCK as u64,
         },
     };
+    if cfg.params.protocol == Protocol::Udp && cfg.iperf2.port_last.is_some() {
+        return Err(CliError::err("port ranges (-p m-n) are not implemented for UDP yet"));
+    }
     if cfg.params.protocol == Protocol::Udp {
         if rate_given && cfg.params.rate == 0 && cfg.params.pps.is_none_or(|p| p == 0) {
             return Err(CliError::err("-b 0 is not a rate for UDP (give the rate to send at)"));
@@ -1009,7 +1046,8 @@ Client/Server:
   -l, --len       #[kmKM]    length of buffer in bytes to read or write (Defaults: TCP=128K, v4 UDP=1470, v6 UDP=1450)
   -m, --print_mss          print TCP maximum segment size
   -o, --output    <filename> output the report or error message to this specified file
-  -p, --port      #        client/server port to listen on/send on and to connect
+  -p, --port      #[-#]    client/server port to listen on/send on and to connect
+                           (a range n-m: one listener, or one client flow, per port; TCP)
       --permit-key=<key>   permit key a client must send (TCP only)
       --sum-only           output sum only reports
   -u, --udp                use UDP rather than TCP
@@ -1371,6 +1409,31 @@ mod tests {
         assert!(err("-c h --tcp-rx-window-clamp 64K").contains("only valid for a server"));
         assert!(err("-s -u --tcp-rx-window-clamp 64K").contains("not with -u"));
         assert!(err("-s --tcp-rx-window-clamp 0").contains("out of range"));
+    }
+
+    #[test]
+    fn a_port_range_sets_the_flows_of_a_client() {
+        let (c, w) = run_env("-c h -p 5001-5004", &[]).unwrap();
+        assert_eq!((c.port, c.iperf2.port_last, c.params.streams), (5001, Some(5004), 4));
+        assert!(w.iter().any(|l| l.ends_with("(adjusting -P to 4)")), "{w:?}");
+        let (c, w) = run_env("-c h -p 5001-5002 -P 2", &[]).unwrap();
+        assert_eq!(c.params.streams, 2);
+        assert!(w.is_empty(), "{w:?}");
+        let c = run("-s -p 6000-6001");
+        assert_eq!((c.port, c.iperf2.port_last), (6000, Some(6001)));
+        assert_eq!(run("-s -p 6000-6000").iperf2.port_last, None);
+        assert_eq!(
+            run_env("-s", &[("IPERF_PORT", "7000-7002")])
+                .unwrap()
+                .0
+                .iperf2
+                .port_last,
+            Some(7002)
+        );
+        assert!(err("-s -p 6001-6000").contains("ascending"));
+        assert!(err("-s -p 1-2000").contains("at most 1024"));
+        assert!(err("-s -p 6000-x").contains("not recognized"));
+        assert!(err("-s -u -p 6000-6001").contains("not implemented for UDP"));
     }
 
     #[test]

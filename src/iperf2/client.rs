@@ -283,8 +283,16 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
     let mut flows = Vec::new();
     let mut keep = Vec::new();
     let mut connect_times = Vec::new();
-    for _ in 0..p.streams {
-        let c = connect_one(cfg, &addrs)?;
+    for i in 0..p.streams {
+        // `-p m-n`: flow i goes to port m + i.
+        let c = match cfg.iperf2.port_last {
+            Some(_) => {
+                let port = cfg.port.saturating_add(i as u16);
+                let to: Vec<SocketAddr> = addrs.iter().map(|a| SocketAddr::new(a.ip(), port)).collect();
+                connect_one(cfg, &to)?
+            }
+            None => connect_one(cfg, &addrs)?,
+        };
         let id = ctx.next_id();
         // TCP_INFO before the header goes out, as 2.1.8 reads it.
         let mut line = conn_line(id, &c.sock, c.local, c.remote);

@@ -183,7 +183,10 @@ pub fn run(args: &[String], prog: &str) -> i32 {
         }
     };
     for w in &warnings {
-        out.write(&format!("{w}\n"));
+        match w.strip_prefix(crate::cli::iperf2::TO_STDERR) {
+            Some(w) => out.write_err(&format!("{w}\n")),
+            None => out.write(&format!("{w}\n")),
+        }
     }
     if cfg.iperf2.realtime
         && let Err(e) = crate::sys::netif::set_realtime()

@@ -773,14 +773,12 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
 
 const LISTENER: Token = Token(0);
 
-/// Runs `wirespeed --iperf2 -s`: listens, serves every client on a thread
-/// of its own, until a signal, the listen time (`-t`), or `-P n`
-/// connections have been served.
-pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
-    let cfg = ctx.cfg.clone();
+/// One TCP listener of the server, with the options that must be set
+/// before connections arrive (accepted sockets inherit them).
+fn open_listener(cfg: &TestConfig, port: u16) -> Result<std::net::TcpListener, Error> {
     let listener = net::listen_tcp(
         cfg.net.bind.as_deref(),
-        cfg.port,
+        port,
         cfg.net.family,
         false,
         crate::server::BACKLOG,
@@ -804,7 +802,23 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         crate::sys::socket::set_int_option(&listener, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, c as i32)
             .map_err(|e| Error::msg(Code::LISTEN, format!("unable to set TCP_WINDOW_CLAMP: {e}")))?;
     }
-    let window = sref.recv_buffer_size().unwrap_or(0) as u64;
+    Ok(listener)
+}
+
+/// Runs `wirespeed --iperf2 -s`: listens, serves every client on a thread
+/// of its own, until a signal, the listen time (`-t`), or `-P n`
+/// connections have been served.
+pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
+    let cfg = ctx.cfg.clone();
+    // `-p m-n`: a listener on every port of the range.
+    let last = cfg.iperf2.port_last.unwrap_or(cfg.port);
+    let listeners = (cfg.port..=last)
+        .map(|port| open_listener(&cfg, port))
+        .collect::<Result<Vec<_>, _>>()?;
+    let window = listeners
+        .first()
+        .and_then(|l| SockRef::from(l).recv_buffer_size().ok())
+        .unwrap_or(0) as u64;
     let sc = ServerCtx::new(ctx.clone(), signal.clone())?;
     if cfg.server.daemon {
         crate::sys::process::detach()
@@ -822,7 +836,10 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         })
         .unwrap_or_default();
     ctx.reporter(Side::Server).emit(Event::Banner(Box::new(Banner {
-        role: BannerRole::Listening,
+        role: match cfg.iperf2.port_last {
+            Some(last) => BannerRole::ListeningRange(last),
+            None => BannerRole::Listening,
+        },
         protocol: cfg.params.protocol,
         port: cfg.port,
         pid: std::process::id(),
@@ -834,14 +851,16 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         window_requested: cfg.params.window.map(|w| w as u64),
         notes,
     })));
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| Error::io(Code::LISTEN, &e))?;
-    let mut mlistener = mio::net::TcpListener::from_std(listener);
     let mut poll = Poll::new().map_err(|e| Error::io(Code::LISTEN, &e))?;
-    poll.registry()
-        .register(&mut mlistener, LISTENER, Interest::READABLE)
-        .map_err(|e| Error::io(Code::LISTEN, &e))?;
+    let mut mlisteners = Vec::new();
+    for (i, l) in listeners.into_iter().enumerate() {
+        l.set_nonblocking(true).map_err(|e| Error::io(Code::LISTEN, &e))?;
+        let mut ml = mio::net::TcpListener::from_std(l);
+        poll.registry()
+            .register(&mut ml, Token(LISTENER.0 + i), Interest::READABLE)
+            .map_err(|e| Error::io(Code::LISTEN, &e))?;
+        mlisteners.push(ml);
+    }
     let mut events = Events::with_capacity(16);
     let until = cfg.server.listen_time.map(|t| Instant::now() + t);
     let mut served = 0u32;
@@ -858,32 +877,34 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
             continue;
         }
         let _ = poll.poll(&mut events, Some(Duration::from_millis(100)));
-        loop {
-            match mlistener.accept() {
-                Ok((s, peer)) => {
-                    let s = TcpStream::from(s);
-                    if s.set_nonblocking(false).is_err() {
-                        continue;
+        'listeners: for mlistener in &mlisteners {
+            loop {
+                match mlistener.accept() {
+                    Ok((s, peer)) => {
+                        let s = TcpStream::from(s);
+                        if s.set_nonblocking(false).is_err() {
+                            continue;
+                        }
+                        if !sc.allowed(peer) {
+                            drop_line(&sc.ctx, &s, peer, "client not allowed");
+                            continue;
+                        }
+                        // Idle connections cost a thread each for the header's
+                        // 4 s: past this many at once, new ones are closed.
+                        if sc.reading.load(Relaxed) >= crate::server::MAX_PENDING {
+                            sc.unrecognized();
+                            continue;
+                        }
+                        served += 1;
+                        serve_connection(sc.clone(), s, peer, Vec::new());
+                        if cfg.iperf2.single_client || cfg.server.max_connections.is_some_and(|n| served >= n) {
+                            break 'listeners;
+                        }
                     }
-                    if !sc.allowed(peer) {
-                        drop_line(&sc.ctx, &s, peer, "client not allowed");
-                        continue;
-                    }
-                    // Idle connections cost a thread each for the header's
-                    // 4 s: past this many at once, new ones are closed.
-                    if sc.reading.load(Relaxed) >= crate::server::MAX_PENDING {
-                        sc.unrecognized();
-                        continue;
-                    }
-                    served += 1;
-                    serve_connection(sc.clone(), s, peer, Vec::new());
-                    if cfg.iperf2.single_client || cfg.server.max_connections.is_some_and(|n| served >= n) {
-                        break;
-                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
             }
         }
     }

@@ -13,6 +13,8 @@ use super::event::TcpSample;
 pub enum BannerRole {
     /// `Server listening on TCP port N`.
     Listening,
+    /// `Server listening on TCP ports N-LAST with pid P` (`-p m-n`).
+    ListeningRange(u16),
     /// `Client connecting to HOST, TCP port N`.
     Connecting(String),
 }

@@ -180,10 +180,18 @@ impl Iperf2Text {
         let mut s = String::from(RULE);
         let proto = b.protocol.name();
         match &b.role {
-            BannerRole::Listening => {
-                s.push_str(&format!("Server listening on {proto} port {}", b.port));
-                if self.enhanced {
-                    s.push_str(&format!(" with pid {}", b.pid));
+            BannerRole::Listening | BannerRole::ListeningRange(_) => {
+                if let BannerRole::ListeningRange(last) = b.role {
+                    // 2.1.8 names the pid here with or without -e.
+                    s.push_str(&format!(
+                        "Server listening on {proto} ports {}-{last} with pid {}",
+                        b.port, b.pid
+                    ));
+                } else {
+                    s.push_str(&format!("Server listening on {proto} port {}", b.port));
+                    if self.enhanced {
+                        s.push_str(&format!(" with pid {}", b.pid));
+                    }
                 }
                 s.push('\n');
                 for n in &b.notes {
