@@ -443,6 +443,8 @@ pub struct Iperf2Options {
     /// `-p m-n`: the last port of a range starting at the `-p` port (a
     /// server listens on each, a client sends one flow to each).
     pub port_last: Option<u16>,
+    /// `--incr-dstport`: flow i of a client goes to the `-p` port + i.
+    pub incr_dstport: bool,
     /// `--tcp-rx-window-clamp`: TCP_WINDOW_CLAMP on a server's listener
     /// (the largest receive window it advertises).
     pub rx_window_clamp: Option<u32>,

@@ -85,3 +85,32 @@ fn port_ranges_are_checked() {
     assert!(e(&["-s", "-p", "5000-70000"]).contains("out of range"));
     assert!(e(&["-s", "-u", "-p", "5000-5002"]).contains("not implemented for UDP"));
 }
+
+#[test]
+fn incr_dstport_sends_flow_i_to_port_plus_i() {
+    for s in [Iperf2::Real, Iperf2::Ours] {
+        let base = free_range(3);
+        let range = format!("{base}-{}", base + 2);
+        let Some((prog, mut args)) = s.command() else { return };
+        args.extend(["-s".to_string(), "-p".to_string(), range]);
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let srv = Proc::spawn(&prog, &a);
+        for p in base..base + 3 {
+            wait_listening(p);
+        }
+        let Some(r) = iperf2_client(Iperf2::Ours, base, "-t 1 -P 3 --incr-dstport", T) else {
+            return;
+        };
+        assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+        for p in base..base + 3 {
+            assert!(
+                r.stdout.contains(&format!("connected with 127.0.0.1 port {p}")),
+                "{}",
+                r.stdout
+            );
+        }
+        std::thread::sleep(Duration::from_millis(400));
+        let out = stop_server(srv);
+        assert!(out.contains("[SUM] 0.0000-"), "{s:?} server:\n{out}");
+    }
+}

@@ -147,6 +147,7 @@ pub enum Opt {
     Ipg,
     Isochronous,
     Incr,
+    IncrDstport,
     LocalOnly,
     NearCongestion,
     NoConnectSync,
@@ -247,7 +248,7 @@ pub const TABLE: &[OptSpec<Opt>] = &[
     o!(Ipg, None, Some("ipg"), Required),
     o!(Isochronous, None, Some("isochronous"), Optional),
     o!(Incr, None, Some("incr-dstip"), None),
-    o!(Incr, None, Some("incr-dstport"), None),
+    o!(IncrDstport, None, Some("incr-dstport"), None),
     o!(Incr, None, Some("incr-srcip"), None),
     o!(Incr, None, Some("incr-srcport"), None),
     o!(LocalOnly, None, Some("local-only"), Optional),
@@ -731,6 +732,10 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 }
                 clamp = Some(c as u32);
             }
+            Opt::IncrDstport => {
+                cfg.iperf2.incr_dstport = true;
+                client_only.push(sp.into());
+            }
             Opt::FqRate => {
                 // 2.1.8 sets SO_MAX_PACING_RATE on its flows (and the server
                 // on its sending side of -R / --full-duplex); 0 sets nothing.
@@ -887,6 +892,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         cfg.params.trip_times = false;
         cfg.params.fq_rate = 0;
         cfg.iperf2.local_only = false;
+        cfg.iperf2.incr_dstport = false;
         cfg.iperf2.rx_window_clamp = clamp;
         cfg.file = None;
         if let Some(p) = parallel {
@@ -942,6 +948,12 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     };
     if cfg.params.protocol == Protocol::Udp && cfg.iperf2.port_last.is_some() {
         return Err(CliError::err("port ranges (-p m-n) are not implemented for UDP yet"));
+    }
+    if cfg.params.protocol == Protocol::Udp && cfg.iperf2.incr_dstport {
+        return Err(CliError::err("--incr-dstport is not implemented for UDP yet"));
+    }
+    if cfg.iperf2.incr_dstport && u32::from(cfg.port) + cfg.params.streams - 1 > 65535 {
+        return Err(CliError::err("--incr-dstport: the last flow's port would pass 65535"));
     }
     if cfg.params.protocol == Protocol::Udp {
         if rate_given && cfg.params.rate == 0 && cfg.params.pps.is_none_or(|p| p == 0) {
@@ -1084,6 +1096,7 @@ Client specific:
       --full-duplex        run full duplex test using same socket
       --fq-rate #[kmgKMG]  fair-queue socket pacing (lower case bits, upper case bytes per second)
       --local-only[=1|0]   SO_DONTROUTE: reach only directly connected networks
+      --incr-dstport       send parallel flow i to the -p port + i (TCP)
   -n, --num       #[kmgKMG]    number of bytes to transmit (instead of -t)
       --no-udp-fin         no UDP FIN/report exchange at the end of the test
   -r, --tradeoff           Do a bidirectional test individually
@@ -1434,6 +1447,15 @@ mod tests {
         assert!(err("-s -p 1-2000").contains("at most 1024"));
         assert!(err("-s -p 6000-x").contains("not recognized"));
         assert!(err("-s -u -p 6000-6001").contains("not implemented for UDP"));
+    }
+
+    #[test]
+    fn incr_dstport_is_a_tcp_client_option() {
+        assert!(run("-c h -P 3 --incr-dstport").iperf2.incr_dstport);
+        assert!(!run("-c h").iperf2.incr_dstport);
+        assert!(err("-c h -u --incr-dstport").contains("not implemented for UDP"));
+        assert!(err("-c h -p 65535 -P 2 --incr-dstport").contains("65535"));
+        assert!(err("-c h --incr-srcport").contains("not implemented yet"));
     }
 
     #[test]

@@ -284,14 +284,13 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
     let mut keep = Vec::new();
     let mut connect_times = Vec::new();
     for i in 0..p.streams {
-        // `-p m-n`: flow i goes to port m + i.
-        let c = match cfg.iperf2.port_last {
-            Some(_) => {
-                let port = cfg.port.saturating_add(i as u16);
-                let to: Vec<SocketAddr> = addrs.iter().map(|a| SocketAddr::new(a.ip(), port)).collect();
-                connect_one(cfg, &to)?
-            }
-            None => connect_one(cfg, &addrs)?,
+        // `-p m-n` and --incr-dstport: flow i goes to port m + i.
+        let c = if cfg.iperf2.port_last.is_some() || cfg.iperf2.incr_dstport {
+            let port = cfg.port.saturating_add(i as u16);
+            let to: Vec<SocketAddr> = addrs.iter().map(|a| SocketAddr::new(a.ip(), port)).collect();
+            connect_one(cfg, &to)?
+        } else {
+            connect_one(cfg, &addrs)?
         };
         let id = ctx.next_id();
         // TCP_INFO before the header goes out, as 2.1.8 reads it.
