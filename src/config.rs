@@ -445,6 +445,9 @@ pub struct Iperf2Options {
     pub port_last: Option<u16>,
     /// `--incr-dstport`: flow i of a client goes to the `-p` port + i.
     pub incr_dstport: bool,
+    /// `--tcp-write-prefetch`: TCP_NOTSENT_LOWAT on the sending sockets
+    /// (the client's, and the server's for -R / --full-duplex).
+    pub write_prefetch: Option<u32>,
     /// `--tcp-rx-window-clamp`: TCP_WINDOW_CLAMP on a server's listener
     /// (the largest receive window it advertises).
     pub rx_window_clamp: Option<u32>,

@@ -280,6 +280,18 @@ pub fn set_dont_route(s: &Socket) -> Result<(), Error> {
         .map_err(|e| Error::msg(Code::SETTOS, format!("unable to set SO_DONTROUTE: {e}")))
 }
 
+/// TCP_NOTSENT_LOWAT: writes wait until less than `bytes` are queued
+/// unsent (iperf 2's `--tcp-write-prefetch`).
+pub fn set_notsent_lowat(s: &Socket, bytes: u32) -> Result<(), Error> {
+    crate::sys::socket::set_int_option(
+        s,
+        libc::IPPROTO_TCP,
+        libc::TCP_NOTSENT_LOWAT,
+        bytes.min(i32::MAX as u32) as i32,
+    )
+    .map_err(|e| Error::msg(Code::SETBUF, format!("unable to set TCP_NOTSENT_LOWAT: {e}")))
+}
+
 /// Applies a test's data-socket options. Window sizes the kernel clamps
 /// produce a warning, as iperf2 does, rather than failing.
 pub fn apply_data_options(

@@ -201,3 +201,59 @@ fn rx_window_clamp_caps_the_window_the_server_offers() {
         assert!(out.contains("(clamp=102400)"), "{s:?} server:\n{out}");
     }
 }
+
+/// The largest unsent queue (`notsent` in `ss -ti`) seen on sockets
+/// matching `filter` over 1.5 s.
+fn max_notsent(filter: &str) -> Option<u64> {
+    let mut seen = None;
+    for _ in 0..30 {
+        std::thread::sleep(Duration::from_millis(50));
+        let Ok(out) = Command::new("ss")
+            .args(["-tinH", "state", "established", filter])
+            .output()
+        else {
+            continue;
+        };
+        let v = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|w| w.strip_prefix("notsent:"))
+            .filter_map(|v| v.parse::<u64>().ok())
+            .max();
+        seen = seen.max(v);
+    }
+    seen
+}
+
+#[test]
+fn write_prefetch_bounds_the_unsent_queue_on_the_sending_side() {
+    // Unbounded, a loopback sender queues megabytes unsent; with a 64 KiB
+    // watermark a write waits until less than that is queued.
+    for (s, c, reverse) in [(Iperf2::Real, Iperf2::Ours, false), (Iperf2::Ours, Iperf2::Real, true)] {
+        let port = free_port();
+        let Some(srv) = iperf2_server(s, port, &[]) else { return };
+        let Some((prog, mut args)) = c.command() else { return };
+        args.extend(["-c", "127.0.0.1", "-t", "3", "--tcp-write-prefetch", "64K", "-p"].map(String::from));
+        args.push(port.to_string());
+        if reverse {
+            args.push("-R".into());
+        }
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let mut cli = Proc::spawn(&prog, &a);
+        // The sender's socket: the client's (to the port), or the server's (from it).
+        let filter = if reverse {
+            format!("( sport = :{port} )")
+        } else {
+            format!("( dport = :{port} )")
+        };
+        let q = max_notsent(&filter);
+        cli.wait(T).expect("client ends");
+        let out = stop_server(srv);
+        let q = q.expect("the sender's socket seen by ss");
+        assert!(
+            q <= 400_000,
+            "{c:?} client, {s:?} server (reverse {reverse}): {q} bytes unsent"
+        );
+        let shows = if reverse { out } else { cli.out() };
+        assert!(shows.contains("(prefetch=65536)"), "{shows}");
+    }
+}

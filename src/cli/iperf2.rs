@@ -324,7 +324,7 @@ fn unimplemented(o: &Occurrence<Opt>) -> Option<CliError> {
         Burst => "periodic bursts",
         TxDelay | TxStart => "scheduled starts",
         Affinity | SuggestWin | TapDev | SumDstip | TosOverride | Incr | NearCongestion | NoConnectSync
-        | TcpQuickack | TcpWritePrefetch | TcpWriteTimes | NumReportStructs | PermitKeyTimeout => "this option",
+        | TcpQuickack | TcpWriteTimes | NumReportStructs | PermitKeyTimeout => "this option",
         _ => return None,
     };
     Some(CliError::err(format!(
@@ -732,6 +732,17 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 }
                 clamp = Some(c as u32);
             }
+            Opt::TcpWritePrefetch => {
+                tcp_only.push(sp.into());
+                client_only.push(sp.into());
+                let n = unit_value(sp, &v)?;
+                if !(1.0..=i32::MAX as f64).contains(&n) {
+                    return Err(CliError::err(format!("{sp} value of '{v}' is out of range")));
+                }
+                cfg.iperf2.write_prefetch = Some(n as u32);
+                // As 2.1.8: it implies enhanced reports.
+                cfg.output.enhanced = true;
+            }
             Opt::IncrDstport => {
                 cfg.iperf2.incr_dstport = true;
                 client_only.push(sp.into());
@@ -893,6 +904,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         cfg.params.fq_rate = 0;
         cfg.iperf2.local_only = false;
         cfg.iperf2.incr_dstport = false;
+        cfg.iperf2.write_prefetch = None;
         cfg.iperf2.rx_window_clamp = clamp;
         cfg.file = None;
         if let Some(p) = parallel {
@@ -1097,6 +1109,7 @@ Client specific:
       --fq-rate #[kmgKMG]  fair-queue socket pacing (lower case bits, upper case bytes per second)
       --local-only[=1|0]   SO_DONTROUTE: reach only directly connected networks
       --incr-dstport       send parallel flow i to the -p port + i (TCP)
+      --tcp-write-prefetch #[KM]  write only when less than this is queued unsent (TCP_NOTSENT_LOWAT; implies -e)
   -n, --num       #[kmgKMG]    number of bytes to transmit (instead of -t)
       --no-udp-fin         no UDP FIN/report exchange at the end of the test
   -r, --tradeoff           Do a bidirectional test individually
@@ -1456,6 +1469,16 @@ mod tests {
         assert!(err("-c h -u --incr-dstport").contains("not implemented for UDP"));
         assert!(err("-c h -p 65535 -P 2 --incr-dstport").contains("65535"));
         assert!(err("-c h --incr-srcport").contains("not implemented yet"));
+    }
+
+    #[test]
+    fn write_prefetch_is_a_tcp_client_option_that_implies_enhanced() {
+        let c = run("-c h --tcp-write-prefetch 64K");
+        assert_eq!(c.iperf2.write_prefetch, Some(65536));
+        assert!(c.output.enhanced);
+        assert!(err("-c h -u --tcp-write-prefetch 64K").contains("not with -u"));
+        assert!(err("-c h --tcp-write-prefetch 0").contains("out of range"));
+        assert_eq!(run("-s --tcp-write-prefetch 64K").iperf2.write_prefetch, None);
     }
 
     #[test]

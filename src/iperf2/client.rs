@@ -51,6 +51,14 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
         // The server paces its own sending (-R, --full-duplex) with it.
         upper |= flags::upper::FQRATESET;
     }
+    // With -R / --full-duplex the server's writes take the watermark too.
+    let prefetch = cfg
+        .iperf2
+        .write_prefetch
+        .filter(|_| matches!(p.direction, Direction::Reverse | Direction::FullDuplex));
+    if prefetch.is_some() {
+        upper |= flags::upper::WRITEPREFETCH;
+    }
     let amount = match p.end {
         EndCondition::Bytes(n) => Amount::Bytes(n.min(0x7FFF_FFFF) as u32),
         EndCondition::Time(d) => Amount::from_secs(d.as_secs_f64()),
@@ -73,6 +81,7 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
             version_l: VERSION_L,
             tos: p.tos as u16,
             rate: p.rate,
+            write_prefetch: prefetch.unwrap_or(0),
             ..HeaderExt::default()
         }),
         start: (p.trip_times || p.fq_rate > 0).then_some(crate::proto::iperf2::StartTime {
@@ -91,6 +100,9 @@ fn prepare(s: &socket2::Socket, cfg: &TestConfig, remote: SocketAddr) -> Result<
     net::apply_data_options(s, &cfg.params, true, Some(remote), &mut w)?;
     if cfg.iperf2.local_only {
         net::set_dont_route(s)?;
+    }
+    if let Some(n) = cfg.iperf2.write_prefetch {
+        net::set_notsent_lowat(s, n)?;
     }
     if let Some(t) = cfg.net.ttl {
         if remote.is_ipv4() {
@@ -275,7 +287,14 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         nodelay: p.nodelay,
         window: probe_window(cfg, addrs[0]),
         window_requested: p.window.map(|w| w as u64),
-        notes: super::pacing_note(p).into_iter().collect(),
+        notes: super::pacing_note(p)
+            .into_iter()
+            .chain(cfg.iperf2.write_prefetch.map(|n| {
+                crate::report::event::BannerNote::AfterWindow(format!(
+                    "Event based writes (pending queue watermark at {n} bytes)"
+                ))
+            }))
+            .collect(),
     })));
     let start = wall_clock();
     let header = (!cfg.iperf2.compat).then(|| build_header(cfg, start).encode_tcp());
@@ -300,6 +319,7 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
             None => None,
         };
         line.connect_ms = Some(c.connect_ms);
+        line.prefetch = cfg.iperf2.write_prefetch;
         line.mode = match p.direction {
             Direction::Reverse => Some("reverse"),
             Direction::FullDuplex => Some("full-duplex"),

@@ -119,6 +119,7 @@ pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) 
         no_udp_fin: false,
         fq: false,
         clamp: None,
+        prefetch: None,
         connect_ms: None,
         when: Some(crate::sys::time::epoch_now() as i64),
     }
@@ -136,6 +137,7 @@ pub fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote
         no_udp_fin: false,
         fq: false,
         clamp: None,
+        prefetch: None,
         sock: s.as_raw_fd(),
         peer_version: None,
         tcp_init: None,

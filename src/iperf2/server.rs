@@ -340,6 +340,9 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
         // As 2.1.8: the client's --fq-rate paces what this server sends.
         let _ = crate::sys::socket::set_max_pacing_rate(&sock, rate);
     }
+    if let Some(n) = write_prefetch(&header) {
+        let _ = net::set_notsent_lowat(&SockRef::from(&sock), n);
+    }
     let enhanced = cfg.output.enhanced || trip_times;
     let member = Member {
         id: ctx.next_id(),
@@ -443,6 +446,13 @@ fn sends_paced(h: &ClientHeader) -> Option<u64> {
     (sends && u & flags::upper::FQRATESET != 0 && rate > 0).then_some(rate)
 }
 
+/// The client's `--tcp-write-prefetch` for the server's sending side
+/// (the header carries it with -R / --full-duplex).
+fn write_prefetch(h: &ClientHeader) -> Option<u32> {
+    let n = h.ext.map_or(0, |e| e.write_prefetch);
+    (h.upper() & flags::upper::WRITEPREFETCH != 0 && n > 0).then_some(n)
+}
+
 fn flow_cfg(sc: &ServerCtx, enhanced: bool) -> TestConfig {
     let mut c = sc.ctx.cfg.clone();
     c.output.enhanced = enhanced;
@@ -471,6 +481,7 @@ fn print_connection(sc: &ServerCtx, m: &Member) {
     // 2.1.8 tags a paced reverse flow; a paced full-duplex one is not tagged.
     line.fq = line.mode == Some("reverse") && sends_paced(h).is_some();
     line.clamp = sc.ctx.cfg.iperf2.rx_window_clamp;
+    line.prefetch = write_prefetch(h);
     line.peer_version = h.version().and_then(|(u, l)| version_string(u, l));
     let cfg = flow_cfg(sc, m.enhanced);
     sc.ctx

@@ -63,6 +63,8 @@ pub enum BannerNote {
     Early(String),
     /// A line printed after the buffer-size lines of `-e`.
     Late(String),
+    /// A line printed after the window-size line, the banner's last.
+    AfterWindow(String),
 }
 
 /// A connection line (iperf2's `C` report).
@@ -84,6 +86,8 @@ pub struct FlowConn {
     pub no_udp_fin: bool,
     /// The server's `--tcp-rx-window-clamp`: `(clamp=N)`.
     pub clamp: Option<u32>,
+    /// `--tcp-write-prefetch`: `(prefetch=N)`.
+    pub prefetch: Option<u32>,
     /// The server paces its sending with the client's `--fq-rate`: `(fq)`.
     pub fq: bool,
     /// Socket descriptor (`(sock=N)`, with `-e`).

@@ -249,7 +249,7 @@ impl Iperf2Text {
                             "Sending {len} byte datagrams, IPG target: {ipg_us:.2} us (kalman adjust)\n"
                         )),
                         BannerNote::Late(l) => s.push_str(&format!("{l}\n")),
-                        BannerNote::Early(_) => {}
+                        BannerNote::Early(_) | BannerNote::AfterWindow(_) => {}
                     }
                 }
             }
@@ -265,6 +265,11 @@ impl Iperf2Text {
             "TCP window size"
         };
         s.push_str(&format!("{label}: {} {note}\n", format_iperf2(b.window as f64, 'A')));
+        for n in &b.notes {
+            if let BannerNote::AfterWindow(l) = n {
+                s.push_str(&format!("{l}\n"));
+            }
+        }
         s.push_str(RULE);
         s
     }
@@ -284,6 +289,9 @@ impl Iperf2Text {
         );
         if let Some(n) = c.clamp {
             s.push_str(&format!(" (clamp={n})"));
+        }
+        if let Some(n) = c.prefetch {
+            s.push_str(&format!(" (prefetch={n})"));
         }
         if let Some(m) = c.mode {
             s.push_str(&format!(" ({m})"));
@@ -611,6 +619,7 @@ mod tests {
             no_udp_fin: false,
             fq: false,
             clamp: None,
+            prefetch: None,
             connect_ms: None,
             when: None,
         }
