@@ -448,6 +448,9 @@ pub struct Iperf2Options {
     /// `--tcp-write-prefetch`: TCP_NOTSENT_LOWAT on the sending sockets
     /// (the client's, and the server's for -R / --full-duplex).
     pub write_prefetch: Option<u32>,
+    /// `--tcp-quickack`: TCP_QUICKACK after every read, on the client's
+    /// receiving flows and (through the header) the server's.
+    pub quickack: bool,
     /// `--tcp-rx-window-clamp`: TCP_WINDOW_CLAMP on a server's listener
     /// (the largest receive window it advertises).
     pub rx_window_clamp: Option<u32>,

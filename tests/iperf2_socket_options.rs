@@ -257,3 +257,75 @@ fn write_prefetch_bounds_the_unsent_queue_on_the_sending_side() {
         assert!(shows.contains("(prefetch=65536)"), "{shows}");
     }
 }
+
+/// Runs `prog args` under `strace -f -e trace=setsockopt` to its end and
+/// returns how many TCP_QUICKACK calls it made (None: no strace, skipped).
+fn quickacks(prog: &std::path::Path, args: &[&str]) -> Option<usize> {
+    let strace = peer("strace")?;
+    let log = std::env::temp_dir().join(format!("ws-qack-{}-{}", std::process::id(), free_port()));
+    let log_s = log.to_string_lossy().into_owned();
+    let p = prog.to_string_lossy().into_owned();
+    let mut all = vec!["-f", "-e", "trace=setsockopt", "-o", &log_s, &p];
+    all.extend_from_slice(args);
+    let r = run(&strace, &all, T);
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    Some(text.lines().filter(|l| l.contains("TCP_QUICKACK")).count())
+}
+
+#[test]
+fn tcp_quickack_rearms_quick_acks_on_every_read_where_it_reads() {
+    let ws = wirespeed();
+    let Some(real) = peer("iperf") else { return };
+    // Our client reading (-R) from the real server; without the option, none.
+    let port = free_port();
+    let Some(srv) = iperf2_server(Iperf2::Real, port, &[]) else {
+        return;
+    };
+    let p = port.to_string();
+    let base = ["--iperf2", "-c", "127.0.0.1", "-p", &p, "-t", "1", "-R"];
+    let Some(with) = quickacks(&ws, &[&base[..], &["--tcp-quickack"]].concat()) else {
+        return;
+    };
+    let without = quickacks(&ws, &base).unwrap();
+    let out = stop_server(srv);
+    assert!(with >= 10, "{with} TCP_QUICKACK calls");
+    assert_eq!(without, 0);
+    // 2.1.8's server is not asked to (it only sends in -R).
+    assert!(out.contains("(reverse) (icwnd"), "{out}");
+    // Our server reading from the real client: the header asks for it. The
+    // server serves one connection (-P 1) and ends, and strace with it.
+    let port = free_port().to_string();
+    let ws_s = ws.to_string_lossy().into_owned();
+    let strace = peer("strace").unwrap();
+    let log = std::env::temp_dir().join(format!("ws-qack-srv-{}-{port}", std::process::id()));
+    let log_s = log.to_string_lossy().into_owned();
+    let mut srv = Proc::spawn(
+        &strace,
+        &[
+            "-f",
+            "-e",
+            "trace=setsockopt",
+            "-o",
+            &log_s,
+            &ws_s,
+            "--iperf2",
+            "-s",
+            "-P",
+            "1",
+            "-p",
+            &port,
+        ],
+    );
+    assert!(srv.wait_for_line("Server listening", Duration::from_secs(10)));
+    let r = run(&real, &["-c", "127.0.0.1", "-p", &port, "-t", "1", "--tcp-quickack"], T);
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("(qack)"), "{}", r.stdout);
+    srv.wait(T).expect("the -P 1 server ends");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    let n = text.lines().filter(|l| l.contains("TCP_QUICKACK")).count();
+    assert!(n >= 10, "our server made {n} TCP_QUICKACK calls");
+    assert!(srv.out().contains("(qack)"), "{}", srv.out());
+}

@@ -324,7 +324,7 @@ fn unimplemented(o: &Occurrence<Opt>) -> Option<CliError> {
         Burst => "periodic bursts",
         TxDelay | TxStart => "scheduled starts",
         Affinity | SuggestWin | TapDev | SumDstip | TosOverride | Incr | NearCongestion | NoConnectSync
-        | TcpQuickack | TcpWriteTimes | NumReportStructs | PermitKeyTimeout => "this option",
+        | TcpWriteTimes | NumReportStructs | PermitKeyTimeout => "this option",
         _ => return None,
     };
     Some(CliError::err(format!(
@@ -732,6 +732,11 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 }
                 clamp = Some(c as u32);
             }
+            Opt::TcpQuickack => {
+                tcp_only.push(sp.into());
+                client_only.push(sp.into());
+                cfg.iperf2.quickack = true;
+            }
             Opt::TcpWritePrefetch => {
                 tcp_only.push(sp.into());
                 client_only.push(sp.into());
@@ -905,6 +910,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         cfg.iperf2.local_only = false;
         cfg.iperf2.incr_dstport = false;
         cfg.iperf2.write_prefetch = None;
+        cfg.iperf2.quickack = false;
         cfg.iperf2.rx_window_clamp = clamp;
         cfg.file = None;
         if let Some(p) = parallel {
@@ -1109,6 +1115,7 @@ Client specific:
       --fq-rate #[kmgKMG]  fair-queue socket pacing (lower case bits, upper case bytes per second)
       --local-only[=1|0]   SO_DONTROUTE: reach only directly connected networks
       --incr-dstport       send parallel flow i to the -p port + i (TCP)
+      --tcp-quickack       TCP_QUICKACK after every read (the server's reads too, through the header)
       --tcp-write-prefetch #[KM]  write only when less than this is queued unsent (TCP_NOTSENT_LOWAT; implies -e)
   -n, --num       #[kmgKMG]    number of bytes to transmit (instead of -t)
       --no-udp-fin         no UDP FIN/report exchange at the end of the test
@@ -1479,6 +1486,14 @@ mod tests {
         assert!(err("-c h -u --tcp-write-prefetch 64K").contains("not with -u"));
         assert!(err("-c h --tcp-write-prefetch 0").contains("out of range"));
         assert_eq!(run("-s --tcp-write-prefetch 64K").iperf2.write_prefetch, None);
+    }
+
+    #[test]
+    fn tcp_quickack_is_a_tcp_client_option() {
+        assert!(run("-c h --tcp-quickack").iperf2.quickack);
+        assert!(!run("-c h").iperf2.quickack);
+        assert!(err("-c h -u --tcp-quickack").contains("not with -u"));
+        assert!(!run("-s --tcp-quickack").iperf2.quickack);
     }
 
     #[test]

@@ -59,6 +59,10 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
     if prefetch.is_some() {
         upper |= flags::upper::WRITEPREFETCH;
     }
+    // Asked of the server only where it reads (2.1.8 leaves it out of -R).
+    if cfg.iperf2.quickack && p.direction != Direction::Reverse {
+        upper |= flags::upper::TCPQUICKACK;
+    }
     let amount = match p.end {
         EndCondition::Bytes(n) => Amount::Bytes(n.min(0x7FFF_FFFF) as u32),
         EndCondition::Time(d) => Amount::from_secs(d.as_secs_f64()),
@@ -216,12 +220,17 @@ fn clock_sync_line(id: u32, ack: &ClientAck, start: (u32, u32), received: (u32, 
     ))
 }
 
-fn reader(counters_for: &TestParams, trip_times: bool, rate: u64) -> (StreamExtras, FlowInfo) {
+fn reader(
+    counters_for: &TestParams,
+    trip_times: bool,
+    rate: u64,
+    quickack: Option<std::net::TcpStream>,
+) -> (StreamExtras, FlowInfo) {
     let bl = counters_for.block_len_or_default() as usize;
     let counters = FlowCounters::new(bl, trip_times);
     // A server sending --trip-times bursts first sends its own header.
     let bursts = trip_times.then(BurstTracker::after_header);
-    let hook = RecvHook::new(counters.clone(), bursts, rate, bl);
+    let hook = RecvHook::new(counters.clone(), bursts, rate, bl).with_quickack(quickack);
     (
         StreamExtras {
             hook: Some(Box::new(hook)),
@@ -320,6 +329,7 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         };
         line.connect_ms = Some(c.connect_ms);
         line.prefetch = cfg.iperf2.write_prefetch;
+        line.qack = cfg.iperf2.quickack;
         line.mode = match p.direction {
             Direction::Reverse => Some("reverse"),
             Direction::FullDuplex => Some("full-duplex"),
@@ -347,7 +357,8 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         let receives = matches!(p.direction, Direction::Reverse | Direction::FullDuplex);
         let take = || c.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e));
         if receives {
-            let (extras, fi) = reader(p, p.trip_times, p.rate);
+            let qack = if cfg.iperf2.quickack { Some(take()?) } else { None };
+            let (extras, fi) = reader(p, p.trip_times, p.rate, qack);
             let s = take()?;
             flows.push(Flow {
                 ds: data_stream(id, StreamRole::Recv, s, &c),
@@ -518,7 +529,7 @@ fn receive_connect_back(
                     remote: peer,
                     connect_ms: 0.0,
                 };
-                let (extras, fi) = reader(&cfg.params, false, 0);
+                let (extras, fi) = reader(&cfg.params, false, 0, None);
                 let sock = c.sock.try_clone().map_err(|e| Error::io(Code::ACCEPT, &e))?;
                 flows.push(Flow {
                     ds: data_stream(id, StreamRole::Recv, sock, &c),

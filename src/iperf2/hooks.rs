@@ -59,6 +59,8 @@ pub struct RecvHook {
     counters: Arc<FlowCounters>,
     bursts: Option<BurstTracker>,
     pacer: Option<Pacer>,
+    /// `--tcp-quickack`: the socket to re-arm TCP_QUICKACK on after reads.
+    quickack: Option<std::net::TcpStream>,
 }
 
 impl RecvHook {
@@ -69,13 +71,24 @@ impl RecvHook {
             counters,
             bursts,
             pacer: (rate > 0).then(|| Pacer::new(PaceRate::Bits(rate), 0, block_len, Instant::now())),
+            quickack: None,
         }
+    }
+
+    /// Sets TCP_QUICKACK on `sock` after every read (the kernel clears it
+    /// again on its own, so 2.1.8 re-arms it each time too).
+    pub fn with_quickack(mut self, sock: Option<std::net::TcpStream>) -> RecvHook {
+        self.quickack = sock;
+        self
     }
 }
 
 impl StreamHook for RecvHook {
     fn after_read(&mut self, data: &[u8], stop: &AtomicBool) -> bool {
         self.counters.count_read(data.len());
+        if let Some(s) = &self.quickack {
+            let _ = crate::sys::socket::set_int_option(s, libc::IPPROTO_TCP, libc::TCP_QUICKACK, 1);
+        }
         if let Some(t) = self.bursts.as_mut() {
             let (s, us) = wall_clock();
             let now = join_secs(s, us);

@@ -120,6 +120,7 @@ pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) 
         fq: false,
         clamp: None,
         prefetch: None,
+        qack: false,
         connect_ms: None,
         when: Some(crate::sys::time::epoch_now() as i64),
     }
@@ -138,6 +139,7 @@ pub fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote
         fq: false,
         clamp: None,
         prefetch: None,
+        qack: false,
         sock: s.as_raw_fd(),
         peer_version: None,
         tcp_init: None,

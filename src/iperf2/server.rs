@@ -446,6 +446,11 @@ fn sends_paced(h: &ClientHeader) -> Option<u64> {
     (sends && u & flags::upper::FQRATESET != 0 && rate > 0).then_some(rate)
 }
 
+/// Whether the client asked for `--tcp-quickack` on the server's reads.
+fn quickack(h: &ClientHeader) -> bool {
+    h.ext.is_some() && h.upper() & flags::upper::TCPQUICKACK != 0
+}
+
 /// The client's `--tcp-write-prefetch` for the server's sending side
 /// (the header carries it with -R / --full-duplex).
 fn write_prefetch(h: &ClientHeader) -> Option<u32> {
@@ -482,6 +487,8 @@ fn print_connection(sc: &ServerCtx, m: &Member) {
     line.fq = line.mode == Some("reverse") && sends_paced(h).is_some();
     line.clamp = sc.ctx.cfg.iperf2.rx_window_clamp;
     line.prefetch = write_prefetch(h);
+    // The server re-arms quick acks where it reads (not on a -R flow).
+    line.qack = quickack(h) && line.mode != Some("reverse");
     line.peer_version = h.version().and_then(|(u, l)| version_string(u, l));
     let cfg = flow_cfg(sc, m.enhanced);
     sc.ctx
@@ -517,7 +524,9 @@ fn reader_flow(
     trip: bool,
     initial: u64,
     histograms: Option<&str>,
+    quickack: bool,
 ) -> Flow {
+    let qack = quickack.then(|| sock.try_clone().ok()).flatten();
     // Burst-latency histograms (`F8`) need --trip-times bursts to time.
     let histogram = histograms
         .filter(|_| trip)
@@ -526,12 +535,9 @@ fn reader_flow(
     Flow {
         ds: stream(id, StreamRole::Recv, sock, local, peer),
         extras: StreamExtras {
-            hook: Some(Box::new(RecvHook::new(
-                counters.clone(),
-                trip.then(BurstTracker::new),
-                0,
-                block,
-            ))),
+            hook: Some(Box::new(
+                RecvHook::new(counters.clone(), trip.then(BurstTracker::new), 0, block).with_quickack(qack),
+            )),
             initial_bytes: initial,
             budget: None,
             ..StreamExtras::default()
@@ -733,6 +739,7 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
             m.trip_times,
             m.initial,
             hist,
+            quickack(h),
         ));
         if v2 && u & flags::upper::FULLDUPLEX != 0 {
             if let Ok(s2) = m.sock.try_clone()

@@ -88,6 +88,8 @@ pub struct FlowConn {
     pub clamp: Option<u32>,
     /// `--tcp-write-prefetch`: `(prefetch=N)`.
     pub prefetch: Option<u32>,
+    /// `--tcp-quickack` on this flow's reads: `(qack)`.
+    pub qack: bool,
     /// The server paces its sending with the client's `--fq-rate`: `(fq)`.
     pub fq: bool,
     /// Socket descriptor (`(sock=N)`, with `-e`).

@@ -308,6 +308,9 @@ impl Iperf2Text {
                 s.push_str(&format!(" (peer {v})"));
             }
         }
+        if c.qack {
+            s.push_str(" (qack)");
+        }
         if let Some((cwnd, mss, rtt)) = c.tcp_init {
             s.push_str(&format!(" (icwnd/mss/irtt={cwnd}/{mss}/{rtt})"));
         }
@@ -620,6 +623,7 @@ mod tests {
             fq: false,
             clamp: None,
             prefetch: None,
+            qack: false,
             connect_ms: None,
             when: None,
         }
