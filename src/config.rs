@@ -454,6 +454,9 @@ pub struct Iperf2Options {
     /// `--tcp-rx-window-clamp`: TCP_WINDOW_CLAMP on a server's listener
     /// (the largest receive window it advertises).
     pub rx_window_clamp: Option<u32>,
+    /// `--tos-override`: the TOS byte a server's sockets carry (what it
+    /// sends back for -R / --full-duplex, and its acks).
+    pub tos_override: Option<u8>,
     /// `-X`: ask for and print the server's version.
     pub peer_detect: bool,
     /// `-C`: send no header (talk to very old iperf 2 servers).

@@ -329,3 +329,43 @@ fn tcp_quickack_rearms_quick_acks_on_every_read_where_it_reads() {
     assert!(n >= 10, "our server made {n} TCP_QUICKACK calls");
     assert!(srv.out().contains("(qack)"), "{}", srv.out());
 }
+
+#[test]
+fn tos_override_marks_what_the_server_sends_back() {
+    for s in [Iperf2::Real, Iperf2::Ours] {
+        let port = free_port();
+        let Some(srv) = iperf2_server(s, port, &["--tos-override", "0x48"]) else {
+            return;
+        };
+        let Some((prog, mut args)) = Iperf2::Real.command() else {
+            return;
+        };
+        args.extend(["-c", "127.0.0.1", "-t", "2", "-R", "-p"].map(String::from));
+        args.push(port.to_string());
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let mut cli = Proc::spawn(&prog, &a);
+        // The server's socket of the test, as `ss --tos` reports it.
+        let mut tos = Vec::new();
+        for _ in 0..30 {
+            std::thread::sleep(Duration::from_millis(50));
+            if let Ok(o) = Command::new("ss")
+                .args(["-tinH", "--tos", "state", "established"])
+                .arg(format!("( sport = :{port} )"))
+                .output()
+            {
+                tos.extend(
+                    String::from_utf8_lossy(&o.stdout)
+                        .split_whitespace()
+                        .filter_map(|w| w.strip_prefix("tos:").map(String::from)),
+                );
+            }
+        }
+        cli.wait(T).expect("client ends");
+        let out = stop_server(srv);
+        assert!(
+            !tos.is_empty() && tos.iter().all(|t| t == "0x48"),
+            "{s:?} server: {tos:?}"
+        );
+        assert!(out.contains("Reflected TOS will be set to 0x48"), "{out}");
+    }
+}

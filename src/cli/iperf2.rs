@@ -323,8 +323,8 @@ fn unimplemented(o: &Occurrence<Opt>) -> Option<CliError> {
         ConnectOnly => "connect-only tests",
         Burst => "periodic bursts",
         TxDelay | TxStart => "scheduled starts",
-        Affinity | SuggestWin | TapDev | SumDstip | TosOverride | Incr | NearCongestion | NoConnectSync
-        | TcpWriteTimes | NumReportStructs | PermitKeyTimeout => "this option",
+        Affinity | SuggestWin | TapDev | SumDstip | Incr | NearCongestion | NoConnectSync | TcpWriteTimes
+        | NumReportStructs | PermitKeyTimeout => "this option",
         _ => return None,
     };
     Some(CliError::err(format!(
@@ -469,6 +469,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     let mut ttl: Option<u32> = None;
     let mut policy_opt: Option<String> = None;
     let mut clamp: Option<u32> = None;
+    let mut tos_override: Option<u8> = None;
 
     for o in &opts {
         if let Some(e) = unimplemented(o) {
@@ -732,6 +733,11 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 }
                 clamp = Some(c as u32);
             }
+            Opt::TosOverride => {
+                tcp_only.push(sp.into());
+                tos_override =
+                    Some(tos_value(&v).ok_or_else(|| CliError::err(format!("{sp} value of '{v}' not recognized")))?);
+            }
             Opt::TcpQuickack => {
                 tcp_only.push(sp.into());
                 client_only.push(sp.into());
@@ -912,6 +918,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         cfg.iperf2.write_prefetch = None;
         cfg.iperf2.quickack = false;
         cfg.iperf2.rx_window_clamp = clamp;
+        cfg.iperf2.tos_override = tos_override;
         cfg.file = None;
         if let Some(p) = parallel {
             cfg.server.max_connections = Some(p);
@@ -941,6 +948,9 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         }
         if clamp.is_some() {
             return Err(CliError::err("option --tcp-rx-window-clamp is only valid for a server"));
+        }
+        if tos_override.is_some() {
+            return Err(CliError::err("option --tos-override is only valid for a server"));
         }
         if let Some(last) = cfg.iperf2.port_last {
             let n = u32::from(last - cfg.port) + 1;
@@ -1099,6 +1109,7 @@ Server specific:
   -H, --ssm-host <ip>      set the SSM source, use with -B for (S,G)
   -U, --single_udp         run in single threaded UDP mode (one client at a time)
       --tcp-rx-window-clamp #[KM]  cap the TCP receive window the server offers (TCP_WINDOW_CLAMP)
+      --tos-override <val> TOS of the server's sockets, for what it sends back (-R, --full-duplex)
       --histograms[=binwidth[u|m],bins,ci_lower,ci_upper]  latency histograms (needs the client's --trip-times)
   -P, --parallel  #        exit after this many connections have been served
   -c, --client    <host>   serve only this client
@@ -1494,6 +1505,15 @@ mod tests {
         assert!(!run("-c h").iperf2.quickack);
         assert!(err("-c h -u --tcp-quickack").contains("not with -u"));
         assert!(!run("-s --tcp-quickack").iperf2.quickack);
+    }
+
+    #[test]
+    fn tos_override_is_a_tcp_server_option() {
+        assert_eq!(run("-s --tos-override 0x48").iperf2.tos_override, Some(0x48));
+        assert_eq!(run("-s --tos-override af41").iperf2.tos_override, Some(0x88));
+        assert!(err("-c h --tos-override 0x48").contains("only valid for a server"));
+        assert!(err("-s -u --tos-override 0x48").contains("not with -u"));
+        assert!(err("-s --tos-override bogus").contains("not recognized"));
     }
 
     #[test]

@@ -820,6 +820,18 @@ fn open_listener(cfg: &TestConfig, port: u16) -> Result<std::net::TcpListener, E
         crate::sys::socket::set_int_option(&listener, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, c as i32)
             .map_err(|e| Error::msg(Code::LISTEN, format!("unable to set TCP_WINDOW_CLAMP: {e}")))?;
     }
+    if let Some(tos) = cfg.iperf2.tos_override {
+        // On the listener, so every accepted socket carries it, as 2.1.8's.
+        let v6 = listener.local_addr().is_ok_and(|a| a.is_ipv6());
+        let r = if v6 {
+            // A dual-stack socket carrying IPv4 needs IP_TOS too.
+            let _ = sref.set_tos_v4(u32::from(tos));
+            sref.set_tclass_v6(u32::from(tos))
+        } else {
+            sref.set_tos_v4(u32::from(tos))
+        };
+        r.map_err(|e| Error::msg(Code::LISTEN, format!("unable to set the TOS override: {e}")))?;
+    }
     Ok(listener)
 }
 
@@ -853,6 +865,13 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
             )]
         })
         .unwrap_or_default();
+    let mut notes = notes;
+    if let Some(tos) = cfg.iperf2.tos_override {
+        notes.insert(
+            0,
+            crate::report::event::BannerNote::Early(format!("Reflected TOS will be set to 0x{tos:x}")),
+        );
+    }
     ctx.reporter(Side::Server).emit(Event::Banner(Box::new(Banner {
         role: match cfg.iperf2.port_last {
             Some(last) => BannerRole::ListeningRange(last),
