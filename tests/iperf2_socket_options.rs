@@ -1,7 +1,8 @@
 //! iperf 2's socket options that reach the kernel: `--fq-rate` (fair-queue
 //! pacing of the client's flows, and of the server's sending side of -R
 //! when the client's header asks for it) against the real iperf 2.1.8 both
-//! ways, and `--local-only` (SO_DONTROUTE) across network namespaces.
+//! ways, `--local-only` (SO_DONTROUTE) across network namespaces, and the
+//! other TCP options 2.1.8 applies to its sockets and reads.
 
 mod common;
 #[path = "common/netns.rs"]
@@ -367,5 +368,25 @@ fn tos_override_marks_what_the_server_sends_back() {
             "{s:?} server: {tos:?}"
         );
         assert!(out.contains("Reflected TOS will be set to 0x48"), "{out}");
+    }
+}
+
+#[test]
+fn a_server_read_rate_limit_paces_its_reads() {
+    // `-s -b 100m`: the server reads each flow at 100 Mbit/s, so the
+    // sender, blocked by TCP, moves about that too (loopback: gigabits).
+    for s in [Iperf2::Real, Iperf2::Ours] {
+        let port = free_port();
+        let Some(srv) = iperf2_server(s, port, &["-b", "100m"]) else {
+            return;
+        };
+        let Some(r) = iperf2_client(Iperf2::Real, port, "-t 2", T) else {
+            return;
+        };
+        assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+        std::thread::sleep(Duration::from_millis(400));
+        let out = stop_server(srv);
+        let got = rate_of(&out, "[  1]");
+        assert!((80e6..125e6).contains(&got), "{s:?} server read at {got} bit/s:\n{out}");
     }
 }

@@ -497,7 +497,6 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 } else {
                     cfg.params.rate = unit_value(sp, &v)? as u64;
                 }
-                client_only.push(sp.into());
             }
             Opt::Client => {
                 let (h, d) = match v.split_once('%') {
@@ -926,8 +925,11 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         if let Some(t) = time {
             cfg.server.listen_time = (t > 0.0).then(|| Duration::from_secs_f64(t));
         }
-        if rate_given {
-            return Err(CliError::err("a server read-rate limit (-s -b) is not implemented yet"));
+        // `-s -b`: a TCP server reads each flow at most at this rate.
+        if rate_given && (udp || single_udp) {
+            return Err(CliError::err(
+                "a UDP server's read-rate limit (-s -u -b) is not implemented yet",
+            ));
         }
     } else {
         cfg.role = Role::Client(client.unwrap_or_default());
@@ -1112,6 +1114,7 @@ Server specific:
       --tos-override <val> TOS of the server's sockets, for what it sends back (-R, --full-duplex)
       --histograms[=binwidth[u|m],bins,ci_lower,ci_upper]  latency histograms (needs the client's --trip-times)
   -P, --parallel  #        exit after this many connections have been served
+  -b, --bandwidth #[kmgKMG]  read each TCP flow at most at this rate
   -c, --client    <host>   serve only this client
       --allow <list>       serve only these clients: addresses, CIDR networks, host names
                            (comma-separated, repeatable; a wirespeed addition)
@@ -1514,6 +1517,14 @@ mod tests {
         assert!(err("-c h --tos-override 0x48").contains("only valid for a server"));
         assert!(err("-s -u --tos-override 0x48").contains("not with -u"));
         assert!(err("-s --tos-override bogus").contains("not recognized"));
+    }
+
+    #[test]
+    fn a_tcp_server_takes_a_read_rate() {
+        let (c, w) = run_env("-s -b 100m", &[]).unwrap();
+        assert_eq!(c.params.rate, 100_000_000);
+        assert!(w.is_empty(), "{w:?}");
+        assert!(err("-s -u -b 1m").contains("not implemented"));
     }
 
     #[test]

@@ -525,6 +525,7 @@ fn reader_flow(
     initial: u64,
     histograms: Option<&str>,
     quickack: bool,
+    read_rate: u64,
 ) -> Flow {
     let qack = quickack.then(|| sock.try_clone().ok()).flatten();
     // Burst-latency histograms (`F8`) need --trip-times bursts to time.
@@ -536,7 +537,7 @@ fn reader_flow(
         ds: stream(id, StreamRole::Recv, sock, local, peer),
         extras: StreamExtras {
             hook: Some(Box::new(
-                RecvHook::new(counters.clone(), trip.then(BurstTracker::new), 0, block).with_quickack(qack),
+                RecvHook::new(counters.clone(), trip.then(BurstTracker::new), read_rate, block).with_quickack(qack),
             )),
             initial_bytes: initial,
             budget: None,
@@ -740,6 +741,8 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
             m.initial,
             hist,
             quickack(h),
+            // `-s -b`: the server's read-rate limit.
+            ctx.cfg.params.rate,
         ));
         if v2 && u & flags::upper::FULLDUPLEX != 0 {
             if let Ok(s2) = m.sock.try_clone()
