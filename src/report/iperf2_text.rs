@@ -222,6 +222,11 @@ impl Iperf2Text {
                             format_iperf2(b.block_len as f64, 'B')
                         ));
                     }
+                    for n in &b.notes {
+                        if let BannerNote::Early(l) = n {
+                            s.push_str(&format!("{l}\n"));
+                        }
+                    }
                     let nagle = if b.nodelay {
                         " and nodelay (Nagle off)"
                     } else {
@@ -234,7 +239,9 @@ impl Iperf2Text {
                         BannerNote::Datagrams { len, ipg_us } => s.push_str(&format!(
                             "Sending {len} byte datagrams, IPG target: {ipg_us:.2} us (kalman adjust)\n"
                         )),
-                        BannerNote::Early(l) | BannerNote::Late(l) => s.push_str(&format!("{l}\n")),
+                        BannerNote::Early(l) if !self.enhanced => s.push_str(&format!("{l}\n")),
+                        BannerNote::Late(l) => s.push_str(&format!("{l}\n")),
+                        BannerNote::Early(_) => {}
                     }
                 }
             }
@@ -267,7 +274,7 @@ impl Iperf2Text {
             self.host(&c.remote.0),
             c.remote.1
         );
-        if let Some(m) = c.mode {
+        if let Some(m) = &c.mode {
             s.push_str(&format!(" ({m})"));
         }
         if c.no_udp_fin {
