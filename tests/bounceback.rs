@@ -64,7 +64,10 @@ fn default_bursts(out: &str) {
         out.contains("[ ID] Interval            Transfer    Bandwidth         BB cnt=avg/min/max/stdev         Rtry  Cwnd/RTT    RPS"),
         "{out}"
     );
-    assert!(out.contains("Bursting:  100 Byte writes 10 times every 1.00 second(s)"), "{out}");
+    assert!(
+        out.contains("Bursting:  100 Byte writes 10 times every 1.00 second(s)"),
+        "{out}"
+    );
     assert!(out.contains("(bb w/quickack len/hold=100/0)"), "{out}");
     let lines = bb_lines(out, 1);
     assert!(lines.len() >= 2, "{out}");
@@ -82,7 +85,9 @@ fn default_bursts(out: &str) {
 #[test]
 fn our_client_bounces_off_the_real_server_in_bursts_of_ten() {
     let port = free_port();
-    let Some(srv) = iperf2_server(Iperf2::Real, port, &["-e", "-i", "1"]) else { return };
+    let Some(srv) = iperf2_server(Iperf2::Real, port, &["-e", "-i", "1"]) else {
+        return;
+    };
     let r = iperf2_client(Iperf2::Ours, port, "--bounceback -t 2 -i 1", T).unwrap();
     let srv_out = stop_server(srv);
     ok(&r);
@@ -104,9 +109,14 @@ fn the_real_client_bounces_off_our_iperf2_server() {
     default_bursts(&r.stdout);
     assert!(srv_out.contains("(bb w/quickack len/hold=100/0)"), "{srv_out}");
     // Both directions' bytes: 20 round trips of 100 bytes.
-    assert!(srv_out.contains("[  1] 0.0000-1.0000 sec  1.95 KBytes  16.0 Kbits/sec"), "{srv_out}");
     assert!(
-        srv_out.lines().any(|l| l.starts_with("[  1] 0.0000-") && l.contains("3.91 KBytes")),
+        srv_out.contains("[  1] 0.0000-1.0000 sec  1.95 KBytes  16.0 Kbits/sec"),
+        "{srv_out}"
+    );
+    assert!(
+        srv_out
+            .lines()
+            .any(|l| l.starts_with("[  1] 0.0000-") && l.contains("3.91 KBytes")),
         "{srv_out}"
     );
 }

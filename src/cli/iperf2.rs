@@ -939,7 +939,9 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
             None
         };
         if let Some(what) = bad {
-            return Err(CliError::err(format!("option --bounceback is not supported with {what}")));
+            return Err(CliError::err(format!(
+                "option --bounceback is not supported with {what}"
+            )));
         }
         use crate::proto::iperf2::bounceback::{BB_DEFAULT_SIZE, BB_MAX_SIZE, BB_MIN_SIZE};
         let size = len.map_or(BB_DEFAULT_SIZE as f64, |l| l);
@@ -1098,6 +1100,10 @@ Server specific:
 
 Client specific:
   -c, --client    <host>   run in client mode, connecting to <host>
+      --bounceback[=n]     request/response test: bursts of n (default 10) -l byte writes (default 100) echoed back
+      --bounceback-hold #  server holds each message # ms before replying
+      --bounceback-no-quickack  do not set TCP_QUICKACK on bounceback sockets
+      --bounceback-period #  seconds between bounceback bursts (default 1; 0 = back to back)
       --connect-retries #  number of times to retry tcp connect
   -d, --dualtest           Do a bidirectional test simultaneously (multiple sockets)
       --full-duplex        run full duplex test using same socket

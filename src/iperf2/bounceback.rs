@@ -21,8 +21,8 @@ use crate::cli::units::format_iperf2;
 use crate::config::{Bounceback, EndCondition, Protocol, TestConfig};
 use crate::error::{Code, Error};
 use crate::net;
-use crate::proto::iperf2::join_secs;
 use crate::proto::iperf2::bounceback::{BB_HEADER_LEN, BB_QUICKACK, BbHeader, is_bounceback};
+use crate::proto::iperf2::join_secs;
 use crate::report::event::{Banner, BannerNote, BannerRole, Event, Side};
 use crate::report::iperf2_event::{FlowExtras, FlowLine, FlowReport};
 use crate::stats::flow::Welford;
@@ -119,7 +119,11 @@ pub(super) fn serve(sc: &ServerCtx, sock: TcpStream, peer: SocketAddr, mut prefi
         start,
         end,
         bytes,
-        bits_per_second: if end > start { bytes as f64 * 8.0 / (end - start) } else { 0.0 },
+        bits_per_second: if end > start {
+            bytes as f64 * 8.0 / (end - start)
+        } else {
+            0.0
+        },
         extras: FlowExtras::default(),
         addrs: addrs.clone(),
     };
@@ -178,7 +182,12 @@ pub(super) fn serve(sc: &ServerCtx, sock: TcpStream, peer: SocketAddr, mut prefi
         let ok = loop {
             // Idle: an interval closes a little after its end (messages
             // are binned by the client's send time, below).
-            close(&mut rep, t0.elapsed().as_secs_f64() - 0.05, &mut in_interval, &mut last_end);
+            close(
+                &mut rep,
+                t0.elapsed().as_secs_f64() - 0.05,
+                &mut in_interval,
+                &mut last_end,
+            );
             if sc.stop.load(Relaxed) || Instant::now() >= idle_until {
                 break false;
             }
@@ -295,7 +304,15 @@ impl Tally {
 }
 
 /// A client flow's thread: bursts until the end of the test.
-fn flow(sock: TcpStream, size: u32, bb: Bounceback, t0: Instant, end: Instant, stop: Arc<AtomicBool>, tally: Arc<Mutex<Tally>>) {
+fn flow(
+    sock: TcpStream,
+    size: u32,
+    bb: Bounceback,
+    t0: Instant,
+    end: Instant,
+    stop: Arc<AtomicBool>,
+    tally: Arc<Mutex<Tally>>,
+) {
     let _ = sock.set_write_timeout(Some(REPLY_WAIT));
     let mut msg = BbHeader {
         size,
@@ -329,7 +346,10 @@ fn flow(sock: TcpStream, size: u32, bb: Bounceback, t0: Instant, end: Instant, s
             let sent = Instant::now();
             if let Err(e) = (&sock).write_all(&msg) {
                 if let Ok(mut t) = tally.lock() {
-                    t.failed = Some(format!("tcp bounce-back write failed: {}", crate::error::strerror(e.raw_os_error().unwrap_or(0))));
+                    t.failed = Some(format!(
+                        "tcp bounce-back write failed: {}",
+                        crate::error::strerror(e.raw_os_error().unwrap_or(0))
+                    ));
                 }
                 break 'test;
             }
@@ -469,7 +489,14 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
     plain_cfg.output.enhanced = false;
     let mut csv_rep = ctx.reporter_for(&plain_cfg, Side::Client);
     let printed_header = Mutex::new(false);
-    let report = |rep: &mut crate::report::Reporter, id: u32, c: &Connected, start: f64, endt: f64, w: &Welford, bytes: u64, final_report: bool| {
+    let report = |rep: &mut crate::report::Reporter,
+                  id: u32,
+                  c: &Connected,
+                  start: f64,
+                  endt: f64,
+                  w: &Welford,
+                  bytes: u64,
+                  final_report: bool| {
         if cfg.output.exclude.contains('D') {
             return;
         }
@@ -482,7 +509,11 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
             start,
             end: endt,
             bytes,
-            bits_per_second: if endt > start { bytes as f64 * 8.0 / (endt - start) } else { 0.0 },
+            bits_per_second: if endt > start {
+                bytes as f64 * 8.0 / (endt - start)
+            } else {
+                0.0
+            },
             extras: FlowExtras::default(),
             addrs: Some((crate::util::split_addr(&c.local), crate::util::split_addr(&c.remote))),
         };
@@ -504,7 +535,11 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
             text.push('\n');
             *done = true;
         }
-        let per_sec = if endt > start { bytes as f64 / (endt - start) } else { 0.0 };
+        let per_sec = if endt > start {
+            bytes as f64 / (endt - start)
+        } else {
+            0.0
+        };
         let tag = format!("[{id:>3}] ");
         text.push_str(&format!(
             "{tag}{start:.4}-{endt:.4} sec  {}s  {}s/sec{}",
@@ -520,9 +555,9 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
         }
         let all_done = flows.iter().all(|f| f.3.is_finished());
         // An interval prints once every running flow has passed it.
-        let ready = flows.iter().all(|(_, _, t, h)| {
-            h.is_finished() || t.lock().map(|t| !t.closed.is_empty()).unwrap_or(true)
-        });
+        let ready = flows
+            .iter()
+            .all(|(_, _, t, h)| h.is_finished() || t.lock().map(|t| !t.closed.is_empty()).unwrap_or(true));
         if ready {
             for (id, c, tally, _) in &flows {
                 let next = tally.lock().ok().and_then(|mut t| t.closed.pop_front());
@@ -531,7 +566,9 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
                 }
             }
         }
-        let pending = flows.iter().any(|(_, _, t, _)| t.lock().map(|t| !t.closed.is_empty()).unwrap_or(false));
+        let pending = flows
+            .iter()
+            .any(|(_, _, t, _)| t.lock().map(|t| !t.closed.is_empty()).unwrap_or(false));
         if all_done && !pending {
             break;
         }
