@@ -80,6 +80,12 @@ fn default_bursts(out: &str) {
     let intervals = &lines[..lines.len() - 1];
     assert!(intervals.iter().all(|l| (8..=12).contains(&l.count)), "{out}");
     assert!(intervals.iter().any(|l| l.start == 0.0 && l.end == 1.0), "{out}");
+    // The whole test's RTT histogram, 100 µs bins.
+    let pdf = format!("sec BB8(f)-PDF: bin(w=100us):cnt({})=", last.count);
+    assert!(
+        out.lines().any(|l| l.starts_with("[  1] 0.0000-") && l.contains(&pdf)),
+        "{out}"
+    );
 }
 
 #[test]

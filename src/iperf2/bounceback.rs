@@ -25,7 +25,9 @@ use crate::proto::iperf2::bounceback::{BB_HEADER_LEN, BB_QUICKACK, BbHeader, is_
 use crate::proto::iperf2::join_secs;
 use crate::report::event::{Banner, BannerNote, BannerRole, Event, Side};
 use crate::report::iperf2_event::{FlowExtras, FlowLine, FlowReport};
+use crate::report::iperf2_text::histogram_line;
 use crate::stats::flow::Welford;
+use crate::stats::histogram::{HistogramSpec, HistogramView, LatencyHistogram};
 
 /// How long the rest of a message may take once it has begun (2.1.8's
 /// listener gives the first one 4 s).
@@ -265,6 +267,8 @@ struct Tally {
     closed: std::collections::VecDeque<(f64, f64, Welford, u64)>,
     /// Start of the open interval and its end (None: no intervals).
     open: Option<(f64, f64)>,
+    /// The whole test's round trips (`BB8(f)-PDF`).
+    hist: Option<LatencyHistogram>,
     failed: Option<String>,
 }
 
@@ -272,6 +276,9 @@ impl Tally {
     /// A round trip of a message sent at `sent` (seconds since the start).
     fn add(&mut self, sent: f64, rtt: f64, bytes: u64) {
         self.close_until(sent);
+        if let Some(h) = &self.hist {
+            h.add(rtt, None);
+        }
         self.interval.add(rtt, 0);
         self.total.add(rtt, 0);
         self.interval_bytes += bytes;
@@ -474,6 +481,7 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
     for (id, c) in conns {
         let tally = Arc::new(Mutex::new(Tally {
             open: cfg.output.interval.map(|i| (0.0, i.as_secs_f64())),
+            hist: Some(LatencyHistogram::new(HistogramSpec::default(), "BB8")),
             ..Tally::default()
         }));
         let sock = c.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?;
@@ -489,6 +497,8 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
     plain_cfg.output.enhanced = false;
     let mut csv_rep = ctx.reporter_for(&plain_cfg, Side::Client);
     let printed_header = Mutex::new(false);
+    // Retransmits up to the last interval line, per flow.
+    let retrans_base = Mutex::new(std::collections::HashMap::<u32, u32>::new());
     let report = |rep: &mut crate::report::Reporter,
                   id: u32,
                   c: &Connected,
@@ -496,12 +506,18 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
                   endt: f64,
                   w: &Welford,
                   bytes: u64,
-                  final_report: bool| {
+                  final_report: bool,
+                  hist: Option<&LatencyHistogram>| {
         if cfg.output.exclude.contains('D') {
             return;
         }
         let info = crate::sys::socket::tcp_info(&c.sock).ok();
-        let retrans = info.as_ref().map_or(0, |i| i.total_retrans);
+        let total_retrans = info.as_ref().map_or(0, |i| i.total_retrans);
+        let retrans = match retrans_base.lock() {
+            Ok(_) if final_report => total_retrans,
+            Ok(mut b) => total_retrans.saturating_sub(b.insert(id, total_retrans).unwrap_or(0)),
+            Err(_) => total_retrans,
+        };
         let line = FlowLine {
             id,
             sender: true,
@@ -547,7 +563,12 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
             format_iperf2(per_sec, cfg.output.format),
             bb_columns(w, retrans, info.map(|i| (i.cwnd_bytes(), i.rtt)))
         ));
-        ctx.out.write(&format!("{text}\n"));
+        text.push('\n');
+        if let Some(h) = hist {
+            let sample = HistogramView::default().sample(h, true);
+            text.push_str(&histogram_line(&tag, &line, &sample));
+        }
+        ctx.out.write(&text);
     };
     loop {
         if signal.load(Relaxed) != 0 {
@@ -562,7 +583,7 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
             for (id, c, tally, _) in &flows {
                 let next = tally.lock().ok().and_then(|mut t| t.closed.pop_front());
                 if let Some((start, endt, w, bytes)) = next {
-                    report(&mut csv_rep, *id, c, start, endt, &w, bytes, false);
+                    report(&mut csv_rep, *id, c, start, endt, &w, bytes, false, None);
                 }
             }
         }
@@ -581,7 +602,17 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
     for (id, c, tally, h) in flows {
         let _ = h.join();
         if let Ok(t) = tally.lock() {
-            report(&mut csv_rep, id, &c, 0.0, elapsed, &t.total, t.total_bytes, true);
+            report(
+                &mut csv_rep,
+                id,
+                &c,
+                0.0,
+                elapsed,
+                &t.total,
+                t.total_bytes,
+                true,
+                t.hist.as_ref(),
+            );
             if failure.is_none() {
                 failure = t.failed.clone();
             }
