@@ -21,7 +21,7 @@ use crate::cli::units::format_iperf2;
 use crate::config::{Bounceback, EndCondition, Protocol, TestConfig};
 use crate::error::{Code, Error};
 use crate::net;
-use crate::proto::iperf2::bounceback::{BB_HEADER_LEN, BB_QUICKACK, BbHeader, is_bounceback};
+use crate::proto::iperf2::bounceback::{BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader, is_bounceback};
 use crate::proto::iperf2::join_secs;
 use crate::report::event::{Banner, BannerNote, BannerRole, Event, Side};
 use crate::report::iperf2_event::{FlowExtras, FlowLine, FlowReport};
@@ -102,6 +102,16 @@ pub(super) fn serve(sc: &ServerCtx, sock: TcpStream, peer: SocketAddr, mut prefi
     }
     let quickack = first.bbflags & BB_QUICKACK != 0;
     let _ = sock.set_nodelay(true);
+    if first.bbflags & BB_TOS != 0 {
+        // The client's -S, for the replies too.
+        let tos = (first.tos & 0xff) as u32;
+        let r = SockRef::from(&sock);
+        let _ = if peer.is_ipv4() {
+            r.set_tos_v4(tos)
+        } else {
+            r.set_tclass_v6(tos)
+        };
+    }
     let _ = sock.set_write_timeout(Some(REPLY_WAIT));
     let id = ctx.next_id();
     let mut line = conn_line(id, &sock, local, peer);
@@ -112,6 +122,8 @@ pub(super) fn serve(sc: &ServerCtx, sock: TcpStream, peer: SocketAddr, mut prefi
     // 2.1.8's server prints plain transfer lines (both directions' bytes).
     let mut plain = cfg.clone();
     plain.output.enhanced = false;
+    // Not counted in --metrics: its byte counters are per direction, and
+    // these lines carry both directions' bytes, as 2.1.8 prints them.
     let mut rep = ctx.reporter_for(&plain, Side::Server);
     let addrs = Some((crate::util::split_addr(&local), crate::util::split_addr(&peer)));
     let line_for = |start: f64, end: f64, bytes: u64| FlowLine {
@@ -314,6 +326,7 @@ impl Tally {
 fn flow(
     sock: TcpStream,
     size: u32,
+    tos: u8,
     bb: Bounceback,
     t0: Instant,
     end: Instant,
@@ -324,8 +337,13 @@ fn flow(
     let mut msg = BbHeader {
         size,
         id: 0,
-        bbflags: if bb.quickack { BB_QUICKACK } else { 0 },
-        tos: u16::from_be_bytes([0x5a, 0x5a]),
+        bbflags: if bb.quickack { BB_QUICKACK } else { 0 } | if tos != 0 { BB_TOS } else { 0 },
+        // 2.1.8 leaves the filler when no TOS is set.
+        tos: if tos != 0 {
+            tos as u16
+        } else {
+            u16::from_be_bytes([0x5a, 0x5a])
+        },
         hold_us: bb.hold_us,
         ..BbHeader::default()
     }
@@ -478,6 +496,7 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
     let t0 = Instant::now();
     let end = t0 + secs;
     let mut flows = Vec::new();
+    let tos = p.tos;
     for (id, c) in conns {
         let tally = Arc::new(Mutex::new(Tally {
             open: cfg.output.interval.map(|i| (0.0, i.as_secs_f64())),
@@ -488,7 +507,7 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
         let (t2, s2, b2) = (tally.clone(), stop.clone(), bb.clone());
         let h = std::thread::Builder::new()
             .name("ws-iperf2-bb".into())
-            .spawn(move || flow(sock, size, b2, t0, end, s2, t2))
+            .spawn(move || flow(sock, size, tos, b2, t0, end, s2, t2))
             .map_err(|e| Error::io(Code::INITSTREAM, &e))?;
         flows.push((id, c, tally, h));
     }

@@ -205,6 +205,19 @@ mod tests {
         assert_eq!(h.server_tx, (0x6b03ebb6, 0x427f8));
     }
 
+    /// `iperf -c ... --bounceback=2 -S 0x10 --bounceback-hold 1` (2.1.8).
+    const CLIENT_TOS_HOLD_2_1_8: &str = "008000000000006400000001a0000010000000006b03f16c000565c0ffffffffffffffffffffffffffffffff000003e85a5a5a5a5a5a5a5a5a5a5a5a30313233343536373839303132333435363738393031323334353637383930313233343536373839";
+
+    #[test]
+    fn tos_and_hold_travel_as_2_1_8_sends_them() {
+        let wire = hex(CLIENT_TOS_HOLD_2_1_8);
+        let h = BbHeader::decode(&wire).unwrap();
+        assert_eq!(h.bbflags, BB_QUICKACK | BB_TOS);
+        assert_eq!(h.tos, 0x10);
+        assert_eq!(h.hold_us, 1000);
+        assert_eq!(h.client_message(), wire);
+    }
+
     #[test]
     fn malformed_headers_are_errors() {
         let good = hex(CLIENT_2_1_8);
