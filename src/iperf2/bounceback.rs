@@ -325,8 +325,7 @@ impl Tally {
 /// A client flow's thread: bursts until the end of the test.
 fn flow(
     sock: TcpStream,
-    size: u32,
-    tos: u8,
+    (size, tos): (u32, u8),
     bb: Bounceback,
     t0: Instant,
     end: Instant,
@@ -507,7 +506,7 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
         let (t2, s2, b2) = (tally.clone(), stop.clone(), bb.clone());
         let h = std::thread::Builder::new()
             .name("ws-iperf2-bb".into())
-            .spawn(move || flow(sock, size, tos, b2, t0, end, s2, t2))
+            .spawn(move || flow(sock, (size, tos), b2, t0, end, s2, t2))
             .map_err(|e| Error::io(Code::INITSTREAM, &e))?;
         flows.push((id, c, tally, h));
     }
