@@ -195,3 +195,32 @@ fn bounceback_lengths_below_64_bytes_and_other_modes_are_refused() {
         assert_eq!(r.stderr.lines().count(), 1, "{args}: {}", r.stderr);
     }
 }
+
+#[test]
+fn trip_times_add_one_way_delays_against_the_real_server() {
+    let port = free_port();
+    let Some(srv) = iperf2_server(Iperf2::Real, port, &["-e"]) else {
+        return;
+    };
+    let r = iperf2_client(Iperf2::Ours, port, "--bounceback=3 --trip-times -t 1 -l 64", T).unwrap();
+    let srv_out = stop_server(srv);
+    ok(&r);
+    assert!(
+        r.stdout.contains("(bb w/quickack len/hold=64/0) (trip-times)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        srv_out.contains("(bb w/quickack len/hold=64/0) (trip-times)"),
+        "{srv_out}"
+    );
+    let owd = r
+        .stdout
+        .lines()
+        .find(|l| l.contains(" OWD Delays (ms) Cnt=3 To="))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(
+        owd.contains(" From=") && owd.contains(" Asymmetry=") && owd.ends_with(" rps"),
+        "{owd}"
+    );
+}

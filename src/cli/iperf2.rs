@@ -921,8 +921,6 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
             Some("-u UDP")
         } else if cfg.params.direction != Direction::Forward {
             Some("-d, -r, -R or --full-duplex")
-        } else if cfg.params.trip_times {
-            Some("--trip-times (one-way bounceback delays are not implemented yet)")
         } else if matches!(cfg.params.end, EndCondition::Bytes(_)) {
             Some("-n (a bounceback test runs for -t seconds)")
         } else if cfg.file.is_some() || cfg.iperf2.stdin {
@@ -998,7 +996,11 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         return Err(CliError::err("-l above 64 MBytes is not supported"));
     }
     cfg.params.block_len = Some(block as u32);
-    if cfg.params.protocol == Protocol::Tcp && cfg.params.trip_times && (block as usize) < 92 {
+    if cfg.params.protocol == Protocol::Tcp
+        && cfg.params.trip_times
+        && cfg.iperf2.bounceback.is_none()
+        && (block as usize) < 92
+    {
         return Err(CliError::err("--trip-times needs -l of at least 92 bytes"));
     }
     if cfg.params.protocol == Protocol::Tcp && cfg.params.rate > 0 && cfg.params.rate / 8 < block {

@@ -21,7 +21,7 @@ use crate::cli::units::format_iperf2;
 use crate::config::{Bounceback, EndCondition, Protocol, TestConfig};
 use crate::error::{Code, Error};
 use crate::net;
-use crate::proto::iperf2::bounceback::{BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader, is_bounceback};
+use crate::proto::iperf2::bounceback::{BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader, is_bounceback};
 use crate::proto::iperf2::join_secs;
 use crate::report::event::{Banner, BannerNote, BannerRole, Event, Side};
 use crate::report::iperf2_event::{FlowExtras, FlowLine, FlowReport};
@@ -43,9 +43,11 @@ const BOUNDARY_SLACK: f64 = 0.002;
 const REPLY_WAIT: Duration = Duration::from_secs(10);
 
 /// The connection line's mode: `bb w/quickack len/hold=100/0`.
-fn mode(quickack: bool, size: u32, hold_us: u32) -> String {
+/// With --trip-times 2.1.8 adds `(trip-times)` after it.
+fn mode(quickack: bool, size: u32, hold_us: u32, synced: bool) -> String {
     let q = if quickack { " w/quickack" } else { "" };
-    format!("bb{q} len/hold={size}/{hold_us}")
+    let t = if synced { ") (trip-times" } else { "" };
+    format!("bb{q} len/hold={size}/{hold_us}{t}")
 }
 
 fn set_quickack(s: &TcpStream) {
@@ -115,7 +117,12 @@ pub(super) fn serve(sc: &ServerCtx, sock: TcpStream, peer: SocketAddr, mut prefi
     let _ = sock.set_write_timeout(Some(REPLY_WAIT));
     let id = ctx.next_id();
     let mut line = conn_line(id, &sock, local, peer);
-    line.mode = Some(mode(quickack, first.size, first.hold_us));
+    line.mode = Some(mode(
+        quickack,
+        first.size,
+        first.hold_us,
+        first.bbflags & BB_CLOCKSYNCED != 0,
+    ));
     let cfg = ctx.cfg.clone();
     ctx.reporter_for(&cfg, Side::Server)
         .emit(Event::FlowConnected(Box::new(line)));
@@ -279,6 +286,9 @@ struct Tally {
     closed: std::collections::VecDeque<(f64, f64, Welford, u64)>,
     /// Start of the open interval and its end (None: no intervals).
     open: Option<(f64, f64)>,
+    /// One-way delays with --trip-times: to the server, from it, and
+    /// their difference (seconds).
+    owd: Option<[Welford; 3]>,
     /// The whole test's round trips (`BB8(f)-PDF`).
     hist: Option<LatencyHistogram>,
     failed: Option<String>,
@@ -325,7 +335,7 @@ impl Tally {
 /// A client flow's thread: bursts until the end of the test.
 fn flow(
     sock: TcpStream,
-    (size, tos): (u32, u8),
+    (size, tos, synced): (u32, u8, bool),
     bb: Bounceback,
     t0: Instant,
     end: Instant,
@@ -336,7 +346,9 @@ fn flow(
     let mut msg = BbHeader {
         size,
         id: 0,
-        bbflags: if bb.quickack { BB_QUICKACK } else { 0 } | if tos != 0 { BB_TOS } else { 0 },
+        bbflags: if bb.quickack { BB_QUICKACK } else { 0 }
+            | if tos != 0 { BB_TOS } else { 0 }
+            | if synced { BB_CLOCKSYNCED } else { 0 },
         // 2.1.8 leaves the filler when no TOS is set.
         tos: if tos != 0 {
             tos as u16
@@ -384,11 +396,21 @@ fn flow(
                 break 'test;
             }
             let rtt = sent.elapsed().as_secs_f64();
+            let rx = wall_clock();
             if bb.quickack {
                 set_quickack(&sock);
             }
             if let Ok(mut t) = tally.lock() {
                 t.add(sent.duration_since(t0).as_secs_f64(), rtt, 2 * size as u64);
+                // One-way delays from the server's stamps (clocks in sync).
+                if let (Some(o), Ok(r)) = (&mut t.owd, BbHeader::decode(&reply)) {
+                    let secs = |(s, u): (u32, u32)| join_secs(s, u);
+                    let to = secs(r.server_rx) - secs(tx);
+                    let from = secs(rx) - secs(r.server_tx);
+                    o[0].add(to, 0);
+                    o[1].add(from, 0);
+                    o[2].add(to - from, 0);
+                }
             }
         }
         // Until the next burst (or the end).
@@ -479,7 +501,7 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
         }
         let mut line = conn_line(id, &c.sock, c.local, c.remote);
         line.connect_ms = Some(c.connect_ms);
-        line.mode = Some(mode(bb.quickack, size, bb.hold_us));
+        line.mode = Some(mode(bb.quickack, size, bb.hold_us, p.trip_times));
         reporter.emit(Event::FlowConnected(Box::new(line)));
         if cfg.output.print_mss {
             reporter.emit(Event::Notice(format!("MSS size {} bytes", net::mss_of(&c.sock))));
@@ -496,17 +518,19 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
     let end = t0 + secs;
     let mut flows = Vec::new();
     let tos = p.tos;
+    let trip = p.trip_times;
     for (id, c) in conns {
         let tally = Arc::new(Mutex::new(Tally {
             open: cfg.output.interval.map(|i| (0.0, i.as_secs_f64())),
             hist: Some(LatencyHistogram::new(HistogramSpec::default(), "BB8")),
+            owd: trip.then(Default::default),
             ..Tally::default()
         }));
         let sock = c.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?;
         let (t2, s2, b2) = (tally.clone(), stop.clone(), bb.clone());
         let h = std::thread::Builder::new()
             .name("ws-iperf2-bb".into())
-            .spawn(move || flow(sock, (size, tos), b2, t0, end, s2, t2))
+            .spawn(move || flow(sock, (size, tos, trip), b2, t0, end, s2, t2))
             .map_err(|e| Error::io(Code::INITSTREAM, &e))?;
         flows.push((id, c, tally, h));
     }
@@ -525,7 +549,8 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
                   w: &Welford,
                   bytes: u64,
                   final_report: bool,
-                  hist: Option<&LatencyHistogram>| {
+                  hist: Option<&LatencyHistogram>,
+                  owd: Option<&[Welford; 3]>| {
         if cfg.output.exclude.contains('D') {
             return;
         }
@@ -582,6 +607,26 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
             bb_columns(w, retrans, info.map(|i| (i.cwnd_bytes(), i.rtt)))
         ));
         text.push('\n');
+        if let (true, Some(o)) = (final_report, owd) {
+            let f = |w: &Welford| {
+                format!(
+                    "{:.3}/{:.3}/{:.3}/{:.3}",
+                    w.mean * 1e3,
+                    w.min * 1e3,
+                    w.max * 1e3,
+                    w.stdev() * 1e3
+                )
+            };
+            let sum = w.mean * w.count as f64;
+            let rps = if sum > 0.0 { (w.count as f64 / sum) as u64 } else { 0 };
+            text.push_str(&format!(
+                "{tag}{start:.4}-{endt:.4} sec  OWD Delays (ms) Cnt={} To={} From={} Asymmetry={}    {rps} rps\n",
+                o[0].count,
+                f(&o[0]),
+                f(&o[1]),
+                f(&o[2])
+            ));
+        }
         if let Some(h) = hist {
             let sample = HistogramView::default().sample(h, true);
             text.push_str(&histogram_line(&tag, &line, &sample));
@@ -601,7 +646,7 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
             for (id, c, tally, _) in &flows {
                 let next = tally.lock().ok().and_then(|mut t| t.closed.pop_front());
                 if let Some((start, endt, w, bytes)) = next {
-                    report(&mut csv_rep, *id, c, start, endt, &w, bytes, false, None);
+                    report(&mut csv_rep, *id, c, start, endt, &w, bytes, false, None, None);
                 }
             }
         }
@@ -630,6 +675,7 @@ pub fn run_client(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Resu
                 t.total_bytes,
                 true,
                 t.hist.as_ref(),
+                t.owd.as_ref(),
             );
             if failure.is_none() {
                 failure = t.failed.clone();
