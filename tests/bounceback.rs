@@ -187,6 +187,7 @@ fn bounceback_lengths_below_64_bytes_and_other_modes_are_refused() {
         "--bounceback -u",
         "--bounceback -R",
         "--bounceback-hold 1",
+        "--bounceback --bounceback-period 61",
         "--bounceback --bounceback-congest",
         "--bounceback --bounceback-txdelay 1",
     ] {

@@ -770,8 +770,13 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
             }
             Opt::BouncebackPeriod => {
                 let secs = parse_seconds(&v)
-                    .filter(|s| (0.0..=86_400.0).contains(s))
+                    .filter(|s| *s >= 0.0)
                     .ok_or_else(|| CliError::err(format!("{sp} value of '{v}' not recognized")))?;
+                // wirespeed's server gives up on a bounceback client that is
+                // silent for 120 s.
+                if secs > 60.0 {
+                    return Err(CliError::err(format!("{sp} of {v} s is too long (at most 60 s)")));
+                }
                 bb_period = Duration::from_secs_f64(secs);
                 bb_opts.push(sp.into());
                 client_only.push(sp.into());
