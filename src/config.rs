@@ -481,6 +481,22 @@ pub struct Iperf2Options {
     pub no_udp_fin: bool,
     /// `-H`: the source of a source-specific multicast join.
     pub ssm_host: Option<String>,
+    /// `--bounceback`: a request/response (echo) test instead of a transfer.
+    pub bounceback: Option<Bounceback>,
+}
+
+/// `--bounceback` settings (iperf 2 client).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bounceback {
+    /// Writes per burst (`--bounceback=n`, default 10).
+    pub count: u32,
+    /// Time between burst starts (`--bounceback-period`, default 1 s;
+    /// zero: back to back, no bursts).
+    pub period: Duration,
+    /// `--bounceback-hold`: the server waits this long before replying, µs.
+    pub hold_us: u32,
+    /// TCP_QUICKACK on both ends (off with `--bounceback-no-quickack`).
+    pub quickack: bool,
 }
 
 /// What this process is asked to be.

@@ -495,6 +495,11 @@ fn malformed_iperf2_headers(port: u16) {
         word(bounceback),
         // Truncated: a v1 header that stops half way.
         [word(v1), vec![0; 8]].concat(),
+        // Bounceback messages claiming 4 GiB, and fewer than 64 bytes.
+        [word(bounceback), word(u32::MAX), vec![0; 92]].concat(),
+        [word(bounceback), word(63), vec![0; 92]].concat(),
+        // A bounceback message of 1000 bytes that stops after 100.
+        [word(bounceback), word(1000), vec![0; 92]].concat(),
     ];
     for (i, c) in cases.iter().enumerate() {
         let mut s = connect(port);

@@ -136,8 +136,13 @@ pub enum Opt {
     ConnectRetries,
     Allow,
     Deny,
-    // Recognised, but their features are not built yet.
     Bounceback,
+    BouncebackHold,
+    BouncebackPeriod,
+    BouncebackNoQuickack,
+    // Recognised, but their features are not built yet.
+    BouncebackCongest,
+    BouncebackTxDelay,
     TcpRxWindowClamp,
     TapDev,
     SumDstip,
@@ -234,11 +239,11 @@ pub const TABLE: &[OptSpec<Opt>] = &[
     o!(Allow, None, Some("allow"), Required),
     o!(Deny, None, Some("deny"), Required),
     o!(Bounceback, None, Some("bounceback"), Optional),
-    o!(Bounceback, None, Some("bounceback-congest"), Optional),
-    o!(Bounceback, None, Some("bounceback-hold"), Required),
-    o!(Bounceback, None, Some("bounceback-period"), Required),
-    o!(Bounceback, None, Some("bounceback-no-quickack"), None),
-    o!(Bounceback, None, Some("bounceback-txdelay"), Required),
+    o!(BouncebackCongest, None, Some("bounceback-congest"), Optional),
+    o!(BouncebackHold, None, Some("bounceback-hold"), Required),
+    o!(BouncebackPeriod, None, Some("bounceback-period"), Required),
+    o!(BouncebackNoQuickack, None, Some("bounceback-no-quickack"), None),
+    o!(BouncebackTxDelay, None, Some("bounceback-txdelay"), Required),
     o!(TcpRxWindowClamp, None, Some("tcp-rx-window-clamp"), Required),
     o!(TapDev, None, Some("tap-dev"), Optional),
     o!(SumDstip, None, Some("sum-dstip"), None),
@@ -318,7 +323,8 @@ fn unimplemented(o: &Occurrence<Opt>) -> Option<CliError> {
     let what = match o.key {
         Ipg => "inter-packet gaps for isochronous bursts",
         L2Checks => "layer 2 length checks",
-        Bounceback => "bounceback tests",
+        BouncebackCongest => "bounceback with a congesting flow",
+        BouncebackTxDelay => "bounceback transmit delays",
         Isochronous => "isochronous traffic",
         ConnectOnly => "connect-only tests",
         Burst => "periodic bursts",
@@ -470,6 +476,9 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     let mut policy_opt: Option<String> = None;
     let mut clamp: Option<u32> = None;
     let mut tos_override: Option<u8> = None;
+    let mut bounceback: Option<crate::config::Bounceback> = None;
+    let mut bb_opts: Vec<String> = Vec::new();
+    let (mut bb_hold, mut bb_period, mut bb_quickack) = (0u32, Duration::from_secs(1), true);
 
     for o in &opts {
         if let Some(e) = unimplemented(o) {
@@ -814,12 +823,63 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
                 crate::stats::histogram::HistogramSpec::parse(o.value.as_deref()).map_err(CliError::err)?;
                 histograms = Some(o.value.clone().unwrap_or_default());
             }
+            Opt::Bounceback => {
+                let count = match &o.value {
+                    Some(n) => int_value(sp, n)?,
+                    None => 10,
+                };
+                if !(1..=1_000_000).contains(&count) {
+                    return Err(CliError::err(format!(
+                        "--bounceback count of {count} is out of range (1-1000000)"
+                    )));
+                }
+                bounceback = Some(crate::config::Bounceback {
+                    count: count as u32,
+                    period: Duration::ZERO,
+                    hold_us: 0,
+                    quickack: true,
+                });
+                client_only.push(sp.into());
+            }
+            Opt::BouncebackHold => {
+                let ms = parse_seconds(&v)
+                    .filter(|ms| (0.0..=60_000.0).contains(ms))
+                    .ok_or_else(|| CliError::err(format!("{sp} value of '{v}' not recognized (0-60000 ms)")))?;
+                bb_hold = (ms * 1e3).round() as u32;
+                bb_opts.push(sp.into());
+                client_only.push(sp.into());
+            }
+            Opt::BouncebackPeriod => {
+                let secs = parse_seconds(&v)
+                    .filter(|s| *s >= 0.0)
+                    .ok_or_else(|| CliError::err(format!("{sp} value of '{v}' not recognized")))?;
+                // wirespeed's server gives up on a bounceback client that is
+                // silent for 120 s.
+                if secs > 60.0 {
+                    return Err(CliError::err(format!("{sp} of {v} s is too long (at most 60 s)")));
+                }
+                bb_period = Duration::from_secs_f64(secs);
+                bb_opts.push(sp.into());
+                client_only.push(sp.into());
+            }
+            Opt::BouncebackNoQuickack => {
+                bb_quickack = false;
+                bb_opts.push(sp.into());
+                client_only.push(sp.into());
+            }
             Opt::Help | Opt::Version => {}
             _ => unreachable!("refused above"),
         }
     }
 
     cfg.net.ttl = ttl;
+    if let Some(b) = &mut bounceback {
+        b.period = bb_period;
+        b.hold_us = bb_hold;
+        b.quickack = bb_quickack;
+    } else if let (false, Some(o)) = (server, bb_opts.first()) {
+        return Err(CliError::err(format!("option {o} needs --bounceback")));
+    }
     if server && client.is_some() {
         // -s -c host: the server serves only that client (2.1.8 accepts
         // the option and does nothing; its documentation promises this).
@@ -967,6 +1027,45 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     if rate_pps && cfg.params.protocol == Protocol::Tcp {
         return Err(CliError::err("units of pps not supported with TCP"));
     }
+    if let (Some(_), false) = (&bounceback, server) {
+        let bad = if udp {
+            Some("-u UDP")
+        } else if cfg.params.direction != Direction::Forward {
+            Some("-d, -r, -R or --full-duplex")
+        } else if matches!(cfg.params.end, EndCondition::Bytes(_)) {
+            Some("-n (a bounceback test runs for -t seconds)")
+        } else if cfg.file.is_some() || cfg.iperf2.stdin {
+            Some("-F or -I")
+        } else if cfg.iperf2.compat {
+            Some("-C")
+        } else if cfg.iperf2.peer_detect {
+            Some("-X")
+        } else if cfg.iperf2.permit_key.is_some() {
+            Some("--permit-key")
+        } else if rate_given {
+            Some("-b")
+        } else {
+            None
+        };
+        if let Some(what) = bad {
+            return Err(CliError::err(format!(
+                "option --bounceback is not supported with {what}"
+            )));
+        }
+        use crate::proto::iperf2::bounceback::{BB_DEFAULT_SIZE, BB_MAX_SIZE, BB_MIN_SIZE};
+        let size = len.map_or(BB_DEFAULT_SIZE as f64, |l| l);
+        if size < BB_MIN_SIZE as f64 || size > BB_MAX_SIZE as f64 {
+            return Err(CliError::err(format!(
+                "bounceback length (-l) of {} must be between {BB_MIN_SIZE} and {BB_MAX_SIZE} bytes",
+                size as u64
+            )));
+        }
+        len = Some(size);
+        // As in 2.1.8: enhanced reports, and Nagle off.
+        cfg.output.enhanced = true;
+        cfg.params.nodelay = true;
+        cfg.iperf2.bounceback = bounceback.take();
+    }
     let block = match len {
         Some(l) => l as u64,
         None => match cfg.params.protocol {
@@ -1017,7 +1116,11 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
         return Err(CliError::err("-l above 64 MBytes is not supported"));
     }
     cfg.params.block_len = Some(block as u32);
-    if cfg.params.protocol == Protocol::Tcp && cfg.params.trip_times && (block as usize) < 92 {
+    if cfg.params.protocol == Protocol::Tcp
+        && cfg.params.trip_times
+        && cfg.iperf2.bounceback.is_none()
+        && (block as usize) < 92
+    {
         return Err(CliError::err("--trip-times needs -l of at least 92 bytes"));
     }
     if cfg.params.protocol == Protocol::Tcp && cfg.params.rate > 0 && cfg.params.rate / 8 < block {
@@ -1123,6 +1226,10 @@ Server specific:
 
 Client specific:
   -c, --client    <host>   run in client mode, connecting to <host>
+      --bounceback[=n]     request/response test: bursts of n (default 10) -l byte writes (default 100) echoed back
+      --bounceback-hold #  server holds each message # ms before replying
+      --bounceback-no-quickack  do not set TCP_QUICKACK on bounceback sockets
+      --bounceback-period #  seconds between bounceback bursts (default 1; 0 = back to back)
       --connect-retries #  number of times to retry tcp connect
   -d, --dualtest           Do a bidirectional test simultaneously (multiple sockets)
       --full-duplex        run full duplex test using same socket

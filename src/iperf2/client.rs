@@ -120,7 +120,7 @@ fn prepare(s: &socket2::Socket, cfg: &TestConfig, remote: SocketAddr) -> Result<
 
 /// The send buffer a fresh socket with our options gets (the banner's
 /// "TCP window size").
-fn probe_window(cfg: &TestConfig, remote: SocketAddr) -> u64 {
+pub(super) fn probe_window(cfg: &TestConfig, remote: SocketAddr) -> u64 {
     let Ok(s) = socket2::Socket::new(socket2::Domain::for_address(remote), socket2::Type::STREAM, None) else {
         return 0;
     };
@@ -128,14 +128,14 @@ fn probe_window(cfg: &TestConfig, remote: SocketAddr) -> u64 {
     s.send_buffer_size().unwrap_or(0) as u64
 }
 
-struct Connected {
-    sock: TcpStream,
-    local: SocketAddr,
-    remote: SocketAddr,
-    connect_ms: f64,
+pub(super) struct Connected {
+    pub(super) sock: TcpStream,
+    pub(super) local: SocketAddr,
+    pub(super) remote: SocketAddr,
+    pub(super) connect_ms: f64,
 }
 
-fn connect_one(cfg: &TestConfig, addrs: &[SocketAddr]) -> Result<Connected, Error> {
+pub(super) fn connect_one(cfg: &TestConfig, addrs: &[SocketAddr]) -> Result<Connected, Error> {
     let opts = ConnectOpts {
         bind: cfg.net.bind.as_deref(),
         port: cfg.net.cport,
@@ -331,9 +331,9 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         line.prefetch = cfg.iperf2.write_prefetch;
         line.qack = cfg.iperf2.quickack;
         line.mode = match p.direction {
-            Direction::Reverse => Some("reverse"),
-            Direction::FullDuplex => Some("full-duplex"),
-            _ if p.trip_times => Some("trip-times"),
+            Direction::Reverse => Some("reverse".into()),
+            Direction::FullDuplex => Some("full-duplex".into()),
+            _ if p.trip_times => Some("trip-times".into()),
             _ => None,
         };
         reporter.emit(Event::FlowConnected(Box::new(line)));
@@ -478,7 +478,7 @@ fn data_stream(id: u32, role: StreamRole, sock: TcpStream, c: &Connected) -> Dat
 }
 
 /// `[ CT] final connect times (min/avg/max/stdev) = ... ms (tot/err) = n/0`.
-fn connect_times_line(ms: &[f64]) -> String {
+pub(super) fn connect_times_line(ms: &[f64]) -> String {
     let mut w = crate::stats::flow::Welford::default();
     for t in ms {
         w.add(*t, 0);

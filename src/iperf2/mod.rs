@@ -6,6 +6,7 @@
 //! header (test settings); the receiver prints its own report, the sender
 //! its own. `-d`/`-r` make the server connect back to the client.
 
+mod bounceback;
 pub mod client;
 mod hooks;
 mod runner;
@@ -205,6 +206,7 @@ pub fn run(args: &[String], prog: &str) -> i32 {
     let udp = cfg.params.protocol == crate::config::Protocol::Udp;
     let r = match &cfg.role {
         Role::Client(host) if udp => udp_client::run(&ctx, host, &signal),
+        Role::Client(host) if cfg.iperf2.bounceback.is_some() => bounceback::run_client(&ctx, host, &signal),
         Role::Client(host) => client::run(&ctx, host, &signal),
         _ if udp => crate::policy::AccessPolicy::from_config(&cfg)
             .and_then(|policy| udp_server::run(ctx.clone(), signal, policy)),

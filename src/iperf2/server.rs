@@ -43,7 +43,7 @@ const CLOCK_SKEW: f64 = 600.0;
 
 /// What the server's connection threads share.
 pub struct ServerCtx {
-    ctx: Arc<Ctx>,
+    pub(super) ctx: Arc<Ctx>,
     /// Raised to end every flow (listen time over, shutdown).
     pub stop: Arc<AtomicBool>,
     signal: Arc<AtomicUsize>,
@@ -128,7 +128,7 @@ impl ServerCtx {
         let _ = self.metrics.set(m);
     }
 
-    fn unrecognized(&self) {
+    pub(super) fn unrecognized(&self) {
         if let Some(m) = self.metrics.get() {
             m.refused(crate::metrics::Refusal::Unrecognized);
         }
@@ -271,6 +271,10 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
         sc.unrecognized();
         return;
     };
+    if len == 0 && super::bounceback::opens(&buf) {
+        super::bounceback::serve(sc, sock, peer, buf);
+        return;
+    }
     if sc.strict && len == 0 && !is_payload_pattern(&buf) {
         sc.unrecognized();
         return;
@@ -472,11 +476,11 @@ fn print_connection(sc: &ServerCtx, m: &Member) {
     let u = h.upper();
     let v2 = h.flags & flags::VERSION2 != 0;
     line.mode = if v2 && u & flags::upper::REVERSE != 0 {
-        Some("reverse")
+        Some("reverse".into())
     } else if v2 && u & flags::upper::FULLDUPLEX != 0 {
-        Some("full-duplex")
+        Some("full-duplex".into())
     } else if m.trip_times {
-        Some("trip-times")
+        Some("trip-times".into())
     } else {
         None
     };
@@ -484,11 +488,11 @@ fn print_connection(sc: &ServerCtx, m: &Member) {
         line.when = Some(crate::sys::time::epoch_now() as i64);
     }
     // 2.1.8 tags a paced reverse flow; a paced full-duplex one is not tagged.
-    line.fq = line.mode == Some("reverse") && sends_paced(h).is_some();
+    line.fq = line.mode.as_deref() == Some("reverse") && sends_paced(h).is_some();
     line.clamp = sc.ctx.cfg.iperf2.rx_window_clamp;
     line.prefetch = write_prefetch(h);
     // The server re-arms quick acks where it reads (not on a -R flow).
-    line.qack = quickack(h) && line.mode != Some("reverse");
+    line.qack = quickack(h) && line.mode.as_deref() != Some("reverse");
     line.peer_version = h.version().and_then(|(u, l)| version_string(u, l));
     let cfg = flow_cfg(sc, m.enhanced);
     sc.ctx
@@ -654,7 +658,7 @@ fn connect_back(sc: &ServerCtx, m: &Member) -> Option<(TcpStream, SocketAddr, So
             let id = ctx.next_id();
             let mut line = conn_line(id, &s, local, addr);
             line.reversed = true;
-            line.mode = Some("reverse");
+            line.mode = Some("reverse".into());
             line.when = None;
             rep.emit(Event::FlowConnected(Box::new(line)));
             Some((s, local, addr, id))

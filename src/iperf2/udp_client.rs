@@ -249,9 +249,9 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         let id = ctx.next_id();
         let mut line = super::udp_conn_line(id, &sock, local, remote);
         line.mode = match p.direction {
-            Direction::Reverse => Some("reverse"),
-            Direction::FullDuplex => Some("full-duplex"),
-            _ if p.trip_times => Some("trip-times"),
+            Direction::Reverse => Some("reverse".into()),
+            Direction::FullDuplex => Some("full-duplex".into()),
+            _ if p.trip_times => Some("trip-times".into()),
             _ => None,
         };
         line.no_udp_fin = p.direction == Direction::FullDuplex || cfg.iperf2.no_udp_fin;

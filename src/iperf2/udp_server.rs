@@ -425,13 +425,13 @@ impl UdpServer {
         let mut line = udp_conn_line(m.id, &m.sock, m.local, m.peer);
         line.when = None;
         if m.reverse() {
-            line.mode = Some("reverse");
+            line.mode = Some("reverse".into());
             line.no_udp_fin = true;
         } else if m.full_duplex() {
-            line.mode = Some("full-duplex");
+            line.mode = Some("full-duplex".into());
             line.no_udp_fin = true;
         } else if m.trip {
-            line.mode = Some("trip-times");
+            line.mode = Some("trip-times".into());
         }
         if !line.no_udp_fin && m.upper() & flags::upper::NOUDPFIN != 0 {
             line.no_udp_fin = true;
@@ -779,7 +779,7 @@ impl UdpServer {
         let id = self.ctx.next_id();
         let mut line = udp_conn_line(id, &sock, local, addr);
         line.reversed = true;
-        line.mode = Some("reverse");
+        line.mode = Some("reverse".into());
         line.when = None;
         rep.emit(Event::FlowConnected(Box::new(line)));
         Some((sock, local, addr, id))

@@ -81,7 +81,7 @@ pub struct FlowConn {
     /// Local interface name (printed `%lo` with `-e`).
     pub local_dev: Option<String>,
     /// `(reverse)`, `(full-duplex)`, `(trip-times)`.
-    pub mode: Option<&'static str>,
+    pub mode: Option<String>,
     /// UDP without the FIN/report exchange: `(no-udp-fin)`.
     pub no_udp_fin: bool,
     /// The server's `--tcp-rx-window-clamp`: `(clamp=N)`.

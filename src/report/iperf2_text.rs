@@ -87,7 +87,7 @@ fn net_power(v: Option<f64>) -> String {
 
 /// A latency histogram line:
 /// `[  1] 0.0000-1.0000 sec T8-PDF: bin(w=100us):cnt(426)=1:423,2:3 (5.00/95.00/99.7%=1/1/2,Outliers=0,obl/obu=0/0)`.
-fn histogram_line(tag: &str, l: &FlowLine, h: &HistogramSample) -> String {
+pub(crate) fn histogram_line(tag: &str, l: &FlowLine, h: &HistogramSample) -> String {
     let bins: Vec<String> = h.bins.iter().map(|(b, n)| format!("{b}:{n}")).collect();
     let mut s = format!(
         "{tag}{:.4}-{:.4} sec {}{}-PDF: bin(w={}):cnt({})",
@@ -293,7 +293,7 @@ impl Iperf2Text {
         if let Some(n) = c.prefetch {
             s.push_str(&format!(" (prefetch={n})"));
         }
-        if let Some(m) = c.mode {
+        if let Some(m) = &c.mode {
             s.push_str(&format!(" ({m})"));
         }
         if c.no_udp_fin {

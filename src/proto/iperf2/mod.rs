@@ -8,6 +8,7 @@
 //! lengths come from the header's own fields and are capped before use.
 
 pub mod ack;
+pub mod bounceback;
 pub mod burst;
 pub mod flags;
 pub mod header;
