@@ -158,19 +158,43 @@ fn local_only_reaches_a_neighbour_but_not_a_host_behind_a_gateway() {
     drop(srv);
 }
 
-/// The receive window the client's socket to `port` was last offered
-/// (`snd_wnd` in `ss -ti`), read while a test runs.
-fn offered_window(port: u16) -> Option<u64> {
-    let out = Command::new("ss")
-        .args(["-tinH", "state", "established"])
-        .arg(format!("( dport = :{port} )"))
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .filter_map(|w| w.strip_prefix("snd_wnd:"))
-        .filter_map(|v| v.parse().ok())
-        .max()
+/// The values of `key:` fields that `ss -tinH [extra] state established
+/// FILTER` shows, sampled every 50 ms over 1.5 s of a running test.
+fn ss_sample(filter: &str, key: &str, extra: &[&str]) -> Vec<String> {
+    let prefix = format!("{key}:");
+    let mut seen = Vec::new();
+    for _ in 0..30 {
+        std::thread::sleep(Duration::from_millis(50));
+        let Ok(out) = Command::new("ss")
+            .arg("-tinH")
+            .args(extra)
+            .args(["state", "established", filter])
+            .output()
+        else {
+            continue;
+        };
+        seen.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .filter_map(|w| w.strip_prefix(prefix.as_str()).map(String::from)),
+        );
+    }
+    seen
+}
+
+/// The largest numeric `key:` value `ss` showed for `filter`.
+fn ss_max(filter: &str, key: &str) -> Option<u64> {
+    ss_sample(filter, key, &[]).iter().filter_map(|v| v.parse().ok()).max()
+}
+
+/// Starts a client (`-c 127.0.0.1 -p port args...`) without waiting for it.
+fn spawn_client(who: Iperf2, port: u16, args: &str) -> Option<Proc> {
+    let (prog, mut a) = who.command()?;
+    a.extend(["-c", "127.0.0.1", "-p"].map(String::from));
+    a.push(port.to_string());
+    a.extend(args.split_whitespace().map(String::from));
+    let a: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
+    Some(Proc::spawn(&prog, &a))
 }
 
 #[test]
@@ -180,19 +204,11 @@ fn rx_window_clamp_caps_the_window_the_server_offers() {
         let Some(srv) = iperf2_server(s, port, &["--tcp-rx-window-clamp", "100K"]) else {
             return;
         };
-        let Some((prog, mut args)) = Iperf2::Real.command() else {
+        let Some(mut cli) = spawn_client(Iperf2::Real, port, "-t 3") else {
             return;
         };
-        args.extend(["-c", "127.0.0.1", "-t", "3", "-p"].map(String::from));
-        args.push(port.to_string());
-        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-        let mut cli = Proc::spawn(&prog, &a);
-        // The largest offer seen over 1.5 s of the test.
-        let mut seen = None;
-        for _ in 0..30 {
-            std::thread::sleep(Duration::from_millis(50));
-            seen = seen.max(offered_window(port));
-        }
+        // The largest window offered to the client's socket during the test.
+        let seen = ss_max(&format!("( dport = :{port} )"), "snd_wnd");
         cli.wait(T).expect("client ends");
         let out = stop_server(srv);
         // Unclamped, loopback offers megabytes; 100 KiB rounds up to the
@@ -203,28 +219,6 @@ fn rx_window_clamp_caps_the_window_the_server_offers() {
     }
 }
 
-/// The largest unsent queue (`notsent` in `ss -ti`) seen on sockets
-/// matching `filter` over 1.5 s.
-fn max_notsent(filter: &str) -> Option<u64> {
-    let mut seen = None;
-    for _ in 0..30 {
-        std::thread::sleep(Duration::from_millis(50));
-        let Ok(out) = Command::new("ss")
-            .args(["-tinH", "state", "established", filter])
-            .output()
-        else {
-            continue;
-        };
-        let v = String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .filter_map(|w| w.strip_prefix("notsent:"))
-            .filter_map(|v| v.parse::<u64>().ok())
-            .max();
-        seen = seen.max(v);
-    }
-    seen
-}
-
 #[test]
 fn write_prefetch_bounds_the_unsent_queue_on_the_sending_side() {
     // Unbounded, a loopback sender queues megabytes unsent; with a 64 KiB
@@ -232,21 +226,17 @@ fn write_prefetch_bounds_the_unsent_queue_on_the_sending_side() {
     for (s, c, reverse) in [(Iperf2::Real, Iperf2::Ours, false), (Iperf2::Ours, Iperf2::Real, true)] {
         let port = free_port();
         let Some(srv) = iperf2_server(s, port, &[]) else { return };
-        let Some((prog, mut args)) = c.command() else { return };
-        args.extend(["-c", "127.0.0.1", "-t", "3", "--tcp-write-prefetch", "64K", "-p"].map(String::from));
-        args.push(port.to_string());
-        if reverse {
-            args.push("-R".into());
-        }
-        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-        let mut cli = Proc::spawn(&prog, &a);
+        let args = format!("-t 3 --tcp-write-prefetch 64K{}", if reverse { " -R" } else { "" });
+        let Some(mut cli) = spawn_client(c, port, &args) else {
+            return;
+        };
         // The sender's socket: the client's (to the port), or the server's (from it).
         let filter = if reverse {
             format!("( sport = :{port} )")
         } else {
             format!("( dport = :{port} )")
         };
-        let q = max_notsent(&filter);
+        let q = ss_max(&filter, "notsent");
         cli.wait(T).expect("client ends");
         let out = stop_server(srv);
         let q = q.expect("the sender's socket seen by ss");
@@ -338,29 +328,11 @@ fn tos_override_marks_what_the_server_sends_back() {
         let Some(srv) = iperf2_server(s, port, &["--tos-override", "0x48"]) else {
             return;
         };
-        let Some((prog, mut args)) = Iperf2::Real.command() else {
+        let Some(mut cli) = spawn_client(Iperf2::Real, port, "-t 2 -R") else {
             return;
         };
-        args.extend(["-c", "127.0.0.1", "-t", "2", "-R", "-p"].map(String::from));
-        args.push(port.to_string());
-        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-        let mut cli = Proc::spawn(&prog, &a);
         // The server's socket of the test, as `ss --tos` reports it.
-        let mut tos = Vec::new();
-        for _ in 0..30 {
-            std::thread::sleep(Duration::from_millis(50));
-            if let Ok(o) = Command::new("ss")
-                .args(["-tinH", "--tos", "state", "established"])
-                .arg(format!("( sport = :{port} )"))
-                .output()
-            {
-                tos.extend(
-                    String::from_utf8_lossy(&o.stdout)
-                        .split_whitespace()
-                        .filter_map(|w| w.strip_prefix("tos:").map(String::from)),
-                );
-            }
-        }
+        let tos = ss_sample(&format!("( sport = :{port} )"), "tos", &["--tos"]);
         cli.wait(T).expect("client ends");
         let out = stop_server(srv);
         assert!(
