@@ -1101,3 +1101,27 @@ fn the_systemd_unit_is_valid() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_bounceback_hold_from_the_network_does_not_keep_a_server_from_stopping() {
+    // A 64-byte bounceback message whose hold (offset 44) asks the server
+    // to sit on it for 4295 s: the hold is capped and a stop cuts it short.
+    let port = free_port();
+    let mut srv = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let mut msg = vec![0x5au8; 64];
+    msg[0..4].copy_from_slice(&0x0080_0000u32.to_be_bytes());
+    msg[4..8].copy_from_slice(&64u32.to_be_bytes());
+    msg[8..12].copy_from_slice(&1u32.to_be_bytes());
+    msg[44..48].copy_from_slice(&u32::MAX.to_be_bytes());
+    let mut s = connect(port);
+    s.write_all(&msg).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    srv.signal(15);
+    let t0 = std::time::Instant::now();
+    assert!(srv.wait(Duration::from_secs(8)).is_some(), "server still running");
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "the server took {:?} to stop",
+        t0.elapsed()
+    );
+}

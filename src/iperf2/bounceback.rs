@@ -39,6 +39,9 @@ const IDLE_LIMIT: Duration = Duration::from_secs(120);
 /// How far before a server interval boundary a client's message may be
 /// stamped and still count after it, seconds.
 const BOUNDARY_SLACK: f64 = 0.002;
+/// The longest hold a server grants a message (the client's
+/// `--bounceback-hold` takes at most 60 s); a header asking more gets this.
+const MAX_HOLD: Duration = Duration::from_secs(60);
 /// How long a client waits for a reply.
 const REPLY_WAIT: Duration = Duration::from_secs(10);
 
@@ -187,7 +190,16 @@ pub(super) fn serve(sc: &ServerCtx, sock: TcpStream, peer: SocketAddr, mut prefi
             set_quickack(&sock);
         }
         if hold_us > 0 {
-            std::thread::sleep(Duration::from_micros(hold_us as u64));
+            // Capped, and cut short by a server stop: the hold comes from
+            // the network.
+            let until = Instant::now() + Duration::from_micros(hold_us as u64).min(MAX_HOLD);
+            while !sc.stop.load(Relaxed) {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                std::thread::sleep(left.min(Duration::from_millis(100)));
+            }
         }
         BbHeader::stamp_server(&mut msg, rx, wall_clock());
         if (&sock).write_all(&msg).is_err() {
