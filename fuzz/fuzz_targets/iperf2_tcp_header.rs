@@ -1,11 +1,13 @@
 //! The first bytes of an iperf 2 TCP connection: the header's length comes
 //! from its own fields and is capped; decoding never panics; what decodes
 //! re-encodes to a header of the length the decoder asks for. Also the
-//! version ack a client reads back, and the burst framing of trip-times
-//! streams.
+//! version ack a client reads back, the burst framing of trip-times
+//! streams, and the bounceback message header (its size checked before
+//! anything is allocated for it).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use wirespeed::proto::iperf2::bounceback::{BB_HEADER_LEN, BB_MAX_SIZE, BB_MIN_SIZE, BbHeader, is_bounceback};
 use wirespeed::proto::iperf2::header::MAX_TCP_HEADER;
 use wirespeed::proto::iperf2::{BURST_HEADER_LEN, BurstHeader, BurstTracker, ClientAck, ClientHeader, Need};
 
@@ -26,6 +28,18 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         Err(_) => assert!(ClientHeader::decode_tcp(data).is_err()),
+    }
+    match BbHeader::decode(data) {
+        Ok(h) => {
+            assert!(is_bounceback(data) && (BB_MIN_SIZE..=BB_MAX_SIZE).contains(&h.size));
+            let mut b = vec![0u8; BB_HEADER_LEN];
+            h.encode(&mut b);
+            assert_eq!(BbHeader::decode(&b), Ok(h));
+        }
+        Err(_) => assert!(data.len() < BB_HEADER_LEN || !is_bounceback(data) || {
+            let size = u32::from_be_bytes([data[4], data[5], data[6], data[7]]);
+            !(BB_MIN_SIZE..=BB_MAX_SIZE).contains(&size)
+        }),
     }
     let _ = ClientAck::needed(data);
     if let Some(a) = ClientAck::decode(data) {
