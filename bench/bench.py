@@ -729,6 +729,18 @@ def machine():
     }
 
 
+def rerender(json_path, md_path, notes, write_markdown):
+    """`--render`: the saved results with the current notes, written again
+    as JSON and Markdown (no test is run)."""
+    with open(json_path) as f:
+        res = json.load(f)
+    res["notes"] = notes
+    with open(json_path, "w") as f:
+        json.dump(res, f, indent=2)
+    write_markdown(res, md_path)
+    print(f"wrote {md_path} and {json_path}", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -743,12 +755,7 @@ def main():
                     help="only write the Markdown again from the JSON (after editing the notes)")
     a = ap.parse_args()
     if a.render:
-        with open(a.json) as f:
-            res = json.load(f)
-        res["notes"] = NOTES
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=2)
-        write_markdown(res, a.md)
+        rerender(a.json, a.md, NOTES, write_markdown)
         return
     if a.quick:
         a.rounds, a.duration = 1, 2

@@ -157,13 +157,7 @@ def main():
                     help="only write the Markdown again from the JSON (after editing the notes)")
     a = ap.parse_args()
     if a.render:
-        with open(a.json) as f:
-            res = json.load(f)
-        res["notes"] = NOTES
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=2)
-        write_markdown(res, a.md)
-        print(f"wrote {a.md} and {a.json}", file=sys.stderr)
+        bench.rerender(a.json, a.md, NOTES, write_markdown)
         return
     if a.quick:
         a.rounds, a.duration = 1, 2

@@ -1277,6 +1277,17 @@ wirespeed speaks iperf 2.x and iperf3; run it without --iperf2 for the iperf3 op
     )
 }
 
+/// The configuration an iperf 2 command line (no environment) gives; for
+/// unit tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) fn test_config(cmdline: &str) -> TestConfig {
+    let args: Vec<String> = cmdline.split_whitespace().map(String::from).collect();
+    match parse_args_with_env(&args, &|_| None) {
+        Ok(Command::Run(c, _)) => *c,
+        other => panic!("{cmdline}: {other:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -579,15 +579,7 @@ fn receive_connect_back(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::iperf2::{Command, parse_args_with_env};
-
-    fn cfg(s: &str) -> TestConfig {
-        let args: Vec<String> = s.split_whitespace().map(String::from).collect();
-        match parse_args_with_env(&args, &|_| None).unwrap() {
-            Command::Run(c, _) => *c,
-            other => panic!("{other:?}"),
-        }
-    }
+    use crate::cli::iperf2::test_config as cfg;
 
     fn first_words(h: &ClientHeader) -> Vec<u32> {
         h.encode_tcp()

@@ -475,7 +475,8 @@ fn print_connection(sc: &ServerCtx, m: &Member) {
     line.tcp_init = m.tcp_init;
     let u = h.upper();
     let v2 = h.flags & flags::VERSION2 != 0;
-    line.mode = if v2 && u & flags::upper::REVERSE != 0 {
+    let reverse = v2 && u & flags::upper::REVERSE != 0;
+    line.mode = if reverse {
         Some("reverse".into())
     } else if v2 && u & flags::upper::FULLDUPLEX != 0 {
         Some("full-duplex".into())
@@ -488,11 +489,11 @@ fn print_connection(sc: &ServerCtx, m: &Member) {
         line.when = Some(crate::sys::time::epoch_now() as i64);
     }
     // 2.1.8 tags a paced reverse flow; a paced full-duplex one is not tagged.
-    line.fq = line.mode.as_deref() == Some("reverse") && sends_paced(h).is_some();
+    line.fq = reverse && sends_paced(h).is_some();
     line.clamp = sc.ctx.cfg.iperf2.rx_window_clamp;
     line.prefetch = write_prefetch(h);
     // The server re-arms quick acks where it reads (not on a -R flow).
-    line.qack = quickack(h) && line.mode.as_deref() != Some("reverse");
+    line.qack = quickack(h) && !reverse;
     line.peer_version = h.version().and_then(|(u, l)| version_string(u, l));
     let cfg = flow_cfg(sc, m.enhanced);
     sc.ctx

@@ -341,6 +341,8 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
             Duration::from_secs(3)
         };
     let wait = wait.max(Duration::from_secs(3));
+    // Once the flows have run: the FINs, and the server's reports.
+    let send_fins = |reporter: &mut _| finish(ctx, fins, len as usize, &fmt, expect_report, &stop, signal, reporter);
     match (p.direction, back) {
         (Direction::Dual, Some((l, port))) => {
             let ctx2 = ctx.clone();
@@ -351,45 +353,18 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
                 .spawn(move || receive_connect_back(&ctx2, l, port, n, wait, &signal2))
                 .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
             let r = run_flows(&params, Side::Client, flows, &run_opts, &mut reporter);
-            finish(
-                ctx,
-                fins,
-                len as usize,
-                &fmt,
-                expect_report,
-                &stop,
-                signal,
-                &mut reporter,
-            );
+            send_fins(&mut reporter);
             let r2 = listen.join().unwrap_or(Ok(()));
             r.and(r2)
         }
         (Direction::Tradeoff, Some((l, port))) => {
             run_flows(&params, Side::Client, flows, &run_opts, &mut reporter)?;
-            finish(
-                ctx,
-                fins,
-                len as usize,
-                &fmt,
-                expect_report,
-                &stop,
-                signal,
-                &mut reporter,
-            );
+            send_fins(&mut reporter);
             receive_connect_back(ctx, l, port, p.streams, wait, signal)
         }
         _ => {
             let r = run_flows(&params, Side::Client, flows, &run_opts, &mut reporter);
-            finish(
-                ctx,
-                fins,
-                len as usize,
-                &fmt,
-                expect_report,
-                &stop,
-                signal,
-                &mut reporter,
-            );
+            send_fins(&mut reporter);
             r
         }
     }
@@ -488,15 +463,7 @@ fn receive_connect_back(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::iperf2::{Command, parse_args_with_env};
-
-    fn cfg(s: &str) -> TestConfig {
-        let args: Vec<String> = s.split_whitespace().map(String::from).collect();
-        match parse_args_with_env(&args, &|_| None).unwrap() {
-            Command::Run(c, _) => *c,
-            other => panic!("{other:?}"),
-        }
-    }
+    use crate::cli::iperf2::test_config as cfg;
 
     /// The 32-bit words of the first datagram this command line sends.
     fn words(s: &str) -> Vec<u32> {
