@@ -281,6 +281,9 @@ pub struct OutputOptions {
     pub json_stream_full: bool,
     /// `-V`.
     pub verbose: bool,
+    /// Print the window advice for TCP senders (iperf3 `-V`, iperf 2 `-W`,
+    /// the suggest-window-size option of iperf 2).
+    pub window_advice: bool,
     /// `-d` level (0 = off).
     pub debug: u8,
     /// `--logfile` (iperf3 appends) or iperf2 `-o` (truncates).
@@ -320,6 +323,7 @@ impl Default for OutputOptions {
             json_stream: false,
             json_stream_full: false,
             verbose: false,
+            window_advice: false,
             debug: 0,
             logfile: None,
             logfile_truncate: false,

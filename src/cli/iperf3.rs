@@ -384,7 +384,10 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
                 }
             }
             Opt::BindDev => cfg.net.bind_dev = Some(v),
-            Opt::Verbose => cfg.output.verbose = true,
+            Opt::Verbose => {
+                cfg.output.verbose = true;
+                cfg.output.window_advice = true;
+            }
             Opt::Json => cfg.output.json = true,
             Opt::JsonStream => {
                 cfg.output.json = true;
