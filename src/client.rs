@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use crate::config::{EndCondition, Protocol, TestConfig};
+use crate::config::{Protocol, TestConfig};
 use crate::ctrl::{Ctrl, Polled};
 use crate::error::{Code, Error, Kind};
 use crate::net::{self, ConnectOpts};
@@ -14,8 +14,9 @@ use crate::proto::iperf3::machine::{ClientAction, ClientMachine};
 use crate::proto::iperf3::params::{ParamsExtras, effective_bitrate, encode_params};
 use crate::proto::iperf3::udp::{cookie_hello, is_hello_reply};
 use crate::proto::iperf3::{Cookie, Results, State, max_results_len};
+use crate::engine::run::{Ended, RunSpec, Steering, Turn};
+use crate::events::*;
 use crate::report::Reporter;
-use crate::report::event::*;
 use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 
 const SETUP_WAIT: Duration = Duration::from_secs(30);
@@ -133,7 +134,7 @@ impl Client<'_> {
         }
         self.ctrl = Some(ctrl);
         let mut machine = ClientMachine::new();
-        let timestamp = now_timestamp();
+        let timestamp = crate::clock::timestamp_now();
         loop {
             let deadline = Some(Instant::now() + SETUP_WAIT);
             let b = self.ctrl().recv_byte(deadline, Code::RECVMESSAGE)?;
@@ -151,17 +152,29 @@ impl Client<'_> {
                         },
                     );
                     self.ctrl().send_json(&body, Code::SENDPARAMS)?;
-                    self.reporter.emit(Event::Connecting(Box::new(ConnectingInfo {
+                    self.reporter.emit(Event::Connecting(Box::new(Connecting {
                         host: self.host.to_string(),
                         port: self.port,
                         direction: params.direction,
-                        cookie: cookie.as_str().to_string(),
-                        control_mss,
-                        mss_set: params.mss,
-                        target_bitrate: effective_bitrate(&params),
-                        timestamp: timestamp.clone(),
-                        udp_block_note: udp_note,
-                        target_pps: params.pps,
+                        settings: Settings {
+                            protocol: params.protocol,
+                            pid: std::process::id(),
+                            flows: params.streams,
+                            block_len: params.block_len_or_default(),
+                            tos: params.tos,
+                            nodelay: params.nodelay,
+                            window_requested: params.window.map(u64::from),
+                            ..Settings::default()
+                        },
+                        control: Some(ControlInfo {
+                            cookie: cookie.as_str().to_string(),
+                            control_mss,
+                            mss_set: params.mss,
+                            target_bitrate: effective_bitrate(&params),
+                            timestamp: timestamp.clone(),
+                            udp_block_note: udp_note,
+                            target_pps: params.pps,
+                        }),
                     })));
                 }
                 ClientAction::CreateStreams => {
@@ -179,6 +192,7 @@ impl Client<'_> {
                         affinity: cfg.net.affinity,
                         file: cfg.file.clone(),
                         decides_end: true,
+                        ..LocalOpts::default()
                     };
                     // Threads start on TEST_RUNNING.
                     self.pending = Some((streams, waker, local));
@@ -187,49 +201,19 @@ impl Client<'_> {
                 ClientAction::StartData => {
                     let (streams, waker, local) = self.pending.take().ok_or_else(|| Error::new(Code::MESSAGE))?;
                     let session = Session::start(&params, Side::Client, streams, waker, &local)?;
-                    let (snd, rcv) = session.buffers();
                     let start = StartInfo {
-                        connected: session.connected.clone(),
-                        version: crate::version_string(),
-                        system_info: crate::sys::process::system_info(),
                         timestamp: timestamp.clone(),
                         connecting_to: Some((self.host.to_string(), self.port)),
-                        accepted_connection: None,
                         cookie: cookie.as_str().to_string(),
-                        tcp_mss: params.mss,
                         tcp_mss_default: Some(control_mss),
-                        target_bitrate: effective_bitrate(&params),
-                        fq_rate: params.fq_rate,
-                        sock_bufsize: params.window.unwrap_or(0) as u64,
-                        sndbuf_actual: snd,
-                        rcvbuf_actual: rcv,
-                        protocol: params.protocol,
-                        num_streams: params.streams,
-                        blksize: params.block_len_or_default(),
-                        omit: params.omit.as_secs(),
-                        duration: params.duration().map(|d| d.as_secs()).unwrap_or(0),
-                        bytes: match params.end {
-                            EndCondition::Bytes(b) => b,
-                            _ => 0,
-                        },
-                        blocks: match params.end {
-                            EndCondition::Blocks(b) => b,
-                            _ => 0,
-                        },
-                        direction: params.direction,
-                        tos: params.tos,
-                        interval: cfg.output.interval.map(|d| d.as_secs_f64()).unwrap_or(0.0),
-                        gso: params.gsro,
-                        target_pps: params.pps,
-                        title: params.title.clone(),
-                        extra_data: params.extra_data.clone(),
+                        ..session.start_info()
                     };
                     self.reporter.emit(Event::Start(Box::new(start)));
                     self.session = Some(session);
                     return self.run_test(&mut machine);
                 }
                 ClientAction::AccessDenied => return Err(Error::new(Code::ACCESSDENIED)),
-                ClientAction::ServerError => return Err(self.server_error()),
+                ClientAction::ServerError => return Err(server_error(self.ctrl())),
                 ClientAction::ServerTerminated => return Err(Error::new(Code::SERVERTERM)),
                 ClientAction::ExchangeResults | ClientAction::DisplayResults | ClientAction::Ignore => {}
             }
@@ -238,20 +222,6 @@ impl Client<'_> {
 
     fn ctrl(&mut self) -> &mut Ctrl {
         self.ctrl.as_mut().expect("control connection is set up before use")
-    }
-
-    fn server_error(&mut self) -> Error {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let code = self.ctrl().recv_i32_or_eof(deadline).ok().flatten().unwrap_or(0);
-        let errno = self.ctrl().recv_i32_or_eof(deadline).ok().flatten().unwrap_or(0);
-        let mut e = Error::new(Code(code));
-        e.errno = (errno != 0).then_some(errno);
-        e.kind = Kind::Server;
-        let text = e.text();
-        Error {
-            detail: Some(format!("SERVER ERROR - {text}")),
-            ..e
-        }
     }
 
     fn connect_streams(
@@ -310,17 +280,8 @@ impl Client<'_> {
                 let local = sock.local_addr().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
                 (DataSock::Tcp(sock), local)
             };
-            let (lh, lp) = crate::util::split_addr(&local);
-            let (rh, rp) = crate::util::split_addr(&server);
-            let info = ConnInfo {
-                socket: std::os::fd::AsRawFd::as_raw_fd(&sock),
-                id: stream_id(i),
-                local_host: lh,
-                local_port: lp,
-                remote_host: rh,
-                remote_port: rp,
-            };
-            self.reporter.emit(Event::StreamConnected(info.clone()));
+            let info = ConnInfo::new(stream_id(i), std::os::fd::AsRawFd::as_raw_fd(&sock), local, server);
+            self.reporter.emit(Event::StreamConnected(Box::new(info.clone())));
             out.push(DataStream {
                 id: stream_id(i),
                 role,
@@ -336,80 +297,41 @@ impl Client<'_> {
     }
 
     fn run_test(&mut self, machine: &mut ClientMachine) -> Result<(), Error> {
-        let mut early_exchange = false;
-        // Data phase: wait for timers, stream events and control messages.
-        loop {
-            if let Some(sig) = self.interrupted() {
-                return self.terminate(sig);
-            }
-            let now = Instant::now();
-            let session = self.session.as_mut().expect("session");
-            if let Some(e) = session.stream_error() {
-                return Err(self.explain_stream_error(machine, e));
-            }
-            let mut events = Vec::new();
-            session.on_timers(now, &mut |e| events.push(e));
-            let finished = session.finished(now);
-            for e in events {
-                self.reporter.emit(e);
-            }
-            if finished {
-                break;
-            }
-            let session = self.session.as_ref().expect("session");
-            let wake_by = session
-                .next_deadline()
-                .map(|d| d.min(now + Duration::from_millis(250)))
-                .unwrap_or(now + Duration::from_millis(250));
-            match self
-                .ctrl()
-                .poll_byte(Some(wake_by))
-                .map_err(|e| Error::io(Code::RECVMESSAGE, &e))?
-            {
-                Polled::Eof => return Err(Error::new(Code::CTRLCLOSE)),
-                Polled::Byte(b) => match machine.on_byte(b)? {
-                    ClientAction::ServerError => return Err(self.server_error()),
-                    ClientAction::ServerTerminated => return self.server_terminated(),
-                    ClientAction::AccessDenied => return Err(Error::new(Code::ACCESSDENIED)),
-                    ClientAction::ExchangeResults => {
-                        early_exchange = true;
-                        break;
-                    }
-                    _ => {}
-                },
-                Polled::Woken => {}
-            }
+        let mut session = self.session.take().expect("session");
+        let reporter = &mut *self.reporter;
+        let mut steer = ClientSteering {
+            ctrl: self.ctrl.as_mut().expect("control connection"),
+            machine,
+            signal: self.signal,
+            stopped: None,
+            peer_ended: false,
+        };
+        let spec = RunSpec {
+            drain: Duration::from_secs(5),
+            ..RunSpec::default()
+        };
+        let ended = crate::engine::run::run(&mut session, &spec, &mut steer, &mut |e| reporter.emit(e));
+        let stopped = steer.stopped;
+        self.session = Some(session);
+        let ended = ended?;
+        if ended == Ended::Aborted || stopped.is_some() {
+            let s = self.session.as_ref().expect("session");
+            let summary = s.stats.summary(Instant::now(), None, s.congestion());
+            self.reporter.emit(Event::End(Box::new(summary)));
+            return Err(match stopped {
+                Some(Stopped::Interrupted(sig)) => interrupt_error(sig),
+                _ => Error::new(Code::SERVERTERM),
+            });
         }
-        // End: stop senders (they half-close), tell the server.
-        self.session.as_mut().expect("session").stop_senders();
-        if !early_exchange {
-            self.ctrl().send_state(State::TestEnd)?;
-            machine.test_end_sent();
-            loop {
-                let b = self
-                    .ctrl()
-                    .recv_byte(Some(Instant::now() + WHOLE_MSG), Code::RECVMESSAGE)?;
-                match machine.on_byte(b)? {
-                    ClientAction::ExchangeResults => break,
-                    ClientAction::ServerError => return Err(self.server_error()),
-                    ClientAction::ServerTerminated => return self.server_terminated(),
-                    ClientAction::AccessDenied => return Err(Error::new(Code::ACCESSDENIED)),
-                    _ => {}
-                }
-            }
-        }
-        // The server has stopped its senders: drain what is in flight so the
-        // totals on both sides agree.
-        let session = self.session.as_mut().expect("session");
-        session.drain_receivers(Instant::now() + Duration::from_secs(5));
+        self.exchange_results(machine)
+    }
+
+    /// The results exchange after the test: ours, theirs, the summary.
+    fn exchange_results(&mut self, machine: &mut ClientMachine) -> Result<(), Error> {
+        let session = self.session.as_ref().expect("session");
         let now = Instant::now();
-        let mut events = Vec::new();
-        session.final_sample(now, &mut |e| events.push(e));
         let congestion = session.congestion();
         let ours = session.stats.local_results(now, congestion.clone());
-        for e in events {
-            self.reporter.emit(e);
-        }
         self.ctrl().send_json(&ours.encode(), Code::SENDRESULTS)?;
         let streams = self.session.as_ref().map_or(0, |s| s.stats.streams.len());
         let max = max_results_len(streams, self.cfg.params.get_server_output);
@@ -428,8 +350,8 @@ impl Client<'_> {
                 .recv_byte(Some(Instant::now() + WHOLE_MSG), Code::RECVMESSAGE)?;
             match machine.on_byte(b)? {
                 ClientAction::DisplayResults => break,
-                ClientAction::ServerError => return Err(self.server_error()),
-                ClientAction::ServerTerminated => return self.server_terminated(),
+                ClientAction::ServerError => return Err(server_error(self.ctrl())),
+                ClientAction::ServerTerminated => return self.terminated_late(),
                 _ => {}
             }
         }
@@ -447,57 +369,135 @@ impl Client<'_> {
         Ok(())
     }
 
+    /// The server ended the test after ours had stopped: our summary, and
+    /// SERVER_TERMINATE.
+    fn terminated_late(&mut self) -> Result<(), Error> {
+        if let Some(s) = self.session.as_ref() {
+            let summary = s.stats.summary(Instant::now(), None, s.congestion());
+            self.reporter.emit(Event::End(Box::new(summary)));
+        }
+        Err(Error::new(Code::SERVERTERM))
+    }
+}
+
+/// Why the client's loop was cut short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    /// A signal (its number).
+    Interrupted(usize),
+    /// SERVER_TERMINATE.
+    ServerTerminated,
+}
+
+/// The iperf3 client's part of the test loop: the control connection.
+struct ClientSteering<'a> {
+    ctrl: &'a mut Ctrl,
+    machine: &'a mut ClientMachine,
+    signal: &'a Arc<AtomicUsize>,
+    stopped: Option<Stopped>,
+    /// The server asked for the results before we ended the test.
+    peer_ended: bool,
+}
+
+impl ClientSteering<'_> {
+    /// Acts on one state byte from the server.
+    fn on_byte(&mut self, b: u8) -> Result<Turn, Error> {
+        match self.machine.on_byte(b)? {
+            ClientAction::ServerError => Err(server_error(self.ctrl)),
+            ClientAction::ServerTerminated => {
+                self.stopped = Some(Stopped::ServerTerminated);
+                Ok(Turn::Abort)
+            }
+            ClientAction::AccessDenied => Err(Error::new(Code::ACCESSDENIED)),
+            ClientAction::ExchangeResults => {
+                self.peer_ended = true;
+                Ok(Turn::Finish)
+            }
+            _ => Ok(Turn::Go),
+        }
+    }
+}
+
+impl Steering for ClientSteering<'_> {
+    fn check(&mut self, _session: &Session, _now: Instant) -> Result<Turn, Error> {
+        match self.signal.load(Relaxed) {
+            0 => Ok(Turn::Go),
+            sig => {
+                let _ = self.ctrl.send_state(State::ClientTerminate);
+                self.stopped = Some(Stopped::Interrupted(sig));
+                Ok(Turn::Abort)
+            }
+        }
+    }
+
+    fn wait(&mut self, _session: &Session, until: Instant) -> Result<Turn, Error> {
+        match self
+            .ctrl
+            .poll_byte(Some(until))
+            .map_err(|e| Error::io(Code::RECVMESSAGE, &e))?
+        {
+            Polled::Eof => Err(Error::new(Code::CTRLCLOSE)),
+            Polled::Byte(b) => self.on_byte(b),
+            Polled::Woken => Ok(Turn::Go),
+        }
+    }
+
     /// A stream failing is often the echo of the server ending the test
     /// (terminated, or an error it is about to report): give the control
     /// connection a moment to say so, and report that instead.
-    fn explain_stream_error(&mut self, machine: &mut ClientMachine, e: Error) -> Error {
+    fn stream_failed(&mut self, e: Error) -> Result<Turn, Error> {
         let deadline = Instant::now() + Duration::from_millis(500);
         while Instant::now() < deadline {
-            match self.ctrl().poll_byte(Some(deadline)) {
-                Ok(Polled::Byte(b)) => match machine.on_byte(b) {
+            match self.ctrl.poll_byte(Some(deadline)) {
+                Ok(Polled::Byte(b)) => match self.machine.on_byte(b) {
                     Ok(ClientAction::ServerTerminated) => {
-                        return self.server_terminated().err().unwrap_or(e);
+                        self.stopped = Some(Stopped::ServerTerminated);
+                        return Ok(Turn::Abort);
                     }
-                    Ok(ClientAction::ServerError) => return self.server_error(),
+                    Ok(ClientAction::ServerError) => return Err(server_error(self.ctrl)),
                     _ => {}
                 },
-                Ok(Polled::Eof) => return Error::new(Code::CTRLCLOSE),
+                Ok(Polled::Eof) => return Err(Error::new(Code::CTRLCLOSE)),
                 _ => break,
             }
         }
-        e
+        Err(e)
     }
 
-    /// CLIENT_TERMINATE, the local summary so far, and the interrupt message.
-    fn terminate(&mut self, sig: usize) -> Result<(), Error> {
-        if let Some(c) = self.ctrl.as_mut() {
-            let _ = c.send_state(State::ClientTerminate);
+    /// TEST_END, then the server's EXCHANGE_RESULTS (unless it asked first).
+    fn senders_stopped(&mut self, _session: &mut Session) -> Result<(), Error> {
+        if self.peer_ended {
+            return Ok(());
         }
-        if let Some(s) = self.session.as_mut() {
-            s.abort();
-            let now = Instant::now();
-            let mut events = Vec::new();
-            s.final_sample(now, &mut |e| events.push(e));
-            events.push(Event::End(Box::new(s.stats.summary(now, None, s.congestion()))));
-            for e in events {
-                self.reporter.emit(e);
+        self.ctrl.send_state(State::TestEnd)?;
+        self.machine.test_end_sent();
+        loop {
+            let b = self
+                .ctrl
+                .recv_byte(Some(Instant::now() + WHOLE_MSG), Code::RECVMESSAGE)?;
+            match self.on_byte(b)? {
+                Turn::Finish => return Ok(()),
+                // The server ended it meanwhile: what was measured is
+                // still drained and reported.
+                Turn::Abort => return Ok(()),
+                Turn::Go => {}
             }
         }
-        Err(interrupt_error(sig))
     }
+}
 
-    fn server_terminated(&mut self) -> Result<(), Error> {
-        if let Some(s) = self.session.as_mut() {
-            s.abort();
-            let now = Instant::now();
-            let mut events = Vec::new();
-            s.final_sample(now, &mut |e| events.push(e));
-            events.push(Event::End(Box::new(s.stats.summary(now, None, s.congestion()))));
-            for e in events {
-                self.reporter.emit(e);
-            }
-        }
-        Err(Error::new(Code::SERVERTERM))
+/// The server's SERVER_ERROR: its code and errno.
+fn server_error(ctrl: &mut Ctrl) -> Error {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let code = ctrl.recv_i32_or_eof(deadline).ok().flatten().unwrap_or(0);
+    let errno = ctrl.recv_i32_or_eof(deadline).ok().flatten().unwrap_or(0);
+    let mut e = Error::new(Code(code));
+    e.errno = (errno != 0).then_some(errno);
+    e.kind = Kind::Server;
+    let text = e.text();
+    Error {
+        detail: Some(format!("SERVER ERROR - {text}")),
+        ..e
     }
 }
 
@@ -543,16 +543,5 @@ fn interrupt_error(sig: usize) -> Error {
         kind: Kind::Interrupt,
         detail: Some(format!("the client has terminated by signal {}", signal_name(sig))),
         ..Error::new(Code::CLIENTTERM)
-    }
-}
-
-/// The current time as iperf3 prints it.
-pub fn now_timestamp() -> Timestamp {
-    let now = crate::sys::time::epoch_now();
-    let secs = now as i64;
-    Timestamp {
-        time: crate::sys::time::strftime("%a, %d %b %Y %H:%M:%S GMT", secs, true),
-        timesecs: secs,
-        timemillisecs: (now * 1000.0) as i64,
     }
 }

@@ -358,6 +358,20 @@ pub fn strerror(errno: i32) -> String {
     }
 }
 
+/// The words for an I/O error, as `strerror(3)` says them when it has an
+/// errno (`Connection refused`), else std's description.
+pub fn errno_text(e: &io::Error) -> String {
+    e.raw_os_error().map(strerror).unwrap_or_else(|| e.to_string())
+}
+
+impl Error {
+    /// The system's words for this error's errno, else its own text
+    /// (`tcp connect failed: Connection refused`).
+    pub fn why(&self) -> String {
+        self.errno.map(strerror).unwrap_or_else(|| self.text())
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.line())

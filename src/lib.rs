@@ -11,11 +11,13 @@
 pub mod auth;
 pub mod cli;
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod ctrl;
 pub mod debug;
 pub mod engine;
 pub mod error;
+pub mod events;
 pub mod iperf2;
 pub mod json;
 pub mod metrics;
@@ -36,7 +38,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use config::{Role, TestConfig};
 use error::{Code, Error};
-use report::event::{Event, Side};
+use events::{Event, Side};
 use report::{Output, Reporter};
 
 /// wirespeed's version.

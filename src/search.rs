@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::{Direction, EndCondition, Protocol, TestConfig};
 use crate::error::{Code, Error, Kind};
-use crate::report::event::Event;
+use crate::events::Event;
 use crate::report::{Output, Recorder, Reporter};
 
 /// Search settings (`--udp-search [--max-loss P%]`).

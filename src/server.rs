@@ -23,8 +23,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpListener as MioListener;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::client::now_timestamp;
-use crate::config::{EndCondition, Protocol, TestConfig};
+use crate::config::{Protocol, TestConfig};
 use crate::ctrl::{Ctrl, Polled, Woke};
 use crate::error::{Code, Error};
 use crate::metrics::{Metrics, MetricsSink, Refusal};
@@ -33,10 +32,11 @@ use crate::proto::iperf2::header::{ClientHeader, MAX_TCP_HEADER, Need};
 use crate::proto::iperf3::cookie::could_be_cookie;
 use crate::proto::iperf3::framing::{FrameError, server_error_frame};
 use crate::proto::iperf3::machine::{ServerAction, ServerMachine};
-use crate::proto::iperf3::params::{Limits, decode_params, effective_bitrate, validate};
+use crate::proto::iperf3::params::{Limits, decode_params, validate};
 use crate::proto::iperf3::udp::{HELLO_REPLY, Hello, parse_hello};
 use crate::proto::iperf3::{COOKIE_LEN, Cookie, MAX_PARAMS_LEN, Results, State, max_results_len};
-use crate::report::event::*;
+use crate::engine::run::{Ended, RunSpec, Steering, Turn};
+use crate::events::*;
 use crate::report::iperf3_json::JsonSink;
 use crate::report::{Output, Reporter, Sink};
 use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
@@ -383,10 +383,11 @@ impl Server {
 
     fn announce(&mut self) {
         let n = self.shared.tests_started.load(Relaxed) + 1;
-        self.banner.emit(Event::Listening {
+        self.banner.emit(Event::Listening(Box::new(Listening {
             port: self.port,
             test_no: n,
-        });
+            ..Listening::default()
+        })));
     }
 
     fn shutdown(&self, pending: HashMap<Token, Pending>) {
@@ -913,41 +914,16 @@ impl ServerTest<'_> {
             affinity: self.params.server_affinity.or(self.cfg.net.affinity),
             file: self.cfg.file.clone(),
             decides_end: false,
+            ..LocalOpts::default()
         };
         let session = Session::start(&self.params, Side::Server, streams, waker, &local)?;
         self.ctrl.send_state(State::TestStart)?;
         self.ctrl.send_state(State::TestRunning)?;
-        let (snd, rcv) = session.buffers();
-        let p = &self.params;
         let start = StartInfo {
-            connected: session.connected.clone(),
-            version: crate::version_string(),
-            system_info: crate::sys::process::system_info(),
-            timestamp: now_timestamp(),
-            connecting_to: None,
             accepted_connection: Some(self.peer.clone()),
             cookie: self.cookie.as_str().to_string(),
-            tcp_mss: p.mss,
             tcp_mss_default: Some(0),
-            target_bitrate: effective_bitrate(p),
-            fq_rate: p.fq_rate,
-            sock_bufsize: p.window.unwrap_or(0) as u64,
-            sndbuf_actual: snd,
-            rcvbuf_actual: rcv,
-            protocol: p.protocol,
-            num_streams: p.streams,
-            blksize: p.block_len_or_default(),
-            omit: p.omit.as_secs(),
-            duration: p.duration().map(|d| d.as_secs()).unwrap_or(0),
-            bytes: if let EndCondition::Bytes(b) = p.end { b } else { 0 },
-            blocks: if let EndCondition::Blocks(b) = p.end { b } else { 0 },
-            direction: p.direction,
-            tos: p.tos,
-            interval: self.cfg.output.interval.map(|d| d.as_secs_f64()).unwrap_or(0.0),
-            gso: p.gsro,
-            target_pps: p.pps,
-            title: p.title.clone(),
-            extra_data: p.extra_data.clone(),
+            ..session.start_info()
         };
         self.output.emit(Event::Start(Box::new(start)));
         self.session = Some(session);
@@ -1001,17 +977,8 @@ impl ServerTest<'_> {
             net::apply_data_options(&sr, &self.params, !udp, remote, &mut warnings)?;
             let local = sock.local_addr().map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
             let remote = remote.ok_or_else(|| Error::new(Code::STREAMACCEPT))?;
-            let (lh, lp) = crate::util::split_addr(&local);
-            let (rh, rp) = crate::util::split_addr(&remote);
-            let info = ConnInfo {
-                socket: std::os::fd::AsRawFd::as_raw_fd(&sock),
-                id: stream_id(i),
-                local_host: lh,
-                local_port: lp,
-                remote_host: rh,
-                remote_port: rp,
-            };
-            self.output.emit(Event::StreamConnected(info.clone()));
+            let info = ConnInfo::new(stream_id(i), std::os::fd::AsRawFd::as_raw_fd(&sock), local, remote);
+            self.output.emit(Event::StreamConnected(Box::new(info.clone())));
             out.push(DataStream {
                 id: stream_id(i),
                 role,
@@ -1077,108 +1044,46 @@ impl ServerTest<'_> {
     }
 
     fn run_test(&mut self) -> Result<(), Error> {
+        let started = Instant::now();
+        let mut session = self.session.take().expect("session");
         let mut machine = ServerMachine::new();
         machine.running();
-        let started = Instant::now();
-        // A byte or block count has no duration of its own: then
-        // `--server-max-duration`, if set, bounds the test.
-        let watchdog = self
-            .params
-            .duration()
-            .or(self.cfg.server.max_duration)
-            .map(|d| started + self.params.omit + d + Duration::from_secs(40));
-        let rcv_timeout = self.cfg.net.rcv_timeout.unwrap_or(Duration::from_secs(120));
-        let mut rate_window: Vec<(Instant, u64)> = Vec::new();
-        // A client that vanished without a word (half-open control
-        // connection, no FIN or RST) while we send: nothing moves any more.
-        let mut moved = (started, 0u64);
-        loop {
-            if self.shared.terminate.load(Relaxed) {
-                return self.terminated(State::ServerTerminate, None);
-            }
-            let now = Instant::now();
-            if watchdog.is_some_and(|w| now >= w) {
-                return Err(Error::new(Code::SERVERTESTDURATIONEXPIRED));
-            }
-            let session = self.session.as_mut().expect("session");
-            if let Some(e) = session.stream_error() {
-                return Err(e);
-            }
-            if session.stats.rx_idle(now).is_some_and(|idle| idle >= rcv_timeout) {
-                return Err(Error::new(Code::NOMSG));
-            }
-            let total: u64 = session
-                .stats
-                .streams
-                .iter()
-                .map(|st| st.counters.bytes.load(Relaxed))
-                .sum();
-            if total != moved.1 {
-                moved = (now, total);
-            } else if now.duration_since(moved.0) >= rcv_timeout {
-                return Err(Error::msg(
-                    Code::NOMSG,
-                    format!(
-                        "no data moved for {} s: the client stopped responding",
-                        rcv_timeout.as_secs()
-                    ),
-                ));
-            }
-            let mut events = Vec::new();
-            session.on_timers(now, &mut |e| events.push(e));
-            let had_interval = events.iter().any(|e| matches!(e, Event::Interval(_)));
-            for e in events {
-                self.output.emit(e);
-            }
-            if had_interval && self.cfg.server.bitrate_limit > 0 {
-                self.check_bitrate(&mut rate_window)?;
-            }
-            let session = self.session.as_ref().expect("session");
-            let wake_by = session
-                .next_deadline()
-                .map(|d| d.min(now + Duration::from_millis(250)))
-                .unwrap_or(now + Duration::from_millis(250));
-            match self
-                .ctrl
-                .poll_byte(Some(wake_by))
-                .map_err(|e| Error::io(Code::RECVMESSAGE, &e))?
-            {
-                Polled::Eof => {
-                    return self.terminated(
-                        State::IperfDone,
-                        Some("the client has unexpectedly closed the connection"),
-                    );
-                }
-                Polled::Byte(b) => {
-                    moved.0 = Instant::now();
-                    match machine.on_byte(b)? {
-                        ServerAction::EndTest => break,
-                        ServerAction::ClientTerminated => {
-                            return self.terminated(State::ClientTerminate, Some("the client has terminated"));
-                        }
-                        _ => {}
-                    }
-                }
-                Polled::Woken => {}
-            }
+        let output = &mut self.output;
+        let mut steer = ServerSteering {
+            ctrl: &mut self.ctrl,
+            machine: &mut machine,
+            shared: self.shared,
+            cfg: &self.cfg,
+            // A byte or block count has no duration of its own: then
+            // `--server-max-duration`, if set, bounds the test.
+            watchdog: self
+                .params
+                .duration()
+                .or(self.cfg.server.max_duration)
+                .map(|d| started + self.params.omit + d + Duration::from_secs(40)),
+            rcv_timeout: self.cfg.net.rcv_timeout.unwrap_or(Duration::from_secs(120)),
+            moved: (started, 0),
+            rate_window: Vec::new(),
+            stopped: None,
+        };
+        let spec = RunSpec {
+            peer_ends: true,
+            ..RunSpec::default()
+        };
+        let ended = crate::engine::run::run(&mut session, &spec, &mut steer, &mut |e| output.emit(e));
+        let stopped = steer.stopped;
+        self.session = Some(session);
+        if ended? == Ended::Aborted {
+            let (tell, why) = stopped.unwrap_or((State::IperfDone, None));
+            return self.terminated(tell, why);
         }
-        // TEST_END: stop our senders (they half-close), drain our receivers.
         let session = self.session.as_mut().expect("session");
-        session.stop_senders();
-        session.drain_receivers(Instant::now() + Duration::from_secs(3));
         let now = Instant::now();
-        let mut events = Vec::new();
-        session.final_sample(now, &mut |e| events.push(e));
         let congestion = session.congestion();
-        events.push(Event::End(Box::new(session.stats.summary(
-            now,
-            None,
-            congestion.clone(),
-        ))));
+        let summary = session.stats.summary(now, None, congestion.clone());
         let mut ours = session.stats.local_results(now, congestion);
-        for e in events {
-            self.output.emit(e);
-        }
+        let streams = session.stats.streams.len();
+        self.output.emit(Event::End(Box::new(summary)));
         if let Some(t) = &self.output.text {
             ours.server_output_text = t.lock().ok().map(|s| s.clone());
         }
@@ -1186,7 +1091,7 @@ impl ServerTest<'_> {
             ours.server_output_json = Some(j.document());
         }
         self.ctrl.send_state(State::ExchangeResults)?;
-        let max = max_results_len(session.stats.streams.len(), false);
+        let max = max_results_len(streams, false);
         let theirs = self.ctrl.recv_json(max, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
         let _client_results = Results::decode(&theirs)?;
         self.ctrl.send_json(&ours.encode(), Code::SENDRESULTS)?;
@@ -1203,25 +1108,11 @@ impl ServerTest<'_> {
         Ok(())
     }
 
-    /// Ends the test early: a summary of what was measured, then `why`.
+    /// After a test was cut short: a summary of what was measured, then `why`.
     fn terminated(&mut self, tell: State, why: Option<&str>) -> Result<(), Error> {
-        // Tell the client before the streams break, so it hears why, and
-        // give it a moment to hang up: a single-threaded client (iperf3) that
-        // is writing would otherwise meet the broken stream first and report
-        // that instead.
-        if tell == State::ServerTerminate && self.ctrl.send_state(State::ServerTerminate).is_ok() {
-            let until = Instant::now() + Duration::from_secs(1);
-            while let Ok(Woke::Data | Woke::Waker) = self.ctrl.wait(Some(until)) {}
-        }
-        if let Some(s) = self.session.as_mut() {
-            s.abort();
-            let now = Instant::now();
-            let mut events = Vec::new();
-            s.final_sample(now, &mut |e| events.push(e));
-            events.push(Event::End(Box::new(s.stats.summary(now, None, s.congestion()))));
-            for e in events {
-                self.output.emit(e);
-            }
+        if let Some(s) = self.session.as_ref() {
+            let summary = s.stats.summary(Instant::now(), None, s.congestion());
+            self.output.emit(Event::End(Box::new(summary)));
         }
         if tell == State::ServerTerminate {
             self.output
@@ -1232,13 +1123,103 @@ impl ServerTest<'_> {
         }
         Ok(())
     }
+}
 
-    /// `--server-bitrate-limit`: the average over the window must stay under the limit.
-    fn check_bitrate(&mut self, window: &mut Vec<(Instant, u64)>) -> Result<(), Error> {
-        let s = self.session.as_ref().expect("session");
+/// Why a server test was cut short: what to tell the client, and the
+/// notice to print.
+type ServerStop = (State, Option<&'static str>);
+
+/// The iperf3 server's part of the test loop: the control connection,
+/// the server's stop, its watchdogs and limits.
+struct ServerSteering<'a> {
+    ctrl: &'a mut Ctrl,
+    machine: &'a mut ServerMachine,
+    shared: &'a Arc<Shared>,
+    cfg: &'a TestConfig,
+    watchdog: Option<Instant>,
+    rcv_timeout: Duration,
+    /// When bytes last moved, and how many had by then: a client that
+    /// vanished without a word (half-open control connection, no FIN or
+    /// RST) while we send moves nothing any more.
+    moved: (Instant, u64),
+    rate_window: Vec<(Instant, u64)>,
+    stopped: Option<ServerStop>,
+}
+
+impl ServerSteering<'_> {
+    fn stop(&mut self, why: ServerStop) -> Result<Turn, Error> {
+        self.stopped = Some(why);
+        Ok(Turn::Abort)
+    }
+}
+
+impl Steering for ServerSteering<'_> {
+    fn check(&mut self, session: &Session, now: Instant) -> Result<Turn, Error> {
+        if self.shared.terminate.load(Relaxed) {
+            // Tell the client before the streams break, so it hears why,
+            // and give it a moment to hang up: a single-threaded client
+            // (iperf3) that is writing would otherwise meet the broken
+            // stream first and report that instead.
+            if self.ctrl.send_state(State::ServerTerminate).is_ok() {
+                let until = Instant::now() + Duration::from_secs(1);
+                while let Ok(Woke::Data | Woke::Waker) = self.ctrl.wait(Some(until)) {}
+            }
+            return self.stop((State::ServerTerminate, None));
+        }
+        if self.watchdog.is_some_and(|w| now >= w) {
+            return Err(Error::new(Code::SERVERTESTDURATIONEXPIRED));
+        }
+        if session.stats.rx_idle(now).is_some_and(|idle| idle >= self.rcv_timeout) {
+            return Err(Error::new(Code::NOMSG));
+        }
+        let total = session.stats.moved();
+        if total != self.moved.1 {
+            self.moved = (now, total);
+        } else if now.duration_since(self.moved.0) >= self.rcv_timeout {
+            return Err(Error::msg(
+                Code::NOMSG,
+                format!(
+                    "no data moved for {} s: the client stopped responding",
+                    self.rcv_timeout.as_secs()
+                ),
+            ));
+        }
+        Ok(Turn::Go)
+    }
+
+    fn wait(&mut self, _session: &Session, until: Instant) -> Result<Turn, Error> {
+        match self
+            .ctrl
+            .poll_byte(Some(until))
+            .map_err(|e| Error::io(Code::RECVMESSAGE, &e))?
+        {
+            Polled::Eof => self.stop((
+                State::IperfDone,
+                Some("the client has unexpectedly closed the connection"),
+            )),
+            Polled::Byte(b) => {
+                self.moved.0 = Instant::now();
+                match self.machine.on_byte(b)? {
+                    ServerAction::EndTest => Ok(Turn::Finish),
+                    ServerAction::ClientTerminated => {
+                        self.stop((State::ClientTerminate, Some("the client has terminated")))
+                    }
+                    _ => Ok(Turn::Go),
+                }
+            }
+            Polled::Woken => Ok(Turn::Go),
+        }
+    }
+
+    /// `--server-bitrate-limit`: the average over the window must stay
+    /// under the limit.
+    fn after_timers(&mut self, session: &Session, interval: bool) -> Result<(), Error> {
+        if !interval || self.cfg.server.bitrate_limit == 0 {
+            return Ok(());
+        }
         let now = Instant::now();
-        let total: u64 = s.stats.streams.iter().map(|st| st.counters.bytes.load(Relaxed)).sum();
-        window.push((now, total));
+        let window = &mut self.rate_window;
+        window.push((now, session.stats.moved()));
         let span = self.cfg.server.bitrate_limit_window;
         while window.len() > 2 && now.duration_since(window[1].0) >= span {
             window.remove(0);

@@ -13,8 +13,8 @@ use crate::engine::pacer::{PaceRate, Pacer};
 use crate::engine::udp::{Iperf3Format, UdpOptions};
 use crate::engine::{self, Budget, Payload, Sinkhole, StreamHandle, StreamTask, Target, TestControl};
 use crate::error::{Code, Error};
-use crate::report::event::{ConnInfo, Event, RoleTag, Side};
-use crate::stats::{StreamCounters, StreamRole, StreamStats, TestStats};
+use crate::events::{ConnInfo, Event, RoleTag, Side};
+use crate::stats::{Presentation, StreamCounters, StreamMeta, StreamRole, StreamStats, TestStats};
 
 /// A data stream's socket: a TCP connection or a connected UDP socket.
 #[derive(Debug)]
@@ -95,6 +95,11 @@ pub struct StreamExtras {
     /// UDP: datagrams of the stream a listener read before the stream had
     /// a socket, with their arrival times (wall clock, ns).
     pub udp_prefeed: Vec<(Vec<u8>, i64)>,
+    /// What the reporter knows of the stream besides its counters (its
+    /// addresses are filled in from the stream's).
+    pub meta: StreamMeta,
+    /// What the stream does instead of moving bulk data.
+    pub kind: crate::engine::StreamKind,
 }
 
 /// Stream ids in creation order: 1, then 3, 4, 5, ... (2 is skipped, as iperf3 does).
@@ -194,7 +199,7 @@ pub fn multiplexed(streams: &[(DataStream, StreamExtras)], file: bool) -> Result
         && MuxMode::from_env()?.applies(streams.len())
         && streams
             .iter()
-            .all(|(d, e)| matches!(d.sock, DataSock::Tcp(_)) && e.hook.is_none()))
+            .all(|(d, e)| matches!(d.sock, DataSock::Tcp(_)) && e.hook.is_none() && e.kind.is_bulk()))
 }
 
 /// Descriptors a stream costs this process: one when multiplexed; three
@@ -279,6 +284,8 @@ pub struct LocalOpts {
     pub file: Option<std::path::PathBuf>,
     /// Whether this host decides the end (the client).
     pub decides_end: bool,
+    /// How the numbers are presented.
+    pub presentation: Presentation,
 }
 
 /// A running test.
@@ -420,6 +427,8 @@ impl Session {
                 (Side::Server, StreamRole::Recv) => RoleTag::RxS,
             });
             let fd = ds.sock.as_raw_fd();
+            let mut meta = extras.meta;
+            meta.addrs = Some((ds.info.local(), ds.info.remote()));
             let payload = match (&local.file, ds.role) {
                 (Some(p), StreamRole::Send) => Payload::File(p.clone()),
                 _ if params.repeating_payload => Payload::Repeating,
@@ -452,12 +461,13 @@ impl Session {
                 control: control.clone(),
                 affinity: local.affinity,
                 drain_idle: Duration::from_millis(100),
+                until: end_at,
             };
             connected.push(ds.info);
             if multiplex && let DataSock::Tcp(sock) = ds.sock {
                 // One descriptor per stream: the workers and TCP_INFO share it.
                 let sock = Arc::new(sock);
-                stats.push(StreamStats::new(ds.id, fd, ds.role, tag, counters, Some(fd)));
+                stats.push(StreamStats::new(ds.id, fd, ds.role, tag, counters, Some(fd)).with_meta(meta));
                 handles.push((ds.role, None));
                 mux_socks.push(sock.clone());
                 match ds.role {
@@ -470,9 +480,9 @@ impl Session {
             // descriptor closes when the thread ends, and its number may be reused.
             let keep = ds.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?;
             let tcp_fd = matches!(keep, DataSock::Tcp(_)).then_some(keep.as_raw_fd());
-            stats.push(StreamStats::new(ds.id, fd, ds.role, tag, counters, tcp_fd));
+            stats.push(StreamStats::new(ds.id, fd, ds.role, tag, counters, tcp_fd).with_meta(meta));
             let handle = match ds.sock {
-                DataSock::Tcp(sock) => engine::spawn_tcp_with(sock, task, extras.hook)?,
+                DataSock::Tcp(sock) => engine::spawn_tcp_with(sock, task, extras.hook, extras.kind)?,
                 DataSock::Udp(sock) => {
                     let mut opts = udp.clone();
                     opts.prefeed = extras.udp_prefeed;
@@ -520,7 +530,8 @@ impl Session {
         Ok(Session {
             params: params.clone(),
             side,
-            stats: TestStats::new(stats, params.protocol, params.streams, omitting, now, control.epoch),
+            stats: TestStats::new(stats, params.protocol, params.streams, omitting, now, control.epoch)
+                .presented(local.presentation),
             control,
             handles,
             muxes,
@@ -596,6 +607,52 @@ impl Session {
             && self.muxes.recv.as_ref().is_none_or(|m| m.is_finished())
     }
 
+    /// The `start` of this test as the reports show it (the end-specific
+    /// parts, where the client connected or whom the server accepted, are
+    /// the caller's to fill in).
+    pub fn start_info(&self) -> crate::events::StartInfo {
+        let p = &self.params;
+        let (snd, rcv) = self.buffers();
+        crate::events::StartInfo {
+            connected: self.connected.clone(),
+            version: crate::version_string(),
+            system_info: crate::sys::process::system_info(),
+            timestamp: crate::clock::timestamp_now(),
+            tcp_mss: p.mss,
+            target_bitrate: crate::proto::iperf3::params::effective_bitrate(p),
+            fq_rate: p.fq_rate,
+            sock_bufsize: p.window.unwrap_or(0) as u64,
+            sndbuf_actual: snd,
+            rcvbuf_actual: rcv,
+            protocol: p.protocol,
+            num_streams: p.streams,
+            blksize: p.block_len_or_default(),
+            omit: p.omit.as_secs(),
+            duration: p.duration().map(|d| d.as_secs()).unwrap_or(0),
+            bytes: match p.end {
+                EndCondition::Bytes(b) => b,
+                _ => 0,
+            },
+            blocks: match p.end {
+                EndCondition::Blocks(b) => b,
+                _ => 0,
+            },
+            direction: p.direction,
+            tos: p.tos,
+            interval: self.interval.map(|d| d.as_secs_f64()).unwrap_or(0.0),
+            gso: p.gsro,
+            target_pps: p.pps,
+            title: p.title.clone(),
+            extra_data: p.extra_data.clone(),
+            ..crate::events::StartInfo::default()
+        }
+    }
+
+    /// The reporting interval.
+    pub fn interval(&self) -> Option<Duration> {
+        self.interval
+    }
+
     /// Whether the streams are multiplexed on worker threads.
     pub fn multiplexed(&self) -> bool {
         self.muxes.send.is_some() || self.muxes.recv.is_some()
@@ -608,7 +665,7 @@ impl Session {
         {
             // Report the last omitted interval, then restart the clocks.
             if let Some(i) = self.interval
-                && let Some(r) = self.stats.sample(now, i.as_secs_f64() * 0.1)
+                && let Some(r) = self.stats.sample(now, i.as_secs_f64() * 0.1, false)
             {
                 emit(Event::Interval(Box::new(r)));
             }
@@ -626,7 +683,7 @@ impl Session {
                 // The final interval is taken when the streams stop.
                 return;
             }
-            if let Some(r) = self.stats.sample(now, 0.0) {
+            if let Some(r) = self.stats.sample(now, 0.0, false) {
                 emit(Event::Interval(Box::new(r)));
             }
             let mut next = t + i;
@@ -697,7 +754,7 @@ impl Session {
     pub fn final_sample(&mut self, now: Instant, emit: &mut dyn FnMut(Event)) {
         let min = self.interval.map(|i| i.as_secs_f64() * 0.1).unwrap_or(0.0);
         let now = self.stats.all_ended().map_or(now, |e| e.min(now));
-        if let Some(r) = self.stats.sample(now, min) {
+        if let Some(r) = self.stats.sample(now, min, true) {
             emit(Event::Interval(Box::new(r)));
         }
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use wirespeed::cli::iperf3::{Command, parse_args};
 use wirespeed::config::{Role, TestConfig};
-use wirespeed::report::event::{Event, Summary};
+use wirespeed::events::{Event, Summary};
 use wirespeed::report::{Output, Recorder, Reporter};
 use wirespeed::server::Server;
 

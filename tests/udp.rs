@@ -8,7 +8,7 @@ use common::*;
 use std::net::UdpSocket;
 use std::time::Duration;
 
-use wirespeed::report::event::{Event, StreamSummary, Summary, UdpTotals};
+use wirespeed::events::{Event, StreamSummary, Summary, UdpTotals};
 
 fn udp(st: &StreamSummary) -> UdpTotals {
     st.udp.expect("a UDP stream summary")

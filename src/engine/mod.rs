@@ -6,8 +6,10 @@
 //! one [`TestControl`] (stop, omit, drain) and is woken through its
 //! [`mio::Waker`] when a stream ends or a byte/block target is reached.
 
+pub mod bounceback;
 pub mod mux;
 pub mod pacer;
+pub mod run;
 pub mod tcp;
 pub mod udp;
 
@@ -270,6 +272,9 @@ pub struct StreamTask {
     pub affinity: Option<usize>,
     /// How long a draining receiver waits for more data before it stops.
     pub drain_idle: Duration,
+    /// When a timed test ends (a stream that schedules its own work, such
+    /// as bounceback bursts, starts none at or after it).
+    pub until: Option<Instant>,
 }
 
 /// A running stream.
@@ -335,16 +340,32 @@ pub trait StreamHook: Send {
     fn on_end_of_stream(&mut self) {}
 }
 
-/// Starts a TCP stream thread on `sock`.
-pub fn spawn_tcp(sock: std::net::TcpStream, task: StreamTask) -> Result<StreamHandle, Error> {
-    spawn_tcp_with(sock, task, None)
+/// What a stream does: move bulk data (its role says which way), or one
+/// of the request/response kinds.
+#[derive(Debug, Clone, Default)]
+pub enum StreamKind {
+    /// Writes (or reads) blocks as fast as asked.
+    #[default]
+    Bulk,
+    /// A bounceback client: bursts of round trips.
+    Bounceback(bounceback::BouncebackSpec),
+    /// A bounceback server: echoes every message back.
+    Echo(bounceback::EchoSpec),
 }
 
-/// Starts a TCP stream thread on `sock`, with a per-block hook.
+impl StreamKind {
+    /// Whether the stream moves bulk data (and so may be multiplexed).
+    pub fn is_bulk(&self) -> bool {
+        matches!(self, StreamKind::Bulk)
+    }
+}
+
+/// Starts a TCP stream thread on `sock`, with an optional per-block hook.
 pub fn spawn_tcp_with(
     sock: std::net::TcpStream,
     task: StreamTask,
     mut hook: Option<Box<dyn StreamHook>>,
+    kind: StreamKind,
 ) -> Result<StreamHandle, Error> {
     let fd = sock.as_raw_fd();
     let keep = socket2::Socket::from(sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?);
@@ -359,9 +380,11 @@ pub fn spawn_tcp_with(
                 control.fail(Error::io(Code::AFFINITY, &e));
             }
             let hook = hook.as_mut().map(|h| &mut **h as &mut dyn StreamHook);
-            let res = match task.role {
-                StreamRole::Send => tcp::send_loop(&sock, &task, hook),
-                StreamRole::Recv => tcp::recv_loop(&sock, &task, hook),
+            let res = match (&kind, task.role) {
+                (StreamKind::Bounceback(bb), _) => bounceback::client_loop(&sock, &task, bb),
+                (StreamKind::Echo(e), _) => bounceback::echo_loop(&sock, &task, e),
+                (StreamKind::Bulk, StreamRole::Send) => tcp::send_loop(&sock, &task, hook),
+                (StreamKind::Bulk, StreamRole::Recv) => tcp::recv_loop(&sock, &task, hook),
             };
             if let Err(e) = res {
                 control.fail(e);

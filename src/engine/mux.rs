@@ -430,6 +430,7 @@ mod tests {
             control: control.clone(),
             affinity: None,
             drain_idle: Duration::from_millis(50),
+            until: None,
         }
     }
 

@@ -612,6 +612,7 @@ mod tests {
             control: control.clone(),
             affinity: None,
             drain_idle: Duration::from_millis(100),
+            until: None,
         }
     }
 

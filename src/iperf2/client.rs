@@ -13,15 +13,17 @@ use socket2::SockRef;
 use super::hooks::{RecvHook, TripTimesStamp, wall_clock};
 use super::runner::{Flow, RunOpts, run_flows};
 use super::{Ctx, conn_line};
+use crate::engine::StreamKind;
+use crate::engine::bounceback::BouncebackSpec;
+use crate::cli::units::format_iperf2;
 use crate::config::{Direction, EndCondition, TestConfig, TestParams};
 use crate::error::{Code, Error};
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf2::header::{Amount, ClientHeader, HeaderExt};
 use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs};
-use crate::report::event::{Banner, BannerRole, Event, Side};
+use crate::events::{BannerNote, ClockCheck, ConnInfo, ConnectTimes, Connecting, Event, Listening, Settings, Side, StartInfo};
 use crate::session::{DataStream, StreamExtras};
-use crate::stats::StreamRole;
-use crate::stats::flow::{FlowCounters, FlowInfo};
+use crate::stats::{BouncebackCounters, DetailCounters, StreamMeta, StreamRole, Welford};
 
 /// The header a 2.1.8 client sends for this configuration.
 pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
@@ -206,200 +208,115 @@ fn send_header(s: &TcpStream, hdr: &[u8], peer_detect: bool) -> Result<Option<Cl
     Ok(ClientAck::decode(&buf))
 }
 
-/// The one-shot clock check `-X --trip-times` prints, in ms.
-fn clock_sync_line(id: u32, ack: &ClientAck, start: (u32, u32), received: (u32, u32)) -> Option<String> {
+/// The one-shot clock check of `-X --trip-times`, in ms.
+fn clock_check(ack: &ClientAck, start: (u32, u32), received: (u32, u32)) -> Option<ClockCheck> {
     let t = ack.times?;
     let j = |p: (u32, u32)| join_secs(p.0, p.1);
     let send = (j(t[1]) - j(start)) * 1e3;
     let back = (j(received) - j(t[2])) * 1e3;
-    let rtt = send + back;
-    Some(format!(
-        "[{id:>3}] Clock sync check (ms): RTT/Half=({rtt:.3}/{:.3}) OWD-send/ack/asym=({send:.3}/{back:.3}/{:.3})",
-        rtt / 2.0,
-        send - back
-    ))
+    Some(ClockCheck {
+        rtt: send + back,
+        send,
+        back,
+    })
 }
 
+/// A receiving flow's hook and counters.
 fn reader(
     counters_for: &TestParams,
     trip_times: bool,
     rate: u64,
     quickack: Option<std::net::TcpStream>,
-) -> (StreamExtras, FlowInfo) {
+    reversed: bool,
+) -> StreamExtras {
     let bl = counters_for.block_len_or_default() as usize;
-    let counters = FlowCounters::new(bl, trip_times);
+    let counters = DetailCounters::new(bl, trip_times);
     // A server sending --trip-times bursts first sends its own header.
     let bursts = trip_times.then(BurstTracker::after_header);
     let hook = RecvHook::new(counters.clone(), bursts, rate, bl).with_quickack(quickack);
-    (
-        StreamExtras {
-            hook: Some(Box::new(hook)),
-            ..StreamExtras::default()
+    StreamExtras {
+        hook: Some(Box::new(hook)),
+        meta: StreamMeta {
+            detail: Some(counters),
+            reversed,
+            ..StreamMeta::default()
         },
-        FlowInfo {
-            counters: Some(counters),
-            ..FlowInfo::default()
-        },
-    )
+        ..StreamExtras::default()
+    }
+}
+
+/// The settings a client's banner shows.
+pub(super) fn settings(cfg: &TestConfig, window: u64, notes: Vec<BannerNote>) -> Settings {
+    let p = &cfg.params;
+    Settings {
+        protocol: p.protocol,
+        pid: std::process::id(),
+        flows: p.streams,
+        block_len: p.block_len_or_default(),
+        tos: p.tos,
+        nodelay: p.nodelay || cfg.iperf2.bounceback.is_some(),
+        window,
+        window_requested: p.window.map(u64::from),
+        notes,
+    }
+}
+
+/// The banner notes of a client.
+fn client_notes(cfg: &TestConfig) -> Vec<BannerNote> {
+    let p = &cfg.params;
+    if let Some(bb) = &cfg.iperf2.bounceback {
+        let size = format_iperf2(p.block_len_or_default() as f64, 'B');
+        let mut notes = Vec::new();
+        if !bb.period.is_zero() {
+            notes.push(BannerNote::Early(format!(
+                "Bursting: {size} writes {} times every {:.2} second(s)",
+                bb.count,
+                bb.period.as_secs_f64()
+            )));
+        }
+        notes.push(BannerNote::Early(format!(
+            "Bounce-back test (size={size}) (server hold req={} usecs{})",
+            bb.hold_us,
+            if bb.quickack { " & tcp_quickack" } else { "" }
+        )));
+        return notes;
+    }
+    super::pacing_note(p)
+        .into_iter()
+        .chain(
+            cfg.iperf2
+                .write_prefetch
+                .map(|n| BannerNote::AfterWindow(format!("Event based writes (pending queue watermark at {n} bytes)"))),
+        )
+        .collect()
+}
+
+/// A bounceback connection's mode: `bb w/quickack len/hold=100/0`
+/// (with --trip-times 2.1.8 adds `(trip-times)` after it).
+pub(super) fn bb_mode(quickack: bool, size: u32, hold_us: u32, synced: bool) -> String {
+    let q = if quickack { " w/quickack" } else { "" };
+    let t = if synced { ") (trip-times" } else { "" };
+    format!("bb{q} len/hold={size}/{hold_us}{t}")
 }
 
 /// Runs an iperf 2 client test against `host`.
 pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
     let cfg = &ctx.cfg;
     let p = &cfg.params;
-    let addrs = net::resolve(host, cfg.port, cfg.net.family).map_err(|e| {
-        let text = e.text();
-        let why = text.rsplit(": ").next().unwrap_or(&text).to_string();
-        Error::msg(Code::CONNECT, format!("ERROR: failed to find host {host}: {why}"))
-    })?;
+    let addrs = resolve(host, cfg)?;
     // Signals end the test early (RunOpts watches them); the reports still print.
     let stop = Arc::new(AtomicBool::new(false));
     let mut reporter = ctx.reporter(Side::Client);
-    let connect_back = matches!(p.direction, Direction::Dual | Direction::Tradeoff);
-    let listener = if connect_back {
-        let port = cfg.iperf2.listen_port.unwrap_or(cfg.port);
-        match net::listen_tcp(cfg.net.bind.as_deref(), port, cfg.net.family, false, 128) {
-            Ok(l) => {
-                let window = SockRef::from(&l).recv_buffer_size().unwrap_or(0) as u64;
-                reporter.emit(Event::Banner(Box::new(Banner {
-                    role: BannerRole::Listening,
-                    protocol: p.protocol,
-                    port,
-                    pid: std::process::id(),
-                    flows: p.streams,
-                    block_len: p.block_len_or_default(),
-                    tos: p.tos,
-                    nodelay: p.nodelay,
-                    window,
-                    window_requested: p.window.map(|w| w as u64),
-                    notes: Vec::new(),
-                })));
-                Some(l)
-            }
-            Err(e) => {
-                let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
-                ctx.out.write_err(&format!("listener bind failed: {why}\n"));
-                None
-            }
-        }
-    } else {
-        None
-    };
-    reporter.emit(Event::Banner(Box::new(Banner {
-        role: BannerRole::Connecting(host.to_string()),
-        protocol: p.protocol,
+    let listener = connect_back_listener(ctx, &mut reporter);
+    reporter.emit(Event::Connecting(Box::new(Connecting {
+        host: host.to_string(),
         port: cfg.port,
-        pid: std::process::id(),
-        flows: p.streams,
-        block_len: p.block_len_or_default(),
-        tos: p.tos,
-        nodelay: p.nodelay,
-        window: probe_window(cfg, addrs[0]),
-        window_requested: p.window.map(|w| w as u64),
-        notes: super::pacing_note(p)
-            .into_iter()
-            .chain(cfg.iperf2.write_prefetch.map(|n| {
-                crate::report::event::BannerNote::AfterWindow(format!(
-                    "Event based writes (pending queue watermark at {n} bytes)"
-                ))
-            }))
-            .collect(),
+        direction: p.direction,
+        settings: settings(cfg, probe_window(cfg, addrs[0]), client_notes(cfg)),
+        control: None,
     })));
     let start = wall_clock();
-    let header = (!cfg.iperf2.compat).then(|| build_header(cfg, start).encode_tcp());
-    let hdr_len = header.as_ref().map_or(0, |h| h.len() as u64);
-    let mut flows = Vec::new();
-    let mut keep = Vec::new();
-    let mut connect_times = Vec::new();
-    for i in 0..p.streams {
-        // `-p m-n` and --incr-dstport: flow i goes to port m + i.
-        let c = if cfg.iperf2.port_last.is_some() || cfg.iperf2.incr_dstport {
-            let port = cfg.port.saturating_add(i as u16);
-            let to: Vec<SocketAddr> = addrs.iter().map(|a| SocketAddr::new(a.ip(), port)).collect();
-            connect_one(cfg, &to)?
-        } else {
-            connect_one(cfg, &addrs)?
-        };
-        let id = ctx.next_id();
-        // TCP_INFO before the header goes out, as 2.1.8 reads it.
-        let mut line = conn_line(id, &c.sock, c.local, c.remote);
-        let ack = match &header {
-            Some(h) => send_header(&c.sock, h, cfg.iperf2.peer_detect)?,
-            None => None,
-        };
-        line.connect_ms = Some(c.connect_ms);
-        line.prefetch = cfg.iperf2.write_prefetch;
-        line.qack = cfg.iperf2.quickack;
-        line.mode = match p.direction {
-            Direction::Reverse => Some("reverse".into()),
-            Direction::FullDuplex => Some("full-duplex".into()),
-            _ if p.trip_times => Some("trip-times".into()),
-            _ => None,
-        };
-        reporter.emit(Event::FlowConnected(Box::new(line)));
-        if cfg.output.print_mss {
-            reporter.emit(Event::Notice(format!("MSS size {} bytes", net::mss_of(&c.sock))));
-        }
-        if let Some(a) = &ack
-            && p.trip_times
-            && let Some(l) = clock_sync_line(id, a, start, wall_clock())
-        {
-            reporter.emit(Event::Notice(l));
-        }
-        connect_times.push(c.connect_ms);
-        let addrs_pair = Some((crate::util::split_addr(&c.local), crate::util::split_addr(&c.remote)));
-        let info = |counters, reversed| FlowInfo {
-            counters,
-            addrs: addrs_pair.clone(),
-            reversed,
-        };
-        let sends = p.direction != Direction::Reverse;
-        let receives = matches!(p.direction, Direction::Reverse | Direction::FullDuplex);
-        let take = || c.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e));
-        if receives {
-            let qack = if cfg.iperf2.quickack { Some(take()?) } else { None };
-            let (extras, fi) = reader(p, p.trip_times, p.rate, qack);
-            let s = take()?;
-            flows.push(Flow {
-                ds: data_stream(id, StreamRole::Recv, s, &c),
-                extras,
-                info: info(fi.counters, true),
-                await_close: None,
-                on_end: None,
-            });
-        }
-        if sends {
-            let hook: Option<Box<dyn crate::engine::StreamHook>> = p
-                .trip_times
-                .then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>);
-            let await_close = if receives { None } else { Some(take()?) };
-            let s = take()?;
-            flows.push(Flow {
-                ds: data_stream(id, StreamRole::Send, s, &c),
-                // Like 2.1.8, the header counts as sent bytes.
-                extras: StreamExtras {
-                    hook,
-                    initial_bytes: hdr_len,
-                    // The header is part of what `-n` counts (2.1.8 sends n
-                    // bytes in all).
-                    budget: match p.end {
-                        EndCondition::Bytes(n) => Some(n.saturating_sub(hdr_len)),
-                        _ => None,
-                    },
-                    ..StreamExtras::default()
-                },
-                info: info(None, false),
-                await_close,
-                on_end: None,
-            });
-        }
-        // Held until the test is over, so each connection keeps the
-        // descriptor its `(sock=N)` showed.
-        keep.push(c.sock);
-    }
-    if cfg.output.enhanced && connect_times.len() > 1 {
-        reporter.emit(Event::Notice(connect_times_line(&connect_times)));
-    }
+    let (flows, keep) = connect_flows(ctx, &addrs, start, &mut reporter)?;
     // Reverse traffic ends when the server closes; everything else when we
     // stop sending.
     let reverse_only = p.direction == Direction::Reverse;
@@ -409,8 +326,8 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         // The rate limits our reads (in the hooks), not a sender.
         params.rate = 0;
     }
-    // `-n` is per flow (each stream has its own budget, set above); the
-    // session itself only has to wait for the streams.
+    // `-n` is per flow (each stream has its own budget); the session
+    // itself only has to wait for the streams.
     if let EndCondition::Bytes(_) = params.end {
         params.end = EndCondition::Time(Duration::ZERO);
     }
@@ -427,17 +344,13 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
             _ => None,
         },
         signal: signal.clone(),
+        start: StartInfo {
+            connecting_to: Some((host.to_string(), cfg.port)),
+            ..StartInfo::default()
+        },
     };
-    let back = listener.map(|l| {
-        let wait = dur.unwrap_or(Duration::ZERO)
-            + if p.direction == Direction::Dual {
-                Duration::from_secs(2)
-            } else {
-                Duration::from_secs(3)
-            };
-        (l, wait.max(Duration::from_secs(3)))
-    });
-    match (p.direction, back) {
+    let back = listener.map(|l| (l, connect_back_wait(p)));
+    let r = match (p.direction, back) {
         (Direction::Dual, Some((l, wait))) => {
             let ctx2 = ctx.clone();
             let stop2 = stop.clone();
@@ -456,41 +369,187 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
             receive_connect_back(ctx, l, p.streams, wait, &stop, signal)
         }
         _ => run_flows(&params, Side::Client, flows, &opts, &mut reporter),
+    };
+    drop(keep);
+    r
+}
+
+/// `host` resolved, or 2.1.8's words for why not.
+pub(super) fn resolve(host: &str, cfg: &TestConfig) -> Result<Vec<SocketAddr>, Error> {
+    net::resolve(host, cfg.port, cfg.net.family).map_err(|e| {
+        let text = e.text();
+        let why = text.rsplit(": ").next().unwrap_or(&text).to_string();
+        Error::msg(Code::CONNECT, format!("ERROR: failed to find host {host}: {why}"))
+    })
+}
+
+/// How long the client waits for the server's connect-back.
+fn connect_back_wait(p: &TestParams) -> Duration {
+    let extra = if p.direction == Direction::Dual { 2 } else { 3 };
+    (p.duration().unwrap_or(Duration::ZERO) + Duration::from_secs(extra)).max(Duration::from_secs(3))
+}
+
+/// For `-d`/`-r`: the listener for the server's connect-back, with its banner.
+fn connect_back_listener(ctx: &Ctx, reporter: &mut crate::report::Reporter) -> Option<TcpListener> {
+    let cfg = &ctx.cfg;
+    let p = &cfg.params;
+    if !matches!(p.direction, Direction::Dual | Direction::Tradeoff) {
+        return None;
     }
+    let port = cfg.iperf2.listen_port.unwrap_or(cfg.port);
+    match net::listen_tcp(cfg.net.bind.as_deref(), port, cfg.net.family, false, 128) {
+        Ok(l) => {
+            let window = SockRef::from(&l).recv_buffer_size().unwrap_or(0) as u64;
+            reporter.emit(Event::Listening(Box::new(Listening {
+                port,
+                settings: settings(cfg, window, Vec::new()),
+                ..Listening::default()
+            })));
+            Some(l)
+        }
+        Err(e) => {
+            reporter.emit(Event::Warning(format!("listener bind failed: {}", e.why())));
+            None
+        }
+    }
+}
+
+/// Connects the `-P` flows, sends each its header, and prints their
+/// connection lines: the flows to run, and the sockets to keep open until
+/// the test is over (each connection keeps the descriptor its `(sock=N)`
+/// showed).
+fn connect_flows(
+    ctx: &Ctx,
+    addrs: &[SocketAddr],
+    start: (u32, u32),
+    reporter: &mut crate::report::Reporter,
+) -> Result<(Vec<Flow>, Vec<TcpStream>), Error> {
+    let cfg = &ctx.cfg;
+    let p = &cfg.params;
+    let bb = cfg.iperf2.bounceback.as_ref();
+    let header = (!cfg.iperf2.compat && bb.is_none()).then(|| build_header(cfg, start).encode_tcp());
+    let mut flows = Vec::new();
+    let mut keep = Vec::new();
+    let mut connect_times = Welford::default();
+    for i in 0..p.streams {
+        // `-p m-n` and --incr-dstport: flow i goes to port m + i.
+        let c = if cfg.iperf2.port_last.is_some() || cfg.iperf2.incr_dstport {
+            let port = cfg.port.saturating_add(i as u16);
+            let to: Vec<SocketAddr> = addrs.iter().map(|a| SocketAddr::new(a.ip(), port)).collect();
+            connect_one(cfg, &to)?
+        } else {
+            connect_one(cfg, addrs)?
+        };
+        let id = ctx.next_id();
+        // TCP_INFO before the header goes out, as 2.1.8 reads it.
+        let mut line = conn_line(id, &c.sock, c.local, c.remote);
+        let ack = match &header {
+            Some(h) => send_header(&c.sock, h, cfg.iperf2.peer_detect)?,
+            None => None,
+        };
+        line.connect_ms = Some(c.connect_ms);
+        line.mss = Some(net::mss_of(&c.sock));
+        match bb {
+            Some(b) => {
+                let _ = c.sock.set_nodelay(true);
+                line.mode = Some(bb_mode(b.quickack, p.block_len_or_default(), b.hold_us, p.trip_times));
+            }
+            None => {
+                line.prefetch = cfg.iperf2.write_prefetch;
+                line.qack = cfg.iperf2.quickack;
+                line.mode = match p.direction {
+                    Direction::Reverse => Some("reverse".into()),
+                    Direction::FullDuplex => Some("full-duplex".into()),
+                    _ if p.trip_times => Some("trip-times".into()),
+                    _ => None,
+                };
+            }
+        }
+        if let Some(a) = ack.as_ref().filter(|_| p.trip_times) {
+            line.clock = clock_check(a, start, wall_clock());
+        }
+        reporter.emit(Event::StreamConnected(Box::new(line)));
+        connect_times.add(c.connect_ms, 0);
+        let hdr_len = header.as_ref().map_or(0, |h| h.len() as u64);
+        flows.extend(flows_of(cfg, id, &c, hdr_len, start)?);
+        keep.push(c.sock);
+    }
+    if cfg.output.enhanced && connect_times.count > 1 {
+        reporter.emit(Event::ConnectTimes(Box::new(ConnectTimes {
+            ms: connect_times.stats().unwrap_or_default(),
+            errors: 0,
+        })));
+    }
+    Ok((flows, keep))
+}
+
+/// The flows one connection carries: a receiving one (-R, --full-duplex),
+/// a sending one, or a bounceback one.
+fn flows_of(cfg: &TestConfig, id: u32, c: &Connected, hdr_len: u64, start: (u32, u32)) -> Result<Vec<Flow>, Error> {
+    let p = &cfg.params;
+    let take = || c.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e));
+    if let Some(b) = &cfg.iperf2.bounceback {
+        let counters = BouncebackCounters::new(cfg.output.interval, p.trip_times);
+        let spec = BouncebackSpec {
+            size: p.block_len_or_default(),
+            count: b.count,
+            period: b.period,
+            hold_us: b.hold_us,
+            quickack: b.quickack,
+            tos: p.tos,
+            synced: p.trip_times,
+            counters: counters.clone(),
+        };
+        let extras = StreamExtras {
+            kind: StreamKind::Bounceback(spec),
+            meta: StreamMeta {
+                bounceback: Some(counters),
+                ..StreamMeta::default()
+            },
+            ..StreamExtras::default()
+        };
+        return Ok(vec![Flow::new(data_stream(id, StreamRole::Send, take()?, c), extras)]);
+    }
+    let sends = p.direction != Direction::Reverse;
+    let receives = matches!(p.direction, Direction::Reverse | Direction::FullDuplex);
+    let mut flows = Vec::new();
+    if receives {
+        let qack = if cfg.iperf2.quickack { Some(take()?) } else { None };
+        let extras = reader(p, p.trip_times, p.rate, qack, true);
+        flows.push(Flow::new(data_stream(id, StreamRole::Recv, take()?, c), extras));
+    }
+    if sends {
+        let hook: Option<Box<dyn crate::engine::StreamHook>> = p
+            .trip_times
+            .then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>);
+        let mut f = Flow::new(
+            data_stream(id, StreamRole::Send, take()?, c),
+            // Like 2.1.8, the header counts as sent bytes.
+            StreamExtras {
+                hook,
+                initial_bytes: hdr_len,
+                // The header is part of what `-n` counts (2.1.8 sends n
+                // bytes in all).
+                budget: match p.end {
+                    EndCondition::Bytes(n) => Some(n.saturating_sub(hdr_len)),
+                    _ => None,
+                },
+                ..StreamExtras::default()
+            },
+        );
+        f.await_close = if receives { None } else { Some(take()?) };
+        flows.push(f);
+    }
+    Ok(flows)
 }
 
 fn data_stream(id: u32, role: StreamRole, sock: TcpStream, c: &Connected) -> DataStream {
-    let (lh, lp) = crate::util::split_addr(&c.local);
-    let (rh, rp) = crate::util::split_addr(&c.remote);
     DataStream {
         id,
         role,
-        info: crate::report::event::ConnInfo {
-            socket: std::os::fd::AsRawFd::as_raw_fd(&sock),
-            id,
-            local_host: lh,
-            local_port: lp,
-            remote_host: rh,
-            remote_port: rp,
-        },
+        info: ConnInfo::new(id, std::os::fd::AsRawFd::as_raw_fd(&sock), c.local, c.remote),
         sock: crate::session::DataSock::Tcp(sock),
     }
-}
-
-/// `[ CT] final connect times (min/avg/max/stdev) = ... ms (tot/err) = n/0`.
-pub(super) fn connect_times_line(ms: &[f64]) -> String {
-    let mut w = crate::stats::flow::Welford::default();
-    for t in ms {
-        w.add(*t, 0);
-    }
-    format!(
-        "[ CT] final connect times (min/avg/max/stdev) = {:.3}/{:.3}/{:.3}/{:.3} ms (tot/err) = {}/0",
-        w.min,
-        w.mean,
-        w.max,
-        w.stdev(),
-        w.count
-    )
 }
 
 /// The client side of `-d`/`-r`: accepts the server's connections on the
@@ -522,26 +581,16 @@ fn receive_connect_back(
                 let mut line = super::conn_line(id, &sock, local, peer);
                 // 2.1.8's client listener prints no TCP_INFO.
                 line.tcp_init = None;
-                reporter.emit(Event::FlowConnected(Box::new(line)));
+                reporter.emit(Event::StreamConnected(Box::new(line)));
                 let c = Connected {
                     sock,
                     local,
                     remote: peer,
                     connect_ms: 0.0,
                 };
-                let (extras, fi) = reader(&cfg.params, false, 0, None);
+                let extras = reader(&cfg.params, false, 0, None, false);
                 let sock = c.sock.try_clone().map_err(|e| Error::io(Code::ACCEPT, &e))?;
-                flows.push(Flow {
-                    ds: data_stream(id, StreamRole::Recv, sock, &c),
-                    extras,
-                    info: FlowInfo {
-                        counters: fi.counters,
-                        addrs: Some((crate::util::split_addr(&local), crate::util::split_addr(&peer))),
-                        reversed: false,
-                    },
-                    await_close: None,
-                    on_end: None,
-                });
+                flows.push(Flow::new(data_stream(id, StreamRole::Recv, sock, &c), extras));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {
@@ -572,6 +621,7 @@ fn receive_connect_back(
         stop: stop.clone(),
         file: None,
         signal: signal.clone(),
+        start: StartInfo::default(),
     };
     run_flows(&params, Side::Client, flows, &opts, &mut reporter)
 }
@@ -621,18 +671,8 @@ mod tests {
             version_l: VERSION_L,
             times: Some([(10, 0), (10, 1000), (10, 1500)]),
         };
-        let l = clock_sync_line(1, &ack, (10, 0), (10, 2500)).unwrap();
-        assert_eq!(
-            l,
-            "[  1] Clock sync check (ms): RTT/Half=(2.000/1.000) OWD-send/ack/asym=(1.000/1.000/0.000)"
-        );
-    }
-
-    #[test]
-    fn connect_time_summary() {
-        assert_eq!(
-            connect_times_line(&[1.0, 3.0]),
-            "[ CT] final connect times (min/avg/max/stdev) = 1.000/2.000/3.000/1.414 ms (tot/err) = 2/0"
-        );
+        let k = clock_check(&ack, (10, 0), (10, 2500)).unwrap();
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(near(k.rtt, 2.0) && near(k.send, 1.0) && near(k.back, 1.0), "{k:?}");
     }
 }

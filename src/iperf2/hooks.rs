@@ -4,18 +4,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use crate::engine::StreamHook;
 use crate::engine::pacer::{PaceRate, Pacer};
 use crate::proto::iperf2::{BURST_HEADER_LEN, BurstHeader, BurstTracker, join_secs};
-use crate::stats::flow::{FlowCounters, Welford};
+use crate::stats::{DetailCounters, Welford};
 
-/// Wall clock as iperf 2 stamps it: (seconds, microseconds).
-pub fn wall_clock() -> (u32, u32) {
-    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    (d.as_secs() as u32, d.subsec_micros())
-}
+pub use crate::clock::wall_clock;
 
 /// Writes a burst header at the start of every block (one block = one
 /// burst, as a 2.1.8 client does with `--trip-times`).
@@ -56,7 +52,7 @@ impl StreamHook for TripTimesStamp {
 
 /// Receiver work: read-size histogram, burst latency, read pacing.
 pub struct RecvHook {
-    counters: Arc<FlowCounters>,
+    counters: Arc<DetailCounters>,
     bursts: Option<BurstTracker>,
     pacer: Option<Pacer>,
     /// `--tcp-quickack`: the socket to re-arm TCP_QUICKACK on after reads.
@@ -66,7 +62,7 @@ pub struct RecvHook {
 impl RecvHook {
     /// A hook feeding `counters`; `bursts` follows `--trip-times` burst
     /// framing; `rate` (bits/s) paces the reads (`-b` on a receiving client).
-    pub fn new(counters: Arc<FlowCounters>, bursts: Option<BurstTracker>, rate: u64, block_len: usize) -> RecvHook {
+    pub fn new(counters: Arc<DetailCounters>, bursts: Option<BurstTracker>, rate: u64, block_len: usize) -> RecvHook {
         RecvHook {
             counters,
             bursts,
@@ -117,13 +113,13 @@ impl StreamHook for RecvHook {
 /// time minus the sender's timestamp), gathered per batch and published
 /// once per batch, and the latency histogram.
 pub struct UdpRecvHook {
-    counters: Arc<FlowCounters>,
+    counters: Arc<DetailCounters>,
     batch: Welford,
 }
 
 impl UdpRecvHook {
     /// A hook feeding `counters`.
-    pub fn new(counters: Arc<FlowCounters>) -> UdpRecvHook {
+    pub fn new(counters: Arc<DetailCounters>) -> UdpRecvHook {
         UdpRecvHook {
             counters,
             batch: Welford::default(),
@@ -141,7 +137,7 @@ impl StreamHook for UdpRecvHook {
     }
 
     fn after_batch(&mut self) {
-        self.counters.merge_latency(&self.batch);
+        self.counters.latency.merge(&self.batch);
         self.batch = Welford::default();
     }
 
@@ -159,7 +155,7 @@ mod tests {
     fn stamped_blocks_parse_back_with_latency() {
         let start = wall_clock();
         let mut stamp = TripTimesStamp::new(start);
-        let counters = FlowCounters::new(1000, true);
+        let counters = DetailCounters::new(1000, true);
         let mut hook = RecvHook::new(counters.clone(), Some(BurstTracker::new()), 0, 1000);
         let stop = AtomicBool::new(false);
         for _ in 0..3 {
@@ -178,7 +174,7 @@ mod tests {
             .map(|i| counters.read_bins[i].load(std::sync::atomic::Ordering::Relaxed))
             .sum();
         assert_eq!(reads, 12);
-        let lat = counters.total_latency();
+        let lat = counters.latency.total();
         assert_eq!((lat.count, lat.bytes), (3, 3000));
         assert!(lat.mean >= 0.0 && lat.mean < 1.0);
     }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::cli::iperf2::{Command, long_usage, parse_args, short_usage, version_line};
 use crate::config::{Role, TestConfig};
-use crate::report::event::{Event, FlowConn, Side};
+use crate::events::{BannerNote, ConnInfo, Event, Side};
 use crate::report::iperf2_text::{HeaderState, header_state};
 use crate::report::{Output, Reporter};
 
@@ -67,13 +67,13 @@ impl Ctx {
         flows: usize,
     ) -> Reporter {
         let mut r = self.reporter_for(cfg, Side::Server);
+        let _ = flows;
         if let Some(m) = self.metrics.get() {
             let labels = crate::metrics::labels(crate::config::Dialect::Iperf2, protocol);
-            r.add(Box::new(crate::metrics::Iperf2MetricsSink::new(
+            r.add(Box::new(crate::metrics::MetricsSink::new(
                 m.clone(),
                 labels,
                 crate::util::host_string(client),
-                flows as u64,
             )));
         }
         r
@@ -106,46 +106,23 @@ pub fn tcp_init(s: &TcpStream) -> Option<(u32, u32, u32)> {
 }
 
 /// A connection line's common fields.
-pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) -> FlowConn {
-    FlowConn {
-        id,
-        reversed: false,
-        local: crate::util::split_addr(&local),
-        remote: crate::util::split_addr(&remote),
-        local_dev: crate::sys::netif::interface_of(local.ip()),
-        mode: None,
-        sock: s.as_raw_fd(),
-        peer_version: None,
+pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) -> ConnInfo {
+    ConnInfo {
         tcp_init: tcp_init(s),
-        no_udp_fin: false,
-        fq: false,
-        clamp: None,
-        prefetch: None,
-        qack: false,
-        connect_ms: None,
-        when: Some(crate::sys::time::epoch_now() as i64),
+        ..flow_conn(id, s.as_raw_fd(), local, remote)
     }
 }
 
 /// A UDP flow's connection line.
-pub fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote: SocketAddr) -> FlowConn {
-    FlowConn {
-        id,
-        reversed: false,
-        local: crate::util::split_addr(&local),
-        remote: crate::util::split_addr(&remote),
+pub fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote: SocketAddr) -> ConnInfo {
+    flow_conn(id, s.as_raw_fd(), local, remote)
+}
+
+fn flow_conn(id: u32, socket: i32, local: SocketAddr, remote: SocketAddr) -> ConnInfo {
+    ConnInfo {
         local_dev: crate::sys::netif::interface_of(local.ip()),
-        mode: None,
-        no_udp_fin: false,
-        fq: false,
-        clamp: None,
-        prefetch: None,
-        qack: false,
-        sock: s.as_raw_fd(),
-        peer_version: None,
-        tcp_init: None,
-        connect_ms: None,
-        when: Some(crate::sys::time::epoch_now() as i64),
+        when: Some(crate::clock::epoch_now() as i64),
+        ..ConnInfo::new(id, socket, local, remote)
     }
 }
 
@@ -206,7 +183,6 @@ pub fn run(args: &[String], prog: &str) -> i32 {
     let udp = cfg.params.protocol == crate::config::Protocol::Udp;
     let r = match &cfg.role {
         Role::Client(host) if udp => udp_client::run(&ctx, host, &signal),
-        Role::Client(host) if cfg.iperf2.bounceback.is_some() => bounceback::run_client(&ctx, host, &signal),
         Role::Client(host) => client::run(&ctx, host, &signal),
         _ if udp => crate::policy::AccessPolicy::from_config(&cfg)
             .and_then(|policy| udp_server::run(ctx.clone(), signal, policy)),
@@ -224,9 +200,9 @@ pub fn run(args: &[String], prog: &str) -> i32 {
 
 /// The banner line a client with `--fq-rate` prints (2.1.8: right after
 /// the first line, always in adaptive bits).
-pub(crate) fn pacing_note(p: &crate::config::TestParams) -> Option<crate::report::event::BannerNote> {
+pub(crate) fn pacing_note(p: &crate::config::TestParams) -> Option<BannerNote> {
     (p.fq_rate > 0).then(|| {
-        crate::report::event::BannerNote::Early(format!(
+        BannerNote::Early(format!(
             "fair-queue socket pacing set to {}/s",
             crate::cli::units::format_iperf2(p.fq_rate as f64 / 8.0, 'a')
         ))

@@ -1,6 +1,7 @@
-//! Running a set of iperf 2 flows to the end: the session's threads, the
-//! interval timer, the orderly stop (senders half-close and wait for the
-//! peer to close; receivers read to EOF), and the flow reports.
+//! Running a set of iperf 2 flows through the one test loop: what iperf 2
+//! adds to it is its way of ending (senders half-close and wait for the
+//! peer to close; a UDP receiver answers its sender's FIN at once) and its
+//! presentation (intervals on the grid, the FIN counted as a datagram).
 
 use std::io::Read;
 use std::net::TcpStream;
@@ -11,21 +12,19 @@ use std::time::{Duration, Instant};
 use mio::{Events, Poll, Token, Waker};
 
 use crate::config::TestParams;
+use crate::engine::run::{RunSpec, Steering, Turn};
 use crate::error::{Code, Error};
+use crate::events::{Event, Side, StartInfo, StreamSample};
 use crate::report::Reporter;
-use crate::report::event::FlowLine;
-use crate::report::event::{Event, Side};
 use crate::session::{DataStream, LocalOpts, Session, StreamExtras};
-use crate::stats::flow::{FlowInfo, FlowStats};
+use crate::stats::Presentation;
 
 /// One direction of one connection, ready to run.
 pub struct Flow {
     /// The stream (id = transfer id).
     pub ds: DataStream,
-    /// Its hook and pre-counted bytes.
+    /// Its hook, pre-counted bytes and what the reporter knows of it.
     pub extras: StreamExtras,
-    /// What the reporter needs to know of it.
-    pub info: FlowInfo,
     /// For a connection that only sends: a handle to wait on for the peer's
     /// close once we have half-closed (iperf 2's "await server close",
     /// which also drains a 2.1 server's unsolicited ack).
@@ -37,15 +36,14 @@ pub struct Flow {
 }
 
 /// What a flow does with its whole-test line.
-pub type OnEnd = Box<dyn FnOnce(&FlowLine) + Send>;
+pub type OnEnd = Box<dyn FnOnce(&StreamSample) + Send>;
 
 impl Flow {
     /// A flow with no close to await and nothing to do at its end.
-    pub fn new(ds: DataStream, extras: StreamExtras, info: FlowInfo) -> Flow {
+    pub fn new(ds: DataStream, extras: StreamExtras) -> Flow {
         Flow {
             ds,
             extras,
-            info,
             await_close: None,
             on_end: None,
         }
@@ -72,6 +70,8 @@ pub struct RunOpts {
     pub signal: Arc<AtomicUsize>,
     /// `-F` on a sender.
     pub file: Option<std::path::PathBuf>,
+    /// Where the test's `start` says it connected to, or whom it accepted.
+    pub start: StartInfo,
 }
 
 /// How long a pure sender waits for its peer to close after half-closing.
@@ -98,13 +98,67 @@ fn await_close(mut s: TcpStream, deadline: Instant) {
     }
 }
 
-/// Whether flow `i` was ended by its sender's FIN.
-fn infos_fin(fstats: &FlowStats, i: usize) -> bool {
-    fstats.counters_of(i).is_some_and(|c| c.fin())
+/// iperf 2's part of the test loop.
+struct Iperf2Steering<'a> {
+    opts: &'a RunOpts,
+    poll: Poll,
+    events: Events,
+    on_end: Vec<Option<OnEnd>>,
+    closers: Vec<TcpStream>,
+    close_limit: Duration,
+    failure: Option<Error>,
 }
 
-/// Runs `flows` to their end and emits their flow reports. Stream failures
-/// end the test early and come back as the error, after the reports.
+impl Steering for Iperf2Steering<'_> {
+    fn check(&mut self, session: &Session, now: Instant) -> Result<Turn, Error> {
+        let o = self.opts;
+        if o.stop.load(Relaxed) || o.signal.load(Relaxed) != 0 || o.watchdog.is_some_and(|w| now >= w) {
+            return Ok(Turn::Finish);
+        }
+        if let (Some(limit), Some(idle)) = (o.idle_limit, session.stats.rx_idle(now))
+            && idle >= limit
+        {
+            return Ok(Turn::Finish);
+        }
+        // A receiver its sender's FIN ended answers now, not when the
+        // other flows are done.
+        for (i, slot) in self.on_end.iter_mut().enumerate() {
+            let st = &session.stats.streams[i];
+            if slot.is_some()
+                && st.meta.detail.as_ref().is_some_and(|d| d.fin())
+                && session.stats.ended_at(i).is_some()
+                && let (Some(f), Some(line)) = (slot.take(), session.stats.stream_total(i))
+            {
+                f(&line);
+            }
+        }
+        Ok(Turn::Go)
+    }
+
+    fn wait(&mut self, _session: &Session, until: Instant) -> Result<Turn, Error> {
+        let left = until.saturating_duration_since(Instant::now());
+        let _ = self.poll.poll(&mut self.events, Some(left));
+        Ok(Turn::Go)
+    }
+
+    /// A failed stream ends the test at once; the reports still print.
+    fn stream_failed(&mut self, e: Error) -> Result<Turn, Error> {
+        self.failure = Some(e);
+        Ok(Turn::Abort)
+    }
+
+    fn senders_stopped(&mut self, _session: &mut Session) -> Result<(), Error> {
+        let close_by = Instant::now() + self.close_limit;
+        for c in self.closers.drain(..) {
+            await_close(c, close_by);
+        }
+        Ok(())
+    }
+}
+
+/// Runs `flows` to their end and emits their reports (start, intervals,
+/// end). Stream failures end the test early and come back as the error,
+/// after the reports.
 pub fn run_flows(
     params: &TestParams,
     side: Side,
@@ -112,16 +166,14 @@ pub fn run_flows(
     opts: &RunOpts,
     reporter: &mut Reporter,
 ) -> Result<(), Error> {
-    let mut poll = Poll::new().map_err(|e| Error::io(Code::INITTEST, &e))?;
+    let poll = Poll::new().map_err(|e| Error::io(Code::INITTEST, &e))?;
     let waker = Arc::new(Waker::new(poll.registry(), Token(0)).map_err(|e| Error::io(Code::INITTEST, &e))?);
     let mut streams = Vec::with_capacity(flows.len());
-    let mut infos = Vec::with_capacity(flows.len());
     let mut closers = Vec::new();
     let mut on_end = Vec::with_capacity(flows.len());
     for f in flows {
         streams.push((f.ds, f.extras));
         on_end.push(f.on_end);
-        infos.push(f.info);
         if let Some(c) = f.await_close {
             closers.push(c);
         }
@@ -131,86 +183,46 @@ pub fn run_flows(
         affinity: None,
         file: opts.file.clone(),
         decides_end: opts.decides_end,
+        presentation: Presentation {
+            grid: opts.interval.map(|i| i.as_secs_f64()),
+            // iperf 2's UDP senders end with a FIN datagram the receiver
+            // counts as data; 2.1.8's sender counts it too.
+            fin_datagram: true,
+        },
     };
     let mut session = Session::start_with(params, side, streams, waker, &local)?;
-    let mut fstats = FlowStats::new(infos, opts.interval);
-    let mut events = Events::with_capacity(4);
-    let mut failure = None;
-    loop {
-        let now = Instant::now();
-        if opts.stop.load(Relaxed) || opts.signal.load(Relaxed) != 0 || opts.watchdog.is_some_and(|w| now >= w) {
-            break;
-        }
-        if let Some(e) = session.stream_error() {
-            failure = Some(e);
-            break;
-        }
-        if let (Some(limit), Some(idle)) = (opts.idle_limit, session.stats.rx_idle(now))
-            && idle >= limit
-        {
-            break;
-        }
-        let mut evs = Vec::new();
-        session.on_timers(now, &mut |e| evs.push(e));
-        for e in evs {
-            if let Event::Interval(r) = e {
-                reporter.emit(Event::Flows(Box::new(fstats.interval(&r, &session.stats, false))));
-            }
-        }
-        // A receiver its sender's FIN ended answers now, not when the
-        // other flows are done.
-        for (i, slot) in on_end.iter_mut().enumerate() {
-            if slot.is_some()
-                && infos_fin(&fstats, i)
-                && session.stats.streams[i].counters.ended_ns.load(Relaxed) != 0
-                && let (Some(f), Some(line)) = (slot.take(), fstats.flow_end(&session.stats, i))
-            {
-                f(&line);
-            }
-        }
-        if session.finished(now) {
-            break;
-        }
-        let wake = session
-            .next_deadline()
-            .map(|d| d.min(now + Duration::from_millis(100)))
-            .unwrap_or(now + Duration::from_millis(100));
-        let _ = poll.poll(&mut events, Some(wake.saturating_duration_since(Instant::now())));
-    }
-    session.stop_senders();
-    let close_by = Instant::now() + await_close_limit(params);
-    for c in closers {
-        await_close(c, close_by);
-    }
-    if failure.is_some() {
-        session.abort();
-    } else {
-        session.drain_receivers(Instant::now() + opts.drain);
-    }
-    let mut evs = Vec::new();
-    session.final_sample(Instant::now(), &mut |e| evs.push(e));
-    for e in evs {
-        if let Event::Interval(r) = e {
-            let rep = fstats.interval(&r, &session.stats, true);
-            // Like iperf 2, a last sliver under a quarter interval is only
-            // part of the totals.
-            // An interval covering the whole test would only repeat the total.
-            let long_enough = opts
-                .interval
-                .is_none_or(|i| rep.sum.end - rep.sum.start >= i.as_secs_f64() * 0.25);
-            if long_enough && rep.sum.start > 0.0 {
-                reporter.emit(Event::Flows(Box::new(rep)));
-            }
-        }
-    }
-    let end = fstats.end(&session.stats);
-    reporter.emit(Event::Flows(Box::new(end.clone())));
-    for (slot, line) in on_end.iter_mut().zip(&end.flows) {
+    reporter.emit(Event::Start(Box::new(StartInfo {
+        connecting_to: opts.start.connecting_to.clone(),
+        accepted_connection: opts.start.accepted_connection.clone(),
+        ..session.start_info()
+    })));
+    let mut steer = Iperf2Steering {
+        opts,
+        poll,
+        events: Events::with_capacity(4),
+        on_end,
+        closers,
+        close_limit: await_close_limit(params),
+        failure: None,
+    };
+    let spec = RunSpec {
+        drain: opts.drain,
+        tick: Duration::from_millis(100),
+        // Like iperf 2, a last sliver under a quarter interval is only
+        // part of the totals.
+        last_interval_min: Some(0.25),
+        peer_ends: false,
+    };
+    crate::engine::run::run(&mut session, &spec, &mut steer, &mut |e| reporter.emit(e))?;
+    let summary = session.stats.summary(Instant::now(), None, session.congestion());
+    let lines = summary.local.streams.clone();
+    reporter.emit(Event::End(Box::new(summary)));
+    for (slot, line) in steer.on_end.iter_mut().zip(&lines) {
         if let Some(f) = slot.take() {
             f(line);
         }
     }
-    match failure {
+    match steer.failure {
         Some(e) => Err(e),
         None => Ok(()),
     }

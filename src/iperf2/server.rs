@@ -28,10 +28,10 @@ use crate::error::{Code, Error};
 use crate::net;
 use crate::proto::iperf2::header::{Amount, ClientHeader, MAX_TCP_HEADER, Need};
 use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs, version_string};
-use crate::report::event::{Banner, BannerRole, ConnInfo, Event, Side};
+use crate::events::{BannerNote, ConnInfo, Connecting, Event, Listening, Refused, Settings, Side, StartInfo};
 use crate::session::{DataStream, StreamExtras};
 use crate::stats::StreamRole;
-use crate::stats::flow::{FlowCounters, FlowInfo};
+use crate::stats::{DetailCounters, StreamMeta};
 use crate::stats::histogram::{HistogramSpec, LatencyHistogram};
 
 /// How long a connection may take to deliver its header (2.1.8: 4 s).
@@ -180,16 +180,18 @@ fn is_payload_pattern(bytes: &[u8]) -> bool {
     bytes.len() >= 4 && bytes.iter().enumerate().all(|(i, &b)| b == b'0' + (i % 10) as u8)
 }
 
-/// `[drop] local A port P connected with B port Q (why)`.
+/// A refused connection: `[drop] local A port P connected with B port Q (why)`.
 fn drop_line(ctx: &Ctx, sock: &TcpStream, peer: SocketAddr, why: &str) {
-    let (lh, lp) = sock
+    let local = sock
         .local_addr()
         .map(|a| crate::util::split_addr(&a))
         .unwrap_or_default();
-    let (rh, rp) = crate::util::split_addr(&peer);
-    ctx.out.write(&format!(
-        "[drop] local {lh} port {lp} connected with {rh} port {rp} ({why})\n"
-    ));
+    ctx.reporter(Side::Server).emit(Event::Refused(Box::new(Refused {
+        local,
+        remote: crate::util::split_addr(&peer),
+        why: why.to_string(),
+        policy: why == "client not allowed",
+    })));
 }
 
 /// One accepted connection whose header has been read.
@@ -316,9 +318,10 @@ fn connection(sc: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, prefix: Ve
         let st = header.start.unwrap_or_default();
         let skew = (join_secs(st.sec, st.usec) - join_secs(accepted.0, accepted.1)).abs();
         if skew > CLOCK_SKEW {
-            ctx.out.write(
-                "WARN: ignore --trip-times because client didn't provide valid start timestamp within 600 seconds of now\n",
-            );
+            ctx.reporter(Side::Server).emit(Event::Notice(
+                "WARN: ignore --trip-times because client didn't provide valid start timestamp within 600 seconds of now"
+                    .into(),
+            ));
             trip_times = false;
         }
     }
@@ -498,23 +501,14 @@ fn print_connection(sc: &ServerCtx, m: &Member) {
     let cfg = flow_cfg(sc, m.enhanced);
     sc.ctx
         .reporter_for(&cfg, Side::Server)
-        .emit(Event::FlowConnected(Box::new(line)));
+        .emit(Event::StreamConnected(Box::new(line)));
 }
 
 fn stream(id: u32, role: StreamRole, sock: TcpStream, local: SocketAddr, peer: SocketAddr) -> DataStream {
-    let (lh, lp) = crate::util::split_addr(&local);
-    let (rh, rp) = crate::util::split_addr(&peer);
     DataStream {
         id,
         role,
-        info: ConnInfo {
-            socket: std::os::fd::AsRawFd::as_raw_fd(&sock),
-            id,
-            local_host: lh,
-            local_port: lp,
-            remote_host: rh,
-            remote_port: rp,
-        },
+        info: ConnInfo::new(id, std::os::fd::AsRawFd::as_raw_fd(&sock), local, peer),
         sock: crate::session::DataSock::Tcp(sock),
     }
 }
@@ -537,25 +531,21 @@ fn reader_flow(
     let histogram = histograms
         .filter(|_| trip)
         .map(|h| LatencyHistogram::new(HistogramSpec::parse(Some(h)).unwrap_or_default(), "F8"));
-    let counters = FlowCounters::with_histogram(block, trip, histogram);
-    Flow {
-        ds: stream(id, StreamRole::Recv, sock, local, peer),
-        extras: StreamExtras {
+    let counters = DetailCounters::with_histogram(block, trip, histogram);
+    Flow::new(
+        stream(id, StreamRole::Recv, sock, local, peer),
+        StreamExtras {
             hook: Some(Box::new(
                 RecvHook::new(counters.clone(), trip.then(BurstTracker::new), read_rate, block).with_quickack(qack),
             )),
             initial_bytes: initial,
-            budget: None,
+            meta: StreamMeta {
+                detail: Some(counters),
+                ..StreamMeta::default()
+            },
             ..StreamExtras::default()
         },
-        info: FlowInfo {
-            counters: Some(counters),
-            addrs: Some((crate::util::split_addr(&local), crate::util::split_addr(&peer))),
-            reversed: false,
-        },
-        await_close: None,
-        on_end: None,
-    }
+    )
 }
 
 fn sender_flow(
@@ -600,22 +590,21 @@ fn sender_flow(
         let _ = sock.set_write_timeout(None);
         sent = hdr.len() as u64;
     }
-    Some(Flow {
-        ds: stream(id, StreamRole::Send, sock, local, peer),
-        extras: StreamExtras {
+    let mut f = Flow::new(
+        stream(id, StreamRole::Send, sock, local, peer),
+        StreamExtras {
             hook: trip.then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>),
             initial_bytes: sent,
             budget: budget.map(|b| b.saturating_sub(sent)),
+            meta: StreamMeta {
+                reversed: starred,
+                ..StreamMeta::default()
+            },
             ..StreamExtras::default()
         },
-        info: FlowInfo {
-            counters: None,
-            addrs: Some((crate::util::split_addr(&local), crate::util::split_addr(&peer))),
-            reversed: starred,
-        },
-        await_close: closer,
-        on_end: None,
-    })
+    );
+    f.await_close = closer;
+    Some(f)
 }
 
 /// The server's connect-back for `-d`/`-r`: banner, connect, connection line.
@@ -636,18 +625,21 @@ fn connect_back(sc: &ServerCtx, m: &Member) -> Option<(TcpStream, SocketAddr, So
             s.send_buffer_size().unwrap_or(0) as u64
         })
         .unwrap_or(0);
-    rep.emit(Event::Banner(Box::new(Banner {
-        role: BannerRole::Connecting(crate::util::host_string(m.peer.ip())),
-        protocol: crate::config::Protocol::Tcp,
+    rep.emit(Event::Connecting(Box::new(Connecting {
+        host: crate::util::host_string(m.peer.ip()),
         port,
-        pid: std::process::id(),
-        flows: 1,
-        block_len: cfg.params.block_len_or_default(),
-        tos: cfg.params.tos,
-        nodelay: cfg.params.nodelay,
-        window,
-        window_requested: cfg.params.window.map(|w| w as u64),
-        notes: Vec::new(),
+        settings: Settings {
+            protocol: crate::config::Protocol::Tcp,
+            pid: std::process::id(),
+            flows: 1,
+            block_len: cfg.params.block_len_or_default(),
+            tos: cfg.params.tos,
+            nodelay: cfg.params.nodelay,
+            window,
+            window_requested: cfg.params.window.map(u64::from),
+            notes: Vec::new(),
+        },
+        ..Connecting::default()
     })));
     let opts = net::ConnectOpts {
         timeout: Some(Duration::from_secs(10)),
@@ -661,12 +653,11 @@ fn connect_back(sc: &ServerCtx, m: &Member) -> Option<(TcpStream, SocketAddr, So
             line.reversed = true;
             line.mode = Some("reverse".into());
             line.when = None;
-            rep.emit(Event::FlowConnected(Box::new(line)));
+            rep.emit(Event::StreamConnected(Box::new(line)));
             Some((s, local, addr, id))
         }
         Err(e) => {
-            let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
-            ctx.out.write_err(&format!("tcp connect failed: {why}\n"));
+            rep.emit(Event::Warning(format!("tcp connect failed: {}", e.why())));
             None
         }
     }
@@ -707,6 +698,7 @@ fn run_opts(sc: &ServerCtx, p: &TestParams, decides_end: bool) -> RunOpts {
         stop: sc.stop.clone(),
         file: None,
         signal: sc.signal.clone(),
+        start: StartInfo::default(),
     }
 }
 
@@ -795,6 +787,7 @@ fn run_group(sc: &ServerCtx, members: Vec<Member>) {
             rep.emit(Event::Warning(format!("WARNING: {}", e.text())));
         }
     }
+    rep.emit(Event::Done);
 }
 
 const LISTENER: Token = Token(0);
@@ -868,7 +861,7 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
         .histograms
         .as_deref()
         .map(|h| {
-            vec![crate::report::event::BannerNote::Late(
+            vec![BannerNote::Late(
                 HistogramSpec::parse(Some(h)).unwrap_or_default().banner(),
             )]
         })
@@ -877,24 +870,24 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>) -> Result<(), Error> {
     if let Some(tos) = cfg.iperf2.tos_override {
         notes.insert(
             0,
-            crate::report::event::BannerNote::Early(format!("Reflected TOS will be set to 0x{tos:x}")),
+            BannerNote::Early(format!("Reflected TOS will be set to 0x{tos:x}")),
         );
     }
-    ctx.reporter(Side::Server).emit(Event::Banner(Box::new(Banner {
-        role: match cfg.iperf2.port_last {
-            Some(last) => BannerRole::ListeningRange(last),
-            None => BannerRole::Listening,
-        },
-        protocol: cfg.params.protocol,
+    ctx.reporter(Side::Server).emit(Event::Listening(Box::new(Listening {
         port: cfg.port,
-        pid: std::process::id(),
-        flows: 1,
-        block_len: cfg.params.block_len_or_default(),
-        tos: cfg.params.tos,
-        nodelay: cfg.params.nodelay,
-        window,
-        window_requested: cfg.params.window.map(|w| w as u64),
-        notes,
+        port_last: cfg.iperf2.port_last,
+        test_no: 0,
+        settings: Settings {
+            protocol: cfg.params.protocol,
+            pid: std::process::id(),
+            flows: 1,
+            block_len: cfg.params.block_len_or_default(),
+            tos: cfg.params.tos,
+            nodelay: cfg.params.nodelay,
+            window,
+            window_requested: cfg.params.window.map(u64::from),
+            notes,
+        },
     })));
     let mut poll = Poll::new().map_err(|e| Error::io(Code::LISTEN, &e))?;
     let mut mlisteners = Vec::new();

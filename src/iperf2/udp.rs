@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use crate::engine::udp::DatagramFormat;
 use crate::proto::iperf2::udp::{DATAGRAM_HEADER_LEN, ReportLatency, ServerReport};
 use crate::proto::iperf2::{ClientHeader, DatagramHeader, split_secs};
-use crate::report::event::{FlowExtras, FlowLine, LatencyStats, UdpFlow};
-use crate::stats::flow::net_power;
+use crate::events::{Enhanced, LatencyStats, StreamSample, UdpSample};
+use crate::stats::net_power;
 
 /// How much of a datagram 2.1.8 reserves for headers (zeroed, then the
 /// settings written in): the pattern starts after it.
@@ -29,15 +29,7 @@ const REPORT_SENDS: u32 = 9;
 /// The quiet after a report that tells the receiver its sender has it.
 const REPORT_QUIET: Duration = Duration::from_millis(250);
 
-fn wall_ns() -> i64 {
-    let (s, n) = crate::sys::time::realtime();
-    (s * 1_000_000_000 + n as u64) as i64
-}
-
-fn mono_ns() -> i64 {
-    let (s, n) = crate::sys::time::monotonic();
-    (s * 1_000_000_000 + n as u64) as i64
-}
+use crate::clock::{mono_ns, wall_ns};
 
 /// iperf 2's datagrams: a 16-byte prefix (64-bit sequence number in two
 /// words around the sender's wall-clock time), then for a client the test
@@ -235,8 +227,8 @@ pub fn answer_fin(sock: &UdpSocket, report: &[u8]) -> bool {
 /// The report a receiver sends for its whole-test `line` (`latency`: with
 /// the latency extension, when the receiver runs `-e` or the sender asked
 /// for `--trip-times`).
-pub fn report_of(line: &FlowLine, latency: bool) -> ServerReport {
-    let u = line.extras.udp.unwrap_or_default();
+pub fn report_of(line: &StreamSample, latency: bool) -> ServerReport {
+    let u = line.udp.unwrap_or_default();
     let lat = u.latency.filter(|_| latency).map(|l| {
         let mut count = l.count as f64;
         let mut m2 = if l.count > 1 {
@@ -270,14 +262,14 @@ pub fn report_of(line: &FlowLine, latency: bool) -> ServerReport {
         duration: split_secs(line.end),
         lost: u.lost.max(0) as u64,
         out_of_order: u.out_of_order.max(0) as u64,
-        datagrams: u.total.max(0) as u64,
+        datagrams: u.packets.max(0) as u64,
         jitter: split_secs(u.jitter_ms / 1e3),
         latency: lat,
     }
 }
 
 /// The line a sender prints for its receiver's report (`Server Report:`).
-pub fn relayed_line(id: u32, reversed: bool, r: &ServerReport) -> FlowLine {
+pub fn relayed_line(id: u32, reversed: bool, r: &ServerReport) -> StreamSample {
     let dur = r.duration_secs();
     let bps = if dur > 0.0 {
         r.total_bytes as f64 * 8.0 / dur
@@ -296,30 +288,38 @@ pub fn relayed_line(id: u32, reversed: bool, r: &ServerReport) -> FlowLine {
         .latency
         .map(|l| l.cnt_ipg as f64 / l.ipg_sum.max(1) as f64)
         .unwrap_or(0.0);
-    let u = UdpFlow {
+    let packets = r.datagrams as i64;
+    let u = UdpSample {
         jitter_ms: r.jitter_secs() * 1e3,
         lost: r.lost as i64,
-        total: r.datagrams as i64,
+        packets,
+        lost_percent: if packets > 0 {
+            100.0 * r.lost as f64 / packets as f64
+        } else {
+            0.0
+        },
         out_of_order: r.out_of_order as i64,
         pps,
         latency: lat,
         in_flight: lat.map(|l| (pps.round() as i64, (pps * l.mean).round(), 0.0)),
-        sent: None,
+        ..UdpSample::default()
     };
-    FlowLine {
+    StreamSample {
         id,
+        socket: -1,
         sender: false,
         reversed,
         start: 0.0,
         end: dur,
+        seconds: dur,
         bytes: r.total_bytes,
         bits_per_second: bps,
-        extras: FlowExtras {
+        udp: Some(u),
+        extras: Enhanced {
             net_power: lat.and_then(|l| net_power(bps, l.mean)),
-            udp: Some(u),
-            ..FlowExtras::default()
+            ..Enhanced::default()
         },
-        addrs: None,
+        ..StreamSample::default()
     }
 }
 
@@ -374,10 +374,10 @@ mod tests {
 
     #[test]
     fn reports_round_trip_through_the_relayed_line() {
-        let u = UdpFlow {
+        let u = UdpSample {
             jitter_ms: 1.234,
             lost: 7,
-            total: 1000,
+            packets: 1000,
             out_of_order: 3,
             pps: 400.0,
             latency: Some(LatencyStats {
@@ -388,22 +388,14 @@ mod tests {
                 max: 0.009,
                 stdev: 0.002,
             }),
-            in_flight: None,
-            sent: None,
+            ..UdpSample::default()
         };
-        let line = FlowLine {
+        let line = StreamSample {
             id: 1,
-            sender: false,
-            reversed: false,
-            start: 0.0,
             end: 2.5,
             bytes: 123_456_789,
-            bits_per_second: 0.0,
-            extras: FlowExtras {
-                udp: Some(u),
-                ..FlowExtras::default()
-            },
-            addrs: None,
+            udp: Some(u),
+            ..StreamSample::default()
         };
         let r = report_of(&line, true);
         let wire = r.encode();
@@ -411,8 +403,8 @@ mod tests {
         let l = relayed_line(1, false, &back);
         assert_eq!(l.bytes, 123_456_789);
         assert_eq!(l.end, 2.5);
-        let got = l.extras.udp.unwrap();
-        assert_eq!((got.lost, got.total, got.out_of_order), (7, 1000, 3));
+        let got = l.udp.unwrap();
+        assert_eq!((got.lost, got.packets, got.out_of_order), (7, 1000, 3));
         assert!((got.jitter_ms - 1.234).abs() < 1e-9);
         let lat = got.latency.unwrap();
         assert!((lat.mean - 0.005).abs() < 1e-9);
@@ -422,7 +414,7 @@ mod tests {
         assert_eq!(l.extras.net_power.unwrap().round(), 9877.0);
         // A long test's M2 does not fit its word: the stdev still arrives.
         let mut big = line.clone();
-        if let Some(u) = big.extras.udp.as_mut()
+        if let Some(u) = big.udp.as_mut()
             && let Some(l) = u.latency.as_mut()
         {
             l.count = 2_373_594;
@@ -434,7 +426,7 @@ mod tests {
             false,
             &ServerReport::decode(&report_of(&big, true).encode()).unwrap(),
         );
-        let lat = back.extras.udp.unwrap().latency.unwrap();
+        let lat = back.udp.unwrap().latency.unwrap();
         assert!((lat.stdev - 0.000420).abs() < 2e-6, "{}", lat.stdev);
         assert!((lat.mean - 0.000080).abs() < 1e-6, "{}", lat.mean);
         // Without -e or --trip-times the report has no latency extension.

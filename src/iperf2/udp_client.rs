@@ -16,14 +16,13 @@ use super::hooks::{UdpRecvHook, wall_clock};
 use super::runner::{Flow, RunOpts, run_flows};
 use super::udp::{FinOutcome, Iperf2Format, client_datagram, relayed_line, send_fin};
 use super::udp_server::{Mode, UdpServer};
-use crate::config::{Direction, EndCondition, Protocol, TestConfig};
+use crate::config::{Direction, EndCondition, TestConfig};
 use crate::error::{Code, Error};
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf2::{ClientHeader, flags};
-use crate::report::event::{Banner, BannerNote, BannerRole, ConnInfo, Event, FlowLine, FlowReport, Side};
+use crate::events::{BannerNote, ConnInfo, Connecting, Event, Listening, PeerReport, Side, StartInfo, StreamSample};
 use crate::session::{DataSock, DataStream, StreamExtras};
-use crate::stats::StreamRole;
-use crate::stats::flow::{FlowCounters, FlowInfo};
+use crate::stats::{DetailCounters, StreamMeta, StreamRole};
 
 /// How many times a `-R` client sends its settings before giving up on
 /// the server's traffic (2.1.8: 100, 0-20 ms apart).
@@ -89,19 +88,10 @@ fn prepare(s: &socket2::Socket, cfg: &TestConfig, remote: SocketAddr) -> Result<
 }
 
 fn stream(id: u32, role: StreamRole, sock: UdpSocket, local: SocketAddr, peer: SocketAddr) -> DataStream {
-    let (lh, lp) = crate::util::split_addr(&local);
-    let (rh, rp) = crate::util::split_addr(&peer);
     DataStream {
         id,
         role,
-        info: ConnInfo {
-            socket: std::os::fd::AsRawFd::as_raw_fd(&sock),
-            id,
-            local_host: lh,
-            local_port: lp,
-            remote_host: rh,
-            remote_port: rp,
-        },
+        info: ConnInfo::new(id, std::os::fd::AsRawFd::as_raw_fd(&sock), local, peer),
         sock: DataSock::Udp(sock),
     }
 }
@@ -131,7 +121,7 @@ fn hello(sock: &UdpSocket, fmt: &Iperf2Format, datagram: &[u8], stop: &dyn Fn() 
 struct Fin {
     sock: UdpSocket,
     id: u32,
-    line: Arc<Mutex<Option<FlowLine>>>,
+    line: Arc<Mutex<Option<StreamSample>>>,
 }
 
 /// Runs an iperf 2 UDP client test against `host`.
@@ -166,24 +156,15 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         match net::listen_udp(cfg.net.bind.as_deref(), port, cfg.net.family) {
             Ok(l) => {
                 let window = SockRef::from(&l).recv_buffer_size().unwrap_or(0) as u64;
-                reporter.emit(Event::Banner(Box::new(Banner {
-                    role: BannerRole::Listening,
-                    protocol: Protocol::Udp,
+                reporter.emit(Event::Listening(Box::new(Listening {
                     port,
-                    pid: std::process::id(),
-                    flows: p.streams,
-                    block_len: len,
-                    tos: p.tos,
-                    nodelay: false,
-                    window,
-                    window_requested: p.window.map(|w| w as u64),
-                    notes: Vec::new(),
+                    settings: super::client::settings(cfg, window, Vec::new()),
+                    ..Listening::default()
                 })));
                 Some((l, port))
             }
             Err(e) => {
-                let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
-                ctx.out.write_err(&format!("listener bind failed: {why}\n"));
+                reporter.emit(Event::Warning(format!("listener bind failed: {}", e.why())));
                 None
             }
         }
@@ -204,24 +185,19 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
             s.send_buffer_size().unwrap_or(0) as u64
         })
         .unwrap_or(0);
-    reporter.emit(Event::Banner(Box::new(Banner {
-        role: BannerRole::Connecting(host.to_string()),
-        protocol: Protocol::Udp,
+    let notes = super::pacing_note(p)
+        .into_iter()
+        .chain([BannerNote::Datagrams {
+            len,
+            ipg_us: ipg_us(cfg),
+        }])
+        .collect();
+    reporter.emit(Event::Connecting(Box::new(Connecting {
+        host: host.to_string(),
         port: cfg.port,
-        pid: std::process::id(),
-        flows: p.streams,
-        block_len: len,
-        tos: p.tos,
-        nodelay: false,
-        window: probe,
-        window_requested: p.window.map(|w| w as u64),
-        notes: super::pacing_note(p)
-            .into_iter()
-            .chain([BannerNote::Datagrams {
-                len,
-                ipg_us: ipg_us(cfg),
-            }])
-            .collect(),
+        direction: p.direction,
+        settings: super::client::settings(cfg, probe, notes),
+        control: None,
     })));
     let start = wall_clock();
     let template = if cfg.iperf2.compat {
@@ -255,22 +231,21 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
             _ => None,
         };
         line.no_udp_fin = p.direction == Direction::FullDuplex || cfg.iperf2.no_udp_fin;
-        reporter.emit(Event::FlowConnected(Box::new(line)));
-        let addrs_pair = Some((crate::util::split_addr(&local), crate::util::split_addr(&remote)));
+        reporter.emit(Event::StreamConnected(Box::new(line)));
         let take = || sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e));
         if receives {
-            let counters = FlowCounters::new(len as usize, cfg.output.enhanced);
+            let counters = DetailCounters::new(len as usize, cfg.output.enhanced);
             flows.push(Flow::new(
                 stream(id, StreamRole::Recv, take()?, local, remote),
                 StreamExtras {
                     hook: Some(Box::new(UdpRecvHook::new(counters.clone()))),
                     udp_format: Some(Arc::new(Iperf2Format::receiver(true))),
+                    meta: StreamMeta {
+                        detail: Some(counters),
+                        reversed: true,
+                        ..StreamMeta::default()
+                    },
                     ..StreamExtras::default()
-                },
-                FlowInfo {
-                    counters: Some(counters),
-                    addrs: addrs_pair.clone(),
-                    reversed: true,
                 },
             ));
         }
@@ -287,13 +262,8 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
                     },
                     ..StreamExtras::default()
                 },
-                FlowInfo {
-                    counters: None,
-                    addrs: addrs_pair,
-                    reversed: false,
-                },
             );
-            f.on_end = Some(Box::new(move |l: &FlowLine| {
+            f.on_end = Some(Box::new(move |l: &StreamSample| {
                 if let Ok(mut g) = s2.lock() {
                     *g = Some(l.clone());
                 }
@@ -332,6 +302,10 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         stop: stop.clone(),
         file: None,
         signal: signal.clone(),
+        start: StartInfo {
+            connecting_to: Some((host.to_string(), cfg.port)),
+            ..StartInfo::default()
+        },
     };
     let expect_report = !no_fin;
     let wait = dur.unwrap_or(Duration::ZERO)
@@ -342,7 +316,7 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
         };
     let wait = wait.max(Duration::from_secs(3));
     // Once the flows have run: the FINs, and the server's reports.
-    let send_fins = |reporter: &mut _| finish(ctx, fins, len as usize, &fmt, expect_report, &stop, signal, reporter);
+    let send_fins = |reporter: &mut _| finish(fins, len as usize, &fmt, expect_report, &stop, signal, reporter);
     match (p.direction, back) {
         (Direction::Dual, Some((l, port))) => {
             let ctx2 = ctx.clone();
@@ -373,7 +347,6 @@ pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), 
 /// Sends every sender's FIN (in parallel) and prints the reports.
 #[allow(clippy::too_many_arguments)]
 fn finish(
-    ctx: &Arc<Ctx>,
     fins: Vec<Fin>,
     len: usize,
     fmt: &Iperf2Format,
@@ -387,7 +360,7 @@ fn finish(
     let jobs: Vec<_> = fins
         .into_iter()
         .filter_map(|f| {
-            let next = f.line.lock().ok()?.as_ref()?.extras.udp?.sent? as u64;
+            let next = f.line.lock().ok()?.as_ref()?.udp?.sent? as u64;
             let fmt = fmt.clone();
             let d = datagram.clone();
             let stop = stop.clone();
@@ -404,22 +377,14 @@ fn finish(
         match h.join() {
             Ok(FinOutcome::Report(r)) => {
                 let l = relayed_line(id, false, &r);
-                reporter.emit(Event::Flows(Box::new(FlowReport {
-                    final_report: true,
-                    flows: vec![l.clone()],
-                    sum: l,
-                    pairs: Vec::new(),
-                    relay: true,
-                })));
+                reporter.emit(Event::PeerReport(PeerReport::Report(Box::new(l))));
             }
             Ok(FinOutcome::NoReport { refused }) => {
-                if refused {
-                    ctx.out.write("read failed: Connection refused\n");
-                }
-                ctx.out.write(&format!(
-                    "[{id:>3}] WARNING: did not receive ack of last datagram after {} tries.\n",
-                    super::udp::FIN_TRIES
-                ));
+                reporter.emit(Event::PeerReport(PeerReport::Missing {
+                    id,
+                    tries: super::udp::FIN_TRIES,
+                    refused,
+                }));
             }
             _ => {}
         }

@@ -32,10 +32,9 @@ use crate::net;
 use crate::proto::iperf2::header::Amount;
 use crate::proto::iperf2::{ClientHeader, DatagramHeader, flags, version_string};
 use crate::report::Reporter;
-use crate::report::event::{Banner, BannerNote, BannerRole, ConnInfo, Event, FlowLine, FlowReport, Side};
+use crate::events::{BannerNote, ConnInfo, Connecting, Event, Listening, PeerReport, Refused, Side, StartInfo, StreamSample};
 use crate::session::{DataSock, DataStream, StreamExtras};
-use crate::stats::StreamRole;
-use crate::stats::flow::{FlowCounters, FlowInfo};
+use crate::stats::{DetailCounters, StreamMeta, StreamRole};
 use crate::stats::histogram::{HistogramSpec, LatencyHistogram};
 
 /// How long a group waits for the rest of a client's `-P` flows after the
@@ -56,10 +55,7 @@ const MAX_SESSIONS: usize = 256;
 /// How long a receiver that stopped without its sender's FIN waits for it.
 const LATE_FIN: Duration = Duration::from_secs(3);
 
-fn wall_ns() -> i64 {
-    let (s, n) = crate::sys::time::realtime();
-    (s * 1_000_000_000 + n as u64) as i64
-}
+use crate::clock::wall_ns;
 
 /// Datagrams kept for a flow whose session has not started, with their
 /// arrival times (wall clock, ns).
@@ -161,11 +157,15 @@ impl Drop for ActiveGuard<'_> {
     }
 }
 
+/// Receivers answering their senders' FINs: (stream id, whether the
+/// report got through).
+type Answers = Arc<Mutex<Vec<(u32, JoinHandle<bool>)>>>;
+
 /// A sender whose FIN goes out once its session is over.
 struct FinJob {
     sock: UdpSocket,
     len: usize,
-    line: Arc<Mutex<Option<FlowLine>>>,
+    line: Arc<Mutex<Option<StreamSample>>>,
     id: u32,
     reversed: bool,
     expect_report: bool,
@@ -292,11 +292,12 @@ impl UdpServer {
         };
         if let Some(why) = refusal {
             peers.insert(from, Peer::Denied);
-            let (lh, lp) = crate::util::split_addr(&local);
-            let (rh, rp) = crate::util::split_addr(&from);
-            self.ctx.out.write(&format!(
-                "[drop] local {lh} port {lp} connected with {rh} port {rp} ({why})\n"
-            ));
+            self.ctx.reporter(Side::Server).emit(Event::Refused(Box::new(Refused {
+                local: crate::util::split_addr(&local),
+                remote: crate::util::split_addr(&from),
+                why: why.to_string(),
+                policy: why == "client not allowed",
+            })));
             return false;
         }
         let bind_ip = match (local.ip(), from) {
@@ -438,7 +439,7 @@ impl UdpServer {
         }
         line.when = Some(crate::sys::time::epoch_now() as i64);
         line.peer_version = m.header.version().and_then(|(u, l)| version_string(u, l));
-        self.reporter(m.enhanced).emit(Event::FlowConnected(Box::new(line)));
+        self.reporter(m.enhanced).emit(Event::StreamConnected(Box::new(line)));
     }
 
     fn reporter(&self, enhanced: bool) -> Reporter {
@@ -461,13 +462,13 @@ impl UdpServer {
         }
     }
 
-    fn receiver(&self, m: &Member, block: usize, answers: &Arc<Mutex<Vec<JoinHandle<()>>>>) -> Option<Flow> {
+    fn receiver(&self, m: &Member, block: usize, answers: &Answers) -> Option<Flow> {
         let sock = m.sock.try_clone().ok()?;
         let histogram = match (&self.histograms, m.trip) {
             (Some(spec), true) => Some(LatencyHistogram::new(*spec, "T8")),
             _ => None,
         };
-        let counters = FlowCounters::with_histogram(block, m.enhanced, histogram);
+        let counters = DetailCounters::with_histogram(block, m.enhanced, histogram);
         let prefeed = m
             .prefeed
             .lock()
@@ -480,22 +481,20 @@ impl UdpServer {
                 hook: Some(Box::new(UdpRecvHook::new(counters.clone()))),
                 udp_format: Some(Arc::new(Iperf2Format::receiver(m.seq64))),
                 udp_prefeed: prefeed,
+                meta: StreamMeta {
+                    detail: Some(counters.clone()),
+                    ..StreamMeta::default()
+                },
                 ..StreamExtras::default()
-            },
-            FlowInfo {
-                counters: Some(counters.clone()),
-                addrs: Some((crate::util::split_addr(&m.local), crate::util::split_addr(&m.peer))),
-                reversed: false,
             },
         );
         if !no_report {
             let sock = m.sock.try_clone().ok()?;
             let answers = answers.clone();
-            let out = self.ctx.out.clone();
             let id = m.id;
             let latency = m.enhanced;
             let stop = self.stop.clone();
-            flow.on_end = Some(Box::new(move |line: &FlowLine| {
+            flow.on_end = Some(Box::new(move |line: &StreamSample| {
                 let report = report_of(line, latency).encode();
                 let got_fin = counters.fin();
                 // A server being stopped does not wait for late FINs.
@@ -504,14 +503,12 @@ impl UdpServer {
                 }
                 let h = std::thread::Builder::new().name("ws-iperf2-fin".into()).spawn(move || {
                     if !got_fin && !wait_for_fin(&sock, LATE_FIN) {
-                        return;
+                        return true;
                     }
-                    if !answer_fin(&sock, &report) {
-                        out.write(&format!("[{id:>3}] WARNING: ack of last datagram failed.\n"));
-                    }
+                    answer_fin(&sock, &report)
                 });
                 if let (Ok(h), Ok(mut a)) = (h, answers.lock()) {
-                    a.push(h);
+                    a.push((id, h));
                 }
             }));
         }
@@ -593,9 +590,12 @@ impl UdpServer {
             self.finish_senders(fins, &mut rep);
         }
         let handles = answers.lock().map(|mut a| std::mem::take(&mut *a)).unwrap_or_default();
-        for h in handles {
-            let _ = h.join();
+        for (id, h) in handles {
+            if !h.join().unwrap_or(true) {
+                rep.emit(Event::PeerReport(PeerReport::Undelivered { id }));
+            }
         }
+        rep.emit(Event::Done);
         if let Ok(mut peers) = self.peers.lock() {
             for m in &members {
                 peers.insert(m.peer, Peer::Done(Instant::now()));
@@ -650,6 +650,7 @@ impl UdpServer {
             stop: self.stop.clone(),
             file: None,
             signal: self.signal.clone(),
+            start: StartInfo::default(),
         }
     }
 
@@ -681,15 +682,14 @@ impl UdpServer {
             StreamExtras {
                 budget,
                 udp_format: Some(Arc::new(Iperf2Format::sender(None))),
+                meta: StreamMeta {
+                    reversed: starred,
+                    ..StreamMeta::default()
+                },
                 ..StreamExtras::default()
             },
-            FlowInfo {
-                counters: None,
-                addrs: Some((crate::util::split_addr(&local), crate::util::split_addr(&peer))),
-                reversed: starred,
-            },
         );
-        f.on_end = Some(Box::new(move |l: &FlowLine| {
+        f.on_end = Some(Box::new(move |l: &StreamSample| {
             if let Ok(mut g) = line.lock() {
                 *g = Some(l.clone());
             }
@@ -703,7 +703,7 @@ impl UdpServer {
         let jobs: Vec<_> = fins
             .into_iter()
             .filter_map(|j| {
-                let next = j.line.lock().ok()?.as_ref()?.extras.udp?.sent? as u64;
+                let next = j.line.lock().ok()?.as_ref()?.udp?.sent? as u64;
                 let stop = stop.clone();
                 let h = std::thread::spawn(move || {
                     let fmt = Iperf2Format::sender(None);
@@ -718,19 +718,14 @@ impl UdpServer {
             match h.join() {
                 Ok(FinOutcome::Report(r)) => {
                     let l = relayed_line(id, reversed, &r);
-                    rep.emit(Event::Flows(Box::new(FlowReport {
-                        final_report: true,
-                        flows: vec![l.clone()],
-                        sum: l,
-                        pairs: Vec::new(),
-                        relay: true,
-                    })));
+                    rep.emit(Event::PeerReport(PeerReport::Report(Box::new(l))));
                 }
                 Ok(FinOutcome::NoReport { .. }) => {
-                    self.ctx.out.write(&format!(
-                        "[{id:>3}] WARNING: did not receive ack of last datagram after {} tries.\n",
-                        super::udp::FIN_TRIES
-                    ));
+                    rep.emit(Event::PeerReport(PeerReport::Missing {
+                        id,
+                        tries: super::udp::FIN_TRIES,
+                        refused: false,
+                    }));
                 }
                 _ => {}
             }
@@ -757,23 +752,25 @@ impl UdpServer {
         let sock = match net::connect_udp(addr, &opts, apply) {
             Ok(s) => s,
             Err(e) => {
-                let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
-                self.ctx.out.write_err(&format!("udp connect failed: {why}\n"));
+                rep.emit(Event::Warning(format!("udp connect failed: {}", e.why())));
                 return None;
             }
         };
-        rep.emit(Event::Banner(Box::new(Banner {
-            role: BannerRole::Connecting(crate::util::host_string(m.peer.ip())),
-            protocol: Protocol::Udp,
+        rep.emit(Event::Connecting(Box::new(Connecting {
+            host: crate::util::host_string(m.peer.ip()),
             port,
-            pid: std::process::id(),
-            flows: 1,
-            block_len: block,
-            tos: cfg.params.tos,
-            nodelay: false,
-            window: SockRef::from(&sock).send_buffer_size().unwrap_or(0) as u64,
-            window_requested: cfg.params.window.map(|w| w as u64),
-            notes: vec![BannerNote::Datagrams { len: block, ipg_us }],
+            settings: crate::events::Settings {
+                protocol: Protocol::Udp,
+                pid: std::process::id(),
+                flows: 1,
+                block_len: block,
+                tos: cfg.params.tos,
+                nodelay: false,
+                window: SockRef::from(&sock).send_buffer_size().unwrap_or(0) as u64,
+                window_requested: cfg.params.window.map(u64::from),
+                notes: vec![BannerNote::Datagrams { len: block, ipg_us }],
+            },
+            ..Connecting::default()
         })));
         let local = sock.local_addr().ok()?;
         let id = self.ctx.next_id();
@@ -781,7 +778,7 @@ impl UdpServer {
         line.reversed = true;
         line.mode = Some("reverse".into());
         line.when = None;
-        rep.emit(Event::FlowConnected(Box::new(line)));
+        rep.emit(Event::StreamConnected(Box::new(line)));
         Some((sock, local, addr, id))
     }
 
@@ -893,19 +890,10 @@ fn bytes(h: &ClientHeader) -> Option<u64> {
 }
 
 fn stream(id: u32, role: StreamRole, sock: UdpSocket, local: SocketAddr, peer: SocketAddr) -> DataStream {
-    let (lh, lp) = crate::util::split_addr(&local);
-    let (rh, rp) = crate::util::split_addr(&peer);
     DataStream {
         id,
         role,
-        info: ConnInfo {
-            socket: std::os::fd::AsRawFd::as_raw_fd(&sock),
-            id,
-            local_host: lh,
-            local_port: lp,
-            remote_host: rh,
-            remote_port: rp,
-        },
+        info: ConnInfo::new(id, std::os::fd::AsRawFd::as_raw_fd(&sock), local, peer),
         sock: DataSock::Udp(sock),
     }
 }
@@ -1024,18 +1012,20 @@ pub fn run(ctx: Arc<Ctx>, signal: Arc<AtomicUsize>, policy: crate::policy::Acces
             HistogramSpec::parse(Some(h)).unwrap_or_default().banner(),
         ));
     }
-    ctx.reporter(Side::Server).emit(Event::Banner(Box::new(Banner {
-        role: BannerRole::Listening,
-        protocol: Protocol::Udp,
+    ctx.reporter(Side::Server).emit(Event::Listening(Box::new(Listening {
         port: cfg.port,
-        pid: std::process::id(),
-        flows: 1,
-        block_len: cfg.params.block_len_or_default(),
-        tos: cfg.params.tos,
-        nodelay: false,
-        window,
-        window_requested: cfg.params.window.map(|w| w as u64),
-        notes,
+        settings: crate::events::Settings {
+            protocol: Protocol::Udp,
+            pid: std::process::id(),
+            flows: 1,
+            block_len: cfg.params.block_len_or_default(),
+            tos: cfg.params.tos,
+            nodelay: false,
+            window,
+            window_requested: cfg.params.window.map(u64::from),
+            notes,
+        },
+        ..Listening::default()
     })));
     let srv = UdpServer::new(
         ctx.clone(),

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-pub use sink::{Iperf2MetricsSink, MetricsSink};
+pub use sink::MetricsSink;
 
 use crate::config::{Dialect, Protocol};
 use crate::error::{Code, Error};

@@ -1,12 +1,15 @@
-//! One test's view of the metrics: a sink of its event stream.
+//! One test's view of the metrics: a sink of its event stream, the same
+//! for every kind of test of either dialect.
 
 use std::sync::Arc;
 
 use super::{ClientResult, Metrics};
 use crate::report::Sink;
-use crate::report::event::{Event, Summary};
+use crate::events::{Event, Summary};
 
-/// Feeds a server test's events into the shared [`Metrics`].
+/// Feeds a server test's events into the shared [`Metrics`]: a test counts
+/// as started at its control connection (iperf3) or its start (iperf 2,
+/// which has none), and as ended at `Done` (or when the sink is dropped).
 pub struct MetricsSink {
     metrics: Arc<Metrics>,
     labels: (&'static str, &'static str),
@@ -16,6 +19,9 @@ pub struct MetricsSink {
     failed: bool,
     done: bool,
     last: Option<ClientResult>,
+    /// Bytes already counted, per (stream id, this end sends): the end adds
+    /// what the intervals did not show (without `-i` there are none).
+    counted: std::collections::HashMap<(u32, bool), u64>,
 }
 
 impl MetricsSink {
@@ -30,6 +36,7 @@ impl MetricsSink {
             failed: false,
             done: false,
             last: None,
+            counted: std::collections::HashMap::new(),
         }
     }
 
@@ -61,6 +68,25 @@ impl MetricsSink {
         }
     }
 
+    /// Counts `bytes` more of stream `s`.
+    fn count(&mut self, s: &crate::events::StreamSample, bytes: u64) {
+        *self.counted.entry((s.id, s.sender)).or_insert(0) += bytes;
+        if s.both_ways {
+            // A bounceback stream's requests and replies.
+            self.metrics.bytes(self.labels, true, bytes / 2);
+            self.metrics.bytes(self.labels, false, bytes - bytes / 2);
+        } else {
+            self.metrics.bytes(self.labels, s.sender, bytes);
+        }
+    }
+
+    fn begin(&mut self) {
+        if !self.started {
+            self.started = true;
+            self.metrics.test_started(self.labels);
+        }
+    }
+
     fn end(&mut self) {
         if self.done || !self.started {
             return;
@@ -78,20 +104,24 @@ impl MetricsSink {
 impl Sink for MetricsSink {
     fn event(&mut self, ev: &Event) {
         match ev {
-            Event::Accepted { .. } if !self.started => {
-                self.started = true;
-                self.metrics.test_started(self.labels);
-            }
+            Event::Accepted { .. } => self.begin(),
             Event::Start(s) => {
+                self.begin();
                 self.streams = s.connected.len() as u64;
                 self.metrics.streams(true, self.streams);
             }
             Event::Interval(r) => {
                 for s in &r.streams {
-                    self.metrics.bytes(self.labels, s.sender, s.bytes);
+                    self.count(s, s.bytes);
                 }
             }
-            Event::End(s) => self.last = Some(self.result(s)),
+            Event::End(s) => {
+                for l in &s.local.streams {
+                    let seen = self.counted.get(&(l.id, l.sender)).copied().unwrap_or(0);
+                    self.count(l, l.bytes.saturating_sub(seen));
+                }
+                self.last = Some(self.result(s));
+            }
             // Notices are the server's words for a test cut short.
             Event::Error(_) | Event::Notice(_) => self.failed = true,
             Event::Done => self.end(),
@@ -107,95 +137,6 @@ impl Drop for MetricsSink {
         if self.started && !self.done {
             self.failed = true;
             self.end();
-        }
-    }
-}
-
-/// Feeds an iperf 2 server test's events into the shared [`Metrics`]. An
-/// iperf 2 test has no control connection and no `Done`: it starts when
-/// its flows are set up (this sink is made) and ends when its reporter is
-/// dropped. Bytes count up from interval reports; the final report adds
-/// what the intervals did not show (without `-i` there are none).
-pub struct Iperf2MetricsSink {
-    metrics: Arc<Metrics>,
-    labels: (&'static str, &'static str),
-    client: String,
-    flows: u64,
-    failed: bool,
-    /// Bytes already counted, per (flow id, this end sends).
-    counted: std::collections::HashMap<(u32, bool), u64>,
-    last: Option<ClientResult>,
-}
-
-impl Iperf2MetricsSink {
-    /// A test of `client` with `flows` connections: counted as started.
-    pub fn new(metrics: Arc<Metrics>, labels: (&'static str, &'static str), client: String, flows: u64) -> Self {
-        metrics.test_started(labels);
-        metrics.streams(true, flows);
-        Iperf2MetricsSink {
-            metrics,
-            labels,
-            client,
-            flows,
-            failed: false,
-            counted: std::collections::HashMap::new(),
-            last: None,
-        }
-    }
-
-    fn add(&mut self, id: u32, sender: bool, bytes: u64, total: bool) {
-        let seen = self.counted.entry((id, sender)).or_insert(0);
-        let n = if total { bytes.saturating_sub(*seen) } else { bytes };
-        *seen += n;
-        if n > 0 {
-            self.metrics.bytes(self.labels, sender, n);
-        }
-    }
-}
-
-impl Sink for Iperf2MetricsSink {
-    fn event(&mut self, ev: &Event) {
-        match ev {
-            Event::Flows(r) if !r.relay => {
-                for f in &r.flows {
-                    self.add(f.id, f.sender, f.bytes, r.final_report);
-                }
-                if r.final_report {
-                    let mut res = self.last.take().unwrap_or(ClientResult {
-                        client: self.client.clone(),
-                        received_bps: None,
-                        sent_bps: None,
-                        bytes: 0,
-                        retransmits: None,
-                        ended_at: 0.0,
-                        success: true,
-                    });
-                    for f in &r.flows {
-                        let rate = if f.sender {
-                            &mut res.sent_bps
-                        } else {
-                            &mut res.received_bps
-                        };
-                        *rate.get_or_insert(0.0) += f.bits_per_second;
-                        res.bytes += f.bytes;
-                    }
-                    res.ended_at = crate::sys::time::epoch_now();
-                    self.last = Some(res);
-                }
-            }
-            Event::Error(_) | Event::Warning(_) => self.failed = true,
-            _ => {}
-        }
-    }
-}
-
-impl Drop for Iperf2MetricsSink {
-    fn drop(&mut self) {
-        self.metrics.test_ended(self.labels, !self.failed);
-        self.metrics.streams(false, self.flows);
-        if let Some(mut r) = self.last.take() {
-            r.success = !self.failed;
-            self.metrics.client_result(r);
         }
     }
 }

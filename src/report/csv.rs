@@ -8,7 +8,7 @@
 //! (`19700101000000`); wirespeed stamps every row with the time it was
 //! made, which is what the column promises.
 
-use super::event::*;
+use crate::events::*;
 use super::{Output, Sink};
 use crate::config::TestConfig;
 
@@ -69,7 +69,7 @@ pub fn row(
 
 /// A UDP row's receiver columns. A sender has none of its own: 2.1.8
 /// prints zeros and its datagram count, and `-1` in the final row.
-fn udp_columns(l: &FlowLine, u: &UdpFlow, final_report: bool) -> UdpColumns {
+fn udp_columns(l: &StreamSample, u: &UdpSample, final_report: bool) -> UdpColumns {
     if l.sender {
         return UdpColumns {
             total: if final_report { -1 } else { l.extras.calls as i64 },
@@ -78,8 +78,8 @@ fn udp_columns(l: &FlowLine, u: &UdpFlow, final_report: bool) -> UdpColumns {
     }
     UdpColumns {
         jitter_ms: u.jitter_ms,
-        lost: u.lost,
-        total: u.total,
+        lost: u.lost.max(0),
+        total: u.packets,
         out_of_order: u.out_of_order,
     }
 }
@@ -103,14 +103,15 @@ impl CsvSink {
         }
     }
 
-    fn report(&self, r: &FlowReport) {
-        // 2.1.8's CSV has no relayed UDP server reports.
-        if (!r.final_report && !self.intervals) || r.relay {
+    /// Rows for `flows` (2.1.8's CSV has no sums and no relayed UDP
+    /// server reports).
+    fn report(&self, flows: &[StreamSample], final_report: bool) {
+        if !final_report && !self.intervals {
             return;
         }
         let now = crate::sys::time::epoch_now();
         let mut text = String::new();
-        for l in &r.flows {
+        for l in flows {
             let Some((local, remote)) = &l.addrs else { continue };
             let (src, dst) = match self.side {
                 Side::Client => (local, remote),
@@ -126,7 +127,7 @@ impl CsvSink {
                 l.end,
                 l.bytes,
                 l.bits_per_second,
-                l.extras.udp.map(|u| udp_columns(l, &u, r.final_report)),
+                l.udp.map(|u| udp_columns(l, &u, final_report)),
             ));
         }
         if !text.is_empty() {
@@ -138,7 +139,8 @@ impl CsvSink {
 impl Sink for CsvSink {
     fn event(&mut self, ev: &Event) {
         match ev {
-            Event::Flows(r) => self.report(r),
+            Event::Interval(r) => self.report(&r.streams, false),
+            Event::End(s) => self.report(&s.local.streams, true),
             Event::Warning(w) => self.out.write_err(&format!("{w}\n")),
             Event::Error(e) => self.out.write_err(&format!("{}\n", e.text())),
             _ => {}

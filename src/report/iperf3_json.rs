@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::event::*;
+use crate::events::*;
 use super::{Output, Sink};
 use crate::config::{Direction, Protocol, TestConfig};
 use crate::json::{num, to_compact, to_formatted};
@@ -112,7 +112,7 @@ pub fn start_json(s: &StartInfo, side: Side) -> Value {
     Value::Object(m)
 }
 
-fn stream_interval(s: &StreamInterval) -> Value {
+fn stream_interval(s: &StreamSample) -> Value {
     let mut m = obj();
     m.insert("socket".into(), Value::from(s.socket));
     m.insert("start".into(), num(s.start));
@@ -148,7 +148,7 @@ fn udp_interval_keys(m: &mut Map<String, Value>, u: &UdpSample, sender: bool) {
     }
 }
 
-fn sum_interval(s: &SumInterval) -> Value {
+fn sum_interval(s: &StreamSample) -> Value {
     let mut m = obj();
     m.insert("start".into(), num(s.start));
     m.insert("end".into(), num(s.end));

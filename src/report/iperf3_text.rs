@@ -5,7 +5,7 @@
 //! the same chunks iperf3 prints, because `-T` and `--timestamps` prefix each
 //! chunk rather than each line.
 
-use super::event::*;
+use crate::events::*;
 use super::{Output, Sink};
 use crate::cli::units::format_iperf3;
 use crate::config::{Direction, EndCondition, Protocol, TestConfig};
@@ -113,7 +113,7 @@ impl TextSink {
         }
     }
 
-    fn stream_interval_line(&self, s: &StreamInterval) -> String {
+    fn stream_interval_line(&self, s: &StreamSample) -> String {
         let id = format!("[{:>3}]", s.socket);
         let p = self.prefix(&id, s.role, s.start, s.end, s.bytes, s.bits_per_second);
         let suffix = if s.omitted { "(omitted)" } else { "" };
@@ -138,7 +138,7 @@ impl TextSink {
         }
     }
 
-    fn sum_interval_line(&self, s: &SumInterval) -> String {
+    fn sum_interval_line(&self, s: &StreamSample) -> String {
         let p = self.prefix("[SUM]", s.role, s.start, s.end, s.bytes, s.bits_per_second);
         let suffix = if s.omitted { "(omitted)" } else { "" };
         match (&s.udp, s.retransmits) {
@@ -166,7 +166,7 @@ impl TextSink {
         let multi = self.streams > 1;
         let forward = |r: Option<RoleTag>| !matches!(r, Some(RoleTag::RxC) | Some(RoleTag::TxS));
         for (want_forward, sum) in [(true, Some(&rep.sum)), (false, rep.sum_bidir_reverse.as_ref())] {
-            let group: Vec<&StreamInterval> = rep.streams.iter().filter(|s| forward(s.role) == want_forward).collect();
+            let group: Vec<&StreamSample> = rep.streams.iter().filter(|s| forward(s.role) == want_forward).collect();
             if group.is_empty() {
                 continue;
             }
@@ -366,7 +366,8 @@ impl TextSink {
         }
     }
 
-    fn on_connecting(&mut self, c: &ConnectingInfo) {
+    fn on_connecting(&mut self, conn: &Connecting) {
+        let Some(c) = &conn.control else { return };
         if self.verbose {
             self.print(&format!("Control connection MSS {}\n", c.control_mss));
             if let Some(n) = c.udp_block_note {
@@ -374,9 +375,9 @@ impl TextSink {
             }
             self.print(&format!("Time: {}\n", c.timestamp.time));
         }
-        self.print(&format!("Connecting to host {}, port {}\n", c.host, c.port));
-        if c.direction == Direction::Reverse {
-            self.print(&format!("Reverse mode, remote host {} is sending\n", c.host));
+        self.print(&format!("Connecting to host {}, port {}\n", conn.host, conn.port));
+        if conn.direction == Direction::Reverse {
+            self.print(&format!("Reverse mode, remote host {} is sending\n", conn.host));
         }
         if self.verbose {
             self.print(&format!("      Cookie: {}\n", c.cookie));
@@ -446,9 +447,10 @@ enum HeaderKind {
 impl Sink for TextSink {
     fn event(&mut self, ev: &Event) {
         match ev {
-            Event::Listening { port, test_no } => {
+            Event::Listening(l) => {
                 self.print(&format!(
-                    "{BANNER_RULE}Server listening on {port} (test #{test_no})\n{BANNER_RULE}"
+                    "{BANNER_RULE}Server listening on {} (test #{})\n{BANNER_RULE}",
+                    l.port, l.test_no
                 ));
             }
             Event::Connecting(c) => self.on_connecting(c),
@@ -468,8 +470,12 @@ impl Sink for TextSink {
             )),
             Event::Start(s) => self.on_start(s),
             Event::OmitDone => {}
-            // The iperf 2 dialect's own events.
-            Event::Banner(_) | Event::FlowConnected(_) | Event::Flows(_) => {}
+            Event::ConnectTimes(_) | Event::PeerReport(_) => {}
+            Event::Refused(r) if r.policy => self.print(&format!(
+                "Refused connection from {}, port {} (access policy)\n",
+                r.remote.0, r.remote.1
+            )),
+            Event::Refused(_) => {}
             Event::Interval(rep) => self.on_interval(rep),
             Event::End(sum) => self.on_end(sum),
             Event::ServerOutput(ServerOutput::Text(t)) => self.print(&format!("\nServer output:\n{t}\n")),
@@ -549,20 +555,17 @@ mod tests {
         }
     }
 
-    fn si(socket: i32, start: f64, end: f64, bytes: u64, bps: f64) -> StreamInterval {
-        StreamInterval {
+    fn si(socket: i32, start: f64, end: f64, bytes: u64, bps: f64) -> StreamSample {
+        StreamSample {
             socket,
             id: 1,
-            role: None,
             sender: true,
             start,
             end,
             seconds: end - start,
             bytes,
             bits_per_second: bps,
-            omitted: false,
-            tcp: None,
-            udp: None,
+            ..StreamSample::default()
         }
     }
 
@@ -579,20 +582,17 @@ mod tests {
             ..TcpSample::default()
         });
         let r = IntervalReport {
-            sum: SumInterval {
-                role: None,
+            sum: StreamSample {
                 sender: true,
                 start: 0.0,
                 end: 1.0,
                 seconds: 1.0,
-                bytes: 0,
-                bits_per_second: 0.0,
                 retransmits: Some(6),
-                udp: None,
-                omitted: false,
+                ..StreamSample::default()
             },
             streams: vec![st],
             sum_bidir_reverse: None,
+            pairs: Vec::new(),
         };
         s.event(&Event::Interval(Box::new(r)));
         let out = buf.lock().unwrap().clone();
@@ -610,22 +610,19 @@ mod tests {
         s.event(&Event::Start(Box::new(start(Direction::Forward, Protocol::Tcp, 1))));
         let mut st = si(5, 2.0, 2.0, 512 * 1024, 20.6e9);
         st.sender = false;
-        let sum = SumInterval {
-            role: None,
+        let sum = StreamSample {
             sender: false,
             start: 2.0,
             end: 2.0,
             seconds: 0.0,
-            bytes: 0,
-            bits_per_second: 0.0,
             retransmits: None,
-            udp: None,
-            omitted: false,
+            ..StreamSample::default()
         };
         s.event(&Event::Interval(Box::new(IntervalReport {
             streams: vec![st],
             sum,
             sum_bidir_reverse: None,
+            pairs: Vec::new(),
         })));
         let out = buf.lock().unwrap().clone();
         assert!(
@@ -726,6 +723,7 @@ mod tests {
             local_sends: true,
             local_receives: false,
             advice: None,
+            local: LocalTotals::default(),
         };
         s.event(&Event::End(Box::new(sum)));
         let out = buf.lock().unwrap().clone();
@@ -755,22 +753,19 @@ mod tests {
         s.event(&Event::Start(Box::new(start(Direction::Forward, Protocol::Tcp, 1))));
         let mut st = si(5, 0.0, 1.0, 3_618_701_312, 28.9e9);
         st.sender = false;
-        let sum = SumInterval {
-            role: None,
+        let sum = StreamSample {
             sender: false,
             start: 0.0,
             end: 1.0,
             seconds: 1.0,
-            bytes: 0,
-            bits_per_second: 0.0,
             retransmits: None,
-            udp: None,
-            omitted: false,
+            ..StreamSample::default()
         };
         s.event(&Event::Interval(Box::new(IntervalReport {
             streams: vec![st],
             sum,
             sum_bidir_reverse: None,
+            pairs: Vec::new(),
         })));
         s.event(&Event::Done);
         let out = buf.lock().unwrap().clone();

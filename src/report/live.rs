@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::io::Write;
 
 use super::Sink;
-use super::event::{Event, SumInterval};
+use crate::events::{Event, StreamSample};
 use crate::cli::units::format_iperf3;
 
 /// Intervals the sparkline shows.
@@ -76,7 +76,7 @@ struct Direction {
 }
 
 impl Direction {
-    fn add(&mut self, s: &SumInterval) {
+    fn add(&mut self, s: &StreamSample) {
         self.now = s.bits_per_second;
         if !s.omitted {
             self.bytes += s.bytes;
@@ -229,7 +229,7 @@ impl<T: StatusOut> Sink for LiveSink<T> {
 mod tests {
     use super::*;
     use crate::report::Recorder;
-    use crate::report::event::IntervalReport;
+    use crate::events::IntervalReport;
     use std::sync::{Arc, Mutex};
 
     #[derive(Clone, Default)]
@@ -247,18 +247,15 @@ mod tests {
         }
     }
 
-    fn sum(end: f64, bytes: u64) -> SumInterval {
-        SumInterval {
-            role: None,
+    fn sum(end: f64, bytes: u64) -> StreamSample {
+        StreamSample {
             sender: true,
             start: end - 1.0,
             end,
             seconds: 1.0,
             bytes,
             bits_per_second: bytes as f64 * 8.0,
-            retransmits: None,
-            udp: None,
-            omitted: false,
+            ..StreamSample::default()
         }
     }
 
@@ -278,6 +275,7 @@ mod tests {
                 streams: vec![],
                 sum: sum(end, bytes),
                 sum_bidir_reverse: None,
+                pairs: Vec::new(),
             })));
             // The status line is drawn only once the test has started.
             if end == 1.0 {

@@ -5,9 +5,7 @@
 //! the sinks a configuration asks for.
 
 pub mod csv;
-pub mod event;
 pub mod html;
-pub mod iperf2_event;
 pub mod iperf2_text;
 pub mod iperf3_json;
 pub mod iperf3_text;
@@ -17,7 +15,7 @@ use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 
-pub use event::Event;
+pub use crate::events::Event;
 
 use crate::config::{Dialect, TestConfig};
 use crate::error::{Code, Error};
@@ -216,7 +214,7 @@ impl Reporter {
 
     /// Adds the iperf 2 sink a configuration asks for (text or `-y C`),
     /// sharing the column-header state `header` with the process's others.
-    pub fn add_iperf2(&mut self, cfg: &TestConfig, out: Output, side: event::Side, header: iperf2_text::HeaderState) {
+    pub fn add_iperf2(&mut self, cfg: &TestConfig, out: Output, side: crate::events::Side, header: iperf2_text::HeaderState) {
         if cfg.output.csv {
             self.add(Box::new(csv::CsvSink::new(cfg, out, side)));
         } else {
@@ -238,7 +236,7 @@ impl Reporter {
     }
 
     /// The sinks a configuration asks for, writing to `out`.
-    pub fn for_config(cfg: &TestConfig, out: Output, side: event::Side) -> Reporter {
+    pub fn for_config(cfg: &TestConfig, out: Output, side: crate::events::Side) -> Reporter {
         let mut r = Reporter::new();
         match cfg.dialect {
             Dialect::Iperf2 => r.add_iperf2(cfg, out.clone(), side, iperf2_text::header_state()),

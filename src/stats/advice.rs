@@ -9,7 +9,7 @@
 //! `stats` collected, computed once for every output.
 
 use crate::cli::units::format_iperf3;
-use crate::report::event::{WindowAdvice, WindowLimit};
+use crate::events::{WindowAdvice, WindowLimit};
 
 /// A limit that held the sender back for at least this share of its busy
 /// time is called the limit.

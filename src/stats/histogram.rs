@@ -10,7 +10,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use crate::report::event::HistogramSample;
+use crate::events::HistogramSample;
 
 /// The most bins a histogram may have (2.1.8 has no limit; 10^6 bins are
 /// 8 MB per flow, which is plenty).

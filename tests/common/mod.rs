@@ -345,7 +345,7 @@ impl InprocServer {
     }
 
     /// Runs a client with iperf3 `args` against this server; every event it emitted.
-    pub fn client(&self, args: &str) -> Result<Vec<wirespeed::report::event::Event>, String> {
+    pub fn client(&self, args: &str) -> Result<Vec<wirespeed::events::Event>, String> {
         use wirespeed::cli::iperf3::{Command, parse_args};
         let argv: Vec<String> = format!("-c 127.0.0.1 -p {} {args}", self.port)
             .split_whitespace()
@@ -375,11 +375,11 @@ impl Drop for InprocServer {
 }
 
 /// The final summary among a client's events.
-pub fn summary_of(events: &[wirespeed::report::event::Event]) -> &wirespeed::report::event::Summary {
+pub fn summary_of(events: &[wirespeed::events::Event]) -> &wirespeed::events::Summary {
     events
         .iter()
         .find_map(|e| match e {
-            wirespeed::report::event::Event::End(s) => Some(&**s),
+            wirespeed::events::Event::End(s) => Some(&**s),
             _ => None,
         })
         .expect("no summary event")

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::{render_documents, write_atomic};
 use crate::config::TestConfig;
 use crate::error::Error;
-use crate::report::event::{Event, Side};
+use crate::events::{Event, Side};
 use crate::report::iperf3_json::JsonSink;
 use crate::report::{Output, Sink};
 

@@ -1,0 +1,263 @@
+//! Bounceback streams (`spec/iperf2.md` §1.10): request/response round
+//! trips instead of bulk data. The client writes a message and waits for
+//! it to come back, in bursts of `count` messages every `period`; the
+//! server stamps its receive and send times and writes each message back.
+//!
+//! Both are stream kinds of the engine, run by the one test loop like any
+//! other stream: they count bytes (both directions) in the stream's
+//! counters, and round trips in [`BouncebackCounters`], binned by when
+//! each message was sent so a burst on an interval boundary counts in the
+//! interval it starts.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use socket2::SockRef;
+
+use super::StreamTask;
+use crate::clock::wall_clock;
+use crate::error::{Code, Error};
+use crate::proto::iperf2::bounceback::{BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader};
+use crate::proto::iperf2::join_secs;
+use crate::stats::BouncebackCounters;
+
+/// How long the rest of a message may take once it has begun (2.1.8's
+/// listener gives the first one 4 s).
+const MESSAGE_WAIT: Duration = Duration::from_secs(4);
+/// How long a server waits for a client's next message before it gives
+/// the connection up.
+pub const IDLE_LIMIT: Duration = Duration::from_secs(120);
+/// How far before an interval boundary a client's message may be stamped
+/// and still count after it, seconds (the client's clock started a little
+/// before its first message).
+const BOUNDARY_SLACK: f64 = 0.002;
+/// The longest hold a server grants a message (the client's
+/// `--bounceback-hold` takes at most 60 s); a header asking more gets this.
+const MAX_HOLD: Duration = Duration::from_secs(60);
+/// How long a client waits for a reply.
+const REPLY_WAIT: Duration = Duration::from_secs(10);
+
+/// A bounceback client stream's settings.
+#[derive(Debug, Clone)]
+pub struct BouncebackSpec {
+    /// Message size (`-l`).
+    pub size: u32,
+    /// Messages per burst.
+    pub count: u32,
+    /// Time between burst starts (zero: back to back).
+    pub period: Duration,
+    /// The server holds each message this long, µs.
+    pub hold_us: u32,
+    /// TCP_QUICKACK on both ends.
+    pub quickack: bool,
+    /// `-S`, carried in the header for the server's replies.
+    pub tos: u8,
+    /// Clocks are synchronised (`--trip-times`): one-way delays too.
+    pub synced: bool,
+    /// Where the round trips go.
+    pub counters: Arc<BouncebackCounters>,
+}
+
+/// A bounceback server stream's settings.
+#[derive(Debug, Clone)]
+pub struct EchoSpec {
+    /// The start of the first message, already read (at least its header).
+    pub first: Vec<u8>,
+    /// Messages binned by the client's send time.
+    pub counters: Arc<BouncebackCounters>,
+}
+
+fn set_quickack(s: &TcpStream) {
+    let _ = SockRef::from(s).set_tcp_quickack(true);
+}
+
+/// Reads exactly `buf.len()` bytes by `deadline`; false on EOF, error,
+/// timeout, or `stop`.
+fn read_by(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBool) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        let now = Instant::now();
+        if now >= deadline || stop.load(Relaxed) {
+            return false;
+        }
+        // Wake at least every tenth of a second to see a stop.
+        let _ = s.set_read_timeout(Some((deadline - now).min(Duration::from_millis(100))));
+        match (&*s).read(&mut buf[got..]) {
+            Ok(0) => return false,
+            Ok(n) => got += n,
+            Err(e) if super::is_timeout(&e) => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// The client: bursts of round trips until the test stops.
+pub fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSpec) -> Result<(), Error> {
+    let _ = sock.set_nodelay(true);
+    if bb.quickack {
+        set_quickack(sock);
+    }
+    let _ = sock.set_write_timeout(Some(REPLY_WAIT));
+    let mut msg = BbHeader {
+        size: bb.size,
+        bbflags: if bb.quickack { BB_QUICKACK } else { 0 }
+            | if bb.tos != 0 { BB_TOS } else { 0 }
+            | if bb.synced { BB_CLOCKSYNCED } else { 0 },
+        // 2.1.8 leaves the filler when no TOS is set.
+        tos: if bb.tos != 0 {
+            bb.tos as u16
+        } else {
+            u16::from_be_bytes([0x5a, 0x5a])
+        },
+        hold_us: bb.hold_us,
+        ..BbHeader::default()
+    }
+    .client_message();
+    let mut reply = vec![0u8; bb.size as usize];
+    let stop = &task.control.stop;
+    let t0 = task.control.epoch;
+    let never = AtomicBool::new(false);
+    let mut burst = 0u32;
+    let result = 'test: loop {
+        burst += 1;
+        let burst_start = t0 + bb.period * (burst - 1);
+        let writes = if bb.period.is_zero() { u32::MAX } else { bb.count };
+        for _ in 0..writes {
+            if stop.load(Relaxed) || task.until.is_some_and(|u| Instant::now() >= u) {
+                break 'test Ok(());
+            }
+            let tx = wall_clock();
+            let h = BbHeader {
+                id: burst,
+                client_tx: tx,
+                server_rx: (u32::MAX, u32::MAX),
+                server_tx: (u32::MAX, u32::MAX),
+                ..BbHeader::decode(&msg).unwrap_or_default()
+            };
+            h.encode(&mut msg);
+            let sent = Instant::now();
+            if let Err(e) = (&*sock).write_all(&msg) {
+                break 'test Err(Error::msg(
+                    Code::STREAMWRITE,
+                    format!("tcp bounce-back write failed: {}", crate::error::errno_text(&e)),
+                ));
+            }
+            if !read_by(sock, &mut reply, sent + REPLY_WAIT, &never) {
+                break 'test Err(Error::msg(Code::STREAMREAD, "tcp bounce-back read failed: no reply"));
+            }
+            let rtt = sent.elapsed().as_secs_f64();
+            let rx = wall_clock();
+            if bb.quickack {
+                set_quickack(sock);
+            }
+            // One-way delays from the server's stamps (clocks in sync).
+            let owd = BbHeader::decode(&reply).ok().filter(|_| bb.synced).map(|r| {
+                let secs = |(s, u): (u32, u32)| join_secs(s, u);
+                (secs(r.server_rx) - secs(tx), secs(rx) - secs(r.server_tx))
+            });
+            let bytes = 2 * bb.size as u64;
+            bb.counters
+                .record(sent.duration_since(t0).as_secs_f64(), rtt, bytes, owd);
+            let c = &task.counters;
+            c.bytes.fetch_add(bytes, Relaxed);
+            c.blocks.fetch_add(1, Relaxed);
+            c.last_rx_ns.store(task.control.now_ns(), Relaxed);
+        }
+        // Until the next burst (or the stop).
+        let next = burst_start + bb.period;
+        while Instant::now() < next {
+            if stop.load(Relaxed) || task.until.is_some_and(|u| Instant::now() >= u) {
+                break 'test Ok(());
+            }
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
+        }
+    };
+    task.counters.ended_ns.store(task.control.now_ns(), Relaxed);
+    let _ = sock.shutdown(std::net::Shutdown::Both);
+    result
+}
+
+/// The server: echoes every message back until the client closes, goes
+/// silent, or sends what is not a bounceback message.
+pub fn echo_loop(sock: &TcpStream, task: &StreamTask, echo: &EchoSpec) -> Result<(), Error> {
+    let control = &task.control;
+    let stop = &control.stop;
+    let Ok(first) = BbHeader::decode(&echo.first) else {
+        return Ok(());
+    };
+    let size = first.size as usize;
+    let quickack = first.bbflags & BB_QUICKACK != 0;
+    let _ = sock.set_nodelay(true);
+    let _ = sock.set_write_timeout(Some(REPLY_WAIT));
+    let first_tx = join_secs(first.client_tx.0, first.client_tx.1);
+    let mut msg = echo.first.clone();
+    let mut have = msg.len().min(size);
+    msg.resize(size, 0);
+    let mut hdr = first;
+    loop {
+        // The rest of the current message.
+        if have < size && !read_by(sock, &mut msg[have..], Instant::now() + MESSAGE_WAIT, stop) {
+            break;
+        }
+        let rx = wall_clock();
+        if quickack {
+            set_quickack(sock);
+        }
+        hold(hdr.hold_us, stop);
+        BbHeader::stamp_server(&mut msg, rx, wall_clock());
+        if (&*sock).write_all(&msg).is_err() {
+            break;
+        }
+        let bytes = 2 * size as u64;
+        // Binned by the client's send time.
+        let sent = join_secs(hdr.client_tx.0, hdr.client_tx.1) - first_tx + BOUNDARY_SLACK;
+        echo.counters.record(sent, 0.0, bytes, None);
+        let c = &task.counters;
+        c.bytes.fetch_add(bytes, Relaxed);
+        c.blocks.fetch_add(1, Relaxed);
+        c.last_rx_ns.store(control.now_ns(), Relaxed);
+        // The next message's header.
+        let mut next = [0u8; BB_HEADER_LEN];
+        if !read_by(sock, &mut next, Instant::now() + IDLE_LIMIT, stop) {
+            break;
+        }
+        let Ok(h) = BbHeader::decode(&next) else { break };
+        if h.size as usize != size {
+            // 2.1.8's clients never change the size mid-test: finish the
+            // message, echo it, and end the connection.
+            msg.resize(h.size as usize, 0);
+            msg[..BB_HEADER_LEN].copy_from_slice(&next);
+            if read_by(sock, &mut msg[BB_HEADER_LEN..], Instant::now() + MESSAGE_WAIT, stop) {
+                let t = wall_clock();
+                BbHeader::stamp_server(&mut msg, t, t);
+                let _ = (&*sock).write_all(&msg);
+            }
+            break;
+        }
+        msg[..BB_HEADER_LEN].copy_from_slice(&next);
+        have = BB_HEADER_LEN;
+        hdr = h;
+    }
+    task.counters.ended_ns.store(control.now_ns(), Relaxed);
+    Ok(())
+}
+
+/// Holds a message as its header asks: capped, and cut short by `stop`
+/// (the hold comes from the network).
+fn hold(hold_us: u32, stop: &AtomicBool) {
+    if hold_us == 0 {
+        return;
+    }
+    let until = Instant::now() + Duration::from_micros(hold_us as u64).min(MAX_HOLD);
+    while !stop.load(Relaxed) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+}

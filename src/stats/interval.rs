@@ -1,0 +1,315 @@
+//! Interval samples: each stream's numbers since the last sample, their
+//! sums per direction, and full-duplex pairs.
+
+use std::time::Instant;
+
+use super::counters::{Snapshot, Welford};
+use super::stream::{StreamRole, StreamStats};
+use super::{TestStats, net_power, pct, rate};
+use crate::config::Protocol;
+use crate::events::{
+    BouncebackSample, Enhanced, IntervalReport, LatencyStats, RoleTag, StreamSample, UdpSample,
+};
+
+impl TestStats {
+    /// Takes an interval sample ending at `now` (`last`: the partial
+    /// interval at the end of the test). `None` when the interval is too
+    /// short to print (under `min_len` seconds and carrying nothing).
+    pub fn sample(&mut self, now: Instant, min_len: f64, last: bool) -> Option<IntervalReport> {
+        let real_start = self.last_sample.saturating_duration_since(self.start).as_secs_f64();
+        let real_end = self.elapsed(now);
+        let moved: u64 = self
+            .streams
+            .iter()
+            .map(|s| s.counters.snapshot().bytes.saturating_sub(s.last.bytes))
+            .sum();
+        if real_end - real_start < min_len && moved == 0 {
+            self.last_sample = now;
+            self.end_secs = real_end;
+            return None;
+        }
+        let ended = self.all_ended().map(|t| self.elapsed(t));
+        let (start, end) = self.span(real_start, real_end, last, ended);
+        let (protocol, omitted) = (self.protocol, self.omitting);
+        let streams: Vec<StreamSample> = self
+            .streams
+            .iter_mut()
+            .map(|s| stream_interval(s, protocol, (start, end), omitted, last))
+            .collect();
+        self.last_sample = now;
+        self.end_secs = real_end;
+        Some(report(streams, start, end, omitted))
+    }
+
+    /// The span an interval covers: the instants it was taken at, or (on
+    /// a grid) the next step(s) of the grid for a periodic report and from
+    /// the grid to the real end for the last one.
+    pub(super) fn span(&mut self, real_start: f64, real_end: f64, last: bool, ended: Option<f64>) -> (f64, f64) {
+        let Some(i) = self.presentation.grid.filter(|i| *i > 0.0) else {
+            return (real_start, real_end);
+        };
+        let start = self.grid_end;
+        if !last {
+            let steps = ((real_end - start) / i).round().max(1.0);
+            self.grid_end = start + steps * i;
+            // Streams that already ended close their interval there.
+            let e = ended
+                .filter(|e| *e > start)
+                .map_or(self.grid_end, |e| e.min(self.grid_end));
+            return (start, e);
+        }
+        // The last interval closes at the end of the test, but never spans
+        // more than one step (a tick skipped at the very end).
+        let e = real_end.max(start).min(start + i);
+        self.grid_end = e;
+        (start, e)
+    }
+}
+
+/// One stream's numbers since its last sample.
+fn stream_interval(
+    s: &mut StreamStats,
+    protocol: Protocol,
+    (start, end): (f64, f64),
+    omitted: bool,
+    last: bool,
+) -> StreamSample {
+    let snap = s.counters.snapshot();
+    let secs = end - start;
+    let mut bytes = snap.bytes.saturating_sub(s.last.bytes);
+    let tcp = if protocol == Protocol::Tcp {
+        s.tcp_sample()
+    } else {
+        None
+    };
+    let calls = snap.calls.saturating_sub(s.last.calls);
+    let detail = s.meta.detail.clone();
+    let bins = detail.as_ref().map(|d| d.bins());
+    let latency = detail
+        .as_ref()
+        .filter(|d| d.trip_times())
+        .map(|d| d.latency.take_interval().stats().unwrap_or_default());
+    let histogram = match detail.as_ref().and_then(|d| d.histogram.as_ref()) {
+        Some(h) if s.trip_times() => Some(s.histogram.sample(h, false)),
+        _ => None,
+    };
+    let udp = protocol == Protocol::Udp;
+    let mut extras = Enhanced {
+        calls,
+        errors: snap.errors.saturating_sub(s.last.errors),
+        read_bins: (s.role == StreamRole::Recv && !udp)
+            .then(|| bins.map(|b| std::array::from_fn(|i| b[i].saturating_sub(s.last_bins[i]))))
+            .flatten(),
+        latency,
+        histogram,
+        ..Enhanced::default()
+    };
+    let udp = udp.then(|| udp_sample(s.role, &snap, &s.last, s.counters.jitter(), secs, extras.latency.take()));
+    if let Some(bb) = s.meta.bounceback.clone() {
+        // Round trips count in the interval their request was sent in.
+        let w = bb.take_until((!last).then_some(end));
+        bytes = w.bytes;
+        if !bb.echo {
+            let (retransmits, tcp) = s.bounceback_tcp(false);
+            extras.bounceback = Some(bounceback_sample(&w, retransmits, tcp));
+        }
+    }
+    s.last = snap;
+    if let Some(b) = bins {
+        s.last_bins = b;
+    }
+    let mut out = StreamSample {
+        id: s.id,
+        socket: s.socket,
+        role: s.tag,
+        sender: s.role == StreamRole::Send,
+        reversed: s.meta.reversed,
+        both_ways: s.meta.bounceback.is_some(),
+        start,
+        end,
+        seconds: secs,
+        bytes,
+        bits_per_second: rate(bytes, secs),
+        omitted,
+        retransmits: tcp.map(|t| t.retransmits),
+        tcp,
+        udp,
+        extras,
+        addrs: s.meta.addrs.clone(),
+    };
+    add_derived(&mut out);
+    out
+}
+
+/// A UDP stream's numbers between two snapshots: a receiver's loss,
+/// reordering, jitter, latency and rates; a sender's count and rate.
+pub(super) fn udp_sample(
+    role: StreamRole,
+    now: &Snapshot,
+    then: &Snapshot,
+    jitter_secs: f64,
+    secs: f64,
+    latency: Option<LatencyStats>,
+) -> UdpSample {
+    let datagrams = now.calls.saturating_sub(then.calls);
+    let pps = if secs > 0.0 { datagrams as f64 / secs } else { 0.0 };
+    let packets = now.packets - then.packets;
+    if role == StreamRole::Send {
+        return UdpSample {
+            packets,
+            pps,
+            ..UdpSample::default()
+        };
+    }
+    let lost = now.lost - then.lost;
+    let in_flight = latency.map(|l| {
+        (
+            datagrams as i64,
+            (pps * l.mean).round(),
+            (pps * l.stdev * l.stdev).round(),
+        )
+    });
+    UdpSample {
+        packets,
+        lost,
+        jitter_ms: jitter_secs * 1000.0,
+        lost_percent: pct(lost, packets),
+        out_of_order: now.ooo - then.ooo,
+        duplicates: now.dups - then.dups,
+        pps,
+        latency,
+        in_flight,
+        sent: None,
+    }
+}
+
+/// A bounceback stream's round trips over a span.
+pub(super) fn bounceback_sample(w: &Welford, retransmits: u32, tcp: Option<(u64, u32)>) -> BouncebackSample {
+    let sum = w.mean * w.count as f64;
+    BouncebackSample {
+        rtt: w.stats().unwrap_or_default(),
+        rps: if sum > 0.0 { w.count as f64 / sum } else { 0.0 },
+        retransmits,
+        tcp,
+        owd: None,
+    }
+}
+
+/// iperf 2's derived numbers: network power (rate over delay) and bytes
+/// in flight, from whichever delay the sample has.
+pub(super) fn add_derived(l: &mut StreamSample) {
+    if let Some(u) = l.udp.as_ref() {
+        if let Some(lat) = u.latency.filter(|x| x.count > 0) {
+            l.extras.net_power = net_power(l.bits_per_second, lat.mean);
+        }
+        return;
+    }
+    if let Some(t) = l.tcp
+        && l.sender
+    {
+        l.extras.net_power = net_power(l.bits_per_second, t.rtt as f64 * 1e-6);
+    }
+    if let Some(lat) = l.extras.latency
+        && lat.count > 0
+    {
+        l.extras.net_power = net_power(l.bits_per_second, lat.mean);
+        l.extras.in_flight = Some(l.bits_per_second / 8.0 * lat.mean);
+    }
+}
+
+/// The interval report of `streams` over `[start, end]`: sums per
+/// direction and full-duplex pairs.
+fn report(streams: Vec<StreamSample>, start: f64, end: f64, omitted: bool) -> IntervalReport {
+    let (fwd, rev): (Vec<&StreamSample>, Vec<&StreamSample>) =
+        streams.iter().partition(|s| !RoleTag::is_reverse(s.role));
+    let mut sum = sum_samples(&fwd, 0, start, end);
+    sum.omitted = omitted;
+    let sum_bidir_reverse = (!rev.is_empty()).then(|| {
+        let mut r = sum_samples(&rev, 0, start, end);
+        r.omitted = omitted;
+        r
+    });
+    let pairs = pairs(&streams);
+    IntervalReport {
+        streams,
+        sum,
+        sum_bidir_reverse,
+        pairs,
+    }
+}
+
+/// Full duplex: both directions of one connection share its id; each such
+/// pair is summed.
+pub(super) fn pairs(streams: &[StreamSample]) -> Vec<StreamSample> {
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    for f in streams {
+        if seen.contains(&f.id) {
+            continue;
+        }
+        seen.push(f.id);
+        let both: Vec<&StreamSample> = streams.iter().filter(|g| g.id == f.id).collect();
+        if both.len() == 2 && both[0].sender != both[1].sender {
+            let e = both.iter().map(|l| l.end).fold(0.0, f64::max);
+            let s = both.iter().map(|l| l.start).fold(f64::MAX, f64::min);
+            out.push(sum_samples(&both, f.id, s, e));
+        }
+    }
+    out
+}
+
+/// The sum of `streams` over `[start, end]`, as stream `id` (0 for `[SUM]`).
+pub(super) fn sum_samples(streams: &[&StreamSample], id: u32, start: f64, end: f64) -> StreamSample {
+    let bytes: u64 = streams.iter().map(|s| s.bytes).sum();
+    let seconds = end - start;
+    let all = |f: &dyn Fn(&StreamSample) -> bool| !streams.is_empty() && streams.iter().all(|s| f(s));
+    let retransmits = all(&|s| s.retransmits.is_some()).then(|| streams.iter().filter_map(|s| s.retransmits).sum());
+    let udp = all(&|s| s.udp.is_some()).then(|| {
+        let us: Vec<&UdpSample> = streams.iter().filter_map(|s| s.udp.as_ref()).collect();
+        let packets: i64 = us.iter().map(|u| u.packets).sum();
+        let lost: i64 = us.iter().map(|u| u.lost).sum();
+        let sent = us.iter().any(|u| u.sent.is_some()).then(|| us.iter().filter_map(|u| u.sent).sum());
+        UdpSample {
+            packets,
+            lost,
+            jitter_ms: us.iter().map(|u| u.jitter_ms).sum::<f64>() / us.len() as f64,
+            lost_percent: pct(lost, packets),
+            out_of_order: us.iter().map(|u| u.out_of_order).sum(),
+            duplicates: us.iter().map(|u| u.duplicates).sum(),
+            pps: us.iter().map(|u| u.pps).sum(),
+            sent,
+            ..UdpSample::default()
+        }
+    });
+    let mut bins: Option<[u64; 8]> = None;
+    for b in streams.iter().filter_map(|s| s.extras.read_bins) {
+        let acc = bins.get_or_insert([0; 8]);
+        for (a, x) in acc.iter_mut().zip(b) {
+            *a += x;
+        }
+    }
+    StreamSample {
+        id,
+        socket: -1,
+        role: streams.first().and_then(|s| s.role),
+        sender: all(&|s| s.sender),
+        reversed: false,
+        both_ways: all(&|s| s.both_ways),
+        start,
+        end,
+        seconds,
+        bytes,
+        bits_per_second: rate(bytes, seconds),
+        omitted: false,
+        tcp: None,
+        retransmits,
+        udp,
+        extras: Enhanced {
+            calls: streams.iter().map(|s| s.extras.calls).sum(),
+            errors: streams.iter().map(|s| s.extras.errors).sum(),
+            read_bins: bins,
+            ..Enhanced::default()
+        },
+        addrs: None,
+    }
+}
