@@ -185,8 +185,8 @@ pub struct ConnInfo {
 impl ConnInfo {
     /// A stream `id` on socket `socket`, between `local` and `remote`.
     pub fn new(id: u32, socket: i32, local: std::net::SocketAddr, remote: std::net::SocketAddr) -> ConnInfo {
-        let (local_host, local_port) = crate::util::split_addr(&local);
-        let (remote_host, remote_port) = crate::util::split_addr(&remote);
+        let (local_host, local_port) = crate::net::split_addr(&local);
+        let (remote_host, remote_port) = crate::net::split_addr(&remote);
         ConnInfo {
             socket,
             id,

@@ -93,16 +93,29 @@ pub fn listen_udp(bind: Option<&str>, port: u16, family: Family) -> Result<UdpSo
     Ok(sock.into())
 }
 
-/// An IPv4-mapped IPv6 address as plain IPv4 (what a UDP socket of the
-/// stream's family should bind and connect to).
-pub fn canonical(a: SocketAddr) -> SocketAddr {
-    match a {
-        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
-            Some(v4) => SocketAddr::new(IpAddr::V4(v4), v6.port()),
-            None => a,
-        },
+/// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, a dual-stack socket's
+/// view of an IPv4 peer) as the IPv4 address it carries.
+pub fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
     }
+}
+
+/// A socket address with its IPv4-mapped address made plain IPv4 (what a
+/// UDP socket of the stream's family should bind and connect to).
+pub fn canonical(a: SocketAddr) -> SocketAddr {
+    SocketAddr::new(canonical_ip(a.ip()), a.port())
+}
+
+/// An address as iperf prints it: IPv4-mapped IPv6 without `::ffff:`.
+pub fn host_string(ip: IpAddr) -> String {
+    canonical_ip(ip).to_string()
+}
+
+/// `(host, port)` of a socket address, iperf-style.
+pub fn split_addr(a: &SocketAddr) -> (String, u16) {
+    (host_string(a.ip()), a.port())
 }
 
 /// The server's socket for one UDP stream: bound to the address and port
@@ -407,6 +420,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mapped_addresses_print_as_ipv4() {
+        let a: SocketAddr = "[::ffff:127.0.0.1]:5201".parse().unwrap();
+        assert_eq!(split_addr(&a), ("127.0.0.1".to_string(), 5201));
+        assert_eq!(canonical(a), "127.0.0.1:5201".parse::<SocketAddr>().unwrap());
+        let b: SocketAddr = "[::1]:5201".parse().unwrap();
+        assert_eq!(split_addr(&b).0, "::1");
+    }
+
+    #[test]
     fn resolves_loopback_with_family_filters() {
         assert!(resolve("127.0.0.1", 5201, Family::Any).unwrap()[0].is_ipv4());
         assert!(resolve("::1", 5201, Family::V6).unwrap()[0].is_ipv6());
@@ -421,7 +443,7 @@ mod tests {
         let port = l.local_addr().unwrap().port();
         let c = TcpStream::connect(("127.0.0.1", port)).unwrap();
         let (s, peer) = l.accept().unwrap();
-        assert_eq!(crate::util::host_string(peer.ip()), "127.0.0.1");
+        assert_eq!(crate::net::host_string(peer.ip()), "127.0.0.1");
         drop((c, s));
     }
 

@@ -1,7 +1,6 @@
-//! Small helpers: randomness for cookies and payloads, address formatting.
+//! Randomness: for cookies, payloads, and where the kernel's source fails.
 
 use std::io::Read;
-use std::net::{IpAddr, SocketAddr};
 
 /// Fills `buf` from the kernel's random source (falls back to a clock-seeded
 /// generator if /dev/urandom cannot be read).
@@ -52,33 +51,9 @@ pub fn new_cookie() -> crate::proto::iperf3::Cookie {
     crate::proto::iperf3::Cookie::from_random(&r)
 }
 
-/// An address as iperf prints it: IPv4-mapped IPv6 without `::ffff:`.
-pub fn host_string(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => v6.to_string(),
-        },
-        IpAddr::V4(v4) => v4.to_string(),
-    }
-}
-
-/// `(host, port)` of a socket address, iperf-style.
-pub fn split_addr(a: &SocketAddr) -> (String, u16) {
-    (host_string(a.ip()), a.port())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mapped_addresses_print_as_ipv4() {
-        let a: SocketAddr = "[::ffff:127.0.0.1]:5201".parse().unwrap();
-        assert_eq!(split_addr(&a), ("127.0.0.1".to_string(), 5201));
-        let b: SocketAddr = "[::1]:5201".parse().unwrap();
-        assert_eq!(split_addr(&b).0, "::1");
-    }
 
     #[test]
     fn random_fill_is_not_constant() {

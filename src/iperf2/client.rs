@@ -1,247 +1,197 @@
-//! The iperf 2 TCP client: connects `-P` flows, opens each with the 2.1
-//! header, runs them (forward, `-R`, `--full-duplex`), and for `-d`/`-r`
-//! listens for the server's connect-back on `-L`.
+//! The iperf 2 client, TCP and UDP alike: its banner, its `-P` flows
+//! (made by the transport), the one test loop, and for `-d`/`-r` the
+//! server's connect-back, received by an instance of the one server
+//! listening on `-L` (2.1.8 prints it as a server: `Server listening on
+//! ... port 16012`).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use socket2::SockRef;
-
-use super::hooks::{RecvHook, TripTimesStamp, wall_clock};
 use super::runner::{Flow, RunOpts, run_flows};
-use super::{Ctx, conn_line};
-use crate::engine::StreamKind;
-use crate::engine::bounceback::BouncebackSpec;
 use crate::cli::units::format_iperf2;
-use crate::config::{Direction, EndCondition, TestConfig, TestParams};
+use crate::config::{Direction, EndCondition, Protocol, TestConfig, TestParams};
 use crate::error::{Code, Error};
-use crate::net::{self, ConnectOpts};
-use crate::proto::iperf2::header::{Amount, ClientHeader, HeaderExt};
-use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs};
-use crate::events::{BannerNote, ClockCheck, ConnInfo, ConnectTimes, Connecting, Event, Listening, Settings, Side, StartInfo};
-use crate::session::{DataStream, StreamExtras};
-use crate::stats::{BouncebackCounters, DetailCounters, StreamMeta, StreamRole, Welford};
+use crate::events::{BannerNote, Connecting, Event, Settings, Side, StartInfo};
+use crate::net;
+use crate::report::{Output, Reporter};
+use crate::server::{Mode, Server};
 
-/// The header a 2.1.8 client sends for this configuration.
-pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
+pub use super::tcp_client::{bb_mode, build_header};
+
+/// What differs between a TCP and a UDP client.
+pub(super) trait Transport {
+    /// The banner's socket buffer size and extra lines.
+    fn banner(&self, cfg: &TestConfig, addr: SocketAddr) -> (u64, Vec<BannerNote>);
+    /// Connects the `-P` flows, printing their connection lines.
+    fn connect(&mut self, cfg: &TestConfig, addrs: &[SocketAddr], reporter: &mut Reporter) -> Result<Vec<Flow>, Error>;
+    /// After connecting, before the flows run (UDP `-R`: the hellos).
+    fn before_run(&mut self, _signal: &Arc<AtomicUsize>) {}
+    /// After the flows ran (UDP: the FINs and the server's reports).
+    fn after_run(&mut self, _reporter: &mut Reporter, _signal: &Arc<AtomicUsize>) {}
+    /// How long receivers may take to drain.
+    fn drain(&self) -> Duration;
+    /// Idle limit of a reverse-only test (none: the server closes).
+    fn reverse_idle(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// Runs an iperf 2 client test against `host`. Every outcome, failures
+/// included, reaches `reporter` (ending with `Event::Done`).
+pub fn run(cfg: &TestConfig, host: &str, reporter: &mut Reporter, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
+    let r = match cfg.params.protocol {
+        Protocol::Udp => super::udp_client::transport(cfg, host).and_then(|mut t| test(cfg, host, &mut *t, reporter, signal)),
+        _ => test(cfg, host, &mut Tcp::default(), reporter, signal),
+    };
+    if let Err(e) = &r {
+        reporter.emit(Event::Error(e.clone()));
+    }
+    reporter.emit(Event::Done);
+    r
+}
+
+/// The test itself.
+fn test(
+    cfg: &TestConfig,
+    host: &str,
+    t: &mut dyn Transport,
+    reporter: &mut Reporter,
+    signal: &Arc<AtomicUsize>,
+) -> Result<(), Error> {
     let p = &cfg.params;
-    let mut base = 0;
-    let mut upper = 0u16;
-    match p.direction {
-        Direction::Dual => base |= flags::VERSION1 | flags::RUN_NOW,
-        Direction::Tradeoff => base |= flags::VERSION1,
-        Direction::Reverse => {
-            base |= flags::VERSION2;
-            upper |= flags::upper::REVERSE;
-        }
-        Direction::FullDuplex => {
-            base |= flags::VERSION2;
-            upper |= flags::upper::FULLDUPLEX;
-        }
-        _ => {}
+    let addrs = resolve(host, cfg)?;
+    // The connect-back's reports go to the same reporter (its -d thread
+    // runs beside ours): the reporter is shared while the test runs.
+    let shared = Arc::new(Mutex::new(std::mem::take(reporter)));
+    let mut local = Reporter::forwarding(shared.clone());
+    let back = connect_back_server(cfg, &mut local, shared.clone());
+    let (window, notes) = t.banner(cfg, addrs[0]);
+    local.emit(Event::Connecting(Box::new(Connecting {
+        host: host.to_string(),
+        port: cfg.port,
+        direction: p.direction,
+        settings: settings(cfg, window, notes),
+        control: None,
+    })));
+    let r = t
+        .connect(cfg, &addrs, &mut local)
+        .and_then(|flows| run_all(cfg, host, t, flows, back, &mut local, signal));
+    drop(local);
+    if let Ok(m) = Arc::try_unwrap(shared) {
+        *reporter = m.into_inner().unwrap_or_default();
     }
-    if cfg.iperf2.peer_detect {
-        base |= flags::VERSION2 | flags::V2PEERDETECT;
-    }
-    if p.trip_times {
-        upper |= flags::upper::TRIPTIME;
-    }
-    if p.fq_rate > 0 {
-        // The server paces its own sending (-R, --full-duplex) with it.
-        upper |= flags::upper::FQRATESET;
-    }
-    // With -R / --full-duplex the server's writes take the watermark too.
-    let prefetch = cfg
-        .iperf2
-        .write_prefetch
-        .filter(|_| matches!(p.direction, Direction::Reverse | Direction::FullDuplex));
-    if prefetch.is_some() {
-        upper |= flags::upper::WRITEPREFETCH;
-    }
-    // Asked of the server only where it reads (2.1.8 leaves it out of -R).
-    if cfg.iperf2.quickack && p.direction != Direction::Reverse {
-        upper |= flags::upper::TCPQUICKACK;
-    }
-    let amount = match p.end {
-        EndCondition::Bytes(n) => Amount::Bytes(n.min(0x7FFF_FFFF) as u32),
-        EndCondition::Time(d) => Amount::from_secs(d.as_secs_f64()),
-        EndCondition::Blocks(_) => Amount::from_secs(10.0),
-    };
-    ClientHeader {
-        flags: base,
-        num_threads: p.streams,
-        port: cfg.iperf2.listen_port.unwrap_or(cfg.port) as u32,
-        buf_len: if cfg.iperf2.len_given {
-            p.block_len_or_default()
-        } else {
-            0
+    r
+}
+
+/// Runs the flows, and the connect-back beside them (`-d`) or after (`-r`).
+fn run_all(
+    cfg: &TestConfig,
+    host: &str,
+    t: &mut dyn Transport,
+    flows: Vec<Flow>,
+    back: Option<Server>,
+    reporter: &mut Reporter,
+    signal: &Arc<AtomicUsize>,
+) -> Result<(), Error> {
+    let p = &cfg.params;
+    t.before_run(signal);
+    // Reverse traffic ends when the server closes; everything else when
+    // we stop sending.
+    let reverse_only = p.direction == Direction::Reverse;
+    let opts = RunOpts {
+        interval: cfg.output.interval,
+        decides_end: !reverse_only,
+        watchdog: p.duration().map(|d| Instant::now() + d + Duration::from_secs(30)),
+        drain: t.drain(),
+        idle_limit: if reverse_only { t.reverse_idle() } else { None },
+        stop: Arc::new(AtomicBool::new(false)),
+        file: match (&cfg.file, cfg.iperf2.stdin) {
+            (Some(f), _) => Some(f.clone()),
+            (None, true) => Some("/dev/stdin".into()),
+            _ => None,
         },
-        win_band: 0,
-        amount: Some(amount),
-        ext: Some(HeaderExt {
-            upper,
-            version_u: VERSION_U,
-            version_l: VERSION_L,
-            tos: p.tos as u16,
-            rate: p.rate,
-            write_prefetch: prefetch.unwrap_or(0),
-            ..HeaderExt::default()
-        }),
-        start: (p.trip_times || p.fq_rate > 0).then_some(crate::proto::iperf2::StartTime {
-            sec: start.0,
-            usec: start.1,
-            fq_rate: p.fq_rate / 8,
-        }),
-        isoch: None,
-        key: cfg.iperf2.permit_key.as_ref().map(|k| k.as_bytes().to_vec()),
-    }
-}
-
-/// Socket options every client flow gets, before connect.
-fn prepare(s: &socket2::Socket, cfg: &TestConfig, remote: SocketAddr) -> Result<(), Error> {
-    let mut w = Vec::new();
-    net::apply_data_options(s, &cfg.params, true, Some(remote), &mut w)?;
-    if cfg.iperf2.local_only {
-        net::set_dont_route(s)?;
-    }
-    if let Some(n) = cfg.iperf2.write_prefetch {
-        net::set_notsent_lowat(s, n)?;
-    }
-    if let Some(t) = cfg.net.ttl {
-        if remote.is_ipv4() {
-            s.set_ttl_v4(t).map_err(|e| Error::io(Code::SETTOS, &e))?;
-        } else {
-            s.set_unicast_hops_v6(t).map_err(|e| Error::io(Code::SETTOS, &e))?;
-        }
-    }
-    Ok(())
-}
-
-/// The send buffer a fresh socket with our options gets (the banner's
-/// "TCP window size").
-pub(super) fn probe_window(cfg: &TestConfig, remote: SocketAddr) -> u64 {
-    let Ok(s) = socket2::Socket::new(socket2::Domain::for_address(remote), socket2::Type::STREAM, None) else {
-        return 0;
+        signal: signal.clone(),
+        start: StartInfo {
+            connecting_to: Some((host.to_string(), cfg.port)),
+            ..StartInfo::default()
+        },
     };
-    let _ = prepare(&s, cfg, remote);
-    s.send_buffer_size().unwrap_or(0) as u64
-}
-
-pub(super) struct Connected {
-    pub(super) sock: TcpStream,
-    pub(super) local: SocketAddr,
-    pub(super) remote: SocketAddr,
-    pub(super) connect_ms: f64,
-}
-
-pub(super) fn connect_one(cfg: &TestConfig, addrs: &[SocketAddr]) -> Result<Connected, Error> {
-    let opts = ConnectOpts {
-        bind: cfg.net.bind.as_deref(),
-        port: cfg.net.cport,
-        device: cfg.net.bind_dev.as_deref(),
-        timeout: Some(Duration::from_secs(10)),
-        mptcp: false,
-    };
-    let mut tries = cfg.iperf2.connect_retries + 1;
-    loop {
-        tries -= 1;
-        let t0 = Instant::now();
-        let mut last = None;
-        for a in addrs {
-            match net::connect_tcp(*a, &opts, |s| prepare(s, cfg, *a), Code::CONNECT) {
-                Ok(sock) => {
-                    let connect_ms = t0.elapsed().as_secs_f64() * 1e3;
-                    let local = sock.local_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;
-                    let remote = sock.peer_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;
-                    return Ok(Connected {
-                        sock,
-                        local,
-                        remote,
-                        connect_ms,
-                    });
-                }
-                Err(e) => last = Some(e),
-            }
+    let params = run_params(p);
+    match (p.direction, back) {
+        (Direction::Dual, Some(server)) => {
+            let signal2 = signal.clone();
+            let listen = std::thread::Builder::new()
+                .name("ws-iperf2-listen".into())
+                .spawn(move || server.run(signal2))
+                .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
+            let r = run_flows(&params, Side::Client, flows, &opts, reporter);
+            t.after_run(reporter, signal);
+            let r2 = listen.join().unwrap_or(Ok(()));
+            r.and(r2)
         }
-        let e = last.unwrap_or_else(|| Error::new(Code::CONNECT));
-        if e.code != Code::CONNECT {
-            // A socket option the kernel refused: retrying cannot help.
-            return Err(e);
+        (Direction::Tradeoff, Some(server)) => {
+            run_flows(&params, Side::Client, flows, &opts, reporter)?;
+            t.after_run(reporter, signal);
+            server.run(signal.clone())
         }
-        if tries == 0 {
-            let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
-            return Err(Error::msg(Code::CONNECT, format!("tcp connect failed: {why}")));
+        _ => {
+            let r = run_flows(&params, Side::Client, flows, &opts, reporter);
+            t.after_run(reporter, signal);
+            r
         }
-        std::thread::sleep(Duration::from_millis(500));
     }
 }
 
-/// Sends the header; with `-X`, waits for the server's ack and returns it.
-fn send_header(s: &TcpStream, hdr: &[u8], peer_detect: bool) -> Result<Option<ClientAck>, Error> {
-    let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
-    if peer_detect {
-        let _ = s.set_nodelay(true);
+/// The test parameters the client's session runs with: a reverse-only
+/// test's rate limits the server's sending (or our reads, in the hooks),
+/// not a sender here; `-n` is per flow (each stream has its own budget),
+/// so the session itself only waits for the streams.
+fn run_params(p: &TestParams) -> TestParams {
+    let mut params = p.clone();
+    if p.direction == Direction::Reverse {
+        params.rate = 0;
+        params.pps = None;
     }
-    (&*s).write_all(hdr).map_err(|e| Error::io(Code::SENDPARAMS, &e))?;
-    let _ = s.set_write_timeout(None);
-    if !peer_detect {
-        return Ok(None);
+    if let EndCondition::Bytes(_) = params.end {
+        params.end = EndCondition::Time(Duration::ZERO);
     }
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut buf = vec![0u8; 0];
-    let mut want = ClientAck::needed(&buf);
-    let mut tmp = [0u8; 52];
-    while buf.len() < want {
-        match (&*s).read(&mut tmp[..want - buf.len()]) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                buf.extend_from_slice(&tmp[..n]);
-                want = ClientAck::needed(&buf);
-            }
-        }
-    }
-    let _ = s.set_read_timeout(None);
-    let _ = s.set_nodelay(false);
-    Ok(ClientAck::decode(&buf))
+    params
 }
 
-/// The one-shot clock check of `-X --trip-times`, in ms.
-fn clock_check(ack: &ClientAck, start: (u32, u32), received: (u32, u32)) -> Option<ClockCheck> {
-    let t = ack.times?;
-    let j = |p: (u32, u32)| join_secs(p.0, p.1);
-    let send = (j(t[1]) - j(start)) * 1e3;
-    let back = (j(received) - j(t[2])) * 1e3;
-    Some(ClockCheck {
-        rtt: send + back,
-        send,
-        back,
+/// `host` resolved, or 2.1.8's words for why not.
+fn resolve(host: &str, cfg: &TestConfig) -> Result<Vec<SocketAddr>, Error> {
+    net::resolve(host, cfg.port, cfg.net.family).map_err(|e| {
+        let text = e.text();
+        let why = text.rsplit(": ").next().unwrap_or(&text).to_string();
+        Error::msg(Code::CONNECT, format!("ERROR: failed to find host {host}: {why}"))
     })
 }
 
-/// A receiving flow's hook and counters.
-fn reader(
-    counters_for: &TestParams,
-    trip_times: bool,
-    rate: u64,
-    quickack: Option<std::net::TcpStream>,
-    reversed: bool,
-) -> StreamExtras {
-    let bl = counters_for.block_len_or_default() as usize;
-    let counters = DetailCounters::new(bl, trip_times);
-    // A server sending --trip-times bursts first sends its own header.
-    let bursts = trip_times.then(BurstTracker::after_header);
-    let hook = RecvHook::new(counters.clone(), bursts, rate, bl).with_quickack(quickack);
-    StreamExtras {
-        hook: Some(Box::new(hook)),
-        meta: StreamMeta {
-            detail: Some(counters),
-            reversed,
-            ..StreamMeta::default()
-        },
-        ..StreamExtras::default()
+/// For `-d`/`-r`: the server that receives the connect-back on `-L`, its
+/// banner printed now (before the client's, as 2.1.8 prints them). It
+/// waits for the server's flows up to the test's length and a little
+/// more.
+fn connect_back_server(cfg: &TestConfig, reporter: &mut Reporter, shared: Arc<Mutex<Reporter>>) -> Option<Server> {
+    let p = &cfg.params;
+    if !matches!(p.direction, Direction::Dual | Direction::Tradeoff) {
+        return None;
+    }
+    let mut bcfg = cfg.clone();
+    let extra = if p.direction == Direction::Dual { 2 } else { 3 };
+    let wait = (p.duration().unwrap_or(Duration::ZERO) + Duration::from_secs(extra)).max(Duration::from_secs(3));
+    bcfg.server.listen_time = Some(wait);
+    bcfg.output.enhanced = false;
+    match Server::bind_mode(&bcfg, Output::discard(), Mode::ConnectBack { expect: p.streams }) {
+        Ok(s) => {
+            reporter.emit(Event::Listening(Box::new(s.listening())));
+            Some(s.forwarding_to(shared))
+        }
+        Err(e) => {
+            reporter.emit(Event::Warning(format!("listener bind failed: {}", e.why())));
+            None
+        }
     }
 }
 
@@ -254,15 +204,40 @@ pub(super) fn settings(cfg: &TestConfig, window: u64, notes: Vec<BannerNote>) ->
         flows: p.streams,
         block_len: p.block_len_or_default(),
         tos: p.tos,
-        nodelay: p.nodelay || cfg.iperf2.bounceback.is_some(),
+        nodelay: p.protocol == Protocol::Tcp && (p.nodelay || cfg.iperf2.bounceback.is_some()),
         window,
         window_requested: p.window.map(u64::from),
         notes,
     }
 }
 
-/// The banner notes of a client.
-fn client_notes(cfg: &TestConfig) -> Vec<BannerNote> {
+/// The TCP client.
+#[derive(Default)]
+struct Tcp {
+    /// The connections, held until the test is over, so each keeps the
+    /// descriptor its `(sock=N)` showed.
+    keep: Vec<std::net::TcpStream>,
+}
+
+impl Transport for Tcp {
+    fn banner(&self, cfg: &TestConfig, addr: SocketAddr) -> (u64, Vec<BannerNote>) {
+        (super::tcp_client::probe_window(cfg, addr), tcp_notes(cfg))
+    }
+
+    fn connect(&mut self, cfg: &TestConfig, addrs: &[SocketAddr], reporter: &mut Reporter) -> Result<Vec<Flow>, Error> {
+        let start = crate::clock::wall_clock();
+        let (flows, keep) = super::tcp_client::connect_flows(cfg, addrs, start, reporter)?;
+        self.keep = keep;
+        Ok(flows)
+    }
+
+    fn drain(&self) -> Duration {
+        Duration::from_secs(5)
+    }
+}
+
+/// The banner notes of a TCP client.
+fn tcp_notes(cfg: &TestConfig) -> Vec<BannerNote> {
     let p = &cfg.params;
     if let Some(bb) = &cfg.iperf2.bounceback {
         let size = format_iperf2(p.block_len_or_default() as f64, 'B');
@@ -289,390 +264,4 @@ fn client_notes(cfg: &TestConfig) -> Vec<BannerNote> {
                 .map(|n| BannerNote::AfterWindow(format!("Event based writes (pending queue watermark at {n} bytes)"))),
         )
         .collect()
-}
-
-/// A bounceback connection's mode: `bb w/quickack len/hold=100/0`
-/// (with --trip-times 2.1.8 adds `(trip-times)` after it).
-pub(super) fn bb_mode(quickack: bool, size: u32, hold_us: u32, synced: bool) -> String {
-    let q = if quickack { " w/quickack" } else { "" };
-    let t = if synced { ") (trip-times" } else { "" };
-    format!("bb{q} len/hold={size}/{hold_us}{t}")
-}
-
-/// Runs an iperf 2 client test against `host`.
-pub fn run(ctx: &Arc<Ctx>, host: &str, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
-    let cfg = &ctx.cfg;
-    let p = &cfg.params;
-    let addrs = resolve(host, cfg)?;
-    // Signals end the test early (RunOpts watches them); the reports still print.
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut reporter = ctx.reporter(Side::Client);
-    let listener = connect_back_listener(ctx, &mut reporter);
-    reporter.emit(Event::Connecting(Box::new(Connecting {
-        host: host.to_string(),
-        port: cfg.port,
-        direction: p.direction,
-        settings: settings(cfg, probe_window(cfg, addrs[0]), client_notes(cfg)),
-        control: None,
-    })));
-    let start = wall_clock();
-    let (flows, keep) = connect_flows(ctx, &addrs, start, &mut reporter)?;
-    // Reverse traffic ends when the server closes; everything else when we
-    // stop sending.
-    let reverse_only = p.direction == Direction::Reverse;
-    let dur = p.duration();
-    let mut params = p.clone();
-    if reverse_only {
-        // The rate limits our reads (in the hooks), not a sender.
-        params.rate = 0;
-    }
-    // `-n` is per flow (each stream has its own budget); the session
-    // itself only has to wait for the streams.
-    if let EndCondition::Bytes(_) = params.end {
-        params.end = EndCondition::Time(Duration::ZERO);
-    }
-    let opts = RunOpts {
-        interval: cfg.output.interval,
-        decides_end: !reverse_only,
-        watchdog: dur.map(|d| Instant::now() + d + Duration::from_secs(30)),
-        drain: Duration::from_secs(5),
-        idle_limit: None,
-        stop: stop.clone(),
-        file: match (&cfg.file, cfg.iperf2.stdin) {
-            (Some(f), _) => Some(f.clone()),
-            (None, true) => Some("/dev/stdin".into()),
-            _ => None,
-        },
-        signal: signal.clone(),
-        start: StartInfo {
-            connecting_to: Some((host.to_string(), cfg.port)),
-            ..StartInfo::default()
-        },
-    };
-    let back = listener.map(|l| (l, connect_back_wait(p)));
-    let r = match (p.direction, back) {
-        (Direction::Dual, Some((l, wait))) => {
-            let ctx2 = ctx.clone();
-            let stop2 = stop.clone();
-            let signal2 = signal.clone();
-            let n = p.streams;
-            let listen = std::thread::Builder::new()
-                .name("ws-iperf2-listen".into())
-                .spawn(move || receive_connect_back(&ctx2, l, n, wait, &stop2, &signal2))
-                .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
-            let r = run_flows(&params, Side::Client, flows, &opts, &mut reporter);
-            let r2 = listen.join().unwrap_or(Ok(()));
-            r.and(r2)
-        }
-        (Direction::Tradeoff, Some((l, wait))) => {
-            run_flows(&params, Side::Client, flows, &opts, &mut reporter)?;
-            receive_connect_back(ctx, l, p.streams, wait, &stop, signal)
-        }
-        _ => run_flows(&params, Side::Client, flows, &opts, &mut reporter),
-    };
-    drop(keep);
-    r
-}
-
-/// `host` resolved, or 2.1.8's words for why not.
-pub(super) fn resolve(host: &str, cfg: &TestConfig) -> Result<Vec<SocketAddr>, Error> {
-    net::resolve(host, cfg.port, cfg.net.family).map_err(|e| {
-        let text = e.text();
-        let why = text.rsplit(": ").next().unwrap_or(&text).to_string();
-        Error::msg(Code::CONNECT, format!("ERROR: failed to find host {host}: {why}"))
-    })
-}
-
-/// How long the client waits for the server's connect-back.
-fn connect_back_wait(p: &TestParams) -> Duration {
-    let extra = if p.direction == Direction::Dual { 2 } else { 3 };
-    (p.duration().unwrap_or(Duration::ZERO) + Duration::from_secs(extra)).max(Duration::from_secs(3))
-}
-
-/// For `-d`/`-r`: the listener for the server's connect-back, with its banner.
-fn connect_back_listener(ctx: &Ctx, reporter: &mut crate::report::Reporter) -> Option<TcpListener> {
-    let cfg = &ctx.cfg;
-    let p = &cfg.params;
-    if !matches!(p.direction, Direction::Dual | Direction::Tradeoff) {
-        return None;
-    }
-    let port = cfg.iperf2.listen_port.unwrap_or(cfg.port);
-    match net::listen_tcp(cfg.net.bind.as_deref(), port, cfg.net.family, false, 128) {
-        Ok(l) => {
-            let window = SockRef::from(&l).recv_buffer_size().unwrap_or(0) as u64;
-            reporter.emit(Event::Listening(Box::new(Listening {
-                port,
-                settings: settings(cfg, window, Vec::new()),
-                ..Listening::default()
-            })));
-            Some(l)
-        }
-        Err(e) => {
-            reporter.emit(Event::Warning(format!("listener bind failed: {}", e.why())));
-            None
-        }
-    }
-}
-
-/// Connects the `-P` flows, sends each its header, and prints their
-/// connection lines: the flows to run, and the sockets to keep open until
-/// the test is over (each connection keeps the descriptor its `(sock=N)`
-/// showed).
-fn connect_flows(
-    ctx: &Ctx,
-    addrs: &[SocketAddr],
-    start: (u32, u32),
-    reporter: &mut crate::report::Reporter,
-) -> Result<(Vec<Flow>, Vec<TcpStream>), Error> {
-    let cfg = &ctx.cfg;
-    let p = &cfg.params;
-    let bb = cfg.iperf2.bounceback.as_ref();
-    let header = (!cfg.iperf2.compat && bb.is_none()).then(|| build_header(cfg, start).encode_tcp());
-    let mut flows = Vec::new();
-    let mut keep = Vec::new();
-    let mut connect_times = Welford::default();
-    for i in 0..p.streams {
-        // `-p m-n` and --incr-dstport: flow i goes to port m + i.
-        let c = if cfg.iperf2.port_last.is_some() || cfg.iperf2.incr_dstport {
-            let port = cfg.port.saturating_add(i as u16);
-            let to: Vec<SocketAddr> = addrs.iter().map(|a| SocketAddr::new(a.ip(), port)).collect();
-            connect_one(cfg, &to)?
-        } else {
-            connect_one(cfg, addrs)?
-        };
-        let id = ctx.next_id();
-        // TCP_INFO before the header goes out, as 2.1.8 reads it.
-        let mut line = conn_line(id, &c.sock, c.local, c.remote);
-        let ack = match &header {
-            Some(h) => send_header(&c.sock, h, cfg.iperf2.peer_detect)?,
-            None => None,
-        };
-        line.connect_ms = Some(c.connect_ms);
-        line.mss = Some(net::mss_of(&c.sock));
-        match bb {
-            Some(b) => {
-                let _ = c.sock.set_nodelay(true);
-                line.mode = Some(bb_mode(b.quickack, p.block_len_or_default(), b.hold_us, p.trip_times));
-            }
-            None => {
-                line.prefetch = cfg.iperf2.write_prefetch;
-                line.qack = cfg.iperf2.quickack;
-                line.mode = match p.direction {
-                    Direction::Reverse => Some("reverse".into()),
-                    Direction::FullDuplex => Some("full-duplex".into()),
-                    _ if p.trip_times => Some("trip-times".into()),
-                    _ => None,
-                };
-            }
-        }
-        if let Some(a) = ack.as_ref().filter(|_| p.trip_times) {
-            line.clock = clock_check(a, start, wall_clock());
-        }
-        reporter.emit(Event::StreamConnected(Box::new(line)));
-        connect_times.add(c.connect_ms, 0);
-        let hdr_len = header.as_ref().map_or(0, |h| h.len() as u64);
-        flows.extend(flows_of(cfg, id, &c, hdr_len, start)?);
-        keep.push(c.sock);
-    }
-    if cfg.output.enhanced && connect_times.count > 1 {
-        reporter.emit(Event::ConnectTimes(Box::new(ConnectTimes {
-            ms: connect_times.stats().unwrap_or_default(),
-            errors: 0,
-        })));
-    }
-    Ok((flows, keep))
-}
-
-/// The flows one connection carries: a receiving one (-R, --full-duplex),
-/// a sending one, or a bounceback one.
-fn flows_of(cfg: &TestConfig, id: u32, c: &Connected, hdr_len: u64, start: (u32, u32)) -> Result<Vec<Flow>, Error> {
-    let p = &cfg.params;
-    let take = || c.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e));
-    if let Some(b) = &cfg.iperf2.bounceback {
-        let counters = BouncebackCounters::new(cfg.output.interval, p.trip_times);
-        let spec = BouncebackSpec {
-            size: p.block_len_or_default(),
-            count: b.count,
-            period: b.period,
-            hold_us: b.hold_us,
-            quickack: b.quickack,
-            tos: p.tos,
-            synced: p.trip_times,
-            counters: counters.clone(),
-        };
-        let extras = StreamExtras {
-            kind: StreamKind::Bounceback(spec),
-            meta: StreamMeta {
-                bounceback: Some(counters),
-                ..StreamMeta::default()
-            },
-            ..StreamExtras::default()
-        };
-        return Ok(vec![Flow::new(data_stream(id, StreamRole::Send, take()?, c), extras)]);
-    }
-    let sends = p.direction != Direction::Reverse;
-    let receives = matches!(p.direction, Direction::Reverse | Direction::FullDuplex);
-    let mut flows = Vec::new();
-    if receives {
-        let qack = if cfg.iperf2.quickack { Some(take()?) } else { None };
-        let extras = reader(p, p.trip_times, p.rate, qack, true);
-        flows.push(Flow::new(data_stream(id, StreamRole::Recv, take()?, c), extras));
-    }
-    if sends {
-        let hook: Option<Box<dyn crate::engine::StreamHook>> = p
-            .trip_times
-            .then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>);
-        let mut f = Flow::new(
-            data_stream(id, StreamRole::Send, take()?, c),
-            // Like 2.1.8, the header counts as sent bytes.
-            StreamExtras {
-                hook,
-                initial_bytes: hdr_len,
-                // The header is part of what `-n` counts (2.1.8 sends n
-                // bytes in all).
-                budget: match p.end {
-                    EndCondition::Bytes(n) => Some(n.saturating_sub(hdr_len)),
-                    _ => None,
-                },
-                ..StreamExtras::default()
-            },
-        );
-        f.await_close = if receives { None } else { Some(take()?) };
-        flows.push(f);
-    }
-    Ok(flows)
-}
-
-fn data_stream(id: u32, role: StreamRole, sock: TcpStream, c: &Connected) -> DataStream {
-    DataStream {
-        id,
-        role,
-        info: ConnInfo::new(id, std::os::fd::AsRawFd::as_raw_fd(&sock), c.local, c.remote),
-        sock: crate::session::DataSock::Tcp(sock),
-    }
-}
-
-/// The client side of `-d`/`-r`: accepts the server's connections on the
-/// `-L` listener and receives on them.
-fn receive_connect_back(
-    ctx: &Arc<Ctx>,
-    listener: TcpListener,
-    n: u32,
-    wait: Duration,
-    stop: &Arc<AtomicBool>,
-    signal: &Arc<AtomicUsize>,
-) -> Result<(), Error> {
-    let cfg = &ctx.cfg;
-    let mut reporter = ctx.reporter(Side::Client);
-    let deadline = Instant::now() + wait;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| Error::io(Code::LISTEN, &e))?;
-    let mut flows = Vec::new();
-    while (flows.len() as u32) < n {
-        if stop.load(Relaxed) || signal.load(Relaxed) != 0 {
-            return Ok(());
-        }
-        match listener.accept() {
-            Ok((sock, peer)) => {
-                let _ = sock.set_nonblocking(false);
-                let local = sock.local_addr().map_err(|e| Error::io(Code::ACCEPT, &e))?;
-                let id = ctx.next_id();
-                let mut line = super::conn_line(id, &sock, local, peer);
-                // 2.1.8's client listener prints no TCP_INFO.
-                line.tcp_init = None;
-                reporter.emit(Event::StreamConnected(Box::new(line)));
-                let c = Connected {
-                    sock,
-                    local,
-                    remote: peer,
-                    connect_ms: 0.0,
-                };
-                let extras = reader(&cfg.params, false, 0, None, false);
-                let sock = c.sock.try_clone().map_err(|e| Error::io(Code::ACCEPT, &e))?;
-                flows.push(Flow::new(data_stream(id, StreamRole::Recv, sock, &c), extras));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
-                    if flows.is_empty() {
-                        return Err(Error::msg(
-                            Code::ACCEPT,
-                            "ERROR: expected reverse connect did not occur",
-                        ));
-                    }
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => return Err(Error::io(Code::ACCEPT, &e)),
-        }
-    }
-    let mut params = cfg.params.clone();
-    params.rate = 0;
-    let opts = RunOpts {
-        interval: cfg.output.interval,
-        decides_end: false,
-        watchdog: cfg
-            .params
-            .duration()
-            .map(|d| Instant::now() + d + Duration::from_secs(30)),
-        drain: Duration::from_secs(2),
-        idle_limit: Some(Duration::from_secs(60)),
-        stop: stop.clone(),
-        file: None,
-        signal: signal.clone(),
-        start: StartInfo::default(),
-    };
-    run_flows(&params, Side::Client, flows, &opts, &mut reporter)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::iperf2::test_config as cfg;
-
-    fn first_words(h: &ClientHeader) -> Vec<u32> {
-        h.encode_tcp()
-            .chunks(4)
-            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
-    }
-
-    #[test]
-    fn headers_match_what_2_1_8_sends() {
-        let w = first_words(&build_header(&cfg("-c h -p 15030 -t 0.3 -l 1K"), (0, 0)));
-        assert_eq!(&w[..6], &[0x4001_0078, 1, 15030, 1024, 0, 0xffff_ffe2]);
-        assert_eq!(&w[6..11], &[0, 0, 0, 0x0002_0001, 0x0008_0003]);
-        let w = first_words(&build_header(&cfg("-c h -t 0.3 -d -L 17000"), (0, 0)));
-        assert_eq!(&w[..4], &[0xc001_0079, 1, 17000, 0]);
-        let w = first_words(&build_header(&cfg("-c h -t 0.3 -r -L 17001"), (0, 0)));
-        assert_eq!(&w[..3], &[0xc001_0078, 1, 17001]);
-        let w = first_words(&build_header(&cfg("-c h -t 0.3 -R"), (0, 0)));
-        assert_eq!((w[0], w[8]), (0x4401_0078, 0x0400_0000));
-        let w = first_words(&build_header(&cfg("-c h -t 0.3 --full-duplex"), (0, 0)));
-        assert_eq!((w[0], w[8]), (0x4401_0078, 0x0800_0000));
-        let w = first_words(&build_header(&cfg("-c h -t 0.3 --trip-times"), (7, 9)));
-        assert_eq!((w[0], w[8], w.len()), (0x4001_00a0, 0x0010_0000, 20));
-        assert_eq!(&w[15..18], &[0, 7, 9]);
-        let w = first_words(&build_header(&cfg("-c h -b 50m"), (0, 0)));
-        assert_eq!((w[5], w[12]), (0xffff_fc18, 50_000_000));
-        let w = first_words(&build_header(&cfg("-c h -n 100K"), (0, 0)));
-        assert_eq!(w[5], 102400);
-        let w = first_words(&build_header(&cfg("-c h -S 0x10"), (0, 0)));
-        assert_eq!(w[11], 0x10);
-        let w = first_words(&build_header(&cfg("-c h -X"), (0, 0)));
-        assert_eq!(w[0] & 0xFF00_0000, 0x4600_0000);
-    }
-
-    #[test]
-    fn clock_check_arithmetic() {
-        let ack = ClientAck {
-            version_u: VERSION_U,
-            version_l: VERSION_L,
-            times: Some([(10, 0), (10, 1000), (10, 1500)]),
-        };
-        let k = clock_check(&ack, (10, 0), (10, 2500)).unwrap();
-        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        assert!(near(k.rtt, 2.0) && near(k.send, 1.0) && near(k.back, 1.0), "{k:?}");
-    }
 }

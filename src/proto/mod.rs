@@ -3,3 +3,4 @@
 
 pub mod iperf2;
 pub mod iperf3;
+pub mod sniff;

@@ -26,6 +26,13 @@ pub fn header_state() -> HeaderState {
     Arc::new(Mutex::new(Vec::new()))
 }
 
+/// The process's header state: every iperf 2 sink the process makes
+/// (a dual test's two directions, a server's tests) prints under it.
+pub fn process_header() -> HeaderState {
+    static STATE: std::sync::OnceLock<HeaderState> = std::sync::OnceLock::new();
+    STATE.get_or_init(header_state).clone()
+}
+
 const HDR_PLAIN: &str = "[ ID] Interval       Transfer     Bandwidth\n";
 const HDR_SENDER_E: &str =
     "[ ID] Interval            Transfer    Bandwidth       Write/Err  Rtry     Cwnd/RTT(var)        NetPwr\n";

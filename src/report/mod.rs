@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 pub use crate::events::Event;
 
 use crate::config::{Dialect, TestConfig};
+use crate::events::Side;
 use crate::error::{Code, Error};
 
 /// A consumer of measurement events.
@@ -212,16 +213,6 @@ impl Reporter {
         }
     }
 
-    /// Adds the iperf 2 sink a configuration asks for (text or `-y C`),
-    /// sharing the column-header state `header` with the process's others.
-    pub fn add_iperf2(&mut self, cfg: &TestConfig, out: Output, side: crate::events::Side, header: iperf2_text::HeaderState) {
-        if cfg.output.csv {
-            self.add(Box::new(csv::CsvSink::new(cfg, out, side)));
-        } else {
-            self.add(Box::new(iperf2_text::Iperf2Text::new(cfg, out, side, header)));
-        }
-    }
-
     /// The first failure any sink had with its own output.
     pub fn finish(&mut self) -> Result<(), Error> {
         let mut first = Ok(());
@@ -235,34 +226,63 @@ impl Reporter {
         first
     }
 
-    /// The sinks a configuration asks for, writing to `out`.
-    pub fn for_config(cfg: &TestConfig, out: Output, side: crate::events::Side) -> Reporter {
+    /// The sinks a configuration asks for, writing to `out`: one
+    /// format (JSON, the JSON stream, CSV, or the dialect's text, with
+    /// `--live` drawn around it on a terminal), and the HTML report.
+    pub fn for_config(cfg: &TestConfig, out: Output, side: Side) -> Reporter {
         let mut r = Reporter::new();
-        match cfg.dialect {
-            Dialect::Iperf2 => r.add_iperf2(cfg, out.clone(), side, iperf2_text::header_state()),
-            Dialect::Iperf3 => {
-                if cfg.output.json_stream {
-                    r.add(Box::new(iperf3_json::JsonStreamSink::new(cfg, out.clone(), side)));
-                    if cfg.output.json_stream_full {
-                        r.add(Box::new(iperf3_json::JsonSink::new(cfg, out.clone(), side)));
-                    }
-                } else if cfg.output.json {
-                    r.add(Box::new(iperf3_json::JsonSink::new(cfg, out.clone(), side)));
-                } else {
-                    let text = Box::new(iperf3_text::TextSink::new(cfg, out.clone(), side));
-                    // --live draws around the text sink, on a terminal only.
-                    if cfg.output.live && out.is_terminal() {
-                        r.add(Box::new(live::LiveSink::new(text, live::Terminal::stdout())));
-                    } else {
-                        r.add(text);
-                    }
-                }
+        if cfg.output.json_stream {
+            r.add(Box::new(iperf3_json::JsonStreamSink::new(cfg, out.clone(), side)));
+            if cfg.output.json_stream_full {
+                r.add(Box::new(iperf3_json::JsonSink::new(cfg, out.clone(), side)));
+            }
+        } else if cfg.output.json {
+            r.add(Box::new(iperf3_json::JsonSink::new(cfg, out.clone(), side)));
+        } else if cfg.output.csv {
+            r.add(Box::new(csv::CsvSink::new(cfg, out.clone(), side)));
+        } else {
+            let text: Box<dyn Sink> = match cfg.dialect {
+                Dialect::Iperf3 => Box::new(iperf3_text::TextSink::new(cfg, out.clone(), side)),
+                Dialect::Iperf2 => Box::new(iperf2_text::Iperf2Text::new(
+                    cfg,
+                    out.clone(),
+                    side,
+                    iperf2_text::process_header(),
+                )),
+            };
+            // --live draws around the text, on a terminal only.
+            if cfg.output.live && out.is_terminal() {
+                r.add(Box::new(live::LiveSink::new(text, live::Terminal::stdout())));
+            } else {
+                r.add(text);
             }
         }
         if let Some(path) = &cfg.output.html_report {
             r.add(Box::new(html::HtmlSink::new(cfg, out, side, path.clone())));
         }
         r
+    }
+}
+
+impl Reporter {
+    /// A reporter that hands every event to `shared` (another thread's
+    /// reporter: an iperf 2 client's connect-back reports into the
+    /// client's).
+    pub fn forwarding(shared: Arc<Mutex<Reporter>>) -> Reporter {
+        let mut r = Reporter::new();
+        r.add(Box::new(Forward(shared)));
+        r
+    }
+}
+
+/// Hands events on to a shared reporter.
+struct Forward(Arc<Mutex<Reporter>>);
+
+impl Sink for Forward {
+    fn event(&mut self, ev: &Event) {
+        if let Ok(mut r) = self.0.lock() {
+            r.emit(ev.clone());
+        }
     }
 }
 

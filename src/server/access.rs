@@ -48,14 +48,14 @@ impl Net {
 
     /// One host.
     pub fn host(addr: IpAddr) -> Net {
-        let addr = canonical(addr);
+        let addr = crate::net::canonical_ip(addr);
         let prefix = if addr.is_ipv4() { 32 } else { 128 };
         Net { addr, prefix }
     }
 
     /// Whether `ip` is inside this network.
     pub fn contains(&self, ip: IpAddr) -> bool {
-        match (self.addr, canonical(ip)) {
+        match (self.addr, crate::net::canonical_ip(ip)) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => u32::from(ip) & mask32(self.prefix) == u32::from(net),
             (IpAddr::V6(net), IpAddr::V6(ip)) => u128::from(ip) & mask128(self.prefix) == u128::from(net),
             _ => false,
@@ -76,14 +76,6 @@ fn mask128(prefix: u8) -> u128 {
         0
     } else {
         u128::MAX << (128 - prefix.min(128))
-    }
-}
-
-/// An IPv4-mapped IPv6 address as the IPv4 address it carries.
-pub fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
     }
 }
 

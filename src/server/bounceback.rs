@@ -11,24 +11,19 @@ use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 
-use super::client::bb_mode;
-use super::conn_line;
-use super::runner::{Flow, RunOpts, run_flows};
-use super::server::ServerCtx;
+use super::{Running, ServerCtx};
 use crate::engine::StreamKind;
+use crate::iperf2::client::bb_mode;
+use crate::iperf2::conn_line;
+use crate::iperf2::runner::{Flow, RunOpts, run_flows};
 use crate::engine::bounceback::EchoSpec;
 use crate::events::{ConnInfo, Event, Side, StartInfo};
-use crate::proto::iperf2::bounceback::{BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader, is_bounceback};
+use crate::proto::iperf2::bounceback::{BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader};
 use crate::session::{DataSock, DataStream, StreamExtras};
 use crate::stats::{BouncebackCounters, StreamMeta, StreamRole};
 
 /// How long the rest of the first header may take once it has begun.
 const MESSAGE_WAIT: Duration = Duration::from_secs(4);
-
-/// Whether a connection's first bytes open a bounceback test.
-pub(super) fn opens(prefix: &[u8]) -> bool {
-    is_bounceback(prefix)
-}
 
 /// Reads the rest of the first message's header; `None` if it does not
 /// come in time or is not a bounceback header.
@@ -55,11 +50,10 @@ fn first_header(sock: &TcpStream, mut prefix: Vec<u8>) -> Option<(BbHeader, Vec<
 /// Serves one bounceback connection; `prefix` holds the bytes already
 /// read (at least the first word). Returns when the client closes, goes
 /// silent, or sends what is not a bounceback message.
-pub(super) fn serve(sc: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: Vec<u8>) {
-    let ctx = &sc.ctx;
+pub(super) fn serve(ctx: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: Vec<u8>) {
     let Ok(local) = sock.local_addr() else { return };
     let Some((first, prefix)) = first_header(&sock, prefix) else {
-        sc.unrecognized();
+        ctx.refused(crate::metrics::Refusal::Unrecognized);
         return;
     };
     let _ = sock.set_read_timeout(None);
@@ -81,8 +75,14 @@ pub(super) fn serve(sc: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: V
         first.hold_us,
         first.bbflags & BB_CLOCKSYNCED != 0,
     ));
-    let cfg = &ctx.cfg;
-    let mut rep = ctx.test_reporter(cfg, crate::config::Protocol::Tcp, peer.ip(), 1);
+    if !ctx.has_room() {
+        super::iperf2_flows::refuse(ctx, local, peer, "server is busy");
+        ctx.refused(crate::metrics::Refusal::Busy);
+        return;
+    }
+    let _running = Running::new(&ctx.active);
+    let cfg = &ctx.flow_cfg;
+    let mut rep = ctx.test_reporter(cfg, crate::config::Protocol::Tcp, peer.ip());
     rep.emit(Event::StreamConnected(Box::new(line)));
     let Ok(s2) = sock.try_clone() else { return };
     let counters = BouncebackCounters::echo(cfg.output.interval);
@@ -112,11 +112,11 @@ pub(super) fn serve(sc: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: V
         watchdog: None,
         drain: Duration::from_secs(1),
         idle_limit: None,
-        stop: sc.stop.clone(),
+        stop: ctx.stop.clone(),
         file: None,
         signal: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
         start: StartInfo {
-            accepted_connection: Some(crate::util::split_addr(&peer)),
+            accepted_connection: Some(crate::net::split_addr(&peer)),
             ..StartInfo::default()
         },
     };

@@ -1,0 +1,424 @@
+//! The application: which dialect a command line speaks, and running what
+//! it asks for — a client, a server (with its daemon, pidfile, metrics
+//! endpoint and signals), or a client against a server in this process
+//! (`--loopback`) — the same way for both dialects.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use crate::config::{Dialect, Role, TestConfig};
+use crate::error::{Code, Error};
+use crate::events::{Event, Side};
+use crate::report::{Output, Reporter};
+use crate::{cli, debug, json, metrics, search, server, sys};
+
+/// wirespeed's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the client announces as `client_version` (informational for servers).
+pub const CLIENT_VERSION: &str = concat!("wirespeed-", env!("CARGO_PKG_VERSION"));
+
+/// `"wirespeed x.y.z"`, as JSON `start.version` and `-v` print it.
+pub fn version_string() -> String {
+    format!("wirespeed {VERSION}")
+}
+
+/// What SIGHUP does to a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hangup {
+    /// Ends it, like SIGTERM (iperf3's behaviour; a client, or a server
+    /// in a terminal that goes away).
+    End,
+    /// Reopens the log file (a server with `--logfile` / `-o`, for log rotation).
+    ReopenLog,
+    /// Nothing (a daemon without a log file).
+    Ignore,
+}
+
+/// SIGHUP's meaning for a process of `cfg`: a server reopens its log, or
+/// as a daemon without one ignores it; anything else ends.
+pub fn hangup_for(cfg: &TestConfig) -> Hangup {
+    match cfg.role {
+        Role::Server if cfg.output.logfile.is_some() => Hangup::ReopenLog,
+        Role::Server if cfg.server.daemon => Hangup::Ignore,
+        _ => Hangup::End,
+    }
+}
+
+/// Installs handlers for SIGINT and SIGTERM (and SIGHUP as `hup` says):
+/// the returned cell holds the number of the last ending signal (0 = none).
+pub fn install_signals(hup: Hangup) -> Arc<AtomicUsize> {
+    let cell = Arc::new(AtomicUsize::new(0));
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let _ = signal_hook::flag::register_usize(sig, cell.clone(), sig as usize);
+    }
+    let _ = match hup {
+        Hangup::End => signal_hook::flag::register_usize(libc::SIGHUP, cell.clone(), libc::SIGHUP as usize),
+        Hangup::ReopenLog => signal_hook::flag::register(libc::SIGHUP, crate::report::log_reopen_flag()),
+        Hangup::Ignore => {
+            signal_hook::flag::register(libc::SIGHUP, Arc::new(std::sync::atomic::AtomicBool::new(false)))
+        }
+    };
+    cell
+}
+
+fn program_name(args: &[OsString]) -> String {
+    args.first()
+        .and_then(|a| {
+            std::path::Path::new(a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "wirespeed".into())
+}
+
+/// Runs the program with `args` (argv, program name first); returns the
+/// exit code.
+pub fn run(args: Vec<OsString>) -> i32 {
+    let prog = program_name(&args);
+    let rest: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    if prog == "iperf" || prog == "iperf2" {
+        return run_iperf2(&rest, &prog);
+    }
+    if rest.first().is_some_and(|a| a == "--iperf2") {
+        return run_iperf2(&rest[1..], "iperf");
+    }
+    // wirespeed's own commands, which no iperf command line can start with.
+    match rest.first().map(String::as_str) {
+        Some("report") => return cli::report::run(&rest[1..], &prog),
+        Some("--completions") => return cli::completions::run(&rest[1..], &prog),
+        _ => {}
+    }
+    run_iperf3(&rest, &prog)
+}
+
+/// The iperf3 dialect's command line.
+fn run_iperf3(rest: &[String], prog: &str) -> i32 {
+    let wants_json = rest.iter().any(|a| a == "-J" || a == "--json" || a == "--json-stream");
+    let cmd = match cli::iperf3::parse_args(rest) {
+        Ok(c) => c,
+        Err(e) => {
+            if wants_json {
+                print_json_error(&e);
+            } else {
+                eprintln!("{prog}: {}", e.line());
+            }
+            return 1;
+        }
+    };
+    match cmd {
+        cli::iperf3::Command::Help => {
+            print!("{}", cli::iperf3::long_usage(prog));
+            0
+        }
+        cli::iperf3::Command::Version => {
+            println!("{} (iperf3 3.21 and iperf 2.1.8 compatible)", version_string());
+            println!("{}", sys::process::system_info());
+            println!(
+                "Optional features available: CPU affinity setting, IPv6 flow label, TCP congestion algorithm setting, \
+                 sendfile / zerocopy, socket pacing, authentication, bind to device, MPTCP, skip rx copy, multiple concurrent tests"
+            );
+            0
+        }
+        cli::iperf3::Command::Run(cfg, warnings) => run_config(*cfg, prog, &warnings),
+    }
+}
+
+/// The iperf 2 dialect's command line.
+fn run_iperf2(args: &[String], prog: &str) -> i32 {
+    use cli::iperf2::Command;
+    let cmd = match cli::iperf2::parse_args(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{}", e.line(prog));
+            return 1;
+        }
+    };
+    match cmd {
+        Command::Help => {
+            eprint!("{}", cli::iperf2::long_usage(prog));
+            1
+        }
+        Command::Version => {
+            eprint!("{}", cli::iperf2::version_line());
+            1
+        }
+        Command::Usage => {
+            eprint!("{}", cli::iperf2::short_usage(prog));
+            0
+        }
+        Command::Run(cfg, warnings) => {
+            if let Some(f) = &cfg.output.logfile {
+                println!(
+                    "Output from stdout and stderr will be redirected to file {}",
+                    f.display()
+                );
+            }
+            run_config(*cfg, prog, &warnings)
+        }
+    }
+}
+
+/// A JSON document with only the error, for a command line that cannot
+/// even be parsed.
+fn print_json_error(e: &Error) {
+    let mut start = serde_json::Map::new();
+    start.insert("connected".into(), serde_json::Value::Array(Vec::new()));
+    start.insert("version".into(), version_string().into());
+    start.insert("system_info".into(), sys::process::system_info().into());
+    let mut doc = serde_json::Map::new();
+    doc.insert("start".into(), serde_json::Value::Object(start));
+    doc.insert("intervals".into(), serde_json::Value::Array(Vec::new()));
+    doc.insert("end".into(), serde_json::Value::Object(serde_json::Map::new()));
+    doc.insert("error".into(), e.text().into());
+    println!("{}", json::to_formatted(&serde_json::Value::Object(doc)));
+}
+
+/// Prints warnings the command line raised, in the dialect's way.
+fn print_warnings(cfg: &TestConfig, out: &Output, warnings: &[String]) {
+    if cfg.output.json {
+        return;
+    }
+    for w in warnings {
+        match cfg.dialect {
+            Dialect::Iperf3 => out.write_err(&format!("warning: {w}\n")),
+            Dialect::Iperf2 => match w.strip_prefix(cli::iperf2::TO_STDERR) {
+                Some(w) => out.write_err(&format!("{w}\n")),
+                None => out.write(&format!("{w}\n")),
+            },
+        }
+    }
+}
+
+/// A failure before any test could run, in the dialect's words.
+fn print_failure(cfg: &TestConfig, out: &Output, e: &Error) {
+    if cfg.output.json {
+        print_json_error(e);
+        return;
+    }
+    let prog = out.program();
+    match cfg.dialect {
+        Dialect::Iperf3 => out.write_err(&format!("{prog}: {}\n", e.line())),
+        Dialect::Iperf2 => out.write_err(&format!("{}\n", e.text())),
+    }
+}
+
+/// Runs a parsed configuration of either dialect; returns the exit code.
+pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
+    let out = match Output::for_config(&cfg, prog) {
+        Ok(o) => o,
+        Err(e) => {
+            match cfg.dialect {
+                Dialect::Iperf3 => eprintln!("{prog}: {}", e.line()),
+                Dialect::Iperf2 => eprintln!("ERROR: unable to open output file: {}", e.text()),
+            }
+            return 1;
+        }
+    };
+    print_warnings(&cfg, &out, warnings);
+    debug::set_level(cfg.output.debug);
+    if cfg.iperf2.realtime
+        && let Err(e) = sys::netif::set_realtime()
+    {
+        out.write_err(&format!("WARNING: realtime scheduling not set: {e}\n"));
+    }
+    if let Err(e) = check_report_path(&cfg) {
+        print_failure(&cfg, &out, &e);
+        return 1;
+    }
+    // Bind the metrics endpoint before anything else, so a busy address is
+    // one line and exit 1; it starts serving once the server runs.
+    let metrics = match (&cfg.role, &cfg.server.metrics) {
+        (Role::Server, Some(addr)) => match metrics::http::Endpoint::bind(addr) {
+            Ok(ep) => Some(ep),
+            Err(e) => {
+                print_failure(&cfg, &out, &e);
+                return 1;
+            }
+        },
+        _ => None,
+    };
+    let signal = install_signals(hangup_for(&cfg));
+    let result = match &cfg.role {
+        Role::Client(host) => run_client(&cfg, host, &out, &signal, warnings),
+        Role::Loopback => run_loopback(&cfg, out.clone(), &signal),
+        Role::Server => run_server(&cfg, out.clone(), signal.clone(), metrics),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            if matches!(cfg.role, Role::Server) {
+                match cfg.dialect {
+                    Dialect::Iperf3 => {
+                        out.write_err(&format!("{prog}: {}\n", e.line()));
+                        out.write_err(&format!("{prog}: exiting\n"));
+                    }
+                    Dialect::Iperf2 => out.write_err(&format!("{}\n", e.text())),
+                }
+            }
+            1
+        }
+    }
+}
+
+/// `--report`: find out now, not after the test, that it cannot be written.
+fn check_report_path(cfg: &TestConfig) -> Result<(), Error> {
+    let Some(path) = &cfg.output.html_report else {
+        return Ok(());
+    };
+    let first = match cfg.role {
+        Role::Server => crate::report::html::numbered_path(path, 1),
+        _ => path.clone(),
+    };
+    crate::report::html::check_writable(&first)
+}
+
+/// A client of either dialect (or a UDP search of rates) against `host`.
+fn run_client(
+    cfg: &TestConfig,
+    host: &str,
+    out: &Output,
+    signal: &Arc<AtomicUsize>,
+    warnings: &[String],
+) -> Result<(), Error> {
+    if let Some(opts) = cfg.search {
+        return search::run(cfg, opts, out, signal, &mut |pc, r| {
+            crate::client::run(pc, host, pc.port, r, signal)
+        });
+    }
+    let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
+    if cfg.output.json {
+        for w in warnings {
+            reporter.emit(Event::Warning(w.clone()));
+        }
+    }
+    let r = match cfg.dialect {
+        Dialect::Iperf3 => crate::client::run(cfg, host, cfg.port, &mut reporter, signal),
+        Dialect::Iperf2 => crate::iperf2::client::run(cfg, host, &mut reporter, signal),
+    };
+    finish(r, &mut reporter, out)
+}
+
+fn run_server(
+    cfg: &TestConfig,
+    out: Output,
+    signal: Arc<AtomicUsize>,
+    metrics: Option<metrics::http::Endpoint>,
+) -> Result<(), Error> {
+    crate::session::MuxMode::from_env()?;
+    // -A n: the server and every thread it starts run on CPU n (a test
+    // whose client sent -A x,m runs its own threads on m instead).
+    if let Some(cpu) = cfg.net.affinity {
+        sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+    }
+    // Many clients, many streams: as many descriptors as we may have.
+    let _ = sys::process::raise_nofile_limit();
+    let mut server = server::Server::bind(cfg, out.clone())?;
+    // The starting process waits until the daemon serves, and exits 1 with
+    // the reason if it cannot (a pidfile that cannot be written, ...).
+    let detached = if cfg.server.daemon {
+        Some(sys::process::detach().map_err(|e| Error::io(Code::DAEMON, &e))?)
+    } else {
+        None
+    };
+    // Threads do not survive the daemon's fork: serve metrics after it.
+    let registry = metrics.as_ref().map(|_| Arc::new(metrics::Metrics::new()));
+    if let Some(r) = &registry {
+        server = server.with_metrics(r.clone());
+    }
+    let started = (|| -> Result<_, Error> {
+        let serving = match (metrics, registry) {
+            (Some(ep), Some(r)) => Some(ep.serve(r)?),
+            _ => None,
+        };
+        let pid = match &cfg.server.pidfile {
+            Some(p) => Some(PidFile::create(p)?),
+            None => None,
+        };
+        Ok((serving, pid))
+    })();
+    let _running = match (started, detached) {
+        (Ok(r), Some(d)) => {
+            d.ready();
+            r
+        }
+        (Ok(r), None) => r,
+        (Err(e), Some(d)) => {
+            d.failed(&format!("{}: {}", out.program(), e.line()));
+            return Err(e);
+        }
+        (Err(e), None) => return Err(e),
+    };
+    server.run(signal)
+}
+
+/// Runs a client against an in-process server on 127.0.0.1.
+fn run_loopback(cfg: &TestConfig, out: Output, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
+    let mut scfg = TestConfig {
+        role: Role::Server,
+        port: 0,
+        ..TestConfig::default()
+    };
+    scfg.net.bind = Some("127.0.0.1".into());
+    scfg.net.family = crate::config::Family::V4;
+    scfg.output.interval = cfg.output.interval;
+    let server = server::Server::bind(&scfg, Output::discard())?;
+    let port = server.port();
+    let stop = Arc::new(AtomicUsize::new(0));
+    let stop2 = stop.clone();
+    let t = std::thread::Builder::new()
+        .name("ws-loopback-server".into())
+        .spawn(move || server.run(stop2))
+        .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
+    let mut ccfg = cfg.clone();
+    ccfg.port = port;
+    let r = run_client(&ccfg, "127.0.0.1", &out, signal, &[]);
+    stop.store(libc::SIGTERM as usize, Relaxed);
+    let _ = t.join();
+    r
+}
+
+/// A client's outcome, made a failure when an output of its own (the HTML
+/// report) could not be written. The test's errors were already printed by
+/// the sinks; this one is printed here.
+fn finish(r: Result<(), Error>, reporter: &mut Reporter, out: &Output) -> Result<(), Error> {
+    match (r, reporter.finish()) {
+        (Ok(()), Err(e)) => {
+            out.write_err(&format!("{}: {}\n", out.program(), e.line()));
+            Err(e)
+        }
+        (r, _) => r,
+    }
+}
+
+/// A PID file that is removed when dropped.
+pub struct PidFile(std::path::PathBuf);
+
+impl PidFile {
+    /// Writes our PID (no newline, as iperf3), refusing if the file names a
+    /// live process.
+    pub fn create(path: &std::path::Path) -> Result<PidFile, Error> {
+        if let Ok(old) = std::fs::read_to_string(path)
+            && let Ok(pid) = old.trim().parse::<u32>()
+            && pid != std::process::id()
+            && std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            return Err(Error::msg(
+                Code::PIDFILE,
+                format!("unable to write PID file: process {pid} is running"),
+            ));
+        }
+        // Write then rename, so a reader never sees a half-written file.
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, std::process::id().to_string()).map_err(|e| Error::io(Code::PIDFILE, &e))?;
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(Code::PIDFILE, &e))?;
+        Ok(PidFile(path.to_path_buf()))
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

@@ -1,0 +1,353 @@
+//! What iperf 2 TCP and UDP clients have in common on the server: a
+//! client's connections (or UDP flows) arrive one by one and are grouped
+//! by their `-P`; the group becomes one test whose flows the client's
+//! header asks for — receive, `-R` send on the same socket,
+//! `--full-duplex` both, `-d` receive and send on a connection back to
+//! the client at once, `-r` send back afterwards — run through the one
+//! test loop. The transports differ only in how each flow is made and
+//! ended ([`Transport`]).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use super::{Mode, Running, ServerCtx};
+use crate::config::{Protocol, TestConfig, TestParams};
+use crate::events::{Connecting, Event, Refused, Settings, Side, StartInfo};
+use crate::iperf2::runner::{Flow, RunOpts, run_flows};
+use crate::proto::iperf2::flags;
+use crate::proto::iperf2::header::{Amount, ClientHeader};
+use crate::report::Reporter;
+use crate::session::DataSock;
+
+/// One accepted connection (or UDP flow) whose header has been read.
+pub(super) struct Member {
+    /// Transfer id.
+    pub id: u32,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    pub header: ClientHeader,
+    /// A header came (a `-C` client, or a connect-back, sends none).
+    pub has_header: bool,
+    /// `--trip-times`, with a start time within reach of our clock.
+    pub trip: bool,
+    /// Enhanced reports for this flow (`-e` here, or asked by the client).
+    pub enhanced: bool,
+    /// The socket.
+    pub sock: DataSock,
+    /// Bytes already read (the header: 2.1.8 counts it as received).
+    pub initial: u64,
+    /// TCP_INFO when the header arrived (before our ack changes it).
+    pub tcp_init: Option<(u32, u32, u32)>,
+    /// UDP: the sender numbers its datagrams in 64 bits.
+    pub seq64: bool,
+    /// UDP: datagrams the port read before the flow had a socket.
+    pub prefeed: super::iperf2_udp::Prefeed,
+}
+
+impl Member {
+    pub fn upper(&self) -> u16 {
+        self.header.upper()
+    }
+
+    fn v2(&self) -> bool {
+        self.has_header && self.header.flags & flags::VERSION2 != 0
+    }
+
+    /// `-R`: the server sends on the client's socket.
+    pub fn reverse(&self) -> bool {
+        self.v2() && self.upper() & flags::upper::REVERSE != 0
+    }
+
+    /// `--full-duplex`: both ways on the client's socket.
+    pub fn full_duplex(&self) -> bool {
+        self.v2() && self.upper() & flags::upper::FULLDUPLEX != 0
+    }
+
+    /// `-d` (`Some(true)`) or `-r` (`Some(false)`).
+    pub fn connect_back(&self) -> Option<bool> {
+        let f = self.header.flags;
+        (self.has_header && f & flags::VERSION1 != 0 && f & flags::VERSION2 == 0).then_some(f & flags::RUN_NOW != 0)
+    }
+
+    /// The header's `-n`, which each of our senders for it sends.
+    pub fn bytes(&self) -> Option<u64> {
+        match self.header.amount {
+            Some(Amount::Bytes(b)) => Some(b as u64),
+            _ => None,
+        }
+    }
+}
+
+/// Why the server sends on a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sending {
+    /// `-R`, on the client's socket.
+    Reverse,
+    /// `--full-duplex`, beside the receiving flow.
+    FullDuplex,
+    /// `-d`/`-r`, on a connection back to the client.
+    ConnectBack,
+}
+
+/// How one transport makes and ends a group's flows.
+pub(super) trait Transport {
+    /// The transport.
+    fn protocol(&self) -> Protocol;
+    /// The flow receiving what `m` sends.
+    fn receiver(&mut self, ctx: &ServerCtx, m: &Member) -> Option<Flow>;
+    /// A flow sending on `sock` (stream `id`, between `addrs`).
+    fn sender(&mut self, ctx: &ServerCtx, m: &Member, id: u32, sock: DataSock, why: Sending) -> Option<Flow>;
+    /// A connection back to `m`'s client (`-d`/`-r`): the socket and its id.
+    fn connect_back(&mut self, ctx: &ServerCtx, m: &Member, rep: &mut Reporter) -> Option<(DataSock, u32)>;
+    /// The test parameters the group runs with.
+    fn params(&self, ctx: &ServerCtx, h: &ClientHeader, streams: usize, trip: bool) -> TestParams;
+    /// How long the group may receive nothing before it is over.
+    fn idle_limit(&self, _p: &TestParams) -> Duration {
+        Duration::from_secs(60)
+    }
+    /// After a set of flows ran: the senders' end (UDP's FINs).
+    fn after_run(&mut self, _ctx: &ServerCtx, _rep: &mut Reporter) {}
+    /// After everything: what the receivers still owe their senders.
+    fn finish(&mut self, _ctx: &ServerCtx, _rep: &mut Reporter) {}
+}
+
+/// How long a TCP group waits for more of its `-P` connections.
+pub(super) const TCP_GROUP_WAIT: Duration = Duration::from_millis(1500);
+
+/// Groups forming: (client, flows) → where their members go.
+pub(super) type Groups = Mutex<HashMap<(IpAddr, u32), Sender<Member>>>;
+
+/// Joins `m` to the group forming under `key`: `None` if a group took it,
+/// else the new group's receiver (its first member already in it) for the
+/// caller to [`collect`].
+pub(super) fn join(groups: &Groups, key: (IpAddr, u32), m: Member) -> Option<Receiver<Member>> {
+    let Ok(mut g) = groups.lock() else { return None };
+    let m = match g.get(&key) {
+        Some(tx) => match tx.send(m) {
+            Ok(()) => return None,
+            Err(mpsc::SendError(m)) => m,
+        },
+        None => m,
+    };
+    let (tx, rx) = mpsc::channel();
+    let _ = tx.send(m);
+    g.insert(key, tx);
+    Some(rx)
+}
+
+/// Collects a group's members: up to `want`, while each next one comes
+/// within `wait` of the last.
+pub(super) fn collect(
+    groups: &Groups,
+    key: (IpAddr, u32),
+    rx: Receiver<Member>,
+    want: u32,
+    wait: Duration,
+    stop: &AtomicBool,
+) -> Vec<Member> {
+    let mut members = Vec::new();
+    let mut last = Instant::now();
+    let tick = wait.min(Duration::from_millis(50)).max(Duration::from_millis(1));
+    while (members.len() as u32) < want {
+        match rx.recv_timeout(tick) {
+            Ok(m) => {
+                members.push(m);
+                last = Instant::now();
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if last.elapsed() >= wait || stop.load(Relaxed) {
+                    break;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    if let Ok(mut g) = groups.lock() {
+        g.remove(&key);
+    }
+    // Late joiners that raced the removal.
+    while let Ok(m) = rx.try_recv() {
+        members.push(m);
+    }
+    members
+}
+
+/// The side a group's reports take: a server's, or (a connect-back) the
+/// client's.
+pub(super) fn side(ctx: &ServerCtx) -> Side {
+    match ctx.mode {
+        Mode::ConnectBack { .. } => Side::Client,
+        _ => Side::Server,
+    }
+}
+
+/// The configuration a flow's reports use: the server's flow settings,
+/// enhanced if the client asked.
+pub(super) fn flow_cfg(ctx: &ServerCtx, enhanced: bool) -> TestConfig {
+    let mut c = ctx.flow_cfg.clone();
+    c.output.enhanced = enhanced;
+    c
+}
+
+/// `[drop] local A port P connected with B port Q (why)`.
+pub(super) fn refuse(ctx: &ServerCtx, local: SocketAddr, peer: SocketAddr, why: &str) {
+    ctx.say(Event::Refused(Box::new(Refused {
+        local: crate::net::split_addr(&local),
+        remote: crate::net::split_addr(&peer),
+        why: why.to_string(),
+        policy: why == "client not allowed",
+    })));
+}
+
+/// The banner of a connection back to the client.
+pub(super) fn connect_back_banner(ctx: &ServerCtx, m: &Member, port: u16, settings: Settings, rep: &mut Reporter) {
+    let _ = ctx;
+    rep.emit(Event::Connecting(Box::new(Connecting {
+        host: crate::net::host_string(m.peer.ip()),
+        port,
+        settings,
+        ..Connecting::default()
+    })));
+}
+
+/// Runs one client's group of flows to the end: the flows its header asks
+/// for, then `-r`'s sending back.
+pub(super) fn run_group(ctx: &ServerCtx, members: Vec<Member>, t: &mut dyn Transport) {
+    let Some(first) = members.first() else { return };
+    if !ctx.has_room() {
+        // `--max-tests`: the group is turned away.
+        for m in &members {
+            refuse(ctx, m.local, m.peer, "server is busy");
+        }
+        ctx.refused(crate::metrics::Refusal::Busy);
+        return;
+    }
+    let _running = Running::new(&ctx.active);
+    let header = first.header.clone();
+    let client = first.peer.ip();
+    let enhanced = members.iter().any(|m| m.enhanced);
+    let trip = members.iter().any(|m| m.trip);
+    let cfg = flow_cfg(ctx, enhanced);
+    let mut rep = match ctx.mode {
+        Mode::ConnectBack { .. } => ctx.reporter(&cfg, Side::Client),
+        _ => ctx.test_reporter(&cfg, t.protocol(), client),
+    };
+    let mut flows = Vec::new();
+    let mut tradeoff = Vec::new();
+    let mut has_sender = false;
+    for m in &members {
+        if m.reverse() {
+            let sock = m.sock.try_clone().ok();
+            if let Some(f) = sock.and_then(|s| t.sender(ctx, m, m.id, s, Sending::Reverse)) {
+                flows.push(f);
+                has_sender = true;
+            }
+            continue;
+        }
+        flows.extend(t.receiver(ctx, m));
+        if m.full_duplex() {
+            let sock = m.sock.try_clone().ok();
+            if let Some(f) = sock.and_then(|s| t.sender(ctx, m, m.id, s, Sending::FullDuplex)) {
+                flows.push(f);
+                has_sender = true;
+            }
+        }
+        match m.connect_back() {
+            Some(true) => {
+                if let Some((s, id)) = t.connect_back(ctx, m, &mut rep)
+                    && let Some(f) = t.sender(ctx, m, id, s, Sending::ConnectBack)
+                {
+                    flows.push(f);
+                    has_sender = true;
+                }
+            }
+            Some(false) => tradeoff.push(m),
+            None => {}
+        }
+    }
+    run_set(ctx, t, &header, flows, has_sender, trip, &mut rep);
+    // -r: now the server's turn to send.
+    let mut back = Vec::new();
+    for m in tradeoff {
+        if ctx.stop.load(Relaxed) {
+            break;
+        }
+        if let Some((s, id)) = t.connect_back(ctx, m, &mut rep)
+            && let Some(f) = t.sender(ctx, m, id, s, Sending::ConnectBack)
+        {
+            back.push(f);
+        }
+    }
+    if !back.is_empty() {
+        run_set(ctx, t, &header, back, true, false, &mut rep);
+    }
+    t.finish(ctx, &mut rep);
+    // A connect-back is part of its client's test, which ends it.
+    if !matches!(ctx.mode, Mode::ConnectBack { .. }) {
+        rep.emit(Event::Done);
+    }
+}
+
+/// Runs one set of a group's flows.
+fn run_set(
+    ctx: &ServerCtx,
+    t: &mut dyn Transport,
+    header: &ClientHeader,
+    flows: Vec<Flow>,
+    has_sender: bool,
+    trip: bool,
+    rep: &mut Reporter,
+) {
+    let params = t.params(ctx, header, flows.len(), trip);
+    let opts = RunOpts {
+        interval: ctx.flow_cfg.output.interval,
+        decides_end: has_sender,
+        // A byte count has no duration of its own: `--server-max-duration` bounds it.
+        watchdog: params
+            .duration()
+            .or(ctx.cfg.server.max_duration)
+            .map(|d| Instant::now() + d + Duration::from_secs(30)),
+        drain: Duration::from_secs(3),
+        idle_limit: Some(t.idle_limit(&params)),
+        stop: ctx.stop.clone(),
+        file: None,
+        signal: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        start: StartInfo::default(),
+    };
+    if let Err(e) = run_flows(&params, side(ctx), flows, &opts, rep) {
+        rep.emit(Event::Warning(format!("WARNING: {}", e.text())));
+    }
+    t.after_run(ctx, rep);
+}
+
+/// The test parameters of a group: the server's flow settings with the
+/// client's duration.
+pub(super) fn base_params(ctx: &ServerCtx, h: &ClientHeader, streams: usize, trip: bool) -> TestParams {
+    let mut p = ctx.flow_cfg.params.clone();
+    p.streams = streams.max(1) as u32;
+    p.trip_times = trip;
+    p.end = match h.amount {
+        Some(Amount::Time(cs)) => crate::config::EndCondition::Time(Duration::from_millis(cs as u64 * 10)),
+        // Byte counts are per stream (StreamExtras::budget).
+        Some(Amount::Bytes(_)) | None => crate::config::EndCondition::Time(Duration::ZERO),
+    };
+    p
+}
+
+/// What in a header (TCP or UDP) breaks the server's limits: more threads
+/// than `--max-streams`, a time over `--server-max-duration`.
+pub(super) fn over_limits(limits: &crate::config::ServerOptions, h: &ClientHeader) -> Option<&'static str> {
+    if h.num_threads > limits.max_streams {
+        return Some("more parallel streams than the server allows");
+    }
+    if let (Some(Amount::Time(cs)), Some(max)) = (h.amount, limits.max_duration)
+        && u64::from(cs) > max.as_millis() as u64 / 10
+    {
+        return Some("longer than the server allows");
+    }
+    None
+}

@@ -1,0 +1,548 @@
+//! One iperf3 test on the server: its control connection (the acceptor
+//! has read its cookie and parameters), its data streams, the one test
+//! loop, and the results exchange.
+
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{self, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::registry::UdpSlot;
+use super::{Outcome, Running, ServerCtx};
+use crate::config::{Protocol, TestConfig};
+use crate::ctrl::{Ctrl, Polled, Woke};
+use crate::engine::run::{Ended, RunSpec, Steering, Turn};
+use crate::error::{Code, Error};
+use crate::events::*;
+use crate::metrics::{MetricsSink, Refusal};
+use crate::net;
+use crate::proto::iperf3::framing::server_error_frame;
+use crate::proto::iperf3::machine::{ServerAction, ServerMachine};
+use crate::proto::iperf3::params::{Limits, decode_params, validate};
+use crate::proto::iperf3::udp::{HELLO_REPLY, Hello};
+use crate::proto::iperf3::{Cookie, Results, State, max_results_len};
+use crate::report::iperf3_json::JsonSink;
+use crate::report::{Output, Reporter, Sink};
+use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
+
+const WHOLE_MSG: Duration = Duration::from_secs(30);
+
+/// Starts a test thread for a client whose parameters arrived.
+pub(super) fn start(ctx: &Arc<ServerCtx>, stream: TcpStream, cookie: Cookie, peer: SocketAddr, params: Vec<u8>) {
+    let ctx2 = ctx.clone();
+    // Counted now, so `--max-tests` sees it before the thread runs.
+    ctx.active.fetch_add(1, Relaxed);
+    // The test's number, as the banner announced it (names its report).
+    let test_no = ctx.started.fetch_add(1, Relaxed) + 1;
+    let spawned = std::thread::Builder::new().name("ws-test".into()).spawn(move || {
+        let outcome = serve_test(&ctx2, stream, cookie, peer, test_no, params);
+        ctx2.registry.release(cookie);
+        ctx2.active.fetch_sub(1, Relaxed);
+        ctx2.test_done(outcome);
+    });
+    if spawned.is_err() {
+        ctx.active.fetch_sub(1, Relaxed);
+        ctx.registry.release(cookie);
+    }
+}
+
+/// A hello on the UDP port: a client whose test is collecting UDP streams
+/// gets a socket of its own (bound to the port, connected to the client's
+/// stream socket), the reply from it, and the socket goes to the test.
+/// A repeated hello (the reply was lost) gets the reply again.
+pub(super) fn udp_hello(ctx: &ServerCtx, hello: Hello, from: SocketAddr) {
+    let Ok(mut udp) = ctx.registry.udp.lock() else { return };
+    let Some(slot) = udp.get_mut(&from.ip()) else { return };
+    let ours = match hello {
+        Hello::WithCookie(c) => c == slot.cookie.to_wire(),
+        Hello::Plain => !slot.needs_cookie,
+    };
+    if !ours {
+        return;
+    }
+    if let Some((_, s)) = slot.given.iter().find(|(a, _)| *a == from) {
+        let _ = s.send(&HELLO_REPLY);
+        return;
+    }
+    let Ok(sock) = net::udp_stream_socket(slot.local, from) else {
+        return;
+    };
+    let Ok(keep) = sock.try_clone() else { return };
+    if slot.tx.try_send(DataSock::Udp(sock)).is_ok() {
+        let _ = keep.send(&HELLO_REPLY);
+        slot.given.push((from, keep));
+    }
+}
+
+/// Output of one test: its reporter, plus captures for `--get-server-output`.
+struct TestOutput {
+    reporter: Reporter,
+    text: Option<Arc<Mutex<String>>>,
+    json: Option<JsonSink>,
+}
+
+impl TestOutput {
+    fn emit(&mut self, ev: Event) {
+        if let Some(j) = self.json.as_mut() {
+            j.event(&ev);
+        }
+        self.reporter.emit(ev);
+    }
+}
+
+fn send_server_error(ctrl: &mut Ctrl, e: &Error) {
+    let frame = server_error_frame(e.code.0, e.errno.unwrap_or(0));
+    let _ = ctrl.write_all(&frame, Instant::now() + Duration::from_secs(2));
+}
+
+/// Runs one test on its control connection; `params_json` is the parameter
+/// JSON the acceptor read.
+fn serve_test(
+    ctx: &Arc<ServerCtx>,
+    stream: TcpStream,
+    cookie: Cookie,
+    peer: SocketAddr,
+    test_no: u64,
+    params_json: Vec<u8>,
+) -> Outcome {
+    let cfg = &ctx.cfg;
+    let _ = net::setup_control(&stream, cfg.net.cntl_ka, cfg.net.snd_timeout);
+    let Ok(mut ctrl) = Ctrl::new(stream) else {
+        return Outcome::Refused;
+    };
+    let base_out = ctx.out.clone();
+    // Before the parameters arrive, errors go to a plain reporter.
+    let mut early = ctx.reporter(cfg, Side::Server);
+    let r = (|| -> Result<(crate::proto::iperf3::ParamsIn, TestConfig), Error> {
+        let p = decode_params(&params_json)?;
+        // Credentials first: a client that is not authorized learns nothing
+        // of the server's limits.
+        if let Some(auth) = &ctx.auth {
+            auth.authorize(p.authtoken.as_deref())?;
+        }
+        let limits = Limits {
+            max_streams: cfg.server.max_streams,
+            max_duration: cfg.server.max_duration,
+            bitrate_limit: cfg.server.bitrate_limit,
+        };
+        validate(&p, &limits)?;
+        let mut test_cfg = cfg.clone();
+        test_cfg.params = p.params.clone();
+        if let Some(path) = &cfg.output.html_report {
+            test_cfg.output.html_report = Some(crate::report::html::numbered_path(path, test_no));
+        }
+        Ok((p, test_cfg))
+    })();
+    let (params_in, test_cfg) = match r {
+        Ok(v) => v,
+        Err(e) => {
+            ctx.refused(Refusal::of_params_error(&e));
+            send_server_error(&mut ctrl, &e);
+            early.emit(Event::Error(e));
+            return Outcome::Refused;
+        }
+    };
+    let params = params_in.params.clone();
+    let text_capture = (params.get_server_output && !cfg.output.json).then(|| Arc::new(Mutex::new(String::new())));
+    let out = match &text_capture {
+        Some(c) => base_out.with_capture(c.clone()),
+        None => base_out,
+    };
+    let mut output = TestOutput {
+        reporter: Reporter::for_config(&test_cfg, out, Side::Server),
+        text: text_capture,
+        json: (params.get_server_output && cfg.output.json)
+            .then(|| JsonSink::new(&test_cfg, Output::discard(), Side::Server)),
+    };
+    let (ph, pp) = crate::net::split_addr(&peer);
+    if let Some(m) = ctx.metrics.get() {
+        let labels = crate::metrics::labels(test_cfg.dialect, params.protocol);
+        output
+            .reporter
+            .add(Box::new(MetricsSink::new(m.clone(), labels, ph.clone())));
+    }
+    output.emit(Event::Accepted {
+        host: ph.clone(),
+        port: pp,
+    });
+    let mut test = ServerTest {
+        ctx,
+        ctrl,
+        cfg: test_cfg,
+        params,
+        cookie,
+        output,
+        session: None,
+        peer: (ph, pp),
+        wirespeed_client: params_in
+            .client_version
+            .as_deref()
+            .is_some_and(|v| v.starts_with("wirespeed")),
+    };
+    match test.run() {
+        Ok(()) => {}
+        Err(e) => {
+            if let Some(s) = test.session.as_mut() {
+                s.abort();
+            }
+            if e.code != Code::CTRLCLOSE && e.code != Code::CLIENTTERM {
+                send_server_error(&mut test.ctrl, &e);
+            }
+            test.output.emit(Event::Error(e));
+        }
+    }
+    test.output.emit(Event::Done);
+    Outcome::Ran
+}
+
+struct ServerTest<'a> {
+    ctx: &'a Arc<ServerCtx>,
+    ctrl: Ctrl,
+    cfg: TestConfig,
+    params: crate::config::TestParams,
+    cookie: Cookie,
+    output: TestOutput,
+    session: Option<Session>,
+    peer: (String, u16),
+    /// The client said it is wirespeed (its UDP hellos carry the cookie).
+    wirespeed_client: bool,
+}
+
+impl ServerTest<'_> {
+    fn run(&mut self) -> Result<(), Error> {
+        // The client's -A n,m: this test's threads run on CPU m.
+        if let Some(cpu) = self.params.server_affinity {
+            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+        }
+        let streams = self.collect_streams()?;
+        let waker = self.ctrl.waker();
+        let local = LocalOpts {
+            interval: self.cfg.output.interval,
+            affinity: self.params.server_affinity.or(self.cfg.net.affinity),
+            file: self.cfg.file.clone(),
+            decides_end: false,
+            ..LocalOpts::default()
+        };
+        let session = Session::start(&self.params, Side::Server, streams, waker, &local)?;
+        self.ctrl.send_state(State::TestStart)?;
+        self.ctrl.send_state(State::TestRunning)?;
+        let start = StartInfo {
+            accepted_connection: Some(self.peer.clone()),
+            cookie: self.cookie.as_str().to_string(),
+            tcp_mss_default: Some(0),
+            ..session.start_info()
+        };
+        self.output.emit(Event::Start(Box::new(start)));
+        self.session = Some(session);
+        self.run_test()
+    }
+
+    fn collect_streams(&mut self) -> Result<Vec<DataStream>, Error> {
+        let roles = stream_roles(self.params.direction, self.params.streams, Side::Server);
+        let per = fds_per_stream(self.params.protocol, roles.len(), self.cfg.file.is_some());
+        reserve_fds(roles.len(), per)?;
+        let (tx, rx) = mpsc::sync_channel(roles.len().min(65536));
+        let udp = self.params.protocol == Protocol::Udp;
+        let deadline = Instant::now() + WHOLE_MSG;
+        if udp {
+            self.claim_udp_slot(tx, deadline)?;
+        } else if let Ok(mut c) = self.ctx.registry.collecting.lock() {
+            c.insert(self.cookie, tx);
+        }
+        self.ctrl.send_state(State::CreateStreams)?;
+        let mut out = Vec::with_capacity(roles.len());
+        let mut warnings = Vec::new();
+        for (i, role) in roles.into_iter().enumerate() {
+            let sock = loop {
+                if self.ctx.stop.load(Relaxed) {
+                    return Err(Error::new(Code::SERVERTERM));
+                }
+                match rx.recv_timeout(Duration::from_millis(100)) {
+                    Ok(s) => break s,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if Instant::now() >= deadline {
+                            return Err(Error::msg(
+                                Code::STREAMACCEPT,
+                                "unable to accept stream connection: Connection timed out",
+                            ));
+                        }
+                        // A client that gave up closes its control connection.
+                        if self
+                            .ctrl
+                            .wait(Some(Instant::now()))
+                            .map_err(|e| Error::io(Code::STREAMACCEPT, &e))?
+                            == Woke::Eof
+                        {
+                            return Err(Error::new(Code::CTRLCLOSE));
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::new(Code::STREAMACCEPT)),
+                }
+            };
+            let sr = socket2::SockRef::from(&sock);
+            let remote = sock.peer_addr().ok();
+            net::apply_data_options(&sr, &self.params, !udp, remote, &mut warnings)?;
+            let local = sock.local_addr().map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
+            let remote = remote.ok_or_else(|| Error::new(Code::STREAMACCEPT))?;
+            let info = ConnInfo::new(stream_id(i), std::os::fd::AsRawFd::as_raw_fd(&sock), local, remote);
+            self.output.emit(Event::StreamConnected(Box::new(info.clone())));
+            out.push(DataStream {
+                id: stream_id(i),
+                role,
+                sock,
+                info,
+            });
+        }
+        if let Ok(mut c) = self.ctx.registry.collecting.lock() {
+            c.remove(&self.cookie);
+        }
+        if let Ok(mut u) = self.ctx.registry.udp.lock() {
+            let cookie = self.cookie;
+            u.retain(|_, slot| slot.cookie != cookie);
+        }
+        warnings.dedup();
+        for w in warnings {
+            self.output.emit(Event::Warning(w));
+        }
+        Ok(out)
+    }
+
+    /// Becomes the test that collects UDP streams from this client's
+    /// address, waiting while another test from the same address does.
+    fn claim_udp_slot(&mut self, tx: SyncSender<DataSock>, deadline: Instant) -> Result<(), Error> {
+        if let Some(e) = &self.ctx.udp_error {
+            return Err(e.clone());
+        }
+        let local = net::canonical(SocketAddr::new(self.ctrl.local.ip(), self.ctx.port));
+        let key = net::canonical(self.ctrl.peer).ip();
+        loop {
+            if let Ok(mut u) = self.ctx.registry.udp.lock()
+                && !u.contains_key(&key)
+            {
+                u.insert(
+                    key,
+                    UdpSlot {
+                        cookie: self.cookie,
+                        needs_cookie: self.wirespeed_client,
+                        local,
+                        tx: tx.clone(),
+                        given: Vec::new(),
+                    },
+                );
+                return Ok(());
+            }
+            if self.ctx.stop.load(Relaxed) {
+                return Err(Error::new(Code::SERVERTERM));
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::msg(
+                    Code::STREAMLISTEN,
+                    "unable to start stream listener: another test from this address kept setting up UDP streams",
+                ));
+            }
+            let wait = Instant::now() + Duration::from_millis(20);
+            if self
+                .ctrl
+                .wait(Some(wait))
+                .map_err(|e| Error::io(Code::STREAMLISTEN, &e))?
+                == Woke::Eof
+            {
+                return Err(Error::new(Code::CTRLCLOSE));
+            }
+        }
+    }
+
+    fn run_test(&mut self) -> Result<(), Error> {
+        let started = Instant::now();
+        let mut session = self.session.take().expect("session");
+        let mut machine = ServerMachine::new();
+        machine.running();
+        let output = &mut self.output;
+        let mut steer = ServerSteering {
+            ctrl: &mut self.ctrl,
+            machine: &mut machine,
+            ctx: self.ctx,
+            cfg: &self.cfg,
+            // A byte or block count has no duration of its own: then
+            // `--server-max-duration`, if set, bounds the test.
+            watchdog: self
+                .params
+                .duration()
+                .or(self.cfg.server.max_duration)
+                .map(|d| started + self.params.omit + d + Duration::from_secs(40)),
+            rcv_timeout: self.cfg.net.rcv_timeout.unwrap_or(Duration::from_secs(120)),
+            moved: (started, 0),
+            rate_window: Vec::new(),
+            stopped: None,
+        };
+        let spec = RunSpec {
+            peer_ends: true,
+            ..RunSpec::default()
+        };
+        let ended = crate::engine::run::run(&mut session, &spec, &mut steer, &mut |e| output.emit(e));
+        let stopped = steer.stopped;
+        self.session = Some(session);
+        if ended? == Ended::Aborted {
+            let (tell, why) = stopped.unwrap_or((State::IperfDone, None));
+            return self.terminated(tell, why);
+        }
+        let session = self.session.as_mut().expect("session");
+        let now = Instant::now();
+        let congestion = session.congestion();
+        let summary = session.stats.summary(now, None, congestion.clone());
+        let mut ours = session.stats.local_results(now, congestion);
+        let streams = session.stats.streams.len();
+        self.output.emit(Event::End(Box::new(summary)));
+        if let Some(t) = &self.output.text {
+            ours.server_output_text = t.lock().ok().map(|s| s.clone());
+        }
+        if let Some(j) = &self.output.json {
+            ours.server_output_json = Some(j.document());
+        }
+        self.ctrl.send_state(State::ExchangeResults)?;
+        let max = max_results_len(streams, false);
+        let theirs = self.ctrl.recv_json(max, WHOLE_MSG, WHOLE_MSG, Code::RECVRESULTS)?;
+        let _client_results = Results::decode(&theirs)?;
+        self.ctrl.send_json(&ours.encode(), Code::SENDRESULTS)?;
+        self.ctrl.send_state(State::DisplayResults)?;
+        machine.results_sent();
+        // Wait for IPERF_DONE (or the client closing).
+        let deadline = Instant::now() + WHOLE_MSG;
+        while let Ok(b) = self.ctrl.recv_byte(Some(deadline), Code::RECVMESSAGE) {
+            match machine.on_byte(b) {
+                Ok(ServerAction::Done | ServerAction::ClientTerminated) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// After a test was cut short: a summary of what was measured, then `why`.
+    fn terminated(&mut self, tell: State, why: Option<&str>) -> Result<(), Error> {
+        if let Some(s) = self.session.as_ref() {
+            let summary = s.stats.summary(Instant::now(), None, s.congestion());
+            self.output.emit(Event::End(Box::new(summary)));
+        }
+        if tell == State::ServerTerminate {
+            self.output
+                .emit(Event::Notice("interrupt - the server has terminated".into()));
+        }
+        if let Some(w) = why {
+            self.output.emit(Event::Notice(w.to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// Why a server test was cut short: what to tell the client, and the
+/// notice to print.
+type ServerStop = (State, Option<&'static str>);
+
+/// The iperf3 server's part of the test loop: the control connection,
+/// the server's stop, its watchdogs and limits.
+struct ServerSteering<'a> {
+    ctrl: &'a mut Ctrl,
+    machine: &'a mut ServerMachine,
+    ctx: &'a Arc<ServerCtx>,
+    cfg: &'a TestConfig,
+    watchdog: Option<Instant>,
+    rcv_timeout: Duration,
+    /// When bytes last moved, and how many had by then: a client that
+    /// vanished without a word (half-open control connection, no FIN or
+    /// RST) while we send moves nothing any more.
+    moved: (Instant, u64),
+    rate_window: Vec<(Instant, u64)>,
+    stopped: Option<ServerStop>,
+}
+
+impl ServerSteering<'_> {
+    fn stop(&mut self, why: ServerStop) -> Result<Turn, Error> {
+        self.stopped = Some(why);
+        Ok(Turn::Abort)
+    }
+}
+
+impl Steering for ServerSteering<'_> {
+    fn check(&mut self, session: &Session, now: Instant) -> Result<Turn, Error> {
+        if self.ctx.stop.load(Relaxed) {
+            // Tell the client before the streams break, so it hears why,
+            // and give it a moment to hang up: a single-threaded client
+            // (iperf3) that is writing would otherwise meet the broken
+            // stream first and report that instead.
+            if self.ctrl.send_state(State::ServerTerminate).is_ok() {
+                let until = Instant::now() + Duration::from_secs(1);
+                while let Ok(Woke::Data | Woke::Waker) = self.ctrl.wait(Some(until)) {}
+            }
+            return self.stop((State::ServerTerminate, None));
+        }
+        if self.watchdog.is_some_and(|w| now >= w) {
+            return Err(Error::new(Code::SERVERTESTDURATIONEXPIRED));
+        }
+        if session.stats.rx_idle(now).is_some_and(|idle| idle >= self.rcv_timeout) {
+            return Err(Error::new(Code::NOMSG));
+        }
+        let total = session.stats.moved();
+        if total != self.moved.1 {
+            self.moved = (now, total);
+        } else if now.duration_since(self.moved.0) >= self.rcv_timeout {
+            return Err(Error::msg(
+                Code::NOMSG,
+                format!(
+                    "no data moved for {} s: the client stopped responding",
+                    self.rcv_timeout.as_secs()
+                ),
+            ));
+        }
+        Ok(Turn::Go)
+    }
+
+    fn wait(&mut self, _session: &Session, until: Instant) -> Result<Turn, Error> {
+        match self
+            .ctrl
+            .poll_byte(Some(until))
+            .map_err(|e| Error::io(Code::RECVMESSAGE, &e))?
+        {
+            Polled::Eof => self.stop((
+                State::IperfDone,
+                Some("the client has unexpectedly closed the connection"),
+            )),
+            Polled::Byte(b) => {
+                self.moved.0 = Instant::now();
+                match self.machine.on_byte(b)? {
+                    ServerAction::EndTest => Ok(Turn::Finish),
+                    ServerAction::ClientTerminated => {
+                        self.stop((State::ClientTerminate, Some("the client has terminated")))
+                    }
+                    _ => Ok(Turn::Go),
+                }
+            }
+            Polled::Woken => Ok(Turn::Go),
+        }
+    }
+
+    /// `--server-bitrate-limit`: the average over the window must stay
+    /// under the limit.
+    fn after_timers(&mut self, session: &Session, interval: bool) -> Result<(), Error> {
+        if !interval || self.cfg.server.bitrate_limit == 0 {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let window = &mut self.rate_window;
+        window.push((now, session.stats.moved()));
+        let span = self.cfg.server.bitrate_limit_window;
+        while window.len() > 2 && now.duration_since(window[1].0) >= span {
+            window.remove(0);
+        }
+        if let (Some(first), Some(last)) = (window.first(), window.last()) {
+            let secs = last.0.duration_since(first.0).as_secs_f64();
+            if secs > 0.0 && secs + 0.05 >= span.as_secs_f64() {
+                let bps = (last.1 - first.1) as f64 * 8.0 / secs;
+                if bps > self.cfg.server.bitrate_limit as f64 {
+                    return Err(Error::new(Code::TOTALRATE));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,291 @@
+//! The server: one acceptor for every listening port, TCP and UDP, for
+//! both dialects, many tests at once.
+//!
+//! A server listens as its configuration says (the iperf3 dialect's `-s`:
+//! one port, TCP and UDP; iperf 2's `-s`: the ports of `-p m-n`, TCP, or
+//! UDP with `-u`; an iperf 2 client's `-L` listener for the server's
+//! connect-back) and runs one [`acceptor`] over all of it. The acceptor
+//! tells each client's dialect from its first bytes or datagram
+//! (`proto::sniff`) and hands it to the test that serves it: an iperf3
+//! test ([`iperf3_test`]) or iperf 2 flows ([`iperf2_tcp`],
+//! [`iperf2_udp`]). Every test is counted in one registry, against one
+//! `--max-tests`, under one access policy, into one `--metrics`.
+
+pub mod access;
+mod acceptor;
+mod bounceback;
+mod iperf2_flows;
+mod iperf2_tcp;
+mod iperf2_udp;
+mod iperf3_test;
+mod registry;
+mod sockets;
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+
+pub use access::AccessPolicy;
+pub use sockets::Join;
+
+use crate::config::{Dialect, Protocol, TestConfig};
+use crate::error::Error;
+use crate::events::{Event, Side};
+use crate::metrics::{Metrics, MetricsSink, Refusal};
+use crate::report::{Output, Reporter};
+use registry::Registry;
+
+/// Connections the acceptor holds before they have identified themselves
+/// (and sent their parameters). Past this, the one that has waited longest
+/// is closed, so a flood of idle connections cannot crowd out real clients.
+pub const MAX_PENDING: usize = 1024;
+/// Listen backlog: large, so bursts of connections (many streams, many
+/// clients) are never reset.
+pub const BACKLOG: i32 = 4096;
+
+/// What a server is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Serve clients of either dialect on one port, TCP and UDP (the
+    /// iperf3 dialect's `-s`).
+    Shared,
+    /// Serve as iperf 2's `-s` does: the ports of `-p m-n`, TCP (or UDP
+    /// with `-u`), 2.1.8's rules for what a connection may send.
+    Iperf2,
+    /// An iperf 2 client's `-L` listener: the server's connect-back for
+    /// `-d`/`-r`, `expect` headerless flows run as one test.
+    ConnectBack {
+        /// Flows the server opens.
+        expect: u32,
+    },
+}
+
+/// Whether a test ran or was turned away before it started (a refusal
+/// does not count for `-1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Ran,
+    Refused,
+}
+
+/// What the acceptor and every test of a server share: configuration,
+/// limits, access policy, metrics, the registry of running tests, and the
+/// stop.
+pub(crate) struct ServerCtx {
+    /// The server's configuration.
+    pub cfg: TestConfig,
+    /// What iperf 2 flows run with: the server's own configuration, or on
+    /// a shared port iperf 2's defaults with the server's output settings.
+    pub flow_cfg: TestConfig,
+    pub mode: Mode,
+    pub out: Output,
+    pub registry: Registry,
+    /// Raised when the server stops: every test ends.
+    pub stop: Arc<AtomicBool>,
+    /// Tests (of both dialects) running now.
+    pub active: AtomicUsize,
+    /// iperf 2 connections and UDP flows being set up or run.
+    pub flows: AtomicUsize,
+    /// Tests started so far (names an iperf3 test's report).
+    pub started: std::sync::atomic::AtomicU64,
+    /// iperf 2 connections and UDP flows accepted (`-s -P n`).
+    pub served: AtomicU32,
+    done_tx: Mutex<mpsc::Sender<Outcome>>,
+    /// The server's port (the first of a range).
+    pub port: u16,
+    /// Why UDP tests cannot run, if the UDP port could not be opened.
+    pub udp_error: Option<Error>,
+    pub metrics: OnceLock<Arc<Metrics>>,
+    pub policy: AccessPolicy,
+    pub auth: Option<crate::auth::ServerAuth>,
+    /// On a shared port, headerless iperf 2 data must start with 2.1.8's
+    /// `0123...` pattern (a `-C` client); a dedicated iperf 2 server
+    /// takes any bytes, as 2.1.8 does.
+    pub strict: bool,
+    /// The UDP port has joined a multicast group.
+    pub multicast: bool,
+    /// A connect-back's reports go to its client's reporter.
+    forward: OnceLock<Arc<Mutex<Reporter>>>,
+}
+
+impl ServerCtx {
+    /// The next iperf 2 transfer id.
+    pub fn next_id(&self) -> u32 {
+        crate::iperf2::next_id()
+    }
+
+    /// A reporter with the sinks `cfg` asks for (a connect-back's: its
+    /// client's).
+    pub fn reporter(&self, cfg: &TestConfig, side: Side) -> Reporter {
+        match self.forward.get() {
+            Some(f) => Reporter::forwarding(f.clone()),
+            None => Reporter::for_config(cfg, self.out.clone(), side),
+        }
+    }
+
+    /// A test's reporter: `reporter`, plus the metrics sink when the
+    /// server has `--metrics`.
+    pub fn test_reporter(&self, cfg: &TestConfig, protocol: Protocol, client: std::net::IpAddr) -> Reporter {
+        let mut r = self.reporter(cfg, Side::Server);
+        if let Some(m) = self.metrics.get() {
+            let labels = crate::metrics::labels(cfg.dialect, protocol);
+            r.add(Box::new(MetricsSink::new(m.clone(), labels, crate::net::host_string(client))));
+        }
+        r
+    }
+
+    /// Counts a refusal (`--metrics`).
+    pub fn refused(&self, why: Refusal) {
+        if let Some(m) = self.metrics.get() {
+            m.refused(why);
+        }
+    }
+
+    /// Whether another test may start now (`--max-tests`).
+    pub fn has_room(&self) -> bool {
+        self.active.load(Relaxed) < self.cfg.server.max_tests as usize
+    }
+
+    /// A test ended (or was refused before it started).
+    pub fn test_done(&self, outcome: Outcome) {
+        if let Ok(tx) = self.done_tx.lock() {
+            let _ = tx.send(outcome);
+        }
+    }
+
+    /// Emits `ev` on a plain reporter of the server (banners, refusals).
+    pub fn say(&self, ev: Event) {
+        self.reporter(&self.cfg, Side::Server).emit(ev);
+    }
+}
+
+/// Counts a running test while alive.
+pub(crate) struct Running<'a>(&'a AtomicUsize);
+
+impl<'a> Running<'a> {
+    /// Counts one more.
+    pub fn new(n: &'a AtomicUsize) -> Running<'a> {
+        n.fetch_add(1, Relaxed);
+        Running(n)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+/// A server bound to its ports.
+pub struct Server {
+    ctx: Arc<ServerCtx>,
+    sockets: sockets::Sockets,
+    done_rx: mpsc::Receiver<Outcome>,
+}
+
+impl Server {
+    /// Binds the server `cfg` describes (its dialect decides the mode).
+    pub fn bind(cfg: &TestConfig, out: Output) -> Result<Server, Error> {
+        let mode = match cfg.dialect {
+            Dialect::Iperf3 => Mode::Shared,
+            Dialect::Iperf2 => Mode::Iperf2,
+        };
+        Server::bind_mode(cfg, out, mode)
+    }
+
+    /// Binds a server of `mode` for `cfg`.
+    pub fn bind_mode(cfg: &TestConfig, out: Output, mode: Mode) -> Result<Server, Error> {
+        let sockets = sockets::Sockets::open(cfg, mode)?;
+        let (done_tx, done_rx) = mpsc::channel();
+        let policy = match mode {
+            Mode::ConnectBack { .. } => AccessPolicy::open(),
+            _ => AccessPolicy::from_config(cfg)?,
+        };
+        let auth = match mode {
+            Mode::Shared => crate::auth::ServerAuth::from_config(&cfg.server)?,
+            _ => None,
+        };
+        let flow_cfg = match mode {
+            Mode::Shared => iperf2_defaults(cfg),
+            _ => cfg.clone(),
+        };
+        let ctx = ServerCtx {
+            cfg: cfg.clone(),
+            flow_cfg,
+            mode,
+            out,
+            registry: Registry::default(),
+            stop: Arc::new(AtomicBool::new(false)),
+            active: AtomicUsize::new(0),
+            flows: AtomicUsize::new(0),
+            started: std::sync::atomic::AtomicU64::new(0),
+            served: AtomicU32::new(0),
+            done_tx: Mutex::new(done_tx),
+            port: sockets.port,
+            udp_error: sockets.udp_error.clone(),
+            metrics: OnceLock::new(),
+            policy,
+            auth,
+            strict: mode == Mode::Shared,
+            multicast: sockets.multicast,
+            forward: OnceLock::new(),
+        };
+        Ok(Server {
+            ctx: Arc::new(ctx),
+            sockets,
+            done_rx,
+        })
+    }
+
+    /// The port the server listens on (the first of a range).
+    pub fn port(&self) -> u16 {
+        self.ctx.port
+    }
+
+    /// The banner of this server's listener.
+    pub fn listening(&self) -> crate::events::Listening {
+        self.sockets.listening(&self.ctx.cfg, 1)
+    }
+
+    /// Sends the reports of its tests to `shared` (an iperf 2 client's
+    /// reporter, for its connect-back). Call before `run`.
+    pub fn forwarding_to(self, shared: Arc<Mutex<Reporter>>) -> Server {
+        let _ = self.ctx.forward.set(shared);
+        self
+    }
+
+    /// Reports tests and refusals into `m` (`--metrics`). Call before `run`.
+    pub fn with_metrics(self, m: Arc<Metrics>) -> Server {
+        let _ = self.ctx.metrics.set(m);
+        self
+    }
+
+    /// Serves until a signal arrives (its number stored in `signal`), or
+    /// the configuration's end: `-1` after one test, iperf 2's listen time
+    /// (`-t`) or connection count (`-P`), a connect-back's flows.
+    pub fn run(self, signal: Arc<AtomicUsize>) -> Result<(), Error> {
+        acceptor::run(self.ctx, self.sockets, self.done_rx, signal)
+    }
+}
+
+/// The configuration iperf 2 clients on a shared port get: iperf 2's
+/// defaults, with the server's output, interval, format, addresses and
+/// limits.
+fn iperf2_defaults(cfg3: &TestConfig) -> TestConfig {
+    let mut cfg = TestConfig {
+        dialect: Dialect::Iperf2,
+        port: cfg3.port,
+        ..TestConfig::default()
+    };
+    cfg.output.interval = cfg3.output.interval;
+    cfg.output.format = cfg3.output.format;
+    cfg.output.json = cfg3.output.json;
+    cfg.output.json_stream = cfg3.output.json_stream;
+    cfg.output.logfile = cfg3.output.logfile.clone();
+    cfg.params.repeating_payload = true;
+    cfg.params.block_len = Some(crate::config::DEFAULT_TCP_BLOCK);
+    cfg.net = cfg3.net.clone();
+    cfg.server.max_streams = cfg3.server.max_streams;
+    cfg.server.max_duration = cfg3.server.max_duration;
+    cfg.server.max_tests = cfg3.server.max_tests;
+    cfg
+}
