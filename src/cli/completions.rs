@@ -6,7 +6,7 @@
 //! 2 personality adds its own list (from its table and usage text) the same
 //! way when it lands.
 
-use super::getopt::{ArgKind, OptSpec};
+use super::getopt::{ArgKind, OptionRow};
 use super::iperf3;
 
 /// One option as completions show it.
@@ -95,32 +95,28 @@ pub fn help_descriptions(usage: &str) -> Vec<(Vec<String>, String)> {
 
 /// The documented options of a table: every row the parser accepts and
 /// `available` allows, with its description from `usage`.
-pub fn documented<K: Copy + PartialEq>(
-    table: &[OptSpec<K>],
-    available: impl Fn(K) -> bool,
-    usage: &str,
-) -> Vec<OptionDoc> {
+pub fn documented<R: OptionRow>(table: &[R], available: impl Fn(R::Key) -> bool, usage: &str) -> Vec<OptionDoc> {
     let help = help_descriptions(usage);
-    let find = |o: &OptSpec<K>| {
+    let find = |o: &R| {
         help.iter().find_map(|(names, d)| {
-            let hit = o.long.is_some_and(|l| names.iter().any(|n| n == &format!("--{l}")))
-                || o.short.is_some_and(|c| names.iter().any(|n| n == &format!("-{c}")));
+            let hit = o.long().is_some_and(|l| names.iter().any(|n| n == &format!("--{l}")))
+                || o.short().is_some_and(|c| names.iter().any(|n| n == &format!("-{c}")));
             hit.then(|| d.clone())
         })
     };
     // An alias (`--bandwidth` for `-b`) shares its option's description.
-    let help_of = |o: &OptSpec<K>| {
+    let help_of = |o: &R| {
         find(o)
-            .or_else(|| table.iter().filter(|t| t.key == o.key).find_map(find))
+            .or_else(|| table.iter().filter(|t| t.key() == o.key()).find_map(find))
             .unwrap_or_default()
     };
     table
         .iter()
-        .filter(|o| available(o.key))
+        .filter(|o| available(o.key()))
         .map(|o| OptionDoc {
-            short: o.short,
-            long: o.long.map(str::to_string),
-            arg: o.arg,
+            short: o.short(),
+            long: o.long().map(str::to_string),
+            arg: o.arg(),
             help: help_of(o),
         })
         .collect()

@@ -30,11 +30,45 @@ pub struct OptSpec<K: Copy> {
     pub arg: ArgKind,
 }
 
+/// A row getopt can match: one option's spellings and value rule. A plain
+/// [`OptSpec`] is one; a dialect's table rows, which also carry what the
+/// option does, are others.
+pub trait OptionRow {
+    /// What the caller matches on.
+    type Key: Copy + PartialEq;
+    /// The option's identity.
+    fn key(&self) -> Self::Key;
+    /// Short letter, if any.
+    fn short(&self) -> Option<char>;
+    /// Long name without the leading dashes, if any.
+    fn long(&self) -> Option<&'static str>;
+    /// Value rule.
+    fn arg(&self) -> ArgKind;
+}
+
+impl<K: Copy + PartialEq> OptionRow for OptSpec<K> {
+    type Key = K;
+    fn key(&self) -> K {
+        self.key
+    }
+    fn short(&self) -> Option<char> {
+        self.short
+    }
+    fn long(&self) -> Option<&'static str> {
+        self.long
+    }
+    fn arg(&self) -> ArgKind {
+        self.arg
+    }
+}
+
 /// One recognised option occurrence, in command-line order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Occurrence<K> {
     /// Which option.
     pub key: K,
+    /// Index of the matched row in the table (aliases share a key, not a row).
+    pub row: usize,
     /// Its value, if one was given.
     pub value: Option<String>,
     /// How the user spelled it (`-p`, `--port`), for messages.
@@ -53,7 +87,7 @@ pub struct Parsed<K> {
 /// Parses `args` (without the program name) against `table`.
 ///
 /// Errors are glibc's wording without the program-name prefix.
-pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>, String> {
+pub fn parse<R: OptionRow>(table: &[R], args: &[String]) -> Result<Parsed<R::Key>, String> {
     let mut opts = Vec::new();
     let mut operands = Vec::new();
     let mut i = 0;
@@ -69,9 +103,10 @@ pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (body, None),
             };
-            let spec = find_long(table, name)?;
-            let long = spec.long.unwrap_or(name);
-            let value = match spec.arg {
+            let row = find_long(table, name)?;
+            let spec = &table[row];
+            let long = spec.long().unwrap_or(name);
+            let value = match spec.arg() {
                 ArgKind::None => {
                     if attached.is_some() {
                         return Err(format!("option '--{long}' doesn't allow an argument"));
@@ -92,7 +127,8 @@ pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>
                 },
             };
             opts.push(Occurrence {
-                key: spec.key,
+                key: spec.key(),
+                row,
                 value,
                 spelled: format!("--{long}"),
             });
@@ -104,12 +140,13 @@ pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>
             while j < chars.len() {
                 let c = chars[j];
                 j += 1;
-                let spec = table
+                let row = table
                     .iter()
-                    .find(|s| s.short == Some(c))
+                    .position(|s| s.short() == Some(c))
                     .ok_or_else(|| format!("invalid option -- '{c}'"))?;
+                let spec = &table[row];
                 let rest: String = chars[j..].iter().collect();
-                let value = match spec.arg {
+                let value = match spec.arg() {
                     ArgKind::None => None,
                     ArgKind::Optional => {
                         j = chars.len();
@@ -128,7 +165,8 @@ pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>
                     }
                 };
                 opts.push(Occurrence {
-                    key: spec.key,
+                    key: spec.key(),
+                    row,
                     value,
                     spelled: format!("-{c}"),
                 });
@@ -140,16 +178,17 @@ pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>
     Ok(Parsed { opts, operands })
 }
 
-fn find_long<'a, K: Copy>(table: &'a [OptSpec<K>], name: &str) -> Result<&'a OptSpec<K>, String> {
-    if let Some(exact) = table.iter().find(|s| s.long == Some(name)) {
+/// The row a long name (without dashes) means: an exact name, else the one
+/// row it is a prefix of.
+fn find_long<R: OptionRow>(table: &[R], name: &str) -> Result<usize, String> {
+    if let Some(exact) = table.iter().position(|s| s.long() == Some(name)) {
         return Ok(exact);
     }
-    let candidates: Vec<&OptSpec<K>> = if name.is_empty() {
+    let candidates: Vec<usize> = if name.is_empty() {
         Vec::new()
     } else {
-        table
-            .iter()
-            .filter(|s| s.long.is_some_and(|l| l.starts_with(name)))
+        (0..table.len())
+            .filter(|&i| table[i].long().is_some_and(|l| l.starts_with(name)))
             .collect()
     };
     match candidates.len() {
@@ -158,7 +197,7 @@ fn find_long<'a, K: Copy>(table: &'a [OptSpec<K>], name: &str) -> Result<&'a Opt
         _ => {
             let list: Vec<String> = candidates
                 .iter()
-                .map(|s| format!("'--{}'", s.long.unwrap_or_default()))
+                .map(|&i| format!("'--{}'", table[i].long().unwrap_or_default()))
                 .collect();
             Err(format!(
                 "option '--{name}' is ambiguous; possibilities: {}",

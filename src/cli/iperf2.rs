@@ -424,12 +424,14 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     let mut opts: Vec<Occurrence<Opt>> = Vec::new();
     for (var, key) in ENV {
         if let Some(v) = env(var) {
-            let spec = TABLE
+            let row = TABLE
                 .iter()
-                .find(|s| s.key == *key)
+                .position(|s| s.key == *key)
                 .expect("env options are in the table");
+            let spec = &TABLE[row];
             opts.push(Occurrence {
                 key: *key,
+                row,
                 value: (spec.arg != ArgKind::None).then_some(v),
                 spelled: format!("${var}"),
             });
