@@ -7,3 +7,4 @@ pub mod iperf2;
 pub mod iperf3;
 pub mod report;
 pub mod units;
+pub mod values;
