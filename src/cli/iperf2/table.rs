@@ -1,0 +1,307 @@
+//! The iperf 2 dialect's option table: each row is an option's spellings,
+//! where it means something, and what it does to the configuration.
+
+use super::CliError;
+use super::apply::{bounceback, network, output, server, traffic};
+use super::state::ParseState;
+use crate::cli::getopt::{ArgKind, Occurrence, OptionRow};
+
+/// Option identifiers.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt {
+    V4,
+    V6,
+    SingleClient,
+    Bandwidth,
+    Client,
+    Dual,
+    Enhanced,
+    Format,
+    Help,
+    Interval,
+    Len,
+    PrintMss,
+    Num,
+    Output,
+    Port,
+    Tradeoff,
+    Server,
+    Time,
+    Udp,
+    Version,
+    Window,
+    ReportExclude,
+    ReportStyle,
+    Realtime,
+    Bind,
+    Compat,
+    Daemon,
+    FileInput,
+    SsmHost,
+    StdinInput,
+    ListenPort,
+    Mss,
+    NoDelay,
+    Parallel,
+    Reverse,
+    Tos,
+    Ttl,
+    SingleUdp,
+    Ipv6Domain,
+    PeerDetect,
+    Congestion,
+    FullDuplex,
+    SumOnly,
+    HideIps,
+    PermitKey,
+    TripTimes,
+    Histograms,
+    ConnectRetries,
+    Allow,
+    Deny,
+    Bounceback,
+    BouncebackHold,
+    BouncebackPeriod,
+    BouncebackNoQuickack,
+    TcpRxWindowClamp,
+    TosOverride,
+    FqRate,
+    IncrDstport,
+    LocalOnly,
+    NoUdpFin,
+    TcpQuickack,
+    TcpWritePrefetch,
+    // Recognised, but their features are not built yet.
+    Affinity,
+    SuggestWin,
+    PermitKeyTimeout,
+    BouncebackCongest,
+    BouncebackTxDelay,
+    TapDev,
+    SumDstip,
+    ConnectOnly,
+    Ipg,
+    Isochronous,
+    Incr,
+    NearCongestion,
+    NoConnectSync,
+    TcpWriteTimes,
+    TxDelay,
+    TxStart,
+    Burst,
+    L2Checks,
+    NumReportStructs,
+}
+
+/// Where an option means something. 2.1.8 warns about a client option on
+/// a server ("option -d is not valid for server mode") and wirespeed
+/// drops it there; a TCP option with `-u` is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Anywhere (or the option checks its own place).
+    Any,
+    /// A client's option.
+    Client,
+    /// A TCP option, client or server.
+    Tcp,
+    /// A TCP client's option.
+    TcpClient,
+}
+
+impl Scope {
+    /// Warned about and dropped on a server.
+    pub fn client_only(self) -> bool {
+        matches!(self, Scope::Client | Scope::TcpClient)
+    }
+
+    /// Refused with `-u`.
+    pub fn tcp_only(self) -> bool {
+        matches!(self, Scope::Tcp | Scope::TcpClient)
+    }
+}
+
+/// Applies one occurrence of an option to the configuration being built.
+pub type ApplyFn = fn(&mut ParseState, &Occurrence<Opt>) -> Result<(), CliError>;
+
+/// What an option does.
+#[derive(Debug, Clone, Copy)]
+pub enum Step {
+    /// Sets something in the configuration.
+    Apply(ApplyFn),
+    /// Ends parsing with this answer, whatever else is given (`-h`, `-v`).
+    Answer(Answer),
+    /// A feature not built yet: refused ("... is not implemented yet")
+    /// naming what is missing, never ignored.
+    NotBuilt(&'static str),
+}
+
+/// An option that answers the command line on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// `-h`: the long usage.
+    Help,
+    /// `-v`: the version line.
+    Version,
+}
+
+/// One option of the table.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    /// The option's identity (aliases share it).
+    pub key: Opt,
+    /// Short letter, if any.
+    pub short: Option<char>,
+    /// Long name without the leading dashes, if any.
+    pub long: Option<&'static str>,
+    /// Value rule.
+    pub arg: ArgKind,
+    /// Where it means something.
+    pub scope: Scope,
+    /// What it does.
+    pub step: Step,
+}
+
+impl OptionRow for Row {
+    type Key = Opt;
+    fn key(&self) -> Opt {
+        self.key
+    }
+    fn short(&self) -> Option<char> {
+        self.short
+    }
+    fn long(&self) -> Option<&'static str> {
+        self.long
+    }
+    fn arg(&self) -> ArgKind {
+        self.arg
+    }
+}
+
+macro_rules! row {
+    ($k:ident, $s:tt, $l:tt, $a:ident, $scope:ident, $step:expr) => {
+        Row {
+            key: Opt::$k,
+            short: row!(@opt $s),
+            long: row!(@opt $l),
+            arg: ArgKind::$a,
+            scope: Scope::$scope,
+            step: $step,
+        }
+    };
+    (@opt -) => {
+        None
+    };
+    (@opt $v:literal) => {
+        Some($v)
+    };
+}
+
+use Step::{Answer as A, Apply as F, NotBuilt as No};
+
+/// What 2.1.8 does with an option wirespeed has not built: "this option".
+const NOT_YET: &str = "this option";
+
+/// 2.1.8's option table (short string `146b:c:def:hi:l:mn:o:p:rst:uvw:x:y:zAB:CDF:H:IL:M:NP:RS:T:UVWXZ:`
+/// and its long options, with their real spellings).
+#[rustfmt::skip]
+pub const TABLE: &[Row] = &[
+    //   key                   short long                      value     scope      step
+    row!(SingleClient,         '1', "singleclient",            None,     Any,       F(server::single_client)),
+    row!(V4,                   '4', -,                         None,     Any,       F(network::v4)),
+    row!(V6,                   '6', -,                         None,     Any,       F(network::v6)),
+    row!(Bandwidth,            'b', "bandwidth",               Required, Any,       F(traffic::bandwidth)),
+    row!(Client,               'c', "client",                  Required, Any,       F(network::client)),
+    row!(Dual,                 'd', "dualtest",                None,     Client,    F(traffic::dual)),
+    row!(Enhanced,             'e', "enhanced",                None,     Any,       F(output::enhanced)),
+    row!(Enhanced,             -,   "enhancedreports",         None,     Any,       F(output::enhanced)),
+    row!(Format,               'f', "format",                  Required, Any,       F(output::format)),
+    row!(Help,                 'h', "help",                    None,     Any,       A(Answer::Help)),
+    row!(Interval,             'i', "interval",                Required, Any,       F(output::interval)),
+    row!(Len,                  'l', "len",                     Required, Any,       F(traffic::len)),
+    row!(PrintMss,             'm', "print_mss",               None,     Tcp,       F(output::print_mss)),
+    row!(Num,                  'n', "num",                     Required, Client,    F(traffic::num)),
+    row!(Output,               'o', "output",                  Required, Any,       F(output::output)),
+    row!(Port,                 'p', "port",                    Required, Any,       F(network::port)),
+    row!(Tradeoff,             'r', "tradeoff",                None,     Client,    F(traffic::tradeoff)),
+    row!(Server,               's', "server",                  None,     Any,       F(server::server)),
+    row!(Time,                 't', "time",                    Required, Any,       F(traffic::time)),
+    row!(Udp,                  'u', "udp",                     None,     Any,       F(traffic::udp)),
+    row!(Version,              'v', "version",                 None,     Any,       A(Answer::Version)),
+    row!(Window,               'w', "window",                  Required, Any,       F(traffic::window)),
+    row!(ReportExclude,        'x', "reportexclude",           Required, Any,       F(output::report_exclude)),
+    row!(ReportStyle,          'y', "reportstyle",             Required, Any,       F(output::report_style)),
+    row!(Realtime,             'z', "realtime",                None,     Any,       F(traffic::realtime)),
+    row!(Affinity,             'A', -,                         None,     Any,       No(NOT_YET)),
+    row!(Bind,                 'B', "bind",                    Required, Any,       F(network::bind)),
+    row!(Compat,               'C', "compatibility",           None,     Any,       F(traffic::compat)),
+    row!(Daemon,               'D', "daemon",                  None,     Any,       F(server::daemon)),
+    row!(FileInput,            'F', "file_input",              Required, Client,    F(traffic::file_input)),
+    row!(SsmHost,              'H', "ssm-host",                Required, Any,       F(server::ssm_host)),
+    row!(StdinInput,           'I', "stdin_input",             None,     Client,    F(traffic::stdin_input)),
+    row!(ListenPort,           'L', "listenport",              Required, Client,    F(network::listen_port)),
+    row!(Mss,                  'M', "mss",                     Required, Tcp,       F(traffic::mss)),
+    row!(NoDelay,              'N', "nodelay",                 None,     Tcp,       F(traffic::nodelay)),
+    row!(Parallel,             'P', "parallel",                Required, Any,       F(traffic::parallel)),
+    row!(Reverse,              'R', "reverse",                 None,     Client,    F(traffic::reverse)),
+    row!(Tos,                  'S', "tos",                     Required, Any,       F(network::tos)),
+    row!(Ttl,                  'T', "ttl",                     Required, Client,    F(network::ttl)),
+    row!(SingleUdp,            'U', "single_udp",              None,     Any,       F(traffic::single_udp)),
+    row!(Ipv6Domain,           'V', "ipv6_domain",             None,     Any,       F(network::v6)),
+    row!(SuggestWin,           'W', "suggest_win_size",        None,     Any,       No(NOT_YET)),
+    row!(PeerDetect,           'X', "peer-detect",             None,     Client,    F(traffic::peer_detect)),
+    row!(Congestion,           'Z', "tcp-congestion",          Required, Tcp,       F(traffic::congestion)),
+    row!(Congestion,           -,   "linux-congestion",        Required, Tcp,       F(traffic::congestion)),
+    row!(FullDuplex,           -,   "full-duplex",             None,     Client,    F(traffic::full_duplex)),
+    row!(SumOnly,              -,   "sum-only",                None,     Any,       F(output::sum_only)),
+    row!(HideIps,              -,   "hide-ips",                None,     Any,       F(output::hide_ips)),
+    row!(PermitKey,            -,   "permit-key",              Optional, Any,       F(traffic::permit_key)),
+    row!(PermitKeyTimeout,     -,   "permit-key-timeout",      Required, Any,       No(NOT_YET)),
+    row!(TripTimes,            -,   "trip-times",              None,     Client,    F(traffic::trip_times)),
+    row!(Histograms,           -,   "histograms",              Optional, Any,       F(output::histograms)),
+    row!(Histograms,           -,   "udp-histograms",          Optional, Any,       F(output::histograms)),
+    row!(ConnectRetries,       -,   "connect-retries",         Required, TcpClient, F(network::connect_retries)),
+    // wirespeed additions (2.1.8 has no such options): access policy.
+    row!(Allow,                -,   "allow",                   Required, Any,       F(server::allow)),
+    row!(Deny,                 -,   "deny",                    Required, Any,       F(server::deny)),
+    row!(Bounceback,           -,   "bounceback",              Optional, Client,    F(bounceback::bounceback)),
+    row!(BouncebackCongest,    -,   "bounceback-congest",      Optional, Any,       No("bounceback with a congesting flow")),
+    row!(BouncebackHold,       -,   "bounceback-hold",         Required, Client,    F(bounceback::hold)),
+    row!(BouncebackPeriod,     -,   "bounceback-period",       Required, Client,    F(bounceback::period)),
+    row!(BouncebackNoQuickack, -,   "bounceback-no-quickack",  None,     Client,    F(bounceback::no_quickack)),
+    row!(BouncebackTxDelay,    -,   "bounceback-txdelay",      Required, Any,       No("bounceback transmit delays")),
+    row!(TcpRxWindowClamp,     -,   "tcp-rx-window-clamp",     Required, Tcp,       F(server::tcp_rx_window_clamp)),
+    row!(TapDev,               -,   "tap-dev",                 Optional, Any,       No(NOT_YET)),
+    row!(SumDstip,             -,   "sum-dstip",               None,     Any,       No(NOT_YET)),
+    row!(TosOverride,          -,   "tos-override",            Required, Tcp,       F(server::tos_override)),
+    row!(ConnectOnly,          -,   "connect-only",            Optional, Any,       No("connect-only tests")),
+    row!(FqRate,               -,   "fq-rate",                 Required, Client,    F(traffic::fq_rate)),
+    row!(Ipg,                  -,   "ipg",                     Required, Any,       No("inter-packet gaps for isochronous bursts")),
+    row!(Isochronous,          -,   "isochronous",             Optional, Any,       No("isochronous traffic")),
+    row!(Incr,                 -,   "incr-dstip",              None,     Any,       No(NOT_YET)),
+    row!(IncrDstport,          -,   "incr-dstport",            None,     Client,    F(network::incr_dstport)),
+    row!(Incr,                 -,   "incr-srcip",              None,     Any,       No(NOT_YET)),
+    row!(Incr,                 -,   "incr-srcport",            None,     Any,       No(NOT_YET)),
+    row!(LocalOnly,            -,   "local-only",              Optional, Client,    F(network::local_only)),
+    row!(NearCongestion,       -,   "near-congestion",         Optional, Any,       No(NOT_YET)),
+    row!(NoConnectSync,        -,   "no-connect-sync",         None,     Any,       No(NOT_YET)),
+    row!(NoUdpFin,             -,   "no-udp-fin",              None,     Client,    F(traffic::no_udp_fin)),
+    row!(TcpQuickack,          -,   "tcp-quickack",            None,     TcpClient, F(traffic::tcp_quickack)),
+    row!(TcpWritePrefetch,     -,   "tcp-write-prefetch",      Required, TcpClient, F(traffic::tcp_write_prefetch)),
+    row!(TcpWriteTimes,        -,   "tcp-write-times",         None,     Any,       No(NOT_YET)),
+    row!(TxDelay,              -,   "txdelay-time",            Required, Any,       No("scheduled starts")),
+    row!(TxStart,              -,   "txstart-time",            Required, Any,       No("scheduled starts")),
+    row!(Burst,                -,   "burst-size",              Required, Any,       No("periodic bursts")),
+    row!(Burst,                -,   "burst-period",            Required, Any,       No("periodic bursts")),
+    row!(L2Checks,             -,   "l2checks",                None,     Any,       No("layer 2 length checks")),
+    row!(NumReportStructs,     -,   "NUM_REPORT_STRUCTS",      Required, Any,       No(NOT_YET)),
+];
+
+/// Whether an option of [`TABLE`] works (rather than being refused as not
+/// built yet): what `--help`, the man page and the completions cover.
+pub fn available(o: Opt) -> bool {
+    TABLE
+        .iter()
+        .filter(|r| r.key == o)
+        .all(|r| !matches!(r.step, Step::NotBuilt(_)))
+}
