@@ -4,7 +4,7 @@
 use super::CliError;
 use super::apply::{bounceback, network, output, server, traffic};
 use super::state::ParseState;
-use crate::cli::getopt::{ArgKind, Occurrence, OptionRow};
+use crate::cli::getopt::{ArgKind, Occurrence, OptionRow, Tier};
 
 /// Option identifiers.
 #[allow(missing_docs)]
@@ -73,7 +73,9 @@ pub enum Opt {
     TcpQuickack,
     TcpWritePrefetch,
     // Recognised, but their features are not built yet.
-    Affinity,
+    /// `-A`, `--awdl`: Apple Wireless Direct Link (macOS).
+    Awdl,
+    TunDev,
     SuggestWin,
     PermitKeyTimeout,
     BouncebackCongest,
@@ -83,13 +85,16 @@ pub enum Opt {
     ConnectOnly,
     Ipg,
     Isochronous,
-    Incr,
+    IncrDstip,
+    IncrSrcip,
+    IncrSrcport,
     NearCongestion,
     NoConnectSync,
     TcpWriteTimes,
     TxDelay,
     TxStart,
-    Burst,
+    BurstSize,
+    BurstPeriod,
     L2Checks,
     NumReportStructs,
 }
@@ -156,6 +161,9 @@ pub struct Row {
     pub long: Option<&'static str>,
     /// Value rule.
     pub arg: ArgKind,
+    /// Whether 2.1.8 has the long option (which decides what its
+    /// abbreviations mean), or it is a wirespeed addition.
+    pub tier: Tier,
     /// Where it means something.
     pub scope: Scope,
     /// What it does.
@@ -176,11 +184,15 @@ impl OptionRow for Row {
     fn arg(&self) -> ArgKind {
         self.arg
     }
+    fn tier(&self) -> Tier {
+        self.tier
+    }
 }
 
 macro_rules! row {
-    ($k:ident, $s:tt, $l:tt, $a:ident, $scope:ident, $step:expr) => {
+    ($t:ident, $k:ident, $s:tt, $l:tt, $a:ident, $scope:ident, $step:expr) => {
         Row {
+            tier: row!(@tier $t),
             key: Opt::$k,
             short: row!(@opt $s),
             long: row!(@opt $l),
@@ -188,6 +200,12 @@ macro_rules! row {
             scope: Scope::$scope,
             step: $step,
         }
+    };
+    (@tier N) => {
+        Tier::Native
+    };
+    (@tier X) => {
+        Tier::Extra
     };
     (@opt -) => {
         None
@@ -203,98 +221,103 @@ use Step::{Answer as A, Apply as F, NotBuilt as No};
 const NOT_YET: &str = "this option";
 
 /// 2.1.8's option table (short string `146b:c:def:hi:l:mn:o:p:rst:uvw:x:y:zAB:CDF:H:IL:M:NP:RS:T:UVWXZ:`
-/// and its long options, with their real spellings).
+/// and its long options, with their real spellings: its help's `--fileinput`
+/// and `--udp-histogram` are not its options' names, `--stdin` and
+/// `--udp-histogram` work as abbreviations), then wirespeed's.
 #[rustfmt::skip]
 pub const TABLE: &[Row] = &[
-    //   key                   short long                      value     scope      step
-    row!(SingleClient,         '1', "singleclient",            None,     Any,       F(server::single_client)),
-    row!(V4,                   '4', -,                         None,     Any,       F(network::v4)),
-    row!(V6,                   '6', -,                         None,     Any,       F(network::v6)),
-    row!(Bandwidth,            'b', "bandwidth",               Required, Any,       F(traffic::bandwidth)),
-    row!(Client,               'c', "client",                  Required, Any,       F(network::client)),
-    row!(Dual,                 'd', "dualtest",                None,     Client,    F(traffic::dual)),
-    row!(Enhanced,             'e', "enhanced",                None,     Any,       F(output::enhanced)),
-    row!(Enhanced,             -,   "enhancedreports",         None,     Any,       F(output::enhanced)),
-    row!(Format,               'f', "format",                  Required, Any,       F(output::format)),
-    row!(Help,                 'h', "help",                    None,     Any,       A(Answer::Help)),
-    row!(Interval,             'i', "interval",                Required, Any,       F(output::interval)),
-    row!(Len,                  'l', "len",                     Required, Any,       F(traffic::len)),
-    row!(PrintMss,             'm', "print_mss",               None,     Tcp,       F(output::print_mss)),
-    row!(Num,                  'n', "num",                     Required, Client,    F(traffic::num)),
-    row!(Output,               'o', "output",                  Required, Any,       F(output::output)),
-    row!(Port,                 'p', "port",                    Required, Any,       F(network::port)),
-    row!(Tradeoff,             'r', "tradeoff",                None,     Client,    F(traffic::tradeoff)),
-    row!(Server,               's', "server",                  None,     Any,       F(server::server)),
-    row!(Time,                 't', "time",                    Required, Any,       F(traffic::time)),
-    row!(Udp,                  'u', "udp",                     None,     Any,       F(traffic::udp)),
-    row!(Version,              'v', "version",                 None,     Any,       A(Answer::Version)),
-    row!(Window,               'w', "window",                  Required, Any,       F(traffic::window)),
-    row!(ReportExclude,        'x', "reportexclude",           Required, Any,       F(output::report_exclude)),
-    row!(ReportStyle,          'y', "reportstyle",             Required, Any,       F(output::report_style)),
-    row!(Realtime,             'z', "realtime",                None,     Any,       F(traffic::realtime)),
-    row!(Affinity,             'A', -,                         None,     Any,       No(NOT_YET)),
-    row!(Bind,                 'B', "bind",                    Required, Any,       F(network::bind)),
-    row!(Compat,               'C', "compatibility",           None,     Any,       F(traffic::compat)),
-    row!(Daemon,               'D', "daemon",                  None,     Any,       F(server::daemon)),
-    row!(FileInput,            'F', "file_input",              Required, Client,    F(traffic::file_input)),
-    row!(SsmHost,              'H', "ssm-host",                Required, Any,       F(server::ssm_host)),
-    row!(StdinInput,           'I', "stdin_input",             None,     Client,    F(traffic::stdin_input)),
-    row!(ListenPort,           'L', "listenport",              Required, Client,    F(network::listen_port)),
-    row!(Mss,                  'M', "mss",                     Required, Tcp,       F(traffic::mss)),
-    row!(NoDelay,              'N', "nodelay",                 None,     Tcp,       F(traffic::nodelay)),
-    row!(Parallel,             'P', "parallel",                Required, Any,       F(traffic::parallel)),
-    row!(Reverse,              'R', "reverse",                 None,     Client,    F(traffic::reverse)),
-    row!(Tos,                  'S', "tos",                     Required, Any,       F(network::tos)),
-    row!(Ttl,                  'T', "ttl",                     Required, Client,    F(network::ttl)),
-    row!(SingleUdp,            'U', "single_udp",              None,     Any,       F(traffic::single_udp)),
-    row!(Ipv6Domain,           'V', "ipv6_domain",             None,     Any,       F(network::v6)),
-    row!(SuggestWin,           'W', "suggest_win_size",        None,     Any,       No(NOT_YET)),
-    row!(PeerDetect,           'X', "peer-detect",             None,     Client,    F(traffic::peer_detect)),
-    row!(Congestion,           'Z', "tcp-congestion",          Required, Tcp,       F(traffic::congestion)),
-    row!(Congestion,           -,   "linux-congestion",        Required, Tcp,       F(traffic::congestion)),
-    row!(FullDuplex,           -,   "full-duplex",             None,     Client,    F(traffic::full_duplex)),
-    row!(SumOnly,              -,   "sum-only",                None,     Any,       F(output::sum_only)),
-    row!(HideIps,              -,   "hide-ips",                None,     Any,       F(output::hide_ips)),
-    row!(PermitKey,            -,   "permit-key",              Optional, Any,       F(traffic::permit_key)),
-    row!(PermitKeyTimeout,     -,   "permit-key-timeout",      Required, Any,       No(NOT_YET)),
-    row!(TripTimes,            -,   "trip-times",              None,     Client,    F(traffic::trip_times)),
-    row!(Histograms,           -,   "histograms",              Optional, Any,       F(output::histograms)),
-    row!(Histograms,           -,   "udp-histograms",          Optional, Any,       F(output::histograms)),
-    row!(ConnectRetries,       -,   "connect-retries",         Required, TcpClient, F(network::connect_retries)),
-    // wirespeed additions (2.1.8 has no such options): access policy.
-    row!(Allow,                -,   "allow",                   Required, Any,       F(server::allow)),
-    row!(Deny,                 -,   "deny",                    Required, Any,       F(server::deny)),
-    row!(Bounceback,           -,   "bounceback",              Optional, Client,    F(bounceback::bounceback)),
-    row!(BouncebackCongest,    -,   "bounceback-congest",      Optional, Any,       No("bounceback with a congesting flow")),
-    row!(BouncebackHold,       -,   "bounceback-hold",         Required, Client,    F(bounceback::hold)),
-    row!(BouncebackPeriod,     -,   "bounceback-period",       Required, Client,    F(bounceback::period)),
-    row!(BouncebackNoQuickack, -,   "bounceback-no-quickack",  None,     Client,    F(bounceback::no_quickack)),
-    row!(BouncebackTxDelay,    -,   "bounceback-txdelay",      Required, Any,       No("bounceback transmit delays")),
-    row!(TcpRxWindowClamp,     -,   "tcp-rx-window-clamp",     Required, Tcp,       F(server::tcp_rx_window_clamp)),
-    row!(TapDev,               -,   "tap-dev",                 Optional, Any,       No(NOT_YET)),
-    row!(SumDstip,             -,   "sum-dstip",               None,     Any,       No(NOT_YET)),
-    row!(TosOverride,          -,   "tos-override",            Required, Tcp,       F(server::tos_override)),
-    row!(ConnectOnly,          -,   "connect-only",            Optional, Any,       No("connect-only tests")),
-    row!(FqRate,               -,   "fq-rate",                 Required, Client,    F(traffic::fq_rate)),
-    row!(Ipg,                  -,   "ipg",                     Required, Any,       No("inter-packet gaps for isochronous bursts")),
-    row!(Isochronous,          -,   "isochronous",             Optional, Any,       No("isochronous traffic")),
-    row!(Incr,                 -,   "incr-dstip",              None,     Any,       No(NOT_YET)),
-    row!(IncrDstport,          -,   "incr-dstport",            None,     Client,    F(network::incr_dstport)),
-    row!(Incr,                 -,   "incr-srcip",              None,     Any,       No(NOT_YET)),
-    row!(Incr,                 -,   "incr-srcport",            None,     Any,       No(NOT_YET)),
-    row!(LocalOnly,            -,   "local-only",              Optional, Client,    F(network::local_only)),
-    row!(NearCongestion,       -,   "near-congestion",         Optional, Any,       No(NOT_YET)),
-    row!(NoConnectSync,        -,   "no-connect-sync",         None,     Any,       No(NOT_YET)),
-    row!(NoUdpFin,             -,   "no-udp-fin",              None,     Client,    F(traffic::no_udp_fin)),
-    row!(TcpQuickack,          -,   "tcp-quickack",            None,     TcpClient, F(traffic::tcp_quickack)),
-    row!(TcpWritePrefetch,     -,   "tcp-write-prefetch",      Required, TcpClient, F(traffic::tcp_write_prefetch)),
-    row!(TcpWriteTimes,        -,   "tcp-write-times",         None,     Any,       No(NOT_YET)),
-    row!(TxDelay,              -,   "txdelay-time",            Required, Any,       No("scheduled starts")),
-    row!(TxStart,              -,   "txstart-time",            Required, Any,       No("scheduled starts")),
-    row!(Burst,                -,   "burst-size",              Required, Any,       No("periodic bursts")),
-    row!(Burst,                -,   "burst-period",            Required, Any,       No("periodic bursts")),
-    row!(L2Checks,             -,   "l2checks",                None,     Any,       No("layer 2 length checks")),
-    row!(NumReportStructs,     -,   "NUM_REPORT_STRUCTS",      Required, Any,       No(NOT_YET)),
+    //   tier key                   short long                     value     scope      step
+    // -4 and -6 have no long form (2.1.8 has `v4`/`v6` under `#if 0`)
+    row!(N, V4,                   '4', -,                        None,     Any,       F(network::v4)),
+    row!(N, V6,                   '6', -,                        None,     Any,       F(network::v6)),
+    // 2.1.8's long options, in its table's order
+    row!(N, SingleClient,         '1', "singleclient",           None,     Any,       F(server::single_client)),
+    row!(N, Bandwidth,            'b', "bandwidth",              Required, Any,       F(traffic::bandwidth)),
+    row!(N, Client,               'c', "client",                 Required, Any,       F(network::client)),
+    row!(N, Dual,                 'd', "dualtest",               None,     Client,    F(traffic::dual)),
+    row!(N, Enhanced,             'e', "enhanced",               None,     Any,       F(output::enhanced)),
+    row!(N, Format,               'f', "format",                 Required, Any,       F(output::format)),
+    row!(N, Help,                 'h', "help",                   None,     Any,       A(Answer::Help)),
+    row!(N, Interval,             'i', "interval",               Required, Any,       F(output::interval)),
+    row!(N, Len,                  'l', "len",                    Required, Any,       F(traffic::len)),
+    row!(N, PrintMss,             'm', "print_mss",              None,     Tcp,       F(output::print_mss)),
+    row!(N, Num,                  'n', "num",                    Required, Client,    F(traffic::num)),
+    row!(N, Output,               'o', "output",                 Required, Any,       F(output::output)),
+    row!(N, Port,                 'p', "port",                   Required, Any,       F(network::port)),
+    row!(N, Tradeoff,             'r', "tradeoff",               None,     Client,    F(traffic::tradeoff)),
+    row!(N, Server,               's', "server",                 None,     Any,       F(server::server)),
+    row!(N, Time,                 't', "time",                   Required, Any,       F(traffic::time)),
+    row!(N, Udp,                  'u', "udp",                    None,     Any,       F(traffic::udp)),
+    row!(N, Version,              'v', "version",                None,     Any,       A(Answer::Version)),
+    row!(N, Window,               'w', "window",                 Required, Any,       F(traffic::window)),
+    row!(N, ReportExclude,        'x', "reportexclude",          Required, Any,       F(output::report_exclude)),
+    row!(N, ReportStyle,          'y', "reportstyle",            Required, Any,       F(output::report_style)),
+    row!(N, Realtime,             'z', "realtime",               None,     Any,       F(traffic::realtime)),
+    row!(N, Awdl,                 'A', "awdl",                   None,     Any,       No(NOT_YET)),
+    row!(N, Bind,                 'B', "bind",                   Required, Any,       F(network::bind)),
+    row!(N, Bounceback,           -,   "bounceback",             Optional, Client,    F(bounceback::bounceback)),
+    row!(N, BouncebackCongest,    -,   "bounceback-congest",     Optional, Any,       No("bounceback with a congesting flow")),
+    row!(N, BouncebackTxDelay,    -,   "bounceback-txdelay",     Required, Any,       No("bounceback transmit delays")),
+    row!(N, BouncebackHold,       -,   "bounceback-hold",        Required, Client,    F(bounceback::hold)),
+    row!(N, BouncebackNoQuickack, -,   "bounceback-no-quickack", None,     Client,    F(bounceback::no_quickack)),
+    row!(N, BouncebackPeriod,     -,   "bounceback-period",      Required, Client,    F(bounceback::period)),
+    row!(N, Compat,               'C', "compatibility",          None,     Any,       F(traffic::compat)),
+    row!(N, Daemon,               'D', "daemon",                 None,     Any,       F(server::daemon)),
+    row!(N, FileInput,            'F', "file_input",             Required, Client,    F(traffic::file_input)),
+    row!(N, SsmHost,              'H', "ssm-host",               Required, Any,       F(server::ssm_host)),
+    row!(N, StdinInput,           'I', "stdin_input",            None,     Client,    F(traffic::stdin_input)),
+    row!(N, Mss,                  'M', "mss",                    Required, Tcp,       F(traffic::mss)),
+    row!(N, NoDelay,              'N', "nodelay",                None,     Tcp,       F(traffic::nodelay)),
+    row!(N, ListenPort,           'L', "listenport",             Required, Client,    F(network::listen_port)),
+    row!(N, Parallel,             'P', "parallel",               Required, Any,       F(traffic::parallel)),
+    row!(N, Reverse,              'R', "reverse",                None,     Client,    F(traffic::reverse)),
+    row!(N, Tos,                  'S', "tos",                    Required, Any,       F(network::tos)),
+    row!(N, Ttl,                  'T', "ttl",                    Required, Client,    F(network::ttl)),
+    row!(N, SingleUdp,            'U', "single_udp",             None,     Any,       F(traffic::single_udp)),
+    row!(N, Ipv6Domain,           'V', "ipv6_domain",            None,     Any,       F(network::v6)),
+    row!(N, SuggestWin,           'W', "suggest_win_size",       None,     Any,       No(NOT_YET)),
+    row!(N, PeerDetect,           'X', "peer-detect",            None,     Client,    F(traffic::peer_detect)),
+    row!(N, Congestion,           'Z', "tcp-congestion",         Required, Tcp,       F(traffic::congestion)),
+    row!(N, Histograms,           -,   "histograms",             Optional, Any,       F(output::histograms)),
+    row!(N, HideIps,              -,   "hide-ips",               None,     Any,       F(output::hide_ips)),
+    row!(N, Histograms,           -,   "udp-histograms",         Optional, Any,       F(output::histograms)),
+    row!(N, L2Checks,             -,   "l2checks",               None,     Any,       No("layer 2 length checks")),
+    row!(N, IncrDstip,            -,   "incr-dstip",             None,     Any,       No(NOT_YET)),
+    row!(N, IncrSrcip,            -,   "incr-srcip",             None,     Any,       No(NOT_YET)),
+    row!(N, IncrDstport,          -,   "incr-dstport",           None,     Client,    F(network::incr_dstport)),
+    row!(N, IncrSrcport,          -,   "incr-srcport",           None,     Any,       No(NOT_YET)),
+    row!(N, SumDstip,             -,   "sum-dstip",              None,     Any,       No(NOT_YET)),
+    row!(N, TxStart,              -,   "txstart-time",           Required, Any,       No("scheduled starts")),
+    row!(N, TxDelay,              -,   "txdelay-time",           Required, Any,       No("scheduled starts")),
+    row!(N, FqRate,               -,   "fq-rate",                Required, Client,    F(traffic::fq_rate)),
+    row!(N, TripTimes,            -,   "trip-times",             None,     Client,    F(traffic::trip_times)),
+    row!(N, NoUdpFin,             -,   "no-udp-fin",             None,     Client,    F(traffic::no_udp_fin)),
+    row!(N, ConnectOnly,          -,   "connect-only",           Optional, Any,       No("connect-only tests")),
+    row!(N, ConnectRetries,       -,   "connect-retries",        Required, TcpClient, F(network::connect_retries)),
+    row!(N, NoConnectSync,        -,   "no-connect-sync",        None,     Any,       No(NOT_YET)),
+    row!(N, FullDuplex,           -,   "full-duplex",            None,     Client,    F(traffic::full_duplex)),
+    row!(N, Ipg,                  -,   "ipg",                    Required, Any,       No("inter-packet gaps for isochronous bursts")),
+    row!(N, Isochronous,          -,   "isochronous",            Optional, Any,       No("isochronous traffic")),
+    row!(N, SumOnly,              -,   "sum-only",               None,     Any,       F(output::sum_only)),
+    row!(N, LocalOnly,            -,   "local-only",             Optional, Client,    F(network::local_only)),
+    row!(N, NearCongestion,       -,   "near-congestion",        Optional, Any,       No(NOT_YET)),
+    row!(N, PermitKey,            -,   "permit-key",             Optional, Any,       F(traffic::permit_key)),
+    row!(N, PermitKeyTimeout,     -,   "permit-key-timeout",     Required, Any,       No(NOT_YET)),
+    row!(N, BurstSize,            -,   "burst-size",             Required, Any,       No("periodic bursts")),
+    row!(N, BurstPeriod,          -,   "burst-period",           Required, Any,       No("periodic bursts")),
+    row!(N, TosOverride,          -,   "tos-override",           Required, Tcp,       F(server::tos_override)),
+    row!(N, TcpRxWindowClamp,     -,   "tcp-rx-window-clamp",    Required, Tcp,       F(server::tcp_rx_window_clamp)),
+    row!(N, TcpQuickack,          -,   "tcp-quickack",           None,     TcpClient, F(traffic::tcp_quickack)),
+    row!(N, TcpWritePrefetch,     -,   "tcp-write-prefetch",     Required, TcpClient, F(traffic::tcp_write_prefetch)),
+    row!(N, TcpWriteTimes,        -,   "tcp-write-times",        None,     Any,       No(NOT_YET)),
+    row!(N, TapDev,               -,   "tap-dev",                Optional, Any,       No(NOT_YET)),
+    row!(N, TunDev,               -,   "tun-dev",                Optional, Any,       No("tun devices")),
+    row!(N, NumReportStructs,     -,   "NUM_REPORT_STRUCTS",     Required, Any,       No(NOT_YET)),
+    // wirespeed additions: aliases, and the access policy
+    row!(X, Enhanced,             -,   "enhancedreports",        None,     Any,       F(output::enhanced)),
+    row!(X, Congestion,           -,   "linux-congestion",       Required, Tcp,       F(traffic::congestion)),
+    row!(X, Allow,                -,   "allow",                  Required, Any,       F(server::allow)),
+    row!(X, Deny,                 -,   "deny",                   Required, Any,       F(server::deny)),
 ];
 
 /// Whether an option of [`TABLE`] works (rather than being refused as not
