@@ -19,6 +19,8 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
     if !mode(&mut s) {
         return Ok(Command::Usage);
     }
+    one_stdout_format(&s.cfg)?;
+    udp_search(&mut s)?;
     direction(&mut s)?;
     udp_exclusions(&s, opts)?;
     server_only_settings(&mut s)?;
@@ -33,6 +35,9 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
     bounceback_test(&mut s)?;
     block_length(&mut s)?;
     tcp_and_file(&mut s)?;
+    if s.cfg.search.is_some() {
+        search_limits(&s)?;
+    }
     Ok(Command::Run(Box::new(s.cfg), s.warnings))
 }
 
@@ -58,6 +63,32 @@ fn mode(s: &mut ParseState) -> bool {
         s.cfg.server.allow.push(host);
     }
     s.server || s.client.is_some()
+}
+
+/// JSON (`-J`, `--json-stream`) and CSV (`-y C`) would share standard
+/// output, and a reader could parse neither.
+fn one_stdout_format(cfg: &TestConfig) -> Result {
+    if cfg.output.json && cfg.output.csv {
+        return Err(CliError::err(
+            "-J/--json-stream and -y C cannot be used together: JSON and CSV rows would share standard output",
+        ));
+    }
+    Ok(())
+}
+
+/// A client's `--udp-search` (with `--max-loss`): a UDP measurement, as in
+/// the iperf3 dialect. (A server warns about both and drops them.)
+fn udp_search(s: &mut ParseState) -> Result {
+    if s.server {
+        return Ok(());
+    }
+    let search = s.search.resolve().map_err(CliError::err)?;
+    if search.is_some() {
+        // The search is a UDP measurement: -u is implied.
+        s.udp = true;
+    }
+    s.cfg.search = search;
+    Ok(())
 }
 
 /// The protocol and the one test direction.
@@ -177,6 +208,7 @@ fn server_role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     cfg.iperf2.incr_dstport = false;
     cfg.iperf2.write_prefetch = None;
     cfg.iperf2.quickack = false;
+    cfg.output.live = false;
     cfg.iperf2.rx_window_clamp = s.clamp;
     cfg.iperf2.tos_override = s.tos_override;
     cfg.file = None;
@@ -205,6 +237,9 @@ fn client_role(s: &mut ParseState) -> Result {
     }
     if let Some(t) = s.time {
         cfg.params.end = EndCondition::Time(Duration::from_secs_f64(t));
+    } else if cfg.search.is_some() && !matches!(cfg.params.end, EndCondition::Bytes(_)) {
+        // Probes are short unless -t says otherwise.
+        cfg.params.end = EndCondition::Time(crate::search::DEFAULT_PROBE);
     }
     if cfg.server.daemon {
         return Err(CliError::err("option -D is only valid for a server"));
@@ -306,7 +341,8 @@ fn block_length(s: &mut ParseState) -> Result {
         if s.rate_given && cfg.params.rate == 0 && cfg.params.pps.is_none_or(|p| p == 0) {
             return Err(CliError::err("-b 0 is not a rate for UDP (give the rate to send at)"));
         }
-        if !s.rate_given {
+        // A search without -b starts at its own rate (for all flows).
+        if !s.rate_given && cfg.search.is_none() {
             cfg.params.rate = DEFAULT_UDP_RATE;
         }
         let need = if cfg.iperf2.compat {
@@ -368,4 +404,21 @@ fn tcp_and_file(s: &mut ParseState) -> Result {
         cfg.output.enhanced = true;
     }
     Ok(())
+}
+
+/// What a UDP search cannot honour: the iperf3 dialect's list, and iperf
+/// 2's two-way tests and tests without the server's report.
+fn search_limits(s: &ParseState) -> Result {
+    let cfg = &s.cfg;
+    let no = |what: &str| Err(CliError::err(format!("--udp-search cannot be used with {what}")));
+    if matches!(
+        cfg.params.direction,
+        Direction::Dual | Direction::Tradeoff | Direction::FullDuplex
+    ) {
+        return no("-d, -r or --full-duplex (it measures one direction)");
+    }
+    if cfg.iperf2.no_udp_fin {
+        return no("--no-udp-fin (each probe needs the server's report)");
+    }
+    crate::search::check_config(cfg, s.interval_given).map_err(|e| CliError::err(e.text()))
 }

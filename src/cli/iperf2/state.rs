@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::{DEFAULT_PORT, IPERF2_CATCH_UP_US};
+use crate::cli::values::SearchRequest;
 use crate::config::{Bounceback, Dialect, TestConfig};
 
 /// The configuration being built, plus what the cross-option checks need
@@ -59,6 +60,10 @@ pub struct ParseState {
     pub(super) bb_period: Duration,
     /// Not `--bounceback-no-quickack`.
     pub(super) bb_quickack: bool,
+    /// `-i` was given.
+    pub(super) interval_given: bool,
+    /// `--udp-search`, `--max-loss`.
+    pub(super) search: SearchRequest,
 }
 
 impl ParseState {
@@ -101,6 +106,8 @@ impl ParseState {
             bb_hold: 0,
             bb_period: Duration::from_secs(1),
             bb_quickack: true,
+            interval_given: false,
+            search: SearchRequest::default(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! where it means something, and what it does to the configuration.
 
 use super::CliError;
-use super::apply::{bounceback, network, output, server, traffic};
+use super::apply::{bounceback, extras, network, output, server, traffic};
 use super::state::ParseState;
 use crate::cli::getopt::{ArgKind, Occurrence, OptionRow, Tier};
 
@@ -72,11 +72,19 @@ pub enum Opt {
     NoUdpFin,
     TcpQuickack,
     TcpWritePrefetch,
+    /// `-W`: 2.1.8's "suggest window size", wirespeed's window advice.
+    SuggestWin,
+    // wirespeed additions.
+    Json,
+    JsonStream,
+    Report,
+    Live,
+    UdpSearch,
+    MaxLoss,
     // Recognised, but their features are not built yet.
     /// `-A`, `--awdl`: Apple Wireless Direct Link (macOS).
     Awdl,
     TunDev,
-    SuggestWin,
     PermitKeyTimeout,
     BouncebackCongest,
     BouncebackTxDelay,
@@ -275,7 +283,7 @@ pub const TABLE: &[Row] = &[
     row!(N, Ttl,                  'T', "ttl",                    Required, Client,    F(network::ttl)),
     row!(N, SingleUdp,            'U', "single_udp",             None,     Any,       F(traffic::single_udp)),
     row!(N, Ipv6Domain,           'V', "ipv6_domain",            None,     Any,       F(network::v6)),
-    row!(N, SuggestWin,           'W', "suggest_win_size",       None,     Any,       No(NOT_YET)),
+    row!(N, SuggestWin,           'W', "suggest_win_size",       None,     Any,       F(output::suggest_window)),
     row!(N, PeerDetect,           'X', "peer-detect",            None,     Client,    F(traffic::peer_detect)),
     row!(N, Congestion,           'Z', "tcp-congestion",         Required, Tcp,       F(traffic::congestion)),
     row!(N, Histograms,           -,   "histograms",             Optional, Any,       F(output::histograms)),
@@ -313,11 +321,17 @@ pub const TABLE: &[Row] = &[
     row!(N, TapDev,               -,   "tap-dev",                Optional, Any,       No(NOT_YET)),
     row!(N, TunDev,               -,   "tun-dev",                Optional, Any,       No("tun devices")),
     row!(N, NumReportStructs,     -,   "NUM_REPORT_STRUCTS",     Required, Any,       No(NOT_YET)),
-    // wirespeed additions: aliases, and the access policy
+    // wirespeed additions: aliases, the access policy, output and the UDP search
     row!(X, Enhanced,             -,   "enhancedreports",        None,     Any,       F(output::enhanced)),
     row!(X, Congestion,           -,   "linux-congestion",       Required, Tcp,       F(traffic::congestion)),
     row!(X, Allow,                -,   "allow",                  Required, Any,       F(server::allow)),
     row!(X, Deny,                 -,   "deny",                   Required, Any,       F(server::deny)),
+    row!(X, Json,                 'J', "json",                   None,     Any,       F(extras::json)),
+    row!(X, JsonStream,           -,   "json-stream",            None,     Any,       F(extras::json_stream)),
+    row!(X, Report,               -,   "report",                 Required, Any,       F(extras::report)),
+    row!(X, Live,                 -,   "live",                   None,     Client,    F(extras::live)),
+    row!(X, UdpSearch,            -,   "udp-search",             None,     Client,    F(extras::udp_search)),
+    row!(X, MaxLoss,              -,   "max-loss",               Required, Client,    F(extras::max_loss)),
 ];
 
 /// Whether an option of [`TABLE`] works (rather than being refused as not

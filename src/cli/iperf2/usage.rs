@@ -39,6 +39,7 @@ Client/Server:
   -N, --nodelay            set TCP no delay, disabling Nagle's Algorithm
   -S, --tos       #        set the socket's IP_TOS (byte) field
   -Z, --tcp-congestion <algo>  set TCP congestion control algorithm (Linux only)
+  -W, --suggest_win_size   after a TCP test, say what limited the sender and suggest a window (-w)
 
 Server specific:
   -s, --server             run in server mode
@@ -88,6 +89,15 @@ Client specific:
   -T, --ttl       #        time-to-live, for multicast (default 1)
   -V, --ipv6_domain        Set the domain to IPv6 (send packets over IPv6)
   -X, --peer-detect        perform server version detection and version exchange
+
+wirespeed additions:
+  -J, --json               print the results as one JSON document
+      --json-stream        print JSON lines, one object per event as the test runs
+      --report <file.html> write a self-contained HTML report with plots when the test ends
+      --live               client on a terminal: a live status line (current and average rate)
+      --udp-search         client: find the highest UDP rate with acceptable loss
+                           (probes of -t secs, default 2, starting at -b; implies -u)
+      --max-loss #[%]      loss the search accepts (default 0.1%)
 
 Miscellaneous:
   -x, --reportexclude [CDMSV]   exclude C(connection) D(data) M(multicast) S(settings) V(server) reports

@@ -4,6 +4,7 @@
 //! several options wait for [`super::check`].
 
 pub mod bounceback;
+pub mod extras;
 pub mod network;
 pub mod output;
 pub mod server;

@@ -51,6 +51,15 @@ pub fn interval(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     // Rounded up to a whole microsecond, as 2.1.8 does.
     let us = (i * 1e6).ceil() as u64;
     s.cfg.output.interval = (us > 0).then(|| Duration::from_micros(us));
+    s.interval_given = true;
+    Ok(())
+}
+
+/// `-W` (2.1.8: "suggest window size", which 2.1.8 itself no longer
+/// does): after a TCP test, say what limited the sender and suggest a `-w`
+/// (wirespeed's window advice, iperf3's `-V`). Elsewhere it has no effect.
+pub fn suggest_window(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+    s.cfg.output.window_advice = true;
     Ok(())
 }
 
