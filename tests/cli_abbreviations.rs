@@ -98,7 +98,7 @@ const IPERF2_EXTRAS: &[&str] = &[
 #[rustfmt::skip]
 const IPERF3_EXTRAS: &[&str] = &[
     "max-tests", "max-streams", "loopback", "live", "report", "udp-search", "max-loss", "metrics", "allow",
-    "deny",
+    "deny", "csv",
 ];
 
 /// What a peer program does with `--prefix`.

@@ -17,6 +17,7 @@ fn perr(code: Code) -> Error {
 pub(super) fn all(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     let given = |k: Opt| opts.iter().any(|o| o.key == k);
     role(s, opts)?;
+    one_stdout_format(&s.cfg)?;
     direction_and_end(s)?;
     protocol_and_length(s, given(Opt::Bitrate))?;
     client_file(s)?;
@@ -58,6 +59,18 @@ fn role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
         s.cfg.role = Role::Client(h);
     } else {
         s.cfg.role = Role::Server;
+    }
+    Ok(())
+}
+
+/// CSV (`--csv`) and JSON (`-J`, `--json-stream`) would share standard
+/// output, and a reader could parse neither.
+fn one_stdout_format(cfg: &TestConfig) -> Result {
+    if cfg.output.csv && cfg.output.json {
+        return Err(Error::param_msg(
+            Code::NONE,
+            "--csv and -J/--json-stream cannot be used together: CSV rows and JSON would share standard output",
+        ));
     }
     Ok(())
 }

@@ -91,6 +91,7 @@ pub enum Opt {
     Metrics,
     Allow,
     Deny,
+    Csv,
 }
 
 /// Where an option may be used; iperf3 checks this after all options are
@@ -286,6 +287,7 @@ pub const TABLE: &[Row] = &[
     row!(X, Metrics,            -,   "metrics",                 Required, Server, F(extras::metrics)),
     row!(X, Allow,              -,   "allow",                   Required, Server, F(extras::allow)),
     row!(X, Deny,               -,   "deny",                    Required, Server, F(extras::deny)),
+    row!(X, Csv,                -,   "csv",                     None,     Both,   F(extras::csv)),
 ];
 
 /// Whether an option of [`TABLE`] works (rather than being refused as not

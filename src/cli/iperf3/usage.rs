@@ -133,6 +133,7 @@ wirespeed additions:
                             (probes of -t secs, default 2, starting at -b)
   --max-loss #[%]           loss the search accepts (default 0.1%)
   --metrics <addr>:<port>   server: serve Prometheus metrics over HTTP at <addr>:<port>
+  --csv                     print iperf 2's CSV rows (as its -y C) instead of text
   {prog} report RESULT.json [-o FILE.html]
                             render saved -J output (ours or iperf3's) as an HTML report
   {prog} --completions bash|zsh|fish

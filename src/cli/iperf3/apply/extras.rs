@@ -23,6 +23,12 @@ pub fn live(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--csv`: iperf 2's `-y C` rows instead of text.
+pub fn csv(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+    s.cfg.output.csv = true;
+    Ok(())
+}
+
 /// `--report file.html`.
 pub fn report(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.cfg.output.html_report = Some(PathBuf::from(value(o)));
