@@ -40,6 +40,7 @@ Client/Server:
   -S, --tos       #        set the socket's IP_TOS (byte) field
   -Z, --tcp-congestion <algo>  set TCP congestion control algorithm (Linux only)
   -W, --suggest_win_size   after a TCP test, say what limited the sender and suggest a window (-w)
+  -4, -6                   only use IPv4, only use IPv6
 
 Server specific:
   -s, --server             run in server mode
