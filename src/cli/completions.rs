@@ -2,12 +2,12 @@
 //! the `--help` text, so they cannot drift from what the parser accepts:
 //! `wirespeed --completions bash|zsh|fish` prints a script.
 //!
-//! The generator takes a personality's options as [`OptionDoc`]s; the iperf
-//! 2 personality adds its own list (from its table and usage text) the same
-//! way when it lands.
+//! The generator takes each personality's options as [`OptionDoc`]s: the
+//! iperf3 ones for a plain `wirespeed` command line, the iperf 2 ones once
+//! `--iperf2` is on it.
 
-use super::getopt::{ArgKind, OptSpec};
-use super::iperf3;
+use super::getopt::{ArgKind, OptionRow};
+use super::{iperf2, iperf3};
 
 /// One option as completions show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,13 +46,17 @@ impl Shell {
 }
 
 /// Descriptions from a usage text in iperf's layout: an option line starts
-/// with two spaces and a dash; the description follows the last run of two
+/// with spaces (at least two) and a dash; the description follows the last run of two
 /// or more spaces, or the option and argument words when only one space
 /// separates them. Returns (names, description) per option line.
 pub fn help_descriptions(usage: &str) -> Vec<(Vec<String>, String)> {
     let mut out = Vec::new();
     for line in usage.lines() {
-        let Some(body) = line.strip_prefix("  ") else { continue };
+        // iperf3 indents option lines by two spaces, iperf 2 a long
+        // option without a short one by six.
+        let Some(body) = line.strip_prefix("  ").map(str::trim_start) else {
+            continue;
+        };
         if !body.starts_with('-') {
             continue;
         }
@@ -95,32 +99,28 @@ pub fn help_descriptions(usage: &str) -> Vec<(Vec<String>, String)> {
 
 /// The documented options of a table: every row the parser accepts and
 /// `available` allows, with its description from `usage`.
-pub fn documented<K: Copy + PartialEq>(
-    table: &[OptSpec<K>],
-    available: impl Fn(K) -> bool,
-    usage: &str,
-) -> Vec<OptionDoc> {
+pub fn documented<R: OptionRow>(table: &[R], available: impl Fn(R::Key) -> bool, usage: &str) -> Vec<OptionDoc> {
     let help = help_descriptions(usage);
-    let find = |o: &OptSpec<K>| {
+    let find = |o: &R| {
         help.iter().find_map(|(names, d)| {
-            let hit = o.long.is_some_and(|l| names.iter().any(|n| n == &format!("--{l}")))
-                || o.short.is_some_and(|c| names.iter().any(|n| n == &format!("-{c}")));
+            let hit = o.long().is_some_and(|l| names.iter().any(|n| n == &format!("--{l}")))
+                || o.short().is_some_and(|c| names.iter().any(|n| n == &format!("-{c}")));
             hit.then(|| d.clone())
         })
     };
     // An alias (`--bandwidth` for `-b`) shares its option's description.
-    let help_of = |o: &OptSpec<K>| {
+    let help_of = |o: &R| {
         find(o)
-            .or_else(|| table.iter().filter(|t| t.key == o.key).find_map(find))
+            .or_else(|| table.iter().filter(|t| t.key() == o.key()).find_map(find))
             .unwrap_or_default()
     };
     table
         .iter()
-        .filter(|o| available(o.key))
+        .filter(|o| available(o.key()))
         .map(|o| OptionDoc {
-            short: o.short,
-            long: o.long.map(str::to_string),
-            arg: o.arg,
+            short: o.short(),
+            long: o.long().map(str::to_string),
+            arg: o.arg(),
             help: help_of(o),
         })
         .collect()
@@ -130,6 +130,15 @@ pub fn documented<K: Copy + PartialEq>(
 pub fn iperf3_options() -> Vec<OptionDoc> {
     documented(iperf3::TABLE, iperf3::available, &iperf3::long_usage("wirespeed"))
 }
+
+/// The iperf 2 personality's options (after `--iperf2`).
+pub fn iperf2_options() -> Vec<OptionDoc> {
+    documented(iperf2::TABLE, iperf2::available, &iperf2::long_usage("wirespeed"))
+}
+
+/// The `-f` letters each personality takes.
+const IPERF3_FORMATS: &str = "k m g t K M G T";
+const IPERF2_FORMATS: &str = "a b k m g A B K M G";
 
 /// What a value-taking option's value is, for completing it.
 enum ValueKind {
@@ -145,10 +154,10 @@ enum ValueKind {
 fn value_kind(o: &OptionDoc) -> ValueKind {
     match o.long.as_deref() {
         Some("file" | "pidfile" | "logfile" | "report" | "rsa-private-key-path" | "authorized-users-path")
-        | Some("rsa-public-key-path") => ValueKind::File,
+        | Some("rsa-public-key-path" | "output" | "file_input") => ValueKind::File,
         Some("client") => ValueKind::Host,
         Some("format") => ValueKind::Format,
-        Some("congestion" | "linux-congestion") => ValueKind::Congestion,
+        Some("congestion" | "linux-congestion" | "tcp-congestion") => ValueKind::Congestion,
         Some("bind-dev") => ValueKind::Device,
         Some("completions") => ValueKind::Shell,
         _ => ValueKind::Other,
@@ -168,9 +177,11 @@ fn flags(o: &OptionDoc) -> Vec<String> {
 
 const CONGESTION: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 
-fn bash(prog: &str, opts: &[OptionDoc]) -> String {
-    let func = format!("_{}", prog.replace(['-', '.'], "_"));
-    let all: Vec<String> = opts.iter().flat_map(flags).collect();
+/// What `--iperf2` is, in the scripts.
+const IPERF2_HELP: &str = "iperf 2.1.8 command line, output and protocol";
+
+/// bash: the `case "$prev"` that completes one personality's option values.
+fn bash_values(opts: &[OptionDoc], formats: &str) -> String {
     let pick = |want: fn(&ValueKind) -> bool| -> String {
         opts.iter()
             .filter(|o| o.arg == ArgKind::Required && want(&value_kind(o)))
@@ -178,15 +189,68 @@ fn bash(prog: &str, opts: &[OptionDoc]) -> String {
             .collect::<Vec<_>>()
             .join("|")
     };
-    let files = pick(|k| matches!(k, ValueKind::File));
-    let hosts = pick(|k| matches!(k, ValueKind::Host));
-    let formats = pick(|k| matches!(k, ValueKind::Format));
-    let congestion = pick(|k| matches!(k, ValueKind::Congestion));
-    let devices = pick(|k| matches!(k, ValueKind::Device));
-    let others = pick(|k| matches!(k, ValueKind::Other));
+    let arms = [
+        (
+            pick(|k| matches!(k, ValueKind::File)),
+            r#"COMPREPLY=( $(compgen -f -- "$cur") )"#.to_string(),
+        ),
+        (
+            pick(|k| matches!(k, ValueKind::Host)),
+            r#"COMPREPLY=( $(compgen -A hostname -- "$cur") )"#.to_string(),
+        ),
+        (
+            pick(|k| matches!(k, ValueKind::Format)),
+            format!(r#"COMPREPLY=( $(compgen -W "{formats}" -- "$cur") )"#),
+        ),
+        (
+            pick(|k| matches!(k, ValueKind::Congestion)),
+            format!(r#"COMPREPLY=( $(compgen -W "$(cat {CONGESTION} 2>/dev/null)" -- "$cur") )"#),
+        ),
+        (
+            pick(|k| matches!(k, ValueKind::Device)),
+            r#"COMPREPLY=( $(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur") )"#.to_string(),
+        ),
+        (pick(|k| matches!(k, ValueKind::Other)), String::new()),
+    ];
+    let mut case = String::from(
+        "    case \"$prev\" in\n        --completions) COMPREPLY=( $(compgen -W \"bash zsh fish\" -- \"$cur\") ); return ;;\n",
+    );
+    for (pattern, action) in arms.iter().filter(|(p, _)| !p.is_empty()) {
+        let action = if action.is_empty() {
+            String::new()
+        } else {
+            format!("{action}; ")
+        };
+        case.push_str(&format!("        {pattern}) {action}return ;;\n"));
+    }
+    case.push_str("    esac\n");
+    case
+}
+
+fn bash(prog: &str, both: &Dialects) -> String {
+    let func = format!("_{}", prog.replace(['-', '.'], "_"));
+    let all: Vec<String> = both.iperf3.iter().flat_map(flags).collect();
+    let (dispatch, iperf2_func, iperf2_word) = if both.iperf2.is_empty() {
+        (String::new(), String::new(), "")
+    } else {
+        let all2: Vec<String> = both.iperf2.iter().flat_map(flags).collect();
+        (
+            format!(
+                "    local w\n    for w in \"${{COMP_WORDS[@]}}\"; do\n        \
+                 if [[ $w == --iperf2 ]]; then\n            {func}_iperf2\n            return\n        fi\n    done\n"
+            ),
+            format!(
+                "# After --iperf2: the iperf 2 options (cur and prev are the caller's).\n{func}_iperf2() {{\n{}    \
+                 COMPREPLY=( $(compgen -W \"{}\" -- \"$cur\") )\n}}\n",
+                bash_values(both.iperf2, IPERF2_FORMATS),
+                all2.join(" ")
+            ),
+            " --iperf2",
+        )
+    };
     format!(
         r#"# bash completion for {prog}; generated by `{prog} --completions bash`.
-{func}() {{
+{iperf2_func}{func}() {{
     local cur prev
     cur="${{COMP_WORDS[COMP_CWORD]}}"
     prev="${{COMP_WORDS[COMP_CWORD-1]}}"
@@ -198,23 +262,15 @@ fn bash(prog: &str, opts: &[OptionDoc]) -> String {
         fi
         return
     fi
-    case "$prev" in
-        --completions) COMPREPLY=( $(compgen -W "bash zsh fish" -- "$cur") ); return ;;
-        {files}) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
-        {hosts}) COMPREPLY=( $(compgen -A hostname -- "$cur") ); return ;;
-        {formats}) COMPREPLY=( $(compgen -W "k m g t K M G T" -- "$cur") ); return ;;
-        {congestion}) COMPREPLY=( $(compgen -W "$(cat {CONGESTION} 2>/dev/null)" -- "$cur") ); return ;;
-        {devices}) COMPREPLY=( $(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur") ); return ;;
-        {others}) return ;;
-    esac
-    if [[ $COMP_CWORD -eq 1 && $cur != -* ]]; then
+{dispatch}{values}    if [[ $COMP_CWORD -eq 1 && $cur != -* ]]; then
         COMPREPLY=( $(compgen -W "report" -- "$cur") )
         return
     fi
-    COMPREPLY=( $(compgen -W "--completions {all}" -- "$cur") )
+    COMPREPLY=( $(compgen -W "--completions{iperf2_word} {all}" -- "$cur") )
 }}
 complete -F {func} {prog}
 "#,
+        values = bash_values(both.iperf3, IPERF3_FORMATS),
         all = all.join(" "),
     )
 }
@@ -227,14 +283,15 @@ fn zsh_text(s: &str) -> String {
         .replace(':', " -")
 }
 
-fn zsh(prog: &str, opts: &[OptionDoc]) -> String {
+/// zsh: one personality's `_arguments` specs.
+fn zsh_specs(opts: &[OptionDoc], formats: &str) -> Vec<String> {
     let mut specs = Vec::new();
     for o in opts {
         let help = zsh_text(&o.help);
         let action = match (o.arg, value_kind(o)) {
             (ArgKind::Required, ValueKind::File) => ":file:_files".to_string(),
             (ArgKind::Required, ValueKind::Host) => ":host:_hosts".to_string(),
-            (ArgKind::Required, ValueKind::Format) => ":format:(k m g t K M G T)".to_string(),
+            (ArgKind::Required, ValueKind::Format) => format!(":format:({formats})"),
             (ArgKind::Required, ValueKind::Congestion) => {
                 format!(":algorithm:($(cat {CONGESTION} 2>/dev/null))")
             }
@@ -254,10 +311,27 @@ fn zsh(prog: &str, opts: &[OptionDoc]) -> String {
         };
         specs.push(spec);
     }
+    specs
+}
+
+fn zsh(prog: &str, both: &Dialects) -> String {
+    let mut specs = zsh_specs(both.iperf3, IPERF3_FORMATS);
     specs.push("'--completions=[print a shell completion script]:shell:(bash zsh fish)'".to_string());
+    let iperf2 = if both.iperf2.is_empty() {
+        String::new()
+    } else {
+        specs.push(format!("'--iperf2[{IPERF2_HELP}]'"));
+        let mut specs2 = zsh_specs(both.iperf2, IPERF2_FORMATS);
+        specs2.push(format!("'--iperf2[{IPERF2_HELP}]'"));
+        format!(
+            "if (( ${{words[(I)--iperf2]}} )); then\n  _arguments -s \\\n  {}\n  return\nfi\n",
+            specs2.join(" \\\n  ")
+        )
+    };
     format!(
         "#compdef {prog}\n# zsh completion for {prog}; generated by `{prog} --completions zsh`.\n\
          if [[ $words[2] == report ]]; then\n  _arguments '1: :(report)' '(-o --output)'{{-o+,--output=}}'[HTML file to write]:file:_files' '*:JSON file:_files'\n  return\nfi\n\
+         {iperf2}\
          _arguments -s \\\n  {} \\\n  '1:: :(report)'\n",
         specs.join(" \\\n  ")
     )
@@ -267,15 +341,11 @@ fn fish_text(s: &str) -> String {
     s.replace('\\', "\\\\").replace('\'', "\\'")
 }
 
-fn fish(prog: &str, opts: &[OptionDoc]) -> String {
-    let mut s = format!(
-        "# fish completion for {prog}; generated by `{prog} --completions fish`.\n\
-         complete -c {prog} -n '__fish_use_subcommand' -a report -d 'render saved -J output as an HTML report'\n\
-         complete -c {prog} -n '__fish_seen_subcommand_from report' -s o -l output -r -F -d 'HTML file to write'\n\
-         complete -c {prog} -l completions -x -a 'bash zsh fish' -d 'print a shell completion script'\n"
-    );
+/// fish: one `complete` line per option, shown when `condition` holds.
+fn fish_lines(prog: &str, opts: &[OptionDoc], condition: &str, formats: &str) -> String {
+    let mut s = String::new();
     for o in opts {
-        let mut line = format!("complete -c {prog} -n 'not __fish_seen_subcommand_from report'");
+        let mut line = format!("complete -c {prog} -n '{condition}'");
         if let Some(c) = o.short {
             line.push_str(&format!(" -s {c}"));
         }
@@ -286,7 +356,7 @@ fn fish(prog: &str, opts: &[OptionDoc]) -> String {
             match value_kind(o) {
                 ValueKind::File => line.push_str(" -r -F"),
                 ValueKind::Host => line.push_str(" -x -a '(__fish_print_hostnames)'"),
-                ValueKind::Format => line.push_str(" -x -a 'k m g t K M G T'"),
+                ValueKind::Format => line.push_str(&format!(" -x -a '{formats}'")),
                 ValueKind::Congestion => {
                     line.push_str(&format!(" -x -a '(cat {CONGESTION} 2>/dev/null | string split \" \")'"))
                 }
@@ -303,12 +373,65 @@ fn fish(prog: &str, opts: &[OptionDoc]) -> String {
     s
 }
 
-/// The completion script for `shell`.
+fn fish(prog: &str, both: &Dialects) -> String {
+    let mut s = format!(
+        "# fish completion for {prog}; generated by `{prog} --completions fish`.\n\
+         complete -c {prog} -n '__fish_use_subcommand' -a report -d 'render saved -J output as an HTML report'\n\
+         complete -c {prog} -n '__fish_seen_subcommand_from report' -s o -l output -r -F -d 'HTML file to write'\n\
+         complete -c {prog} -l completions -x -a 'bash zsh fish' -d 'print a shell completion script'\n"
+    );
+    if both.iperf2.is_empty() {
+        s.push_str(&fish_lines(
+            prog,
+            both.iperf3,
+            "not __fish_seen_subcommand_from report",
+            IPERF3_FORMATS,
+        ));
+    } else {
+        s.push_str(&format!("complete -c {prog} -l iperf2 -d '{IPERF2_HELP}'\n"));
+        s.push_str(&fish_lines(
+            prog,
+            both.iperf3,
+            "not __fish_seen_subcommand_from report; and not __fish_contains_opt iperf2",
+            IPERF3_FORMATS,
+        ));
+        s.push_str(&fish_lines(
+            prog,
+            both.iperf2,
+            "__fish_contains_opt iperf2",
+            IPERF2_FORMATS,
+        ));
+    }
+    s
+}
+
+/// The options of both personalities, for one script.
+#[derive(Debug, Clone, Copy)]
+pub struct Dialects<'a> {
+    /// A plain command line's (iperf3's).
+    pub iperf3: &'a [OptionDoc],
+    /// After `--iperf2` (iperf 2's); empty leaves `--iperf2` out.
+    pub iperf2: &'a [OptionDoc],
+}
+
+/// The completion script for `shell`, with one personality's options.
 pub fn script(shell: Shell, prog: &str, opts: &[OptionDoc]) -> String {
+    script_for(
+        shell,
+        prog,
+        &Dialects {
+            iperf3: opts,
+            iperf2: &[],
+        },
+    )
+}
+
+/// The completion script for `shell`, with both personalities' options.
+pub fn script_for(shell: Shell, prog: &str, both: &Dialects) -> String {
     match shell {
-        Shell::Bash => bash(prog, opts),
-        Shell::Zsh => zsh(prog, opts),
-        Shell::Fish => fish(prog, opts),
+        Shell::Bash => bash(prog, both),
+        Shell::Zsh => zsh(prog, both),
+        Shell::Fish => fish(prog, both),
     }
 }
 
@@ -320,7 +443,11 @@ pub fn run(args: &[String], prog: &str) -> i32 {
     };
     match shell {
         Some(sh) => {
-            print!("{}", script(sh, "wirespeed", &iperf3_options()));
+            let both = Dialects {
+                iperf3: &iperf3_options(),
+                iperf2: &iperf2_options(),
+            };
+            print!("{}", script_for(sh, "wirespeed", &both));
             0
         }
         None => {
@@ -380,5 +507,49 @@ mod tests {
         if let Ok(st) = st {
             assert!(st.success(), "bash -n rejected the script");
         }
+    }
+
+    #[test]
+    fn every_accepted_iperf2_option_is_documented_in_its_help() {
+        for o in iperf2_options() {
+            assert!(
+                !o.help.is_empty(),
+                "no --iperf2 --help text for {:?}/{:?}",
+                o.short,
+                o.long
+            );
+        }
+    }
+
+    #[test]
+    fn scripts_offer_the_iperf2_options_after_iperf2() {
+        let both = Dialects {
+            iperf3: &iperf3_options(),
+            iperf2: &iperf2_options(),
+        };
+        let bash = script_for(Shell::Bash, "wirespeed", &both);
+        assert!(bash.contains("if [[ $w == --iperf2 ]]"), "{bash}");
+        for o in both.iperf2 {
+            for f in flags(o) {
+                assert!(
+                    bash.contains(&format!(" {f}")) || bash.contains(&format!("|{f}")),
+                    "{f}"
+                );
+            }
+        }
+        // iperf 2's -Z takes an algorithm, iperf3's -Z takes nothing.
+        assert!(bash.contains("-Z|--tcp-congestion|--linux-congestion)"), "{bash}");
+        let zsh = script_for(Shell::Zsh, "wirespeed", &both);
+        assert!(zsh.contains("if (( ${words[(I)--iperf2]} )); then"), "{zsh}");
+        assert!(
+            zsh.contains("'--udp-search[client - find the highest UDP rate"),
+            "{zsh}"
+        );
+        let fish = script_for(Shell::Fish, "wirespeed", &both);
+        assert!(
+            fish.contains("complete -c wirespeed -n '__fish_contains_opt iperf2' -s J -l json"),
+            "{fish}"
+        );
+        assert!(fish.contains("-l csv"), "{fish}");
     }
 }

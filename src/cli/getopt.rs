@@ -5,6 +5,28 @@
 //! unique prefixes of long names (`--rev`), optional values only after `=`
 //! (`--timestamps=%T`), and operands anywhere. Error texts match glibc's so a
 //! typo reads the same as it would with iperf.
+//!
+//! # Abbreviations, and options the peer program lacks
+//!
+//! A unique prefix of a long name is that name, so adding a long option
+//! changes which prefixes are unique: a wirespeed-only `--report` would
+//! make iperf 2's `--rep` (for `--reportstyle` or `--reportexclude`) mean
+//! something else. Rows therefore come in two [`Tier`]s, and `--name`
+//! resolves as follows:
+//!
+//! 1. a row whose long name is exactly `name` wins, whatever its tier;
+//! 2. else the [`Tier::Native`] rows (the peer program's own options) whose
+//!    names start with `name`: one of them, or several that are aliases of
+//!    one option (same key, same value rule, as glibc's "same has_arg,
+//!    flag and val"), wins; several different ones are ambiguous, listed
+//!    as glibc lists them (the first match, then each later match that is
+//!    not an alias of it, in table order);
+//! 3. only when no native row matches, the same among the [`Tier::Extra`]
+//!    rows (wirespeed's additions).
+//!
+//! So every abbreviation the real iperf accepted means what it meant there,
+//! every ambiguous one stays ambiguous, and additions can still be
+//! abbreviated where no native option is in the way.
 
 /// Whether an option takes a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,11 +52,60 @@ pub struct OptSpec<K: Copy> {
     pub arg: ArgKind,
 }
 
+/// Whether the peer program has a row's long option, which decides how
+/// abbreviations resolve (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// The peer program (iperf3 3.21, iperf 2.1.8) has this long option.
+    Native,
+    /// A wirespeed addition: its prefixes count only where no native long
+    /// option matches.
+    Extra,
+}
+
+/// A row getopt can match: one option's spellings and value rule. A plain
+/// [`OptSpec`] is one (native); a dialect's table rows, which also carry
+/// what the option does, are others.
+pub trait OptionRow {
+    /// What the caller matches on.
+    type Key: Copy + PartialEq;
+    /// The option's identity.
+    fn key(&self) -> Self::Key;
+    /// Short letter, if any.
+    fn short(&self) -> Option<char>;
+    /// Long name without the leading dashes, if any.
+    fn long(&self) -> Option<&'static str>;
+    /// Value rule.
+    fn arg(&self) -> ArgKind;
+    /// Whether the peer program has the long option.
+    fn tier(&self) -> Tier {
+        Tier::Native
+    }
+}
+
+impl<K: Copy + PartialEq> OptionRow for OptSpec<K> {
+    type Key = K;
+    fn key(&self) -> K {
+        self.key
+    }
+    fn short(&self) -> Option<char> {
+        self.short
+    }
+    fn long(&self) -> Option<&'static str> {
+        self.long
+    }
+    fn arg(&self) -> ArgKind {
+        self.arg
+    }
+}
+
 /// One recognised option occurrence, in command-line order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Occurrence<K> {
     /// Which option.
     pub key: K,
+    /// Index of the matched row in the table (aliases share a key, not a row).
+    pub row: usize,
     /// Its value, if one was given.
     pub value: Option<String>,
     /// How the user spelled it (`-p`, `--port`), for messages.
@@ -53,7 +124,7 @@ pub struct Parsed<K> {
 /// Parses `args` (without the program name) against `table`.
 ///
 /// Errors are glibc's wording without the program-name prefix.
-pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>, String> {
+pub fn parse<R: OptionRow>(table: &[R], args: &[String]) -> Result<Parsed<R::Key>, String> {
     let mut opts = Vec::new();
     let mut operands = Vec::new();
     let mut i = 0;
@@ -69,9 +140,10 @@ pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (body, None),
             };
-            let spec = find_long(table, name)?;
-            let long = spec.long.unwrap_or(name);
-            let value = match spec.arg {
+            let row = find_long(table, name)?;
+            let spec = &table[row];
+            let long = spec.long().unwrap_or(name);
+            let value = match spec.arg() {
                 ArgKind::None => {
                     if attached.is_some() {
                         return Err(format!("option '--{long}' doesn't allow an argument"));
@@ -92,7 +164,8 @@ pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>
                 },
             };
             opts.push(Occurrence {
-                key: spec.key,
+                key: spec.key(),
+                row,
                 value,
                 spelled: format!("--{long}"),
             });
@@ -104,12 +177,13 @@ pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>
             while j < chars.len() {
                 let c = chars[j];
                 j += 1;
-                let spec = table
+                let row = table
                     .iter()
-                    .find(|s| s.short == Some(c))
+                    .position(|s| s.short() == Some(c))
                     .ok_or_else(|| format!("invalid option -- '{c}'"))?;
+                let spec = &table[row];
                 let rest: String = chars[j..].iter().collect();
-                let value = match spec.arg {
+                let value = match spec.arg() {
                     ArgKind::None => None,
                     ArgKind::Optional => {
                         j = chars.len();
@@ -128,7 +202,8 @@ pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>
                     }
                 };
                 opts.push(Occurrence {
-                    key: spec.key,
+                    key: spec.key(),
+                    row,
                     value,
                     spelled: format!("-{c}"),
                 });
@@ -140,32 +215,46 @@ pub fn parse<K: Copy>(table: &[OptSpec<K>], args: &[String]) -> Result<Parsed<K>
     Ok(Parsed { opts, operands })
 }
 
-fn find_long<'a, K: Copy>(table: &'a [OptSpec<K>], name: &str) -> Result<&'a OptSpec<K>, String> {
-    if let Some(exact) = table.iter().find(|s| s.long == Some(name)) {
+/// The row a long name (without dashes) means: an exact name, else a
+/// prefix among the native rows, else a prefix among the extra ones.
+fn find_long<R: OptionRow>(table: &[R], name: &str) -> Result<usize, String> {
+    if let Some(exact) = table.iter().position(|s| s.long() == Some(name)) {
         return Ok(exact);
     }
-    let candidates: Vec<&OptSpec<K>> = if name.is_empty() {
-        Vec::new()
-    } else {
-        table
-            .iter()
-            .filter(|s| s.long.is_some_and(|l| l.starts_with(name)))
-            .collect()
-    };
-    match candidates.len() {
-        0 => Err(format!("unrecognized option '--{name}'")),
-        1 => Ok(candidates[0]),
-        _ => {
-            let list: Vec<String> = candidates
-                .iter()
-                .map(|s| format!("'--{}'", s.long.unwrap_or_default()))
+    if !name.is_empty() {
+        for tier in [Tier::Native, Tier::Extra] {
+            let candidates: Vec<usize> = (0..table.len())
+                .filter(|&i| table[i].tier() == tier && table[i].long().is_some_and(|l| l.starts_with(name)))
                 .collect();
-            Err(format!(
-                "option '--{name}' is ambiguous; possibilities: {}",
-                list.join(" ")
-            ))
+            if !candidates.is_empty() {
+                return pick_abbreviated(table, name, &candidates);
+            }
         }
     }
+    Err(format!("unrecognized option '--{name}'"))
+}
+
+/// One of the rows a prefix matches (in table order), as glibc picks: the
+/// first, unless a later one is a different option (not an alias: another
+/// key or value rule), which makes the prefix ambiguous.
+fn pick_abbreviated<R: OptionRow>(table: &[R], name: &str, candidates: &[usize]) -> Result<usize, String> {
+    let first = &table[candidates[0]];
+    let others: Vec<usize> = candidates[1..]
+        .iter()
+        .copied()
+        .filter(|&i| table[i].key() != first.key() || table[i].arg() != first.arg())
+        .collect();
+    if others.is_empty() {
+        return Ok(candidates[0]);
+    }
+    let list: Vec<String> = std::iter::once(candidates[0])
+        .chain(others)
+        .map(|i| format!("'--{}'", table[i].long().unwrap_or_default()))
+        .collect();
+    Err(format!(
+        "option '--{name}' is ambiguous; possibilities: {}",
+        list.join(" ")
+    ))
 }
 
 #[cfg(test)]
@@ -278,5 +367,97 @@ mod tests {
         let p = parse(T, &args("-u -- -p")).unwrap();
         assert_eq!(p.opts.len(), 1);
         assert_eq!(p.operands, vec!["-p"]);
+    }
+
+    /// A table with a wirespeed-only `--report` beside iperf 2's
+    /// `--reportstyle`/`--reportexclude`, and an alias pair.
+    #[derive(Debug, Clone, Copy)]
+    struct Tiered {
+        spec: OptSpec<&'static str>,
+        tier: Tier,
+    }
+
+    impl OptionRow for Tiered {
+        type Key = &'static str;
+        fn key(&self) -> &'static str {
+            self.spec.key
+        }
+        fn short(&self) -> Option<char> {
+            self.spec.short
+        }
+        fn long(&self) -> Option<&'static str> {
+            self.spec.long
+        }
+        fn arg(&self) -> ArgKind {
+            self.spec.arg
+        }
+        fn tier(&self) -> Tier {
+            self.tier
+        }
+    }
+
+    const fn tiered(key: &'static str, long: &'static str, tier: Tier) -> Tiered {
+        Tiered {
+            spec: OptSpec {
+                key,
+                short: None,
+                long: Some(long),
+                arg: ArgKind::None,
+            },
+            tier,
+        }
+    }
+
+    const TIERED: &[Tiered] = &[
+        tiered("exclude", "reportexclude", Tier::Native),
+        tiered("style", "reportstyle", Tier::Native),
+        tiered("realtime", "realtime", Tier::Native),
+        tiered("histograms", "histograms", Tier::Native),
+        tiered("histograms", "histogram-alias", Tier::Native),
+        tiered("live", "live", Tier::Extra),
+        tiered("listen", "listenport", Tier::Native),
+        tiered("report", "report", Tier::Extra),
+        tiered("report-dir", "report-dir", Tier::Extra),
+        tiered("json", "json", Tier::Extra),
+    ];
+
+    fn resolve(name: &str) -> Result<&'static str, String> {
+        parse(TIERED, &[format!("--{name}")]).map(|p| p.opts[0].key)
+    }
+
+    #[test]
+    fn an_extra_option_never_changes_what_a_native_prefix_means() {
+        // Exact names win in either tier.
+        assert_eq!(resolve("report"), Ok("report"));
+        assert_eq!(resolve("reportstyle"), Ok("style"));
+        // A prefix ambiguous among the peer's own options stays ambiguous,
+        // and the addition is not listed.
+        assert_eq!(
+            resolve("repo").unwrap_err(),
+            "option '--repo' is ambiguous; possibilities: '--reportexclude' '--reportstyle'"
+        );
+        assert_eq!(resolve("reports"), Ok("style"));
+        // A native prefix wins over an addition that shares it.
+        assert_eq!(resolve("li"), Ok("listen"));
+        assert_eq!(resolve("l"), Ok("listen"));
+        // Where no native option matches, additions abbreviate as usual.
+        assert_eq!(resolve("liv"), Ok("live"));
+        assert_eq!(resolve("j"), Ok("json"));
+        assert_eq!(resolve("report-"), Ok("report-dir"));
+        assert_eq!(
+            resolve("rep").unwrap_err(),
+            "option '--rep' is ambiguous; possibilities: '--reportexclude' '--reportstyle'"
+        );
+    }
+
+    #[test]
+    fn aliases_of_one_option_are_not_ambiguous_but_other_options_are() {
+        // glibc: later matches with the same has_arg, flag and val as the
+        // first are the same option.
+        assert_eq!(resolve("hist"), Ok("histograms"));
+        assert_eq!(
+            resolve("r").unwrap_err(),
+            "option '--r' is ambiguous; possibilities: '--reportexclude' '--reportstyle' '--realtime'"
+        );
     }
 }

@@ -1,5 +1,12 @@
 //! Command lines: one option table per personality, both producing a
 //! [`crate::config::TestConfig`].
+//!
+//! [`getopt`] matches the words against a table (GNU `getopt_long`'s rules,
+//! with wirespeed's additions kept from changing the peers' abbreviations);
+//! [`iperf3`] and [`iperf2`] hold each personality's table, whose rows
+//! carry what their option does, and the checks that involve several
+//! options; [`values`] and [`units`] read the values both personalities
+//! read alike.
 
 pub mod completions;
 pub mod getopt;
@@ -7,3 +14,4 @@ pub mod iperf2;
 pub mod iperf3;
 pub mod report;
 pub mod units;
+pub mod values;

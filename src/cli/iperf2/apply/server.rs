@@ -1,0 +1,69 @@
+//! Server options: the role, its process, whom it serves, and its side of
+//! the sockets.
+
+use super::{unit_value, value};
+use crate::cli::getopt::Occurrence;
+use crate::cli::iperf2::state::ParseState;
+use crate::cli::iperf2::table::Opt;
+use crate::cli::iperf2::{CliError, tos_value};
+
+type Result = std::result::Result<(), CliError>;
+
+/// `-s`.
+pub fn server(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+    s.server = true;
+    Ok(())
+}
+
+/// `-1`.
+pub fn single_client(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+    s.cfg.iperf2.single_client = true;
+    Ok(())
+}
+
+/// `-D`.
+pub fn daemon(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+    s.cfg.server.daemon = true;
+    Ok(())
+}
+
+/// `-H host`: the SSM source (checked with `-B` later).
+pub fn ssm_host(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    s.cfg.iperf2.ssm_host = Some(value(o).to_string());
+    Ok(())
+}
+
+/// `--tcp-rx-window-clamp bytes`: TCP_WINDOW_CLAMP.
+pub fn tcp_rx_window_clamp(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let (v, sp) = (value(o), o.spelled.as_str());
+    let c = unit_value(sp, v)?;
+    if !(1.0..=i32::MAX as f64).contains(&c) {
+        return Err(CliError::err(format!("{sp} value of '{v}' is out of range")));
+    }
+    s.clamp = Some(c as u32);
+    Ok(())
+}
+
+/// `--tos-override tos`: what the server sends back with.
+pub fn tos_override(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let v = value(o);
+    let t = tos_value(v).ok_or_else(|| CliError::err(format!("{} value of '{v}' not recognized", o.spelled)))?;
+    s.tos_override = Some(t);
+    Ok(())
+}
+
+/// `--allow list` (a wirespeed addition).
+pub fn allow(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let list = crate::policy::split_list("--allow", value(o)).map_err(CliError::err)?;
+    s.cfg.server.allow.extend(list);
+    s.policy_opt = Some("--allow".into());
+    Ok(())
+}
+
+/// `--deny list` (a wirespeed addition).
+pub fn deny(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let list = crate::policy::split_list("--deny", value(o)).map_err(CliError::err)?;
+    s.cfg.server.deny.extend(list);
+    s.policy_opt = Some("--deny".into());
+    Ok(())
+}

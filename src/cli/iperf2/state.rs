@@ -1,0 +1,113 @@
+//! What parsing an iperf 2 command line gathers while the rows apply.
+
+use std::time::Duration;
+
+use super::{DEFAULT_PORT, IPERF2_CATCH_UP_US};
+use crate::cli::values::SearchRequest;
+use crate::config::{Bounceback, Dialect, TestConfig};
+
+/// The configuration being built, plus what the cross-option checks need
+/// to know about how it was asked for.
+#[derive(Debug)]
+pub struct ParseState {
+    /// The configuration so far.
+    pub(super) cfg: TestConfig,
+    /// Warnings to print before the test (see [`super::TO_STDERR`]).
+    pub(super) warnings: Vec<String>,
+    /// `-s`.
+    pub(super) server: bool,
+    /// `-c host` (without its `%dev`).
+    pub(super) client: Option<String>,
+    /// `-u` (or `-U`).
+    pub(super) udp: bool,
+    /// `-U`.
+    pub(super) single_udp: bool,
+    /// `--histograms[=spec]` (a server's option, checked later).
+    pub(super) histograms: Option<String>,
+    /// `-d`.
+    pub(super) dual: bool,
+    /// `-r`.
+    pub(super) tradeoff: bool,
+    /// `-R`.
+    pub(super) reverse: bool,
+    /// `--full-duplex`.
+    pub(super) full_duplex: bool,
+    /// `-l`, checked once the protocol and the test are known.
+    pub(super) len: Option<f64>,
+    /// `-t`: a client's test time or a server's listening time.
+    pub(super) time: Option<f64>,
+    /// `-P`: a client's flows or a server's connection count.
+    pub(super) parallel: Option<u32>,
+    /// `-b` was a packet rate.
+    pub(super) rate_pps: bool,
+    /// `-b` was given.
+    pub(super) rate_given: bool,
+    /// `-T`.
+    pub(super) ttl: Option<u32>,
+    /// The last access-policy option given (`--allow`, `--deny`).
+    pub(super) policy_opt: Option<String>,
+    /// `--tcp-rx-window-clamp` (a server's).
+    pub(super) clamp: Option<u32>,
+    /// `--tos-override` (a server's).
+    pub(super) tos_override: Option<u8>,
+    /// `--bounceback[=n]`.
+    pub(super) bounceback: Option<Bounceback>,
+    /// The bounceback settings given, as spelled (they need `--bounceback`).
+    pub(super) bb_opts: Vec<String>,
+    /// `--bounceback-hold`, µs.
+    pub(super) bb_hold: u32,
+    /// `--bounceback-period`.
+    pub(super) bb_period: Duration,
+    /// Not `--bounceback-no-quickack`.
+    pub(super) bb_quickack: bool,
+    /// `-i` was given.
+    pub(super) interval_given: bool,
+    /// `--udp-search`, `--max-loss`.
+    pub(super) search: SearchRequest,
+}
+
+impl ParseState {
+    /// Nothing given yet: 2.1.8's defaults.
+    pub(super) fn new() -> ParseState {
+        let mut cfg = TestConfig {
+            dialect: Dialect::Iperf2,
+            port: DEFAULT_PORT,
+            ..TestConfig::default()
+        };
+        cfg.output.interval = None;
+        cfg.params.repeating_payload = true;
+        // A paced UDP sender that fell behind (a busy machine) catches up on up
+        // to 100 ms of datagrams at once, as 2.1.8's delay accumulator does,
+        // so the average rate holds.
+        cfg.params.pacing_timer = IPERF2_CATCH_UP_US;
+        ParseState {
+            cfg,
+            warnings: Vec::new(),
+            server: false,
+            client: None,
+            udp: false,
+            single_udp: false,
+            histograms: None,
+            dual: false,
+            tradeoff: false,
+            reverse: false,
+            full_duplex: false,
+            len: None,
+            time: None,
+            parallel: None,
+            rate_pps: false,
+            rate_given: false,
+            ttl: None,
+            policy_opt: None,
+            clamp: None,
+            tos_override: None,
+            bounceback: None,
+            bb_opts: Vec::new(),
+            bb_hold: 0,
+            bb_period: Duration::from_secs(1),
+            bb_quickack: true,
+            interval_given: false,
+            search: SearchRequest::default(),
+        }
+    }
+}

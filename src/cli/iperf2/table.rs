@@ -1,0 +1,344 @@
+//! The iperf 2 dialect's option table: each row is an option's spellings,
+//! where it means something, and what it does to the configuration.
+
+use super::CliError;
+use super::apply::{bounceback, extras, network, output, server, traffic};
+use super::state::ParseState;
+use crate::cli::getopt::{ArgKind, Occurrence, OptionRow, Tier};
+
+/// Option identifiers.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt {
+    V4,
+    V6,
+    SingleClient,
+    Bandwidth,
+    Client,
+    Dual,
+    Enhanced,
+    Format,
+    Help,
+    Interval,
+    Len,
+    PrintMss,
+    Num,
+    Output,
+    Port,
+    Tradeoff,
+    Server,
+    Time,
+    Udp,
+    Version,
+    Window,
+    ReportExclude,
+    ReportStyle,
+    Realtime,
+    Bind,
+    Compat,
+    Daemon,
+    FileInput,
+    SsmHost,
+    StdinInput,
+    ListenPort,
+    Mss,
+    NoDelay,
+    Parallel,
+    Reverse,
+    Tos,
+    Ttl,
+    SingleUdp,
+    Ipv6Domain,
+    PeerDetect,
+    Congestion,
+    FullDuplex,
+    SumOnly,
+    HideIps,
+    PermitKey,
+    TripTimes,
+    Histograms,
+    ConnectRetries,
+    Allow,
+    Deny,
+    Bounceback,
+    BouncebackHold,
+    BouncebackPeriod,
+    BouncebackNoQuickack,
+    TcpRxWindowClamp,
+    TosOverride,
+    FqRate,
+    IncrDstport,
+    LocalOnly,
+    NoUdpFin,
+    TcpQuickack,
+    TcpWritePrefetch,
+    /// `-W`: 2.1.8's "suggest window size", wirespeed's window advice.
+    SuggestWin,
+    // wirespeed additions.
+    Json,
+    JsonStream,
+    Report,
+    Live,
+    UdpSearch,
+    MaxLoss,
+    // Recognised, but their features are not built yet.
+    /// `-A`, `--awdl`: Apple Wireless Direct Link (macOS).
+    Awdl,
+    TunDev,
+    PermitKeyTimeout,
+    BouncebackCongest,
+    BouncebackTxDelay,
+    TapDev,
+    SumDstip,
+    ConnectOnly,
+    Ipg,
+    Isochronous,
+    IncrDstip,
+    IncrSrcip,
+    IncrSrcport,
+    NearCongestion,
+    NoConnectSync,
+    TcpWriteTimes,
+    TxDelay,
+    TxStart,
+    BurstSize,
+    BurstPeriod,
+    L2Checks,
+    NumReportStructs,
+}
+
+/// Where an option means something. 2.1.8 warns about a client option on
+/// a server ("option -d is not valid for server mode") and wirespeed
+/// drops it there; a TCP option with `-u` is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Anywhere (or the option checks its own place).
+    Any,
+    /// A client's option.
+    Client,
+    /// A TCP option, client or server.
+    Tcp,
+    /// A TCP client's option.
+    TcpClient,
+}
+
+impl Scope {
+    /// Warned about and dropped on a server.
+    pub fn client_only(self) -> bool {
+        matches!(self, Scope::Client | Scope::TcpClient)
+    }
+
+    /// Refused with `-u`.
+    pub fn tcp_only(self) -> bool {
+        matches!(self, Scope::Tcp | Scope::TcpClient)
+    }
+}
+
+/// Applies one occurrence of an option to the configuration being built.
+pub type ApplyFn = fn(&mut ParseState, &Occurrence<Opt>) -> Result<(), CliError>;
+
+/// What an option does.
+#[derive(Debug, Clone, Copy)]
+pub enum Step {
+    /// Sets something in the configuration.
+    Apply(ApplyFn),
+    /// Ends parsing with this answer, whatever else is given (`-h`, `-v`).
+    Answer(Answer),
+    /// A feature not built yet: refused ("... is not implemented yet")
+    /// naming what is missing, never ignored.
+    NotBuilt(&'static str),
+}
+
+/// An option that answers the command line on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// `-h`: the long usage.
+    Help,
+    /// `-v`: the version line.
+    Version,
+}
+
+/// One option of the table.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    /// The option's identity (aliases share it).
+    pub key: Opt,
+    /// Short letter, if any.
+    pub short: Option<char>,
+    /// Long name without the leading dashes, if any.
+    pub long: Option<&'static str>,
+    /// Value rule.
+    pub arg: ArgKind,
+    /// Whether 2.1.8 has the long option (which decides what its
+    /// abbreviations mean), or it is a wirespeed addition.
+    pub tier: Tier,
+    /// Where it means something.
+    pub scope: Scope,
+    /// What it does.
+    pub step: Step,
+}
+
+impl OptionRow for Row {
+    type Key = Opt;
+    fn key(&self) -> Opt {
+        self.key
+    }
+    fn short(&self) -> Option<char> {
+        self.short
+    }
+    fn long(&self) -> Option<&'static str> {
+        self.long
+    }
+    fn arg(&self) -> ArgKind {
+        self.arg
+    }
+    fn tier(&self) -> Tier {
+        self.tier
+    }
+}
+
+macro_rules! row {
+    ($t:ident, $k:ident, $s:tt, $l:tt, $a:ident, $scope:ident, $step:expr) => {
+        Row {
+            tier: row!(@tier $t),
+            key: Opt::$k,
+            short: row!(@opt $s),
+            long: row!(@opt $l),
+            arg: ArgKind::$a,
+            scope: Scope::$scope,
+            step: $step,
+        }
+    };
+    (@tier N) => {
+        Tier::Native
+    };
+    (@tier X) => {
+        Tier::Extra
+    };
+    (@opt -) => {
+        None
+    };
+    (@opt $v:literal) => {
+        Some($v)
+    };
+}
+
+use Step::{Answer as A, Apply as F, NotBuilt as No};
+
+/// What 2.1.8 does with an option wirespeed has not built: "this option".
+const NOT_YET: &str = "this option";
+
+/// 2.1.8's option table (short string `146b:c:def:hi:l:mn:o:p:rst:uvw:x:y:zAB:CDF:H:IL:M:NP:RS:T:UVWXZ:`
+/// and its long options, with their real spellings: its help's `--fileinput`
+/// and `--udp-histogram` are not its options' names, `--stdin` and
+/// `--udp-histogram` work as abbreviations), then wirespeed's.
+#[rustfmt::skip]
+pub const TABLE: &[Row] = &[
+    //   tier key                   short long                     value     scope      step
+    // -4 and -6 have no long form (2.1.8 has `v4`/`v6` under `#if 0`)
+    row!(N, V4,                   '4', -,                        None,     Any,       F(network::v4)),
+    row!(N, V6,                   '6', -,                        None,     Any,       F(network::v6)),
+    // 2.1.8's long options, in its table's order
+    row!(N, SingleClient,         '1', "singleclient",           None,     Any,       F(server::single_client)),
+    row!(N, Bandwidth,            'b', "bandwidth",              Required, Any,       F(traffic::bandwidth)),
+    row!(N, Client,               'c', "client",                 Required, Any,       F(network::client)),
+    row!(N, Dual,                 'd', "dualtest",               None,     Client,    F(traffic::dual)),
+    row!(N, Enhanced,             'e', "enhanced",               None,     Any,       F(output::enhanced)),
+    row!(N, Format,               'f', "format",                 Required, Any,       F(output::format)),
+    row!(N, Help,                 'h', "help",                   None,     Any,       A(Answer::Help)),
+    row!(N, Interval,             'i', "interval",               Required, Any,       F(output::interval)),
+    row!(N, Len,                  'l', "len",                    Required, Any,       F(traffic::len)),
+    row!(N, PrintMss,             'm', "print_mss",              None,     Tcp,       F(output::print_mss)),
+    row!(N, Num,                  'n', "num",                    Required, Client,    F(traffic::num)),
+    row!(N, Output,               'o', "output",                 Required, Any,       F(output::output)),
+    row!(N, Port,                 'p', "port",                   Required, Any,       F(network::port)),
+    row!(N, Tradeoff,             'r', "tradeoff",               None,     Client,    F(traffic::tradeoff)),
+    row!(N, Server,               's', "server",                 None,     Any,       F(server::server)),
+    row!(N, Time,                 't', "time",                   Required, Any,       F(traffic::time)),
+    row!(N, Udp,                  'u', "udp",                    None,     Any,       F(traffic::udp)),
+    row!(N, Version,              'v', "version",                None,     Any,       A(Answer::Version)),
+    row!(N, Window,               'w', "window",                 Required, Any,       F(traffic::window)),
+    row!(N, ReportExclude,        'x', "reportexclude",          Required, Any,       F(output::report_exclude)),
+    row!(N, ReportStyle,          'y', "reportstyle",            Required, Any,       F(output::report_style)),
+    row!(N, Realtime,             'z', "realtime",               None,     Any,       F(traffic::realtime)),
+    row!(N, Awdl,                 'A', "awdl",                   None,     Any,       No(NOT_YET)),
+    row!(N, Bind,                 'B', "bind",                   Required, Any,       F(network::bind)),
+    row!(N, Bounceback,           -,   "bounceback",             Optional, Client,    F(bounceback::bounceback)),
+    row!(N, BouncebackCongest,    -,   "bounceback-congest",     Optional, Any,       No("bounceback with a congesting flow")),
+    row!(N, BouncebackTxDelay,    -,   "bounceback-txdelay",     Required, Any,       No("bounceback transmit delays")),
+    row!(N, BouncebackHold,       -,   "bounceback-hold",        Required, Client,    F(bounceback::hold)),
+    row!(N, BouncebackNoQuickack, -,   "bounceback-no-quickack", None,     Client,    F(bounceback::no_quickack)),
+    row!(N, BouncebackPeriod,     -,   "bounceback-period",      Required, Client,    F(bounceback::period)),
+    row!(N, Compat,               'C', "compatibility",          None,     Any,       F(traffic::compat)),
+    row!(N, Daemon,               'D', "daemon",                 None,     Any,       F(server::daemon)),
+    row!(N, FileInput,            'F', "file_input",             Required, Client,    F(traffic::file_input)),
+    row!(N, SsmHost,              'H', "ssm-host",               Required, Any,       F(server::ssm_host)),
+    row!(N, StdinInput,           'I', "stdin_input",            None,     Client,    F(traffic::stdin_input)),
+    row!(N, Mss,                  'M', "mss",                    Required, Tcp,       F(traffic::mss)),
+    row!(N, NoDelay,              'N', "nodelay",                None,     Tcp,       F(traffic::nodelay)),
+    row!(N, ListenPort,           'L', "listenport",             Required, Client,    F(network::listen_port)),
+    row!(N, Parallel,             'P', "parallel",               Required, Any,       F(traffic::parallel)),
+    row!(N, Reverse,              'R', "reverse",                None,     Client,    F(traffic::reverse)),
+    row!(N, Tos,                  'S', "tos",                    Required, Any,       F(network::tos)),
+    row!(N, Ttl,                  'T', "ttl",                    Required, Client,    F(network::ttl)),
+    row!(N, SingleUdp,            'U', "single_udp",             None,     Any,       F(traffic::single_udp)),
+    row!(N, Ipv6Domain,           'V', "ipv6_domain",            None,     Any,       F(network::v6)),
+    row!(N, SuggestWin,           'W', "suggest_win_size",       None,     Any,       F(output::suggest_window)),
+    row!(N, PeerDetect,           'X', "peer-detect",            None,     Client,    F(traffic::peer_detect)),
+    row!(N, Congestion,           'Z', "tcp-congestion",         Required, Tcp,       F(traffic::congestion)),
+    row!(N, Histograms,           -,   "histograms",             Optional, Any,       F(output::histograms)),
+    row!(N, HideIps,              -,   "hide-ips",               None,     Any,       F(output::hide_ips)),
+    row!(N, Histograms,           -,   "udp-histograms",         Optional, Any,       F(output::histograms)),
+    row!(N, L2Checks,             -,   "l2checks",               None,     Any,       No("layer 2 length checks")),
+    row!(N, IncrDstip,            -,   "incr-dstip",             None,     Any,       No(NOT_YET)),
+    row!(N, IncrSrcip,            -,   "incr-srcip",             None,     Any,       No(NOT_YET)),
+    row!(N, IncrDstport,          -,   "incr-dstport",           None,     Client,    F(network::incr_dstport)),
+    row!(N, IncrSrcport,          -,   "incr-srcport",           None,     Any,       No(NOT_YET)),
+    row!(N, SumDstip,             -,   "sum-dstip",              None,     Any,       No(NOT_YET)),
+    row!(N, TxStart,              -,   "txstart-time",           Required, Any,       No("scheduled starts")),
+    row!(N, TxDelay,              -,   "txdelay-time",           Required, Any,       No("scheduled starts")),
+    row!(N, FqRate,               -,   "fq-rate",                Required, Client,    F(traffic::fq_rate)),
+    row!(N, TripTimes,            -,   "trip-times",             None,     Client,    F(traffic::trip_times)),
+    row!(N, NoUdpFin,             -,   "no-udp-fin",             None,     Client,    F(traffic::no_udp_fin)),
+    row!(N, ConnectOnly,          -,   "connect-only",           Optional, Any,       No("connect-only tests")),
+    row!(N, ConnectRetries,       -,   "connect-retries",        Required, TcpClient, F(network::connect_retries)),
+    row!(N, NoConnectSync,        -,   "no-connect-sync",        None,     Any,       No(NOT_YET)),
+    row!(N, FullDuplex,           -,   "full-duplex",            None,     Client,    F(traffic::full_duplex)),
+    row!(N, Ipg,                  -,   "ipg",                    Required, Any,       No("inter-packet gaps for isochronous bursts")),
+    row!(N, Isochronous,          -,   "isochronous",            Optional, Any,       No("isochronous traffic")),
+    row!(N, SumOnly,              -,   "sum-only",               None,     Any,       F(output::sum_only)),
+    row!(N, LocalOnly,            -,   "local-only",             Optional, Client,    F(network::local_only)),
+    row!(N, NearCongestion,       -,   "near-congestion",        Optional, Any,       No(NOT_YET)),
+    row!(N, PermitKey,            -,   "permit-key",             Optional, Any,       F(traffic::permit_key)),
+    row!(N, PermitKeyTimeout,     -,   "permit-key-timeout",     Required, Any,       No(NOT_YET)),
+    row!(N, BurstSize,            -,   "burst-size",             Required, Any,       No("periodic bursts")),
+    row!(N, BurstPeriod,          -,   "burst-period",           Required, Any,       No("periodic bursts")),
+    row!(N, TosOverride,          -,   "tos-override",           Required, Tcp,       F(server::tos_override)),
+    row!(N, TcpRxWindowClamp,     -,   "tcp-rx-window-clamp",    Required, Tcp,       F(server::tcp_rx_window_clamp)),
+    row!(N, TcpQuickack,          -,   "tcp-quickack",           None,     TcpClient, F(traffic::tcp_quickack)),
+    row!(N, TcpWritePrefetch,     -,   "tcp-write-prefetch",     Required, TcpClient, F(traffic::tcp_write_prefetch)),
+    row!(N, TcpWriteTimes,        -,   "tcp-write-times",        None,     Any,       No(NOT_YET)),
+    row!(N, TapDev,               -,   "tap-dev",                Optional, Any,       No(NOT_YET)),
+    row!(N, TunDev,               -,   "tun-dev",                Optional, Any,       No("tun devices")),
+    row!(N, NumReportStructs,     -,   "NUM_REPORT_STRUCTS",     Required, Any,       No(NOT_YET)),
+    // wirespeed additions: aliases, the access policy, output and the UDP search
+    row!(X, Enhanced,             -,   "enhancedreports",        None,     Any,       F(output::enhanced)),
+    row!(X, Congestion,           -,   "linux-congestion",       Required, Tcp,       F(traffic::congestion)),
+    row!(X, Allow,                -,   "allow",                  Required, Any,       F(server::allow)),
+    row!(X, Deny,                 -,   "deny",                   Required, Any,       F(server::deny)),
+    row!(X, Json,                 'J', "json",                   None,     Any,       F(extras::json)),
+    row!(X, JsonStream,           -,   "json-stream",            None,     Any,       F(extras::json_stream)),
+    row!(X, Report,               -,   "report",                 Required, Any,       F(extras::report)),
+    row!(X, Live,                 -,   "live",                   None,     Client,    F(extras::live)),
+    row!(X, UdpSearch,            -,   "udp-search",             None,     Client,    F(extras::udp_search)),
+    row!(X, MaxLoss,              -,   "max-loss",               Required, Client,    F(extras::max_loss)),
+];
+
+/// Whether an option of [`TABLE`] works (rather than being refused as not
+/// built yet): what `--help`, the man page and the completions cover.
+pub fn available(o: Opt) -> bool {
+    TABLE
+        .iter()
+        .filter(|r| r.key == o)
+        .all(|r| !matches!(r.step, Step::NotBuilt(_)))
+}

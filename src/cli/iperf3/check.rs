@@ -1,0 +1,225 @@
+//! Checks that involve several options, run once every row has applied,
+//! in iperf3's order (so the first problem reported is iperf3's first).
+
+use super::state::ParseState;
+use super::table::{Opt, RoleMark, TABLE};
+use crate::cli::getopt::Occurrence;
+use crate::config::*;
+use crate::error::{Code, Error};
+
+type Result = std::result::Result<(), Error>;
+
+fn perr(code: Code) -> Error {
+    Error::param(code)
+}
+
+/// Runs every check and completes the configuration.
+pub(super) fn all(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
+    let given = |k: Opt| opts.iter().any(|o| o.key == k);
+    role(s, opts)?;
+    one_stdout_format(&s.cfg)?;
+    direction_and_end(s)?;
+    protocol_and_length(s, given(Opt::Bitrate))?;
+    client_file(s)?;
+    auth_pairs(&s.cfg)?;
+    if s.cfg.search.is_some() {
+        crate::search::check_config(&s.cfg, given(Opt::Interval))?;
+    }
+    auth_settings(&s.cfg, opts, s.is_server)?;
+    json_warnings(s);
+    Ok(())
+}
+
+/// Client, server or loopback, and the options that role may not take
+/// (iperf3 checks these after parsing).
+fn role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
+    let is_client = s.client.is_some() || s.loopback;
+    if s.is_server && is_client {
+        return Err(perr(Code::SERVCLIENT));
+    }
+    if !s.is_server && !is_client {
+        return Err(perr(Code::NOROLE));
+    }
+    for o in opts {
+        match (TABLE[o.row].role, s.is_server) {
+            (RoleMark::Client, true) => return Err(perr(Code::CLIENTONLY)),
+            (RoleMark::Server, false) => return Err(perr(Code::SERVERONLY)),
+            _ => {}
+        }
+    }
+    if s.loopback {
+        if s.client.is_some() {
+            return Err(Error::param_msg(
+                Code::SERVCLIENT,
+                "--loopback runs its own server; do not give -c",
+            ));
+        }
+        s.cfg.role = Role::Loopback;
+    } else if let Some(h) = s.client.take() {
+        s.cfg.role = Role::Client(h);
+    } else {
+        s.cfg.role = Role::Server;
+    }
+    Ok(())
+}
+
+/// CSV (`--csv`) and JSON (`-J`, `--json-stream`) would share standard
+/// output, and a reader could parse neither.
+fn one_stdout_format(cfg: &TestConfig) -> Result {
+    if cfg.output.csv && cfg.output.json {
+        return Err(Error::param_msg(
+            Code::NONE,
+            "--csv and -J/--json-stream cannot be used together: CSV rows and JSON would share standard output",
+        ));
+    }
+    Ok(())
+}
+
+/// `-R`/`--bidir`, the one end condition, and a UDP search's defaults.
+fn direction_and_end(s: &mut ParseState) -> Result {
+    if s.reverse && s.bidir {
+        return Err(perr(Code::REVERSEBIDIR));
+    }
+    s.cfg.params.direction = if s.bidir {
+        Direction::Bidir
+    } else if s.reverse {
+        Direction::Reverse
+    } else {
+        Direction::Forward
+    };
+    if s.end_conditions > 1 {
+        return Err(perr(Code::ENDCONDITIONS));
+    }
+    if let Some(t) = s.time {
+        s.cfg.params.end = EndCondition::Time(t);
+    }
+    let search = s.search.resolve().map_err(|m| Error::param_msg(Code::UNIMP, m))?;
+    if let Some(so) = search {
+        s.cfg.search = Some(so);
+        if s.end_conditions == 0 {
+            // Probes are short unless -t says otherwise.
+            s.cfg.params.end = EndCondition::Time(crate::search::DEFAULT_PROBE);
+        }
+        // The search is a UDP measurement: -u is implied.
+        s.udp = true;
+    }
+    Ok(())
+}
+
+/// UDP, `-l` within the protocol's range, and UDP's default rate.
+fn protocol_and_length(s: &mut ParseState, bitrate_given: bool) -> Result {
+    let cfg = &mut s.cfg;
+    if s.udp {
+        cfg.params.protocol = Protocol::Udp;
+        if cfg.file.is_some() {
+            return Err(perr(Code::UDPFILETRANSFER));
+        }
+    }
+    if let Some(l) = s.length {
+        let l = l as u64;
+        match cfg.params.protocol {
+            Protocol::Udp => {
+                if !(MIN_UDP_BLOCK as u64..=MAX_UDP_BLOCK as u64).contains(&l) {
+                    return Err(perr(Code::UDPBLOCKSIZE));
+                }
+            }
+            _ => {
+                if l == 0 || l > MAX_TCP_BLOCK as u64 {
+                    return Err(perr(Code::BLOCKSIZE));
+                }
+            }
+        }
+        cfg.params.block_len = Some(l as u32);
+    }
+    if s.udp && cfg.search.is_none() && cfg.params.rate == 0 && cfg.params.pps.is_none() && !bitrate_given {
+        cfg.params.rate = DEFAULT_UDP_RATE;
+    }
+    let is_client = !matches!(cfg.role, Role::Server);
+    if s.rcv_timeout_given && is_client && cfg.params.direction == Direction::Forward {
+        return Err(perr(Code::RVRSONLYRCVTIMEOUT));
+    }
+    Ok(())
+}
+
+/// A client sending `-F file`: the file must exist, and without `-t`/`-n`/
+/// `-k` its size is the amount to send.
+fn client_file(s: &mut ParseState) -> Result {
+    let is_client = !matches!(s.cfg.role, Role::Server);
+    if let (Some(f), true) = (&s.cfg.file, is_client)
+        && s.cfg.params.direction.client_sends()
+    {
+        let meta = std::fs::metadata(f).map_err(|e| Error {
+            kind: crate::error::Kind::Parameter,
+            ..Error::io(Code::FILE, &e)
+        })?;
+        if s.end_conditions == 0 {
+            s.cfg.params.end = EndCondition::Bytes(meta.len());
+        }
+    }
+    Ok(())
+}
+
+/// Authentication takes both of its client options, or both server ones.
+fn auth_pairs(cfg: &TestConfig) -> Result {
+    if cfg.auth.username.is_some() != cfg.auth.public_key.is_some() {
+        return Err(perr(Code::SETCLIENTAUTH));
+    }
+    if cfg.server.rsa_private_key.is_some() != cfg.server.authorized_users.is_some() {
+        return Err(perr(Code::SETSERVERAUTH));
+    }
+    Ok(())
+}
+
+/// Authentication options: the options that only mean something with
+/// authentication need it configured (rather than being ignored), and the
+/// key and users files are checked now, as iperf3 checks them while
+/// parsing, so a bad file is a parameter error before anything starts.
+fn auth_settings(cfg: &TestConfig, opts: &[Occurrence<Opt>], is_server: bool) -> Result {
+    let given = |k: Opt| opts.iter().any(|o| o.key == k);
+    let (configured, how) = if is_server {
+        (
+            cfg.server.rsa_private_key.is_some(),
+            "--rsa-private-key-path and --authorized-users-path",
+        )
+    } else {
+        (cfg.auth.username.is_some(), "--username and --rsa-public-key-path")
+    };
+    for (opt, name) in [
+        (Opt::UsePkcs1, "--use-pkcs1-padding"),
+        (Opt::TimeSkew, "--time-skew-threshold"),
+    ] {
+        if given(opt) && !configured {
+            return Err(Error::param_msg(
+                Code::NONE,
+                format!("{name} needs authentication: give {how} too"),
+            ));
+        }
+    }
+    if let Some(key) = &cfg.auth.public_key {
+        crate::auth::PublicKey::load(key)?;
+    }
+    if let (Some(key), Some(users)) = (&cfg.server.rsa_private_key, &cfg.server.authorized_users) {
+        crate::auth::PrivateKey::load(key)?;
+        crate::auth::check_users_file(users)?;
+    }
+    Ok(())
+}
+
+/// iperf3's warnings about options that `-J` ignores or that disturb it.
+fn json_warnings(s: &mut ParseState) {
+    if !s.cfg.output.json {
+        return;
+    }
+    if s.format_given {
+        s.warnings
+            .push("Report format (-f) flag ignored with JSON output (-J)".into());
+    }
+    if s.cfg.output.verbose {
+        s.warnings
+            .push("Verbose output (-v) may interfere with JSON output (-J)".into());
+    }
+    if s.cfg.output.debug > 0 {
+        s.warnings
+            .push("Debug output (-d) may interfere with JSON output (-J)".into());
+    }
+}

@@ -1,0 +1,300 @@
+//! The iperf3 dialect's option table: each row is an option's spellings,
+//! where it may be used, and what it does to the configuration.
+
+use super::apply::{auth, extras, network, output, server, test};
+use super::state::ParseState;
+use crate::cli::getopt::{ArgKind, Occurrence, OptionRow, Tier};
+use crate::error::Error;
+
+/// Option identifiers.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt {
+    Port,
+    Format,
+    Interval,
+    Pidfile,
+    File,
+    Affinity,
+    Bind,
+    BindDev,
+    Verbose,
+    Json,
+    JsonStream,
+    JsonStreamFull,
+    Logfile,
+    ForceFlush,
+    Timestamps,
+    RcvTimeout,
+    SndTimeout,
+    CntlKa,
+    Mptcp,
+    Debug,
+    Version,
+    Help,
+    Server,
+    Daemon,
+    OneOff,
+    ServerBitrateLimit,
+    IdleTimeout,
+    ServerMaxDuration,
+    RsaPrivateKey,
+    AuthorizedUsers,
+    TimeSkew,
+    UsePkcs1,
+    MaxTests,
+    MaxStreams,
+    Client,
+    Sctp,
+    Xbind,
+    Nstreams,
+    Udp,
+    ConnectTimeout,
+    Bitrate,
+    PacingTimer,
+    FqRate,
+    NoFqSocketPacing,
+    Time,
+    Bytes,
+    Blockcount,
+    Length,
+    Cport,
+    Parallel,
+    Reverse,
+    Bidir,
+    Window,
+    Congestion,
+    SetMss,
+    NoDelay,
+    Version4,
+    Version6,
+    Tos,
+    Dscp,
+    Flowlabel,
+    Zerocopy,
+    SkipRxCopy,
+    Omit,
+    Title,
+    ExtraData,
+    GetServerOutput,
+    UdpCounters64,
+    Gsro,
+    RepeatingPayload,
+    DontFragment,
+    Username,
+    RsaPublicKey,
+    Loopback,
+    Live,
+    Report,
+    UdpSearch,
+    MaxLoss,
+    Metrics,
+    Allow,
+    Deny,
+    Csv,
+}
+
+/// Where an option may be used; iperf3 checks this after all options are
+/// read ("some option you are trying to set is client only").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleMark {
+    /// Client and server.
+    Both,
+    /// Client only.
+    Client,
+    /// Server only.
+    Server,
+}
+
+/// Applies one occurrence of an option to the configuration being built.
+pub type ApplyFn = fn(&mut ParseState, &Occurrence<Opt>) -> Result<(), Error>;
+
+/// What an option does.
+#[derive(Debug, Clone, Copy)]
+pub enum Step {
+    /// Sets something in the configuration.
+    Apply(ApplyFn),
+    /// Ends parsing with this answer, whatever else is given (`-h`, `-v`).
+    Answer(Answer),
+    /// A feature not built yet (or missing from this kernel): the option is
+    /// refused with this error, never ignored.
+    Refuse(fn() -> Error),
+}
+
+/// An option that answers the command line on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// `-h`: the long usage.
+    Help,
+    /// `-v`: the version.
+    Version,
+}
+
+/// One option of the table.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    /// The option's identity (aliases share it).
+    pub key: Opt,
+    /// Short letter, if any.
+    pub short: Option<char>,
+    /// Long name without the leading dashes, if any.
+    pub long: Option<&'static str>,
+    /// Value rule.
+    pub arg: ArgKind,
+    /// Whether iperf3 has the long option (which decides what its
+    /// abbreviations mean), or it is a wirespeed addition.
+    pub tier: Tier,
+    /// Where it may be used.
+    pub role: RoleMark,
+    /// What it does.
+    pub step: Step,
+}
+
+impl OptionRow for Row {
+    type Key = Opt;
+    fn key(&self) -> Opt {
+        self.key
+    }
+    fn short(&self) -> Option<char> {
+        self.short
+    }
+    fn long(&self) -> Option<&'static str> {
+        self.long
+    }
+    fn arg(&self) -> ArgKind {
+        self.arg
+    }
+    fn tier(&self) -> Tier {
+        self.tier
+    }
+}
+
+macro_rules! row {
+    ($t:ident, $k:ident, $s:tt, $l:tt, $a:ident, $r:ident, $step:expr) => {
+        Row {
+            tier: row!(@tier $t),
+            key: Opt::$k,
+            short: row!(@opt $s),
+            long: row!(@opt $l),
+            arg: ArgKind::$a,
+            role: RoleMark::$r,
+            step: $step,
+        }
+    };
+    (@tier N) => {
+        Tier::Native
+    };
+    (@tier X) => {
+        Tier::Extra
+    };
+    (@opt -) => {
+        None
+    };
+    (@opt $v:literal) => {
+        Some($v)
+    };
+}
+
+use Step::{Answer as A, Apply as F, Refuse as R};
+
+/// The option table: iperf3 3.21's options, then wirespeed's.
+#[rustfmt::skip]
+pub const TABLE: &[Row] = &[
+    //   tier key                short long                       value     role    step
+    // iperf3 3.21's options, in its table's order (the order glibc lists an
+    // ambiguous abbreviation's possibilities in)
+    row!(N, Port,               'p', "port",                    Required, Both,   F(network::port)),
+    row!(N, Format,             'f', "format",                  Required, Both,   F(output::format)),
+    row!(N, Interval,           'i', "interval",                Required, Both,   F(output::interval)),
+    row!(N, Daemon,             'D', "daemon",                  None,     Server, F(server::daemon)),
+    row!(N, OneOff,             '1', "one-off",                 None,     Server, F(server::one_off)),
+    row!(N, Verbose,            'V', "verbose",                 None,     Both,   F(output::verbose)),
+    row!(N, Json,               'J', "json",                    None,     Both,   F(output::json)),
+    row!(N, JsonStream,         -,   "json-stream",             None,     Both,   F(output::json_stream)),
+    row!(N, JsonStreamFull,     -,   "json-stream-full-output", None,     Both,   F(output::json_stream_full)),
+    row!(N, Version,            'v', "version",                 None,     Both,   A(Answer::Version)),
+    row!(N, Server,             's', "server",                  None,     Server, F(server::server)),
+    row!(N, Client,             'c', "client",                  Required, Client, F(network::client)),
+    row!(N, Udp,                'u', "udp",                     None,     Client, F(test::udp)),
+    row!(N, Bitrate,            'b', "bitrate",                 Required, Client, F(test::bitrate)),
+    row!(N, Bitrate,            -,   "bandwidth",               Required, Client, F(test::bitrate)),
+    row!(N, ServerBitrateLimit, -,   "server-bitrate-limit",    Required, Server, F(server::bitrate_limit)),
+    row!(N, ServerMaxDuration,  -,   "server-max-duration",     Required, Server, F(server::max_duration)),
+    row!(N, Time,               't', "time",                    Required, Client, F(test::time)),
+    row!(N, Bytes,              'n', "bytes",                   Required, Client, F(test::bytes)),
+    row!(N, Blockcount,         'k', "blockcount",              Required, Client, F(test::blockcount)),
+    row!(N, Length,             'l', "length",                  Required, Client, F(test::length)),
+    row!(N, Parallel,           'P', "parallel",                Required, Client, F(test::parallel)),
+    row!(N, Reverse,            'R', "reverse",                 None,     Client, F(test::reverse)),
+    row!(N, Bidir,              -,   "bidir",                   None,     Client, F(test::bidir)),
+    row!(N, Window,             'w', "window",                  Required, Client, F(test::window)),
+    row!(N, Bind,               'B', "bind",                    Required, Both,   F(network::bind)),
+    row!(N, BindDev,            -,   "bind-dev",                Required, Both,   F(network::bind_dev)),
+    row!(N, Cport,              -,   "cport",                   Required, Both,   F(network::cport)),
+    row!(N, SetMss,             'M', "set-mss",                 Required, Client, F(test::set_mss)),
+    row!(N, NoDelay,            'N', "no-delay",                None,     Client, F(test::no_delay)),
+    row!(N, Version4,           '4', "version4",                None,     Both,   F(network::version4)),
+    row!(N, Version6,           '6', "version6",                None,     Both,   F(network::version6)),
+    row!(N, Tos,                'S', "tos",                     Required, Client, F(test::tos)),
+    row!(N, Dscp,               -,   "dscp",                    Required, Client, F(test::dscp)),
+    row!(N, ExtraData,          -,   "extra-data",              Required, Client, F(test::extra_data)),
+    row!(N, Flowlabel,          'L', "flowlabel",               Required, Client, F(test::flowlabel)),
+    row!(N, Zerocopy,           'Z', "zerocopy",                None,     Client, F(test::zerocopy)),
+    row!(N, Omit,               'O', "omit",                    Required, Client, F(test::omit)),
+    row!(N, File,               'F', "file",                    Required, Both,   F(test::file)),
+    row!(N, RepeatingPayload,   -,   "repeating-payload",       None,     Client, F(test::repeating_payload)),
+    row!(N, Timestamps,         -,   "timestamps",              Optional, Both,   F(output::timestamps)),
+    row!(N, Affinity,           'A', "affinity",                Required, Both,   F(network::affinity)),
+    row!(N, Title,              'T', "title",                   Required, Client, F(output::title)),
+    row!(N, Congestion,         'C', "congestion",              Required, Client, F(test::congestion)),
+    row!(N, Congestion,         -,   "linux-congestion",        Required, Client, F(test::congestion)),
+    row!(N, Sctp,               -,   "sctp",                    None,     Client, R(crate::net::sctp_unavailable)),
+    row!(N, Nstreams,           -,   "nstreams",                Required, Client, R(crate::net::sctp_unavailable)),
+    row!(N, Xbind,              'X', "xbind",                   Required, Both,   R(crate::net::sctp_unavailable)),
+    row!(N, Pidfile,            'I', "pidfile",                 Required, Both,   F(server::pidfile)),
+    row!(N, Logfile,            -,   "logfile",                 Required, Both,   F(output::logfile)),
+    row!(N, ForceFlush,         -,   "forceflush",              None,     Both,   F(output::forceflush)),
+    row!(N, GetServerOutput,    -,   "get-server-output",       None,     Client, F(test::get_server_output)),
+    row!(N, UdpCounters64,      -,   "udp-counters-64bit",      None,     Client, F(test::udp_counters_64bit)),
+    row!(N, NoFqSocketPacing,   -,   "no-fq-socket-pacing",     None,     Client, F(test::no_fq_socket_pacing)),
+    row!(N, DontFragment,       -,   "dont-fragment",           None,     Client, F(test::dont_fragment)),
+    row!(N, SkipRxCopy,         -,   "skip-rx-copy",            None,     Client, F(test::skip_rx_copy)),
+    row!(N, Username,           -,   "username",                Required, Client, F(auth::username)),
+    row!(N, RsaPublicKey,       -,   "rsa-public-key-path",     Required, Client, F(auth::rsa_public_key)),
+    row!(N, RsaPrivateKey,      -,   "rsa-private-key-path",    Required, Server, F(auth::rsa_private_key)),
+    row!(N, AuthorizedUsers,    -,   "authorized-users-path",   Required, Server, F(auth::authorized_users)),
+    row!(N, TimeSkew,           -,   "time-skew-threshold",     Required, Server, F(auth::time_skew)),
+    row!(N, UsePkcs1,           -,   "use-pkcs1-padding",       None,     Both,   F(auth::use_pkcs1)),
+    row!(N, FqRate,             -,   "fq-rate",                 Required, Client, F(test::fq_rate)),
+    row!(N, PacingTimer,        -,   "pacing-timer",            Required, Client, F(test::pacing_timer)),
+    row!(N, ConnectTimeout,     -,   "connect-timeout",         Required, Client, F(network::connect_timeout)),
+    row!(N, IdleTimeout,        -,   "idle-timeout",            Required, Server, F(server::idle_timeout)),
+    row!(N, RcvTimeout,         -,   "rcv-timeout",             Required, Both,   F(network::rcv_timeout)),
+    row!(N, SndTimeout,         -,   "snd-timeout",             Required, Both,   F(network::snd_timeout)),
+    row!(N, CntlKa,             -,   "cntl-ka",                 Optional, Both,   F(network::cntl_ka)),
+    row!(N, Mptcp,              'm', "mptcp",                   None,     Both,   F(test::mptcp)),
+    row!(N, Gsro,               -,   "gsro",                    None,     Client, F(test::gsro)),
+    row!(N, Debug,              'd', "debug",                   Optional, Both,   F(output::debug)),
+    row!(N, Help,               'h', "help",                    None,     Both,   A(Answer::Help)),
+    // wirespeed additions
+    row!(X, MaxTests,           -,   "max-tests",               Required, Server, F(server::max_tests)),
+    row!(X, MaxStreams,         -,   "max-streams",             Required, Server, F(server::max_streams)),
+    row!(X, Loopback,           -,   "loopback",                None,     Client, F(extras::loopback)),
+    row!(X, Live,               -,   "live",                    None,     Client, F(extras::live)),
+    row!(X, Report,             -,   "report",                  Required, Both,   F(extras::report)),
+    row!(X, UdpSearch,          -,   "udp-search",              None,     Client, F(extras::udp_search)),
+    row!(X, MaxLoss,            -,   "max-loss",                Required, Client, F(extras::max_loss)),
+    row!(X, Metrics,            -,   "metrics",                 Required, Server, F(extras::metrics)),
+    row!(X, Allow,              -,   "allow",                   Required, Server, F(extras::allow)),
+    row!(X, Deny,               -,   "deny",                    Required, Server, F(extras::deny)),
+    row!(X, Csv,                -,   "csv",                     None,     Both,   F(extras::csv)),
+];
+
+/// Whether an option of [`TABLE`] works (rather than being refused as not
+/// built yet): what `--help`, the man page and the completions must cover.
+pub fn available(o: Opt) -> bool {
+    TABLE
+        .iter()
+        .filter(|r| r.key == o)
+        .all(|r| !matches!(r.step, Step::Refuse(_)))
+}
