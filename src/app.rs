@@ -282,10 +282,12 @@ fn run_client(
     signal: &Arc<AtomicUsize>,
     warnings: &[String],
 ) -> Result<(), Error> {
+    let client = |c: &TestConfig, r: &mut Reporter| match c.dialect {
+        Dialect::Iperf3 => crate::client::run(c, host, c.port, r, signal),
+        Dialect::Iperf2 => crate::iperf2::client::run(c, host, r, signal),
+    };
     if let Some(opts) = cfg.search {
-        return search::run(cfg, opts, out, signal, &mut |pc, r| {
-            crate::client::run(pc, host, pc.port, r, signal)
-        });
+        return search::run(cfg, opts, out, signal, &mut |pc, r| client(pc, r));
     }
     let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
     if cfg.output.json {
@@ -293,10 +295,7 @@ fn run_client(
             reporter.emit(Event::Warning(w.clone()));
         }
     }
-    let r = match cfg.dialect {
-        Dialect::Iperf3 => crate::client::run(cfg, host, cfg.port, &mut reporter, signal),
-        Dialect::Iperf2 => crate::iperf2::client::run(cfg, host, &mut reporter, signal),
-    };
+    let r = client(cfg, &mut reporter);
     finish(r, &mut reporter, out)
 }
 

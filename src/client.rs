@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use crate::config::{Protocol, TestConfig};
 use crate::ctrl::{Ctrl, Polled};
+use crate::engine::run::{Ended, RunSpec, Steering, Turn};
 use crate::error::{Code, Error, Kind};
+use crate::events::*;
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf3::machine::{ClientAction, ClientMachine};
 use crate::proto::iperf3::params::{ParamsExtras, effective_bitrate, encode_params};
 use crate::proto::iperf3::udp::{cookie_hello, is_hello_reply};
 use crate::proto::iperf3::{Cookie, Results, State, max_results_len};
-use crate::engine::run::{Ended, RunSpec, Steering, Turn};
-use crate::events::*;
 use crate::report::Reporter;
 use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 

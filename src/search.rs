@@ -395,37 +395,70 @@ fn one_probe(
             return Err(Error::msg(Code::RECVRESULTS, "a probe ended without results"));
         };
         let d = &end.forward;
-        let Some(udp) = d.udp else {
-            return Err(Error::msg(Code::RECVRESULTS, "a probe ended without UDP results"));
-        };
-        let Some(lost) = udp.lost else {
+        let Some(seen) = received(&end, &events) else {
             return Err(Error::msg(
                 Code::RECVRESULTS,
                 "the server did not report the probe's loss",
             ));
         };
-        let lost_percent = if udp.packets > 0 {
-            100.0 * lost as f64 / udp.packets as f64
+        let lost_percent = if seen.packets > 0 {
+            100.0 * seen.lost as f64 / seen.packets as f64
         } else {
             100.0
         };
         let sent_bps = d.sent.bits_per_second;
         let sender_limited = sent_bps < rate as f64 * SENDER_SHORTFALL;
-        let loss_ok = udp.packets > 0 && lost_percent <= opts.max_loss_percent;
+        let loss_ok = seen.packets > 0 && lost_percent <= opts.max_loss_percent;
         return Ok(Probe {
             rate,
             sent_bps,
-            received_bps: d.received.bits_per_second,
-            packets: udp.packets,
-            lost,
+            received_bps: seen.bits_per_second,
+            packets: seen.packets,
+            lost: seen.lost,
             lost_percent,
-            jitter_ms: udp.jitter_ms,
+            jitter_ms: seen.jitter_ms,
             sender_limited,
             ok: loss_ok && !sender_limited,
             retry: false,
             loss_ok,
         });
     }
+}
+
+/// What the receiver saw of a probe.
+struct Received {
+    packets: i64,
+    lost: i64,
+    jitter_ms: f64,
+    bits_per_second: f64,
+}
+
+/// The receiver's side of a probe: from the results exchange (iperf3),
+/// or from the UDP server's reports (iperf 2); `None` if it did not say.
+fn received(end: &crate::events::Summary, events: &[Event]) -> Option<Received> {
+    let reports: Vec<&crate::events::StreamSample> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PeerReport(crate::events::PeerReport::Report(l)) => Some(&**l),
+            _ => None,
+        })
+        .collect();
+    if !reports.is_empty() {
+        let udp: Vec<_> = reports.iter().filter_map(|l| l.udp).collect();
+        return Some(Received {
+            packets: udp.iter().map(|u| u.packets).sum(),
+            lost: udp.iter().map(|u| u.lost.max(0)).sum(),
+            jitter_ms: udp.iter().map(|u| u.jitter_ms).sum::<f64>() / udp.len().max(1) as f64,
+            bits_per_second: reports.iter().map(|l| l.bits_per_second).sum(),
+        });
+    }
+    let udp = end.forward.udp?;
+    Some(Received {
+        packets: udp.packets,
+        lost: udp.lost?,
+        jitter_ms: udp.jitter_ms,
+        bits_per_second: end.forward.received.bits_per_second,
+    })
 }
 
 fn trim_num(v: f64) -> String {

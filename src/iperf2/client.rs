@@ -42,7 +42,9 @@ pub(super) trait Transport {
 /// included, reaches `reporter` (ending with `Event::Done`).
 pub fn run(cfg: &TestConfig, host: &str, reporter: &mut Reporter, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
     let r = match cfg.params.protocol {
-        Protocol::Udp => super::udp_client::transport(cfg, host).and_then(|mut t| test(cfg, host, &mut *t, reporter, signal)),
+        Protocol::Udp => {
+            super::udp_client::transport(cfg, host).and_then(|mut t| test(cfg, host, &mut *t, reporter, signal))
+        }
         _ => test(cfg, host, &mut Tcp::default(), reporter, signal),
     };
     if let Err(e) = &r {

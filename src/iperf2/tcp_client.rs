@@ -4,25 +4,20 @@
 //! round trips.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use socket2::SockRef;
-
-use super::hooks::{RecvHook, TripTimesStamp, wall_clock};
-use super::runner::{Flow, RunOpts, run_flows};
 use super::conn_line;
+use super::hooks::{RecvHook, TripTimesStamp, wall_clock};
+use super::runner::Flow;
+use crate::config::{Direction, EndCondition, TestConfig, TestParams};
 use crate::engine::StreamKind;
 use crate::engine::bounceback::BouncebackSpec;
-use crate::cli::units::format_iperf2;
-use crate::config::{Direction, EndCondition, TestConfig, TestParams};
 use crate::error::{Code, Error};
+use crate::events::{ClockCheck, ConnInfo, ConnectTimes, Event};
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf2::header::{Amount, ClientHeader, HeaderExt};
 use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs};
-use crate::events::{BannerNote, ClockCheck, ConnInfo, ConnectTimes, Connecting, Event, Listening, Settings, Side, StartInfo};
 use crate::session::{DataStream, StreamExtras};
 use crate::stats::{BouncebackCounters, DetailCounters, StreamMeta, StreamRole, Welford};
 

@@ -7,9 +7,9 @@ use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use crate::engine::udp::DatagramFormat;
+use crate::events::{Enhanced, LatencyStats, StreamSample, UdpSample};
 use crate::proto::iperf2::udp::{DATAGRAM_HEADER_LEN, ReportLatency, ServerReport};
 use crate::proto::iperf2::{ClientHeader, DatagramHeader, split_secs};
-use crate::events::{Enhanced, LatencyStats, StreamSample, UdpSample};
 use crate::stats::net_power;
 
 /// How much of a datagram 2.1.8 reserves for headers (zeroed, then the

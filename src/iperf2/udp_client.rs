@@ -277,7 +277,14 @@ impl Transport for Udp {
 
     fn after_run(&mut self, reporter: &mut Reporter, signal: &Arc<AtomicUsize>) {
         let fins = std::mem::take(&mut self.fins);
-        finish(fins, self.template.len(), &self.fmt, self.expect_report, signal, reporter);
+        finish(
+            fins,
+            self.template.len(),
+            &self.fmt,
+            self.expect_report,
+            signal,
+            reporter,
+        );
     }
 
     fn drain(&self) -> Duration {

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::{ClientResult, Metrics};
-use crate::report::Sink;
 use crate::events::{Event, Summary};
+use crate::report::Sink;
 
 /// Feeds a server test's events into the shared [`Metrics`]: a test counts
 /// as started at its control connection (iperf3) or its start (iperf 2,

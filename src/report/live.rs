@@ -12,8 +12,8 @@ use std::collections::VecDeque;
 use std::io::Write;
 
 use super::Sink;
-use crate::events::{Event, StreamSample};
 use crate::cli::units::format_iperf3;
+use crate::events::{Event, StreamSample};
 
 /// Intervals the sparkline shows.
 const SPARK_LEN: usize = 24;
@@ -228,8 +228,8 @@ impl<T: StatusOut> Sink for LiveSink<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Recorder;
     use crate::events::IntervalReport;
+    use crate::report::Recorder;
     use std::sync::{Arc, Mutex};
 
     #[derive(Clone, Default)]

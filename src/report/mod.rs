@@ -4,11 +4,10 @@
 //! [`Event`]s into text on an [`Output`]. A [`Reporter`] fans events out to
 //! the sinks a configuration asks for.
 
-pub mod csv;
 pub mod html;
-pub mod iperf2_text;
-pub mod iperf3_json;
-pub mod iperf3_text;
+pub mod iperf2;
+pub mod iperf3;
+pub mod json;
 pub mod live;
 
 use std::fs::OpenOptions;
@@ -18,8 +17,8 @@ use std::sync::{Arc, Mutex};
 pub use crate::events::Event;
 
 use crate::config::{Dialect, TestConfig};
-use crate::events::Side;
 use crate::error::{Code, Error};
+use crate::events::Side;
 
 /// A consumer of measurement events.
 pub trait Sink: Send {
@@ -232,22 +231,22 @@ impl Reporter {
     pub fn for_config(cfg: &TestConfig, out: Output, side: Side) -> Reporter {
         let mut r = Reporter::new();
         if cfg.output.json_stream {
-            r.add(Box::new(iperf3_json::JsonStreamSink::new(cfg, out.clone(), side)));
+            r.add(Box::new(json::JsonStreamSink::new(cfg, out.clone(), side)));
             if cfg.output.json_stream_full {
-                r.add(Box::new(iperf3_json::JsonSink::new(cfg, out.clone(), side)));
+                r.add(Box::new(json::JsonSink::new(cfg, out.clone(), side)));
             }
         } else if cfg.output.json {
-            r.add(Box::new(iperf3_json::JsonSink::new(cfg, out.clone(), side)));
+            r.add(Box::new(json::JsonSink::new(cfg, out.clone(), side)));
         } else if cfg.output.csv {
-            r.add(Box::new(csv::CsvSink::new(cfg, out.clone(), side)));
+            r.add(Box::new(iperf2::csv::CsvSink::new(cfg, out.clone(), side)));
         } else {
             let text: Box<dyn Sink> = match cfg.dialect {
-                Dialect::Iperf3 => Box::new(iperf3_text::TextSink::new(cfg, out.clone(), side)),
-                Dialect::Iperf2 => Box::new(iperf2_text::Iperf2Text::new(
+                Dialect::Iperf3 => Box::new(iperf3::text::TextSink::new(cfg, out.clone(), side)),
+                Dialect::Iperf2 => Box::new(iperf2::text::Iperf2Text::new(
                     cfg,
                     out.clone(),
                     side,
-                    iperf2_text::process_header(),
+                    iperf2::text::process_header(),
                 )),
             };
             // --live draws around the text, on a terminal only.

@@ -411,7 +411,11 @@ impl Acceptor {
     /// thread, the iperf 2 side, a refusal, or closed.
     fn leave(&self, p: Pending, next: Next) {
         let Pending {
-            stream, peer, buf, stage, ..
+            stream,
+            peer,
+            buf,
+            stage,
+            ..
         } = p;
         let cookie = match &stage {
             Stage::Params { cookie, .. } => Some(*cookie),

@@ -13,11 +13,11 @@ use socket2::SockRef;
 
 use super::{Running, ServerCtx};
 use crate::engine::StreamKind;
+use crate::engine::bounceback::EchoSpec;
+use crate::events::{ConnInfo, Event, Side, StartInfo};
 use crate::iperf2::client::bb_mode;
 use crate::iperf2::conn_line;
 use crate::iperf2::runner::{Flow, RunOpts, run_flows};
-use crate::engine::bounceback::EchoSpec;
-use crate::events::{ConnInfo, Event, Side, StartInfo};
 use crate::proto::iperf2::bounceback::{BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader};
 use crate::session::{DataSock, DataStream, StreamExtras};
 use crate::stats::{BouncebackCounters, StreamMeta, StreamRole};

@@ -193,9 +193,11 @@ pub(super) fn flow_cfg(ctx: &ServerCtx, enhanced: bool) -> TestConfig {
     c
 }
 
-/// `[drop] local A port P connected with B port Q (why)`.
+/// `[drop] local A port P connected with B port Q (why)`, in iperf 2's
+/// words (on a shared port too).
 pub(super) fn refuse(ctx: &ServerCtx, local: SocketAddr, peer: SocketAddr, why: &str) {
-    ctx.say(Event::Refused(Box::new(Refused {
+    let mut rep = ctx.reporter(&ctx.flow_cfg, side(ctx));
+    rep.emit(Event::Refused(Box::new(Refused {
         local: crate::net::split_addr(&local),
         remote: crate::net::split_addr(&peer),
         why: why.to_string(),

@@ -191,7 +191,7 @@ fn admit(
         let st = header.start.unwrap_or_default();
         let skew = (join_secs(st.sec, st.usec) - join_secs(accepted.0, accepted.1)).abs();
         if skew > CLOCK_SKEW {
-            ctx.say(Event::Notice(
+            ctx.reporter(cfg, iperf2_flows::side(ctx)).emit(Event::Notice(
                 "WARN: ignore --trip-times because client didn't provide valid start timestamp within 600 seconds of now"
                     .into(),
             ));
@@ -354,7 +354,11 @@ impl Transport for Tcp {
         // Like 2.1.8, a server sending --trip-times bursts opens with a
         // client header of its own carrying its start time.
         let start = wall_clock();
-        let sent = if trip { trip_header(&sock, local, budget, start)? } else { 0 };
+        let sent = if trip {
+            trip_header(&sock, local, budget, start)?
+        } else {
+            0
+        };
         let hook = trip.then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn StreamHook>);
         let mut f = Flow::new(
             stream(id, StreamRole::Send, sock, local, peer),

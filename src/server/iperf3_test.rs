@@ -2,14 +2,14 @@
 //! has read its cookie and parameters), its data streams, the one test
 //! loop, and the results exchange.
 
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::registry::UdpSlot;
-use super::{Outcome, Running, ServerCtx};
+use super::{Outcome, ServerCtx};
 use crate::config::{Protocol, TestConfig};
 use crate::ctrl::{Ctrl, Polled, Woke};
 use crate::engine::run::{Ended, RunSpec, Steering, Turn};
@@ -22,7 +22,7 @@ use crate::proto::iperf3::machine::{ServerAction, ServerMachine};
 use crate::proto::iperf3::params::{Limits, decode_params, validate};
 use crate::proto::iperf3::udp::{HELLO_REPLY, Hello};
 use crate::proto::iperf3::{Cookie, Results, State, max_results_len};
-use crate::report::iperf3_json::JsonSink;
+use crate::report::json::JsonSink;
 use crate::report::{Output, Reporter, Sink};
 use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 

@@ -11,8 +11,8 @@
 //! [`iperf2_udp`]). Every test is counted in one registry, against one
 //! `--max-tests`, under one access policy, into one `--metrics`.
 
-pub mod access;
 mod acceptor;
+pub mod access;
 mod bounceback;
 mod iperf2_flows;
 mod iperf2_tcp;
@@ -128,7 +128,11 @@ impl ServerCtx {
         let mut r = self.reporter(cfg, Side::Server);
         if let Some(m) = self.metrics.get() {
             let labels = crate::metrics::labels(cfg.dialect, protocol);
-            r.add(Box::new(MetricsSink::new(m.clone(), labels, crate::net::host_string(client))));
+            r.add(Box::new(MetricsSink::new(
+                m.clone(),
+                labels,
+                crate::net::host_string(client),
+            )));
         }
         r
     }

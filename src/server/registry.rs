@@ -11,7 +11,7 @@ use crate::proto::iperf3::Cookie;
 use crate::session::DataSock;
 
 /// A test waiting for the UDP streams of its iperf3 client.
-pub(super) struct UdpSlot {
+pub(crate) struct UdpSlot {
     pub cookie: Cookie,
     /// The client is wirespeed: its hellos carry the cookie, and plain
     /// ones from its address are someone else's.
@@ -25,7 +25,7 @@ pub(super) struct UdpSlot {
 }
 
 /// What the acceptor knows of an iperf 2 UDP client address.
-pub(super) enum UdpPeer {
+pub(crate) enum UdpPeer {
     /// Accepted; its session has not started: datagrams go to its prefeed.
     Pending(super::iperf2_udp::Prefeed),
     /// Its session reads its own socket.
@@ -38,7 +38,7 @@ pub(super) enum UdpPeer {
 
 /// Every running test, by what identifies its arrivals.
 #[derive(Default)]
-pub(super) struct Registry {
+pub(crate) struct Registry {
     /// iperf3 tests collecting their data streams, by cookie.
     pub collecting: Mutex<HashMap<Cookie, SyncSender<DataSock>>>,
     /// The iperf3 test collecting UDP streams from each client address.
@@ -48,11 +48,11 @@ pub(super) struct Registry {
     /// Cookies of every running iperf3 test.
     pub running: Mutex<HashSet<Cookie>>,
     /// iperf 2 TCP groups forming: (client, `-P`) → where members go.
-    pub tcp_groups: super::iperf2_flows::Groups,
+    pub(super) tcp_groups: super::iperf2_flows::Groups,
     /// iperf 2 UDP clients by address.
     pub udp_peers: Mutex<HashMap<SocketAddr, UdpPeer>>,
     /// iperf 2 UDP groups forming: (client, `-P`) → where members go.
-    pub udp_groups: super::iperf2_flows::Groups,
+    pub(super) udp_groups: super::iperf2_flows::Groups,
     /// How many times the UDP ports handed over what had queued (a new
     /// flow waits for the next time, so its early datagrams are its own).
     pub udp_drained: std::sync::atomic::AtomicU64,

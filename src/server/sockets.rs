@@ -54,7 +54,10 @@ impl Sockets {
             .first()
             .and_then(|l| SockRef::from(l).recv_buffer_size().ok())
             .unwrap_or(0) as u64;
-        let port = tcp.first().and_then(|l| l.local_addr().ok()).map_or(cfg.port, |a| a.port());
+        let port = tcp
+            .first()
+            .and_then(|l| l.local_addr().ok())
+            .map_or(cfg.port, |a| a.port());
         Sockets {
             tcp,
             udp: Vec::new(),
@@ -224,7 +227,9 @@ fn banner_notes(cfg: &TestConfig, join: Option<&Join>) -> Vec<BannerNote> {
         ));
     }
     if let Some(h) = &cfg.output.histograms {
-        notes.push(BannerNote::Late(HistogramSpec::parse(Some(h)).unwrap_or_default().banner()));
+        notes.push(BannerNote::Late(
+            HistogramSpec::parse(Some(h)).unwrap_or_default().banner(),
+        ));
     }
     notes
 }

@@ -7,9 +7,7 @@ use super::counters::{Snapshot, Welford};
 use super::stream::{StreamRole, StreamStats};
 use super::{TestStats, net_power, pct, rate};
 use crate::config::Protocol;
-use crate::events::{
-    BouncebackSample, Enhanced, IntervalReport, LatencyStats, RoleTag, StreamSample, UdpSample,
-};
+use crate::events::{BouncebackSample, Enhanced, IntervalReport, LatencyStats, RoleTag, StreamSample, UdpSample};
 
 impl TestStats {
     /// Takes an interval sample ending at `now` (`last`: the partial
@@ -268,7 +266,10 @@ pub(super) fn sum_samples(streams: &[&StreamSample], id: u32, start: f64, end: f
         let us: Vec<&UdpSample> = streams.iter().filter_map(|s| s.udp.as_ref()).collect();
         let packets: i64 = us.iter().map(|u| u.packets).sum();
         let lost: i64 = us.iter().map(|u| u.lost).sum();
-        let sent = us.iter().any(|u| u.sent.is_some()).then(|| us.iter().filter_map(|u| u.sent).sum());
+        let sent = us
+            .iter()
+            .any(|u| u.sent.is_some())
+            .then(|| us.iter().filter_map(|u| u.sent).sum());
         UdpSample {
             packets,
             lost,

@@ -13,9 +13,9 @@ pub mod histogram;
 mod interval;
 mod stream;
 mod summary;
-pub mod udp;
 #[cfg(test)]
 mod tests;
+pub mod udp;
 
 use std::time::{Duration, Instant};
 

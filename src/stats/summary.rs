@@ -195,7 +195,9 @@ impl TestStats {
         let mut extras = Enhanced {
             calls: snap.calls.saturating_sub(s.base.calls),
             errors: snap.errors.saturating_sub(s.base.errors),
-            read_bins: (s.role == StreamRole::Recv && !udp).then(|| detail.map(|d| d.bins())).flatten(),
+            read_bins: (s.role == StreamRole::Recv && !udp)
+                .then(|| detail.map(|d| d.bins()))
+                .flatten(),
             latency: detail
                 .filter(|d| d.trip_times())
                 .map(|d| d.latency.total().stats().unwrap_or_default()),
@@ -220,7 +222,8 @@ impl TestStats {
         if let Some(bb) = s.meta.bounceback.as_ref().filter(|b| !b.echo) {
             let (w, owd) = bb.total();
             let (retransmits, tcp) = s.tcp_fd.map_or((0, None), |fd| {
-                crate::sys::socket::tcp_info_raw(fd).map_or((0, None), |i| (i.total_retrans, Some((i.cwnd_bytes(), i.rtt))))
+                crate::sys::socket::tcp_info_raw(fd)
+                    .map_or((0, None), |i| (i.total_retrans, Some((i.cwnd_bytes(), i.rtt))))
             });
             let mut b = bounceback_sample(&w, retransmits, tcp);
             b.owd = owd.map(|w| OneWayDelays {
@@ -237,7 +240,7 @@ impl TestStats {
             role: s.tag,
             sender: s.role == StreamRole::Send,
             reversed: s.meta.reversed,
-        both_ways: s.meta.bounceback.is_some(),
+            both_ways: s.meta.bounceback.is_some(),
             start: 0.0,
             end: dur,
             seconds: dur,
@@ -423,4 +426,3 @@ fn direction_sums(streams: &[&StreamSummary], protocol: Protocol) -> DirectionSu
         udp,
     }
 }
-

@@ -210,7 +210,10 @@ fn detail_stream(id: u32, role: StreamRole, d: Option<Arc<DetailCounters>>) -> (
         detail: d,
         ..StreamMeta::default()
     };
-    (StreamStats::new(id, id as i32, role, None, c.clone(), None).with_meta(meta), c)
+    (
+        StreamStats::new(id, id as i32, role, None, c.clone(), None).with_meta(meta),
+        c,
+    )
 }
 
 #[test]

@@ -283,7 +283,7 @@ pub const TABLE: &[Row] = &[
     row!(N, Ttl,                  'T', "ttl",                    Required, Client,    F(network::ttl)),
     row!(N, SingleUdp,            'U', "single_udp",             None,     Any,       F(traffic::single_udp)),
     row!(N, Ipv6Domain,           'V', "ipv6_domain",            None,     Any,       F(network::v6)),
-    row!(N, SuggestWin,           'W', "suggest_win_size",       None,     Any,       F(output::suggest_window)),
+    row!(N, SuggestWin,           'W', "suggest_win_size",       None,     Tcp,       F(output::suggest_window)),
     row!(N, PeerDetect,           'X', "peer-detect",            None,     Client,    F(traffic::peer_detect)),
     row!(N, Congestion,           'Z', "tcp-congestion",         Required, Tcp,       F(traffic::congestion)),
     row!(N, Histograms,           -,   "histograms",             Optional, Any,       F(output::histograms)),

@@ -134,6 +134,8 @@ mod tests {
         assert_eq!(code("-c h -l 10X"), Code::UNITVAL);
         assert_eq!(code("-c h --rcv-timeout 5000"), Code::RVRSONLYRCVTIMEOUT);
         assert_eq!(code("-c h --cntl-ka=5/2/3"), Code::CNTLKA);
+        // Large interval x count does not overflow: the idle time is shorter.
+        assert_eq!(code("-c h --cntl-ka=1/65536/65536"), Code::CNTLKA);
         assert_eq!(run("-c h -i 0").unwrap().output.interval, None);
         assert!(run("-c h -R --rcv-timeout 5000").is_ok());
     }

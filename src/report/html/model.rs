@@ -1,7 +1,7 @@
 //! What a report shows, read from one iperf3 `-J` document.
 //!
 //! The document is the single source: our `--report` builds it with the
-//! same [`JsonSink`](crate::report::iperf3_json::JsonSink) that prints `-J`,
+//! same [`JsonSink`](crate::report::json::JsonSink) that prints `-J`,
 //! and `wirespeed report` reads one saved by us or by iperf3. Nothing here
 //! is measured or recomputed; values are picked out and arranged. Input may
 //! be foreign, so every field is optional and a missing or odd one is

@@ -8,7 +8,7 @@ use super::{render_documents, write_atomic};
 use crate::config::TestConfig;
 use crate::error::Error;
 use crate::events::{Event, Side};
-use crate::report::iperf3_json::JsonSink;
+use crate::report::json::JsonSink;
 use crate::report::{Output, Sink};
 
 /// Writes the HTML report of a test when it ends.

@@ -54,7 +54,7 @@ pub fn tos_override(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 
 /// `--allow list` (a wirespeed addition).
 pub fn allow(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    let list = crate::policy::split_list("--allow", value(o)).map_err(CliError::err)?;
+    let list = crate::server::access::split_list("--allow", value(o)).map_err(CliError::err)?;
     s.cfg.server.allow.extend(list);
     s.policy_opt = Some("--allow".into());
     Ok(())
@@ -62,7 +62,7 @@ pub fn allow(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 
 /// `--deny list` (a wirespeed addition).
 pub fn deny(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    let list = crate::policy::split_list("--deny", value(o)).map_err(CliError::err)?;
+    let list = crate::server::access::split_list("--deny", value(o)).map_err(CliError::err)?;
     s.cfg.server.deny.extend(list);
     s.policy_opt = Some("--deny".into());
     Ok(())

@@ -56,14 +56,14 @@ pub fn metrics(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 
 /// `--allow list` (server).
 pub fn allow(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    let list = crate::policy::split_list("--allow", value(o)).map_err(|m| Error::param_msg(Code::NONE, m))?;
+    let list = crate::server::access::split_list("--allow", value(o)).map_err(|m| Error::param_msg(Code::NONE, m))?;
     s.cfg.server.allow.extend(list);
     Ok(())
 }
 
 /// `--deny list` (server).
 pub fn deny(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    let list = crate::policy::split_list("--deny", value(o)).map_err(|m| Error::param_msg(Code::NONE, m))?;
+    let list = crate::server::access::split_list("--deny", value(o)).map_err(|m| Error::param_msg(Code::NONE, m))?;
     s.cfg.server.deny.extend(list);
     Ok(())
 }

@@ -145,7 +145,7 @@ pub fn cntl_ka(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         ka.interval = field(1)?;
         ka.count = field(2)?;
         if let (Some(i), Some(n), Some(c)) = (ka.idle, ka.interval, ka.count)
-            && i <= n * c
+            && u64::from(i) <= u64::from(n) * u64::from(c)
         {
             return Err(perr(Code::CNTLKA));
         }

@@ -1,17 +1,14 @@
-//! iperf3's `-J` document and `--json-stream` lines.
-//!
-//! Keys, their order and their presence rules follow iperf3 master (a
-//! superset of 3.12's). The document is valid JSON on every path: an error
-//! adds an `"error"` key and nothing is printed outside the document.
+//! The objects of iperf3's `-J` document: `start`, one `intervals[]`
+//! element, `end`. Keys, their order and their presence rules follow
+//! iperf3 master (a superset of 3.12's).
 
 use serde_json::{Map, Value};
 
+use crate::config::{Direction, Protocol};
 use crate::events::*;
-use super::{Output, Sink};
-use crate::config::{Direction, Protocol, TestConfig};
-use crate::json::{num, to_compact, to_formatted};
+use crate::json::num;
 
-fn obj() -> Map<String, Value> {
+pub(super) fn obj() -> Map<String, Value> {
     Map::new()
 }
 
@@ -344,130 +341,4 @@ pub fn end_json(s: &Summary) -> Value {
         m.insert("advice".into(), advice_json(a));
     }
     Value::Object(m)
-}
-
-/// Builds iperf3's `-J` document and prints it when the test is done.
-pub struct JsonSink {
-    out: Output,
-    side: Side,
-    doc: Map<String, Value>,
-    intervals: Vec<Value>,
-    title: Option<String>,
-    extra_data: Option<String>,
-}
-
-impl JsonSink {
-    /// A JSON sink for `cfg`.
-    pub fn new(cfg: &TestConfig, out: Output, side: Side) -> JsonSink {
-        let mut s = JsonSink {
-            out,
-            side,
-            doc: obj(),
-            intervals: Vec::new(),
-            title: cfg.params.title.clone(),
-            extra_data: cfg.params.extra_data.clone(),
-        };
-        s.reset();
-        s
-    }
-
-    fn reset(&mut self) {
-        self.doc = obj();
-        let mut start = obj();
-        start.insert("connected".into(), Value::Array(Vec::new()));
-        start.insert("version".into(), Value::from(crate::version_string()));
-        start.insert("system_info".into(), Value::from(crate::sys::process::system_info()));
-        self.doc.insert("start".into(), Value::Object(start));
-        self.doc.insert("intervals".into(), Value::Array(Vec::new()));
-        self.doc.insert("end".into(), Value::Object(obj()));
-        self.intervals.clear();
-    }
-
-    /// The document so far (what `--get-server-output` returns).
-    pub fn document(&self) -> Value {
-        let mut d = self.doc.clone();
-        d.insert("intervals".into(), Value::Array(self.intervals.clone()));
-        if let Some(t) = &self.title {
-            d.insert("title".into(), Value::from(t.clone()));
-        }
-        if let Some(x) = &self.extra_data {
-            d.insert("extra_data".into(), Value::from(x.clone()));
-        }
-        Value::Object(d)
-    }
-}
-
-impl Sink for JsonSink {
-    fn event(&mut self, ev: &Event) {
-        match ev {
-            Event::Start(s) => {
-                if self.side == Side::Server {
-                    self.title = s.title.clone();
-                    self.extra_data = s.extra_data.clone();
-                }
-                self.doc.insert("start".into(), start_json(s, self.side));
-            }
-            Event::Interval(r) => self.intervals.push(interval_json(r)),
-            Event::End(s) => {
-                self.doc.insert("end".into(), end_json(s));
-            }
-            Event::ServerOutput(ServerOutput::Json(j)) => {
-                self.doc.insert("server_output_json".into(), j.clone());
-            }
-            Event::ServerOutput(ServerOutput::Text(t)) => {
-                self.doc.insert("server_output_text".into(), Value::from(t.clone()));
-            }
-            Event::Error(e) => {
-                self.doc.insert("error".into(), Value::from(e.text()));
-            }
-            Event::Warning(w) => {
-                // Never print outside the document: warnings become JSON.
-                let list = self.doc.entry("warnings").or_insert_with(|| Value::Array(Vec::new()));
-                if let Value::Array(a) = list {
-                    a.push(Value::from(w.clone()));
-                }
-            }
-            Event::Done => {
-                let text = to_formatted(&self.document());
-                self.out.write(&format!("{text}\n"));
-                self.reset();
-            }
-            _ => {}
-        }
-    }
-}
-
-/// `--json-stream`: one `{"event":..,"data":..}` line per event.
-pub struct JsonStreamSink {
-    out: Output,
-    side: Side,
-}
-
-impl JsonStreamSink {
-    /// A JSON-stream sink.
-    pub fn new(_cfg: &TestConfig, out: Output, side: Side) -> JsonStreamSink {
-        JsonStreamSink { out, side }
-    }
-
-    fn line(&self, event: &str, data: Value) {
-        let mut m = obj();
-        m.insert("event".into(), Value::from(event));
-        m.insert("data".into(), data);
-        self.out.write(&format!("{}\n", to_compact(&Value::Object(m))));
-    }
-}
-
-impl Sink for JsonStreamSink {
-    fn event(&mut self, ev: &Event) {
-        match ev {
-            Event::Start(s) => self.line("start", start_json(s, self.side)),
-            Event::Interval(r) => self.line("interval", interval_json(r)),
-            Event::End(s) => self.line("end", end_json(s)),
-            Event::ServerOutput(ServerOutput::Json(j)) => self.line("server_output_json", j.clone()),
-            Event::ServerOutput(ServerOutput::Text(t)) => self.line("server_output_text", Value::from(t.clone())),
-            Event::Error(e) => self.line("error", Value::from(e.text())),
-            Event::Warning(w) => self.line("warning", Value::from(w.clone())),
-            _ => {}
-        }
-    }
 }

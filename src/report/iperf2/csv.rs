@@ -8,9 +8,9 @@
 //! (`19700101000000`); wirespeed stamps every row with the time it was
 //! made, which is what the column promises.
 
-use crate::events::*;
-use super::{Output, Sink};
 use crate::config::TestConfig;
+use crate::events::*;
+use crate::report::{Output, Sink};
 
 /// UDP receiver numbers of one row.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

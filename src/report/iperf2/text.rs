@@ -9,10 +9,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{Output, Sink};
 use crate::cli::units::format_iperf2;
 use crate::config::{Protocol, TestConfig};
 use crate::events::*;
+use crate::report::{Output, Sink};
 
 const RULE: &str = "------------------------------------------------------------\n";
 
@@ -56,6 +56,8 @@ pub struct Iperf2Text {
     intervals: bool,
     hide_ips: bool,
     print_mss: bool,
+    /// `-W`: the window advice after a TCP sender's final report.
+    window_advice: bool,
     header: HeaderState,
 }
 
@@ -198,6 +200,7 @@ impl Iperf2Text {
             intervals: cfg.output.interval.is_some(),
             hide_ips: cfg.iperf2.hide_ips,
             print_mss: cfg.output.print_mss,
+            window_advice: cfg.output.window_advice,
             header,
         }
     }
@@ -660,7 +663,8 @@ impl Iperf2Text {
                 ));
             }
             PeerReport::Undelivered { id } => {
-                self.out.write(&format!("[{id:>3}] WARNING: ack of last datagram failed.\n"));
+                self.out
+                    .write(&format!("[{id:>3}] WARNING: ack of last datagram failed.\n"));
             }
         }
     }
@@ -695,13 +699,19 @@ impl Sink for Iperf2Text {
                 pairs: &r.pairs,
                 relay: false,
             }),
-            Event::End(s) => self.flows(&Report {
-                final_report: true,
-                flows: &s.local.streams,
-                sum: &s.local.sum,
-                pairs: &s.local.pairs,
-                relay: false,
-            }),
+            Event::End(s) => {
+                self.flows(&Report {
+                    final_report: true,
+                    flows: &s.local.streams,
+                    sum: &s.local.sum,
+                    pairs: &s.local.pairs,
+                    relay: false,
+                });
+                if let (true, Some(a)) = (self.window_advice, &s.advice) {
+                    let text: String = a.text.iter().map(|l| format!("{l}\n")).collect();
+                    self.out.write(&text);
+                }
+            }
             Event::PeerReport(p) => self.peer_report(p),
             Event::Refused(r) => {
                 let (lh, lp) = &r.local;

@@ -1,0 +1,3 @@
+//! iperf3's text output.
+
+pub mod text;
