@@ -305,7 +305,7 @@ fn run_server(
     signal: Arc<AtomicUsize>,
     metrics: Option<metrics::http::Endpoint>,
 ) -> Result<(), Error> {
-    crate::session::MuxMode::from_env()?;
+    crate::engine::MuxMode::from_env()?;
     // -A n: the server and every thread it starts run on CPU n (a test
     // whose client sent -A x,m runs its own threads on m instead).
     if let Some(cpu) = cfg.net.affinity {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::config::{Protocol, TestConfig};
 use crate::ctrl::{Ctrl, Polled};
 use crate::engine::run::{Ended, RunSpec, Steering, Turn};
+use crate::engine::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 use crate::error::{Code, Error, Kind};
 use crate::events::*;
 use crate::net::{self, ConnectOpts};
@@ -17,7 +18,6 @@ use crate::proto::iperf3::params::{ParamsExtras, effective_bitrate, encode_param
 use crate::proto::iperf3::udp::{cookie_hello, is_hello_reply};
 use crate::proto::iperf3::{Cookie, Results, State, max_results_len};
 use crate::report::Reporter;
-use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 
 const SETUP_WAIT: Duration = Duration::from_secs(30);
 const WHOLE_MSG: Duration = Duration::from_secs(30);
@@ -89,7 +89,7 @@ impl Client<'_> {
 
     fn run(&mut self) -> Result<(), Error> {
         let cfg = self.cfg;
-        crate::session::MuxMode::from_env()?;
+        crate::engine::MuxMode::from_env()?;
         // -A n: this thread, and so every thread started after it (stream
         // threads, multiplexing workers), runs on CPU n, as iperf3 pins itself.
         if let Some(cpu) = cfg.net.affinity {

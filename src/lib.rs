@@ -26,7 +26,6 @@ pub mod proto;
 pub mod report;
 pub mod search;
 pub mod server;
-pub mod session;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sys;

@@ -9,9 +9,16 @@
 pub mod bounceback;
 pub mod mux;
 pub mod pacer;
+pub mod placement;
 pub mod run;
+pub mod session;
+pub mod streams;
 pub mod tcp;
 pub mod udp;
+
+pub use placement::{MuxMode, fds_per_stream, reserve_fds};
+pub use session::{LocalOpts, Session};
+pub use streams::{DataSock, DataStream, StreamExtras, stream_id, stream_roles};
 
 use std::fs::File;
 use std::io;

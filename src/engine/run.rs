@@ -13,9 +13,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::engine::Session;
 use crate::error::Error;
 use crate::events::Event;
-use crate::session::Session;
 
 /// What the loop does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,10 +13,10 @@ use mio::{Events, Poll, Token, Waker};
 
 use crate::config::TestParams;
 use crate::engine::run::{RunSpec, Steering, Turn};
+use crate::engine::{DataStream, LocalOpts, Session, StreamExtras};
 use crate::error::{Code, Error};
 use crate::events::{Event, Side, StartInfo, StreamSample};
 use crate::report::Reporter;
-use crate::session::{DataStream, LocalOpts, Session, StreamExtras};
 use crate::stats::Presentation;
 
 /// One direction of one connection, ready to run.

@@ -13,12 +13,12 @@ use super::runner::Flow;
 use crate::config::{Direction, EndCondition, TestConfig, TestParams};
 use crate::engine::StreamKind;
 use crate::engine::bounceback::BouncebackSpec;
+use crate::engine::{DataStream, StreamExtras};
 use crate::error::{Code, Error};
 use crate::events::{ClockCheck, ConnInfo, ConnectTimes, Event};
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf2::header::{Amount, ClientHeader, HeaderExt};
 use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs};
-use crate::session::{DataStream, StreamExtras};
 use crate::stats::{BouncebackCounters, DetailCounters, StreamMeta, StreamRole, Welford};
 
 /// The header a 2.1.8 client sends for this configuration.
@@ -382,7 +382,7 @@ fn data_stream(id: u32, role: StreamRole, sock: TcpStream, c: &Connected) -> Dat
         id,
         role,
         info: ConnInfo::new(id, std::os::fd::AsRawFd::as_raw_fd(&sock), c.local, c.remote),
-        sock: crate::session::DataSock::Tcp(sock),
+        sock: crate::engine::DataSock::Tcp(sock),
     }
 }
 

@@ -13,12 +13,12 @@ use super::hooks::{UdpRecvHook, wall_clock};
 use super::runner::Flow;
 use super::udp::{FinOutcome, Iperf2Format, client_datagram, relayed_line, send_fin};
 use crate::config::{Direction, EndCondition, TestConfig};
+use crate::engine::{DataSock, DataStream, StreamExtras};
 use crate::error::{Code, Error};
 use crate::events::{BannerNote, ConnInfo, Event, PeerReport, StreamSample};
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf2::{ClientHeader, flags};
 use crate::report::Reporter;
-use crate::session::{DataSock, DataStream, StreamExtras};
 use crate::stats::{DetailCounters, StreamMeta, StreamRole};
 
 /// How many times a `-R` client sends its settings before giving up on

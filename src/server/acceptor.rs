@@ -28,6 +28,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::sockets::Sockets;
 use super::{MAX_PENDING, Mode, Outcome, ServerCtx, iperf2_tcp, iperf2_udp, iperf3_test};
+use crate::engine::DataSock;
 use crate::error::{Code, Error};
 use crate::events::{Event, Refused};
 use crate::metrics::Refusal;
@@ -35,7 +36,6 @@ use crate::proto::iperf2::header::{ClientHeader, MAX_TCP_HEADER, Need};
 use crate::proto::iperf3::framing::{FrameError, server_error_frame};
 use crate::proto::iperf3::{Cookie, MAX_PARAMS_LEN, State};
 use crate::proto::sniff;
-use crate::session::DataSock;
 
 /// Datagrams read from the UDP ports per turn, so a flood of junk there
 /// cannot starve new TCP connections.

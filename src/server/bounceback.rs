@@ -14,12 +14,12 @@ use socket2::SockRef;
 use super::{Running, ServerCtx};
 use crate::engine::StreamKind;
 use crate::engine::bounceback::EchoSpec;
+use crate::engine::{DataSock, DataStream, StreamExtras};
 use crate::events::{ConnInfo, Event, Side, StartInfo};
 use crate::iperf2::client::bb_mode;
 use crate::iperf2::conn_line;
 use crate::iperf2::runner::{Flow, RunOpts, run_flows};
 use crate::proto::iperf2::bounceback::{BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader};
-use crate::session::{DataSock, DataStream, StreamExtras};
 use crate::stats::{BouncebackCounters, StreamMeta, StreamRole};
 
 /// How long the rest of the first header may take once it has begun.

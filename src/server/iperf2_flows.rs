@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 
 use super::{Mode, Running, ServerCtx};
 use crate::config::{Protocol, TestConfig, TestParams};
+use crate::engine::DataSock;
 use crate::events::{Connecting, Event, Refused, Settings, Side, StartInfo};
 use crate::iperf2::runner::{Flow, RunOpts, run_flows};
 use crate::proto::iperf2::flags;
 use crate::proto::iperf2::header::{Amount, ClientHeader};
 use crate::report::Reporter;
-use crate::session::DataSock;
 
 /// One accepted connection (or UDP flow) whose header has been read.
 pub(super) struct Member {

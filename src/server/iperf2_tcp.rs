@@ -17,6 +17,7 @@ use super::{Mode, ServerCtx};
 use crate::clock::wall_clock;
 use crate::config::{Protocol, TestParams};
 use crate::engine::StreamHook;
+use crate::engine::{DataSock, DataStream, StreamExtras};
 use crate::events::{Event, Settings};
 use crate::iperf2::hooks::{RecvHook, TripTimesStamp};
 use crate::iperf2::runner::Flow;
@@ -25,7 +26,6 @@ use crate::net;
 use crate::proto::iperf2::header::{Amount, ClientHeader, Need};
 use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs, version_string};
 use crate::report::Reporter;
-use crate::session::{DataSock, DataStream, StreamExtras};
 use crate::stats::histogram::{HistogramSpec, LatencyHistogram};
 use crate::stats::{DetailCounters, StreamMeta, StreamRole};
 

@@ -20,6 +20,7 @@ use super::iperf2_flows::{self, Member, Sending, Transport};
 use super::registry::UdpPeer;
 use super::{Mode, ServerCtx};
 use crate::config::{EndCondition, Protocol, TestParams};
+use crate::engine::{DataSock, DataStream, StreamExtras};
 use crate::events::{BannerNote, ConnInfo, Event, PeerReport, Settings, StreamSample};
 use crate::iperf2::hooks::UdpRecvHook;
 use crate::iperf2::runner::Flow;
@@ -28,7 +29,6 @@ use crate::net;
 use crate::proto::iperf2::header::Amount;
 use crate::proto::iperf2::{ClientHeader, DatagramHeader, flags, version_string};
 use crate::report::Reporter;
-use crate::session::{DataSock, DataStream, StreamExtras};
 use crate::stats::histogram::{HistogramSpec, LatencyHistogram};
 use crate::stats::{DetailCounters, StreamMeta, StreamRole};
 

@@ -13,6 +13,7 @@ use super::{Outcome, ServerCtx};
 use crate::config::{Protocol, TestConfig};
 use crate::ctrl::{Ctrl, Polled, Woke};
 use crate::engine::run::{Ended, RunSpec, Steering, Turn};
+use crate::engine::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 use crate::error::{Code, Error};
 use crate::events::*;
 use crate::metrics::{MetricsSink, Refusal};
@@ -24,7 +25,6 @@ use crate::proto::iperf3::udp::{HELLO_REPLY, Hello};
 use crate::proto::iperf3::{Cookie, Results, State, max_results_len};
 use crate::report::json::JsonSink;
 use crate::report::{Output, Reporter, Sink};
-use crate::session::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 
 const WHOLE_MSG: Duration = Duration::from_secs(30);
 

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use std::sync::mpsc::SyncSender;
 use std::time::Instant;
 
+use crate::engine::DataSock;
 use crate::proto::iperf3::Cookie;
-use crate::session::DataSock;
 
 /// A test waiting for the UDP streams of its iperf3 client.
 pub(crate) struct UdpSlot {

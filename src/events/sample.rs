@@ -1,0 +1,205 @@
+//! What one stream (or a sum of streams) did over one span of a test.
+
+use super::RoleTag;
+
+/// TCP_INFO numbers of one sending stream.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TcpSample {
+    /// Retransmits during the span.
+    pub retransmits: i64,
+    /// Congestion window, bytes.
+    pub snd_cwnd: u64,
+    /// Peer receive window, bytes.
+    pub snd_wnd: u64,
+    /// Smoothed RTT, µs.
+    pub rtt: u64,
+    /// RTT variance, µs.
+    pub rttvar: u64,
+    /// Path MTU.
+    pub pmtu: u64,
+    /// Reordering events.
+    pub reorder: i64,
+}
+
+/// A distribution of delays over a span, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LatencyStats {
+    /// Samples.
+    pub count: u64,
+    /// Bytes the samples carried (bursts).
+    pub bytes: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Standard deviation (0 below two samples).
+    pub stdev: f64,
+}
+
+/// UDP numbers of one stream (or a sum) over a span.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct UdpSample {
+    /// Datagrams sent (sender) or the advance of the highest sequence
+    /// number (receiver: datagrams expected).
+    pub packets: i64,
+    /// Lost datagrams (receiver).
+    pub lost: i64,
+    /// Current jitter, ms (receiver; a sum's is the streams' mean).
+    pub jitter_ms: f64,
+    /// 100 × lost / packets (receiver).
+    pub lost_percent: f64,
+    /// Datagrams that arrived out of order (receiver).
+    pub out_of_order: i64,
+    /// Duplicated datagrams (receiver).
+    pub duplicates: i64,
+    /// Datagrams per second that moved.
+    pub pps: f64,
+    /// One-way latency from the senders' timestamps (receiver, when the
+    /// clocks are meant to agree: iperf 2 `-e` or `--trip-times`).
+    pub latency: Option<LatencyStats>,
+    /// Receiver: (datagrams, datagrams in flight by Little's law, its
+    /// variance), iperf 2's `Rx/inP`.
+    pub in_flight: Option<(i64, f64, f64)>,
+    /// A sender's whole-test count including the FIN datagram that ends
+    /// an iperf 2 stream (`Sent N datagrams`).
+    pub sent: Option<i64>,
+}
+
+/// One latency histogram (`T8-PDF:`, `F8(f)-PDF:`, `BB8(f)-PDF:`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramSample {
+    /// `T8` (UDP datagrams), `F8` (TCP bursts) or `BB8` (round trips).
+    pub name: &'static str,
+    /// Covers the whole test (printed `(f)`).
+    pub final_report: bool,
+    /// Bin width as printed (`100us`, `1ms`).
+    pub width: String,
+    /// Samples in the span.
+    pub count: u64,
+    /// Non-empty bins: (1-based bin, samples).
+    pub bins: Vec<(u64, u64)>,
+    /// Lower confidence level, percent.
+    pub ci_lower: f64,
+    /// Upper confidence level, percent.
+    pub ci_upper: f64,
+    /// First bin past the lower level.
+    pub lower_bin: u64,
+    /// First bin past the upper level.
+    pub upper_bin: u64,
+    /// First bin past 99.7 %.
+    pub bin_997: u64,
+    /// Samples beyond three 10-90 % spreads past the 90 % bin.
+    pub outliers: u64,
+    /// Samples below the first bin.
+    pub below: u64,
+    /// Samples past the last bin.
+    pub above: u64,
+    /// The worst sample, ms, and when it was taken (seconds, µs), when
+    /// samples carry a time.
+    pub worst: Option<(f64, u32, u32)>,
+}
+
+/// Round trips of a bounceback stream over a span.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BouncebackSample {
+    /// Round-trip times, seconds.
+    pub rtt: LatencyStats,
+    /// Round trips per second.
+    pub rps: f64,
+    /// TCP retransmits during the span.
+    pub retransmits: u32,
+    /// (cwnd KBytes, RTT µs) of the connection at the end of the span.
+    pub tcp: Option<(u64, u32)>,
+    /// One-way delays, when the clocks are synchronised (`--trip-times`).
+    pub owd: Option<OneWayDelays>,
+}
+
+/// One-way delays of round trips, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct OneWayDelays {
+    /// Client to server.
+    pub to: LatencyStats,
+    /// Server to client.
+    pub from: LatencyStats,
+    /// `to - from` of each round trip.
+    pub asymmetry: LatencyStats,
+}
+
+/// iperf 2's enhanced-report numbers of one stream (or a sum) over a span.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Enhanced {
+    /// write() or read() calls (datagrams for UDP).
+    pub calls: u64,
+    /// Non-fatal write errors.
+    pub errors: u64,
+    /// Read sizes in 8 bins of `-l`/8 (TCP receivers).
+    pub read_bins: Option<[u64; 8]>,
+    /// Burst latency (receivers of `--trip-times` TCP traffic).
+    pub latency: Option<LatencyStats>,
+    /// iperf 2's "network power": bytes/s over the delay (RTT for a TCP
+    /// sender, mean latency for a trip-times receiver), × 1e-6.
+    pub net_power: Option<f64>,
+    /// Bytes in flight by Little's law (bytes/s × mean latency).
+    pub in_flight: Option<f64>,
+    /// Latency histogram of the span (`--histograms` receivers, bounceback).
+    pub histogram: Option<HistogramSample>,
+    /// Round trips (bounceback streams).
+    pub bounceback: Option<BouncebackSample>,
+}
+
+/// One stream, or a sum of streams, over one span of the test.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamSample {
+    /// Stream id (0 for a sum; iperf 2's full-duplex pairs: the pair's id).
+    pub id: u32,
+    /// The `[  5]` number iperf3 prints (the socket); -1 for sums.
+    pub socket: i32,
+    /// Bidir tag, if the test is bidirectional.
+    pub role: Option<RoleTag>,
+    /// This host sends on the stream.
+    pub sender: bool,
+    /// Traffic opposite to this process's main role (iperf 2's `[ *1]`).
+    pub reversed: bool,
+    /// The bytes went both ways: a bounceback stream's requests and
+    /// replies.
+    pub both_ways: bool,
+    /// Seconds since the (post-omit) start.
+    pub start: f64,
+    /// End of the span.
+    pub end: f64,
+    /// Length of the span.
+    pub seconds: f64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Bytes × 8 / seconds.
+    pub bits_per_second: f64,
+    /// Part of the omitted warm-up.
+    pub omitted: bool,
+    /// TCP_INFO numbers (TCP senders).
+    pub tcp: Option<TcpSample>,
+    /// Retransmits during the span (TCP senders with TCP_INFO; sums).
+    pub retransmits: Option<i64>,
+    /// UDP numbers.
+    pub udp: Option<UdpSample>,
+    /// iperf 2's enhanced numbers.
+    pub extras: Enhanced,
+    /// (local, remote) addresses (CSV rows).
+    pub addrs: Option<((String, u16), (String, u16))>,
+}
+
+/// One reporting interval: every stream plus the sums.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct IntervalReport {
+    /// Streams, in creation order.
+    pub streams: Vec<StreamSample>,
+    /// Sum of the client→server direction (or of every stream when the
+    /// test has no direction tags).
+    pub sum: StreamSample,
+    /// Sum of the server→client direction in a bidir test.
+    pub sum_bidir_reverse: Option<StreamSample>,
+    /// Full duplex on one socket: both directions of each connection,
+    /// summed (iperf 2's `[FDn]`).
+    pub pairs: Vec<StreamSample>,
+}

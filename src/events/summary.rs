@@ -1,0 +1,216 @@
+//! What a test did in all: totals per stream and direction, CPU, the
+//! window advice, and this host's own whole-test lines.
+
+use super::{RoleTag, StreamSample};
+use crate::config::Protocol;
+
+/// Totals of one direction of one stream (or a sum) over the whole test.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Totals {
+    /// Always 0.
+    pub start: f64,
+    /// Duration measured by the side that counted these bytes.
+    pub end: f64,
+    /// Duration used for the rate (iperf3 quirk: the local duration).
+    pub seconds: f64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Rate.
+    pub bits_per_second: f64,
+    /// Retransmits (sender totals when known).
+    pub retransmits: Option<i64>,
+    /// Direction relative to this host.
+    pub sender: bool,
+}
+
+/// End-of-test TCP_INFO extremes of a sending stream.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TcpTotals {
+    /// Largest cwnd seen.
+    pub max_snd_cwnd: u64,
+    /// Largest peer window seen.
+    pub max_snd_wnd: u64,
+    /// Largest RTT.
+    pub max_rtt: u64,
+    /// Smallest RTT.
+    pub min_rtt: u64,
+    /// Mean RTT.
+    pub mean_rtt: u64,
+    /// Reordering events.
+    pub reorder: i64,
+}
+
+/// End-of-test UDP numbers of a stream or sum.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct UdpTotals {
+    /// Receiver's jitter, ms.
+    pub jitter_ms: f64,
+    /// Lost datagrams (`None` = unknown: pre-3.14 peer with omit).
+    pub lost: Option<i64>,
+    /// Receiver's total: its highest sequence number.
+    pub packets: i64,
+    /// Datagrams the sender sent.
+    pub sent_packets: i64,
+    /// Loss percentage.
+    pub lost_percent: f64,
+    /// Out-of-order datagrams (local receiver only).
+    pub out_of_order: i64,
+    /// Duplicates (local receiver only).
+    pub duplicates: i64,
+}
+
+/// One stream's end-of-test report.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamSummary {
+    /// `[  5]` number.
+    pub socket: i32,
+    /// Stream id.
+    pub id: u32,
+    /// Bidir tag.
+    pub role: Option<RoleTag>,
+    /// This host sends on the stream.
+    pub local_sender: bool,
+    /// The sending side's totals (local or from the peer's results).
+    pub sender: Totals,
+    /// The receiving side's totals.
+    pub receiver: Totals,
+    /// Sender's TCP_INFO extremes, when this host sent TCP.
+    pub tcp: Option<TcpTotals>,
+    /// UDP summary (`end.streams[].udp`), for UDP tests.
+    pub udp: Option<UdpTotals>,
+    /// The local side has numbers for the peer (false on a server before
+    /// the exchange, and in iperf 2, which exchanges none).
+    pub peer_known: bool,
+}
+
+/// Sums of one direction.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DirectionSums {
+    /// Bidir tag.
+    pub role: Option<RoleTag>,
+    /// Sender totals.
+    pub sent: Totals,
+    /// Receiver totals.
+    pub received: Totals,
+    /// UDP sums: receiver's mean jitter, lost and total; sender's count.
+    pub udp: Option<UdpTotals>,
+}
+
+/// CPU utilisation of both ends.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CpuUtil {
+    /// Local total %.
+    pub host_total: f64,
+    /// Local user %.
+    pub host_user: f64,
+    /// Local system %.
+    pub host_system: f64,
+    /// Peer total %.
+    pub remote_total: f64,
+    /// Peer user %.
+    pub remote_user: f64,
+    /// Peer system %.
+    pub remote_system: f64,
+}
+
+/// What held a TCP sender back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowLimit {
+    /// The receiver's advertised window.
+    ReceiveWindow,
+    /// The sender's socket buffer.
+    SendBuffer,
+    /// The congestion window: the path.
+    Path,
+    /// The sender itself (a `-b` rate, the application, the CPU).
+    Sender,
+    /// The kernel did not say.
+    Unknown,
+}
+
+impl WindowLimit {
+    /// The JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            WindowLimit::ReceiveWindow => "receive_window",
+            WindowLimit::SendBuffer => "send_buffer",
+            WindowLimit::Path => "path",
+            WindowLimit::Sender => "sender",
+            WindowLimit::Unknown => "unknown",
+        }
+    }
+}
+
+/// Window advice for this host's TCP sending (`-V` text, JSON `end.advice`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowAdvice {
+    /// The verdict.
+    pub limited_by: WindowLimit,
+    /// Delivered rate, bit/s.
+    pub bits_per_second: f64,
+    /// Mean smoothed RTT, µs.
+    pub rtt_us: u64,
+    /// Minimum RTT, µs (0 = unknown).
+    pub min_rtt_us: u64,
+    /// Rate × RTT, bytes (all streams).
+    pub bdp_bytes: u64,
+    /// Share of busy time limited by the receive window, %.
+    pub rwnd_limited_percent: f64,
+    /// Share of busy time limited by the send buffer, %.
+    pub sndbuf_limited_percent: f64,
+    /// Share of the test the connections had data to send, %.
+    pub busy_percent: f64,
+    /// Largest window the peer advertised, bytes.
+    pub peer_window_bytes: u64,
+    /// Send buffer, bytes.
+    pub send_buffer_bytes: u64,
+    /// Rate the suggestion is sized for.
+    pub target_bits_per_second: Option<f64>,
+    /// Suggested `-w`, bytes.
+    pub suggested_window_bytes: Option<u64>,
+    /// Suggested option text (`-w 128K`).
+    pub suggested_option: Option<String>,
+    /// The explanation, with the arithmetic, one line per item.
+    pub text: Vec<String>,
+}
+
+/// This host's own view of the whole test, stream by stream, each over
+/// its own duration: what iperf 2 prints as its final lines.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LocalTotals {
+    /// One line per stream, in creation order.
+    pub streams: Vec<StreamSample>,
+    /// Their sum.
+    pub sum: StreamSample,
+    /// Full-duplex pairs.
+    pub pairs: Vec<StreamSample>,
+}
+
+/// The end-of-test report.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Summary {
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Per stream, in creation order.
+    pub streams: Vec<StreamSummary>,
+    /// Client→server direction (or the only one).
+    pub forward: DirectionSums,
+    /// Server→client direction of a bidir test.
+    pub reverse: Option<DirectionSums>,
+    /// CPU.
+    pub cpu: CpuUtil,
+    /// Congestion algorithm of the sender.
+    pub sender_tcp_congestion: Option<String>,
+    /// Congestion algorithm of the receiver.
+    pub receiver_tcp_congestion: Option<String>,
+    /// Some side reported retransmits (the summary header has `Retr`).
+    pub has_retransmits: bool,
+    /// This host sent data (controls the CPU line in verbose text).
+    pub local_sends: bool,
+    /// This host received data.
+    pub local_receives: bool,
+    /// Window advice, when this host sent TCP.
+    pub advice: Option<WindowAdvice>,
+    /// This host's own whole-test lines.
+    pub local: LocalTotals,
+}
