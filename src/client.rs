@@ -99,40 +99,8 @@ impl Client<'_> {
         // The password is asked for (if it must be) before connecting.
         let signal = self.signal.clone();
         let credentials = crate::auth::ClientCredentials::from_config(&cfg.auth, &|| signal.load(Relaxed) != 0)?;
-        let addrs = net::resolve(self.host, self.port, cfg.net.family)?;
-        let opts = ConnectOpts {
-            bind: cfg.net.bind.as_deref(),
-            port: None,
-            device: cfg.net.bind_dev.as_deref(),
-            timeout: cfg.net.connect_timeout,
-            mptcp: false,
-        };
-        let sock = net::connect_any(&addrs, &opts, &|_| Ok(()), Code::CONNECT)?;
-        let server_addr = sock.peer_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;
-        net::setup_control(&sock, cfg.net.cntl_ka, cfg.net.snd_timeout)?;
-        let control_mss = net::mss_of(&sock);
-        let mut ctrl = Ctrl::new(sock).map_err(|e| Error::io(Code::CONNECT, &e))?;
-        let cookie: Cookie = crate::util::new_cookie();
-        ctrl.write_all(&cookie.to_wire(), Instant::now() + SETUP_WAIT)
-            .map_err(|e| Error::io(Code::SENDCOOKIE, &e))?;
-        let mut udp_note = None;
-        if params.protocol == Protocol::Udp && params.block_len.is_none() {
-            let len = if control_mss > 0 {
-                control_mss
-            } else {
-                crate::config::DEFAULT_UDP_BLOCK
-            };
-            params.block_len = Some(len.min(crate::config::MAX_UDP_BLOCK));
-            udp_note = Some(len);
-        } else if let (Protocol::Udp, Some(len)) = (params.protocol, params.block_len)
-            && control_mss > 0
-            && len > control_mss
-        {
-            self.reporter.emit(Event::Warning(format!(
-                "UDP block size {len} exceeds TCP MSS {control_mss}, may result in fragmentation / drops"
-            )));
-        }
-        self.ctrl = Some(ctrl);
+        let (server_addr, control_mss, cookie) = self.connect_control()?;
+        let udp_note = self.udp_block(&mut params, control_mss);
         let mut machine = ClientMachine::new();
         let timestamp = crate::clock::timestamp_now();
         loop {
@@ -144,59 +112,25 @@ impl Client<'_> {
                         Some(c) => Some(c.token(crate::auth::unix_now())?),
                         None => None,
                     };
-                    let body = encode_params(
-                        &params,
-                        &ParamsExtras {
-                            authtoken: token.as_deref(),
-                            client_version: crate::CLIENT_VERSION,
-                        },
-                    );
-                    self.ctrl().send_json(&body, Code::SENDPARAMS)?;
-                    self.reporter.emit(Event::Connecting(Box::new(Connecting {
-                        host: self.host.to_string(),
-                        port: self.port,
-                        direction: params.direction,
-                        settings: Settings {
-                            protocol: params.protocol,
-                            pid: std::process::id(),
-                            flows: params.streams,
-                            block_len: params.block_len_or_default(),
-                            tos: params.tos,
-                            nodelay: params.nodelay,
-                            window_requested: params.window.map(u64::from),
-                            ..Settings::default()
-                        },
-                        control: Some(ControlInfo {
-                            cookie: cookie.as_str().to_string(),
-                            control_mss,
-                            mss_set: params.mss,
-                            target_bitrate: effective_bitrate(&params),
-                            timestamp: timestamp.clone(),
-                            udp_block_note: udp_note,
-                            target_pps: params.pps,
-                        }),
-                    })));
-                }
-                ClientAction::CreateStreams => {
-                    let n = stream_roles(params.direction, params.streams, Side::Client).len();
-                    let mut per = fds_per_stream(params.protocol, n, cfg.file.is_some());
-                    if matches!(cfg.role, crate::config::Role::Loopback) {
-                        // The in-process server holds the other ends.
-                        per *= 2;
-                    }
-                    reserve_fds(n, per)?;
-                    let streams = self.connect_streams(&params, server_addr, &cookie)?;
-                    let waker = self.ctrl().waker();
-                    let local = LocalOpts {
-                        interval: cfg.output.interval,
-                        affinity: cfg.net.affinity,
-                        file: cfg.file.clone(),
-                        decides_end: true,
-                        ..LocalOpts::default()
+                    let extras = ParamsExtras {
+                        authtoken: token.as_deref(),
+                        client_version: crate::CLIENT_VERSION,
                     };
-                    // Threads start on TEST_RUNNING.
-                    self.pending = Some((streams, waker, local));
+                    self.ctrl()
+                        .send_json(&encode_params(&params, &extras), Code::SENDPARAMS)?;
+                    let control = ControlInfo {
+                        cookie: cookie.as_str().to_string(),
+                        control_mss,
+                        mss_set: params.mss,
+                        target_bitrate: effective_bitrate(&params),
+                        timestamp: timestamp.clone(),
+                        udp_block_note: udp_note,
+                        target_pps: params.pps,
+                    };
+                    self.reporter
+                        .emit(Event::Connecting(Box::new(self.connecting(&params, control))));
                 }
+                ClientAction::CreateStreams => self.create_streams(&params, server_addr, &cookie)?,
                 ClientAction::StartClocks => {}
                 ClientAction::StartData => {
                     let (streams, waker, local) = self.pending.take().ok_or_else(|| Error::new(Code::MESSAGE))?;
@@ -218,6 +152,106 @@ impl Client<'_> {
                 ClientAction::ExchangeResults | ClientAction::DisplayResults | ClientAction::Ignore => {}
             }
         }
+    }
+
+    /// Connects the control connection and sends the cookie: the server's
+    /// address, the connection's MSS, the cookie.
+    fn connect_control(&mut self) -> Result<(std::net::SocketAddr, u32, Cookie), Error> {
+        let cfg = self.cfg;
+        let addrs = net::resolve(self.host, self.port, cfg.net.family)?;
+        let opts = ConnectOpts {
+            bind: cfg.net.bind.as_deref(),
+            port: None,
+            device: cfg.net.bind_dev.as_deref(),
+            timeout: cfg.net.connect_timeout,
+            mptcp: false,
+        };
+        let sock = net::connect_any(&addrs, &opts, &|_| Ok(()), Code::CONNECT)?;
+        let server_addr = sock.peer_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;
+        net::setup_control(&sock, cfg.net.cntl_ka, cfg.net.snd_timeout)?;
+        let control_mss = net::mss_of(&sock);
+        let mut ctrl = Ctrl::new(sock).map_err(|e| Error::io(Code::CONNECT, &e))?;
+        let cookie: Cookie = crate::util::new_cookie();
+        ctrl.write_all(&cookie.to_wire(), Instant::now() + SETUP_WAIT)
+            .map_err(|e| Error::io(Code::SENDCOOKIE, &e))?;
+        self.ctrl = Some(ctrl);
+        Ok((server_addr, control_mss, cookie))
+    }
+
+    /// UDP datagrams as large as the control connection's MSS unless `-l`
+    /// said otherwise (the size chosen is returned for the verbose note);
+    /// a larger `-l` is warned about.
+    fn udp_block(&mut self, params: &mut crate::config::TestParams, control_mss: u32) -> Option<u32> {
+        if params.protocol != Protocol::Udp {
+            return None;
+        }
+        match params.block_len {
+            None => {
+                let len = if control_mss > 0 {
+                    control_mss
+                } else {
+                    crate::config::DEFAULT_UDP_BLOCK
+                };
+                params.block_len = Some(len.min(crate::config::MAX_UDP_BLOCK));
+                Some(len)
+            }
+            Some(len) if control_mss > 0 && len > control_mss => {
+                self.reporter.emit(Event::Warning(format!(
+                    "UDP block size {len} exceeds TCP MSS {control_mss}, may result in fragmentation / drops"
+                )));
+                None
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// What the client is about to run, for the reports.
+    fn connecting(&self, params: &crate::config::TestParams, control: ControlInfo) -> Connecting {
+        Connecting {
+            host: self.host.to_string(),
+            port: self.port,
+            direction: params.direction,
+            settings: Settings {
+                protocol: params.protocol,
+                pid: std::process::id(),
+                flows: params.streams,
+                block_len: params.block_len_or_default(),
+                tos: params.tos,
+                nodelay: params.nodelay,
+                window_requested: params.window.map(u64::from),
+                ..Settings::default()
+            },
+            control: Some(control),
+        }
+    }
+
+    /// CREATE_STREAMS: the data streams connect; their threads start on
+    /// TEST_RUNNING.
+    fn create_streams(
+        &mut self,
+        params: &crate::config::TestParams,
+        server: std::net::SocketAddr,
+        cookie: &Cookie,
+    ) -> Result<(), Error> {
+        let cfg = self.cfg;
+        let n = stream_roles(params.direction, params.streams, Side::Client).len();
+        let mut per = fds_per_stream(params.protocol, n, cfg.file.is_some());
+        if matches!(cfg.role, crate::config::Role::Loopback) {
+            // The in-process server holds the other ends.
+            per *= 2;
+        }
+        reserve_fds(n, per)?;
+        let streams = self.connect_streams(params, server, cookie)?;
+        let waker = self.ctrl().waker();
+        let local = LocalOpts {
+            interval: cfg.output.interval,
+            affinity: cfg.net.affinity,
+            file: cfg.file.clone(),
+            decides_end: true,
+            ..LocalOpts::default()
+        };
+        self.pending = Some((streams, waker, local));
+        Ok(())
     }
 
     fn ctrl(&mut self) -> &mut Ctrl {
