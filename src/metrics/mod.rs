@@ -244,156 +244,9 @@ impl Metrics {
         };
         s.scrapes += 1;
         let mut o = String::with_capacity(4096);
-        let head = |o: &mut String, name: &str, kind: &str, help: &str| {
-            let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        };
-        head(&mut o, "wirespeed_up", "gauge", "1 while the wirespeed server runs.");
-        o.push_str("wirespeed_up 1\n");
-        head(
-            &mut o,
-            "wirespeed_build_info",
-            "gauge",
-            "Version of the running wirespeed.",
-        );
-        let _ = writeln!(o, "wirespeed_build_info{{version=\"{}\"}} 1", esc(crate::VERSION));
-        head(
-            &mut o,
-            "wirespeed_start_time_seconds",
-            "gauge",
-            "When the server started, Unix seconds.",
-        );
-        let _ = writeln!(o, "wirespeed_start_time_seconds {:.3}", self.started_at);
-        type Pick = fn(&TestCounts) -> u64;
-        let counts: [(&str, &str, Pick); 3] = [
-            (
-                "wirespeed_tests_started_total",
-                "Tests whose parameters the server accepted.",
-                |c| c.started,
-            ),
-            (
-                "wirespeed_tests_completed_total",
-                "Tests that ended without error.",
-                |c| c.completed,
-            ),
-            (
-                "wirespeed_tests_failed_total",
-                "Tests that ended with an error or were cut short.",
-                |c| c.failed,
-            ),
-        ];
-        for (name, help, pick) in counts {
-            head(&mut o, name, "counter", help);
-            for ((d, p), c) in &s.tests {
-                let _ = writeln!(o, "{name}{{dialect=\"{d}\",protocol=\"{p}\"}} {}", pick(c));
-            }
-        }
-        head(
-            &mut o,
-            "wirespeed_bytes_total",
-            "counter",
-            "Payload bytes moved by tests, as their interval reports count them.",
-        );
-        for ((d, p, dir), n) in &s.bytes {
-            let _ = writeln!(
-                o,
-                "wirespeed_bytes_total{{dialect=\"{d}\",protocol=\"{p}\",direction=\"{dir}\"}} {n}"
-            );
-        }
-        head(&mut o, "wirespeed_active_tests", "gauge", "Tests running now.");
-        let _ = writeln!(o, "wirespeed_active_tests {}", s.active_tests);
-        head(&mut o, "wirespeed_active_streams", "gauge", "Data streams open now.");
-        let _ = writeln!(o, "wirespeed_active_streams {}", s.active_streams);
-        head(
-            &mut o,
-            "wirespeed_refusals_total",
-            "counter",
-            "Connections or tests the server turned away, by reason.",
-        );
-        for (r, n) in &s.refusals {
-            let _ = writeln!(o, "wirespeed_refusals_total{{reason=\"{}\"}} {n}", r.name());
-        }
-        head(
-            &mut o,
-            "wirespeed_client_last_bits_per_second",
-            "gauge",
-            "Rate of the last test of each client address, as this server measured it.",
-        );
-        for c in &s.clients {
-            for (dir, v) in [("received", c.received_bps), ("sent", c.sent_bps)] {
-                if let Some(v) = v {
-                    let _ = writeln!(
-                        o,
-                        "wirespeed_client_last_bits_per_second{{client=\"{}\",direction=\"{dir}\"}} {}",
-                        esc(&c.client),
-                        number(v)
-                    );
-                }
-            }
-        }
-        head(
-            &mut o,
-            "wirespeed_client_last_bytes",
-            "gauge",
-            "Bytes moved by the last test of each client address.",
-        );
-        for c in &s.clients {
-            let _ = writeln!(
-                o,
-                "wirespeed_client_last_bytes{{client=\"{}\"}} {}",
-                esc(&c.client),
-                c.bytes
-            );
-        }
-        head(
-            &mut o,
-            "wirespeed_client_last_retransmits",
-            "gauge",
-            "TCP retransmits of what this server sent in the last test of each client address.",
-        );
-        for c in &s.clients {
-            if let Some(r) = c.retransmits {
-                let _ = writeln!(
-                    o,
-                    "wirespeed_client_last_retransmits{{client=\"{}\"}} {r}",
-                    esc(&c.client)
-                );
-            }
-        }
-        head(
-            &mut o,
-            "wirespeed_client_last_success",
-            "gauge",
-            "1 if the last test of each client address ended without error.",
-        );
-        for c in &s.clients {
-            let _ = writeln!(
-                o,
-                "wirespeed_client_last_success{{client=\"{}\"}} {}",
-                esc(&c.client),
-                u8::from(c.success)
-            );
-        }
-        head(
-            &mut o,
-            "wirespeed_client_last_end_time_seconds",
-            "gauge",
-            "When the last test of each client address ended, Unix seconds.",
-        );
-        for c in &s.clients {
-            let _ = writeln!(
-                o,
-                "wirespeed_client_last_end_time_seconds{{client=\"{}\"}} {:.3}",
-                esc(&c.client),
-                c.ended_at
-            );
-        }
-        head(
-            &mut o,
-            "wirespeed_client_results_evicted_total",
-            "counter",
-            &format!("Client addresses forgotten to keep at most {MAX_CLIENTS}."),
-        );
-        let _ = writeln!(o, "wirespeed_client_results_evicted_total {}", s.evicted);
+        self.render_server(&s, &mut o);
+        render_tests(&s, &mut o);
+        render_clients(&s, &mut o);
         head(
             &mut o,
             "wirespeed_scrapes_total",
@@ -403,6 +256,164 @@ impl Metrics {
         let _ = writeln!(o, "wirespeed_scrapes_total {}", s.scrapes);
         o
     }
+
+    /// The server's own gauges: up, version, start time, what runs now.
+    fn render_server(&self, s: &State, o: &mut String) {
+        head(o, "wirespeed_up", "gauge", "1 while the wirespeed server runs.");
+        o.push_str("wirespeed_up 1\n");
+        head(o, "wirespeed_build_info", "gauge", "Version of the running wirespeed.");
+        let _ = writeln!(o, "wirespeed_build_info{{version=\"{}\"}} 1", esc(crate::VERSION));
+        head(
+            o,
+            "wirespeed_start_time_seconds",
+            "gauge",
+            "When the server started, Unix seconds.",
+        );
+        let _ = writeln!(o, "wirespeed_start_time_seconds {:.3}", self.started_at);
+        head(o, "wirespeed_active_tests", "gauge", "Tests running now.");
+        let _ = writeln!(o, "wirespeed_active_tests {}", s.active_tests);
+        head(o, "wirespeed_active_streams", "gauge", "Data streams open now.");
+        let _ = writeln!(o, "wirespeed_active_streams {}", s.active_streams);
+    }
+}
+
+/// Counts of tests, bytes and refusals since the server started.
+fn render_tests(s: &State, o: &mut String) {
+    type Pick = fn(&TestCounts) -> u64;
+    let counts: [(&str, &str, Pick); 3] = [
+        (
+            "wirespeed_tests_started_total",
+            "Tests whose parameters the server accepted.",
+            |c| c.started,
+        ),
+        (
+            "wirespeed_tests_completed_total",
+            "Tests that ended without error.",
+            |c| c.completed,
+        ),
+        (
+            "wirespeed_tests_failed_total",
+            "Tests that ended with an error or were cut short.",
+            |c| c.failed,
+        ),
+    ];
+    for (name, help, pick) in counts {
+        head(o, name, "counter", help);
+        for ((d, p), c) in &s.tests {
+            let _ = writeln!(o, "{name}{{dialect=\"{d}\",protocol=\"{p}\"}} {}", pick(c));
+        }
+    }
+    head(
+        o,
+        "wirespeed_bytes_total",
+        "counter",
+        "Payload bytes moved by tests, as their interval reports count them.",
+    );
+    for ((d, p, dir), n) in &s.bytes {
+        let _ = writeln!(
+            o,
+            "wirespeed_bytes_total{{dialect=\"{d}\",protocol=\"{p}\",direction=\"{dir}\"}} {n}"
+        );
+    }
+    head(
+        o,
+        "wirespeed_refusals_total",
+        "counter",
+        "Connections or tests the server turned away, by reason.",
+    );
+    for (r, n) in &s.refusals {
+        let _ = writeln!(o, "wirespeed_refusals_total{{reason=\"{}\"}} {n}", r.name());
+    }
+}
+
+/// The last result of each client address.
+fn render_clients(s: &State, o: &mut String) {
+    head(
+        o,
+        "wirespeed_client_last_bits_per_second",
+        "gauge",
+        "Rate of the last test of each client address, as this server measured it.",
+    );
+    for c in &s.clients {
+        for (dir, v) in [("received", c.received_bps), ("sent", c.sent_bps)] {
+            if let Some(v) = v {
+                let _ = writeln!(
+                    o,
+                    "wirespeed_client_last_bits_per_second{{client=\"{}\",direction=\"{dir}\"}} {}",
+                    esc(&c.client),
+                    number(v)
+                );
+            }
+        }
+    }
+    head(
+        o,
+        "wirespeed_client_last_bytes",
+        "gauge",
+        "Bytes moved by the last test of each client address.",
+    );
+    for c in &s.clients {
+        let _ = writeln!(
+            o,
+            "wirespeed_client_last_bytes{{client=\"{}\"}} {}",
+            esc(&c.client),
+            c.bytes
+        );
+    }
+    head(
+        o,
+        "wirespeed_client_last_retransmits",
+        "gauge",
+        "TCP retransmits of what this server sent in the last test of each client address.",
+    );
+    for c in &s.clients {
+        if let Some(r) = c.retransmits {
+            let _ = writeln!(
+                o,
+                "wirespeed_client_last_retransmits{{client=\"{}\"}} {r}",
+                esc(&c.client)
+            );
+        }
+    }
+    head(
+        o,
+        "wirespeed_client_last_success",
+        "gauge",
+        "1 if the last test of each client address ended without error.",
+    );
+    for c in &s.clients {
+        let _ = writeln!(
+            o,
+            "wirespeed_client_last_success{{client=\"{}\"}} {}",
+            esc(&c.client),
+            u8::from(c.success)
+        );
+    }
+    head(
+        o,
+        "wirespeed_client_last_end_time_seconds",
+        "gauge",
+        "When the last test of each client address ended, Unix seconds.",
+    );
+    for c in &s.clients {
+        let _ = writeln!(
+            o,
+            "wirespeed_client_last_end_time_seconds{{client=\"{}\"}} {:.3}",
+            esc(&c.client),
+            c.ended_at
+        );
+    }
+    head(
+        o,
+        "wirespeed_client_results_evicted_total",
+        "counter",
+        &format!("Client addresses forgotten to keep at most {MAX_CLIENTS}."),
+    );
+    let _ = writeln!(o, "wirespeed_client_results_evicted_total {}", s.evicted);
+}
+
+fn head(o: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
 /// A label value, escaped as the exposition format requires.

@@ -118,30 +118,7 @@ pub fn advise(i: &AdviceInput) -> Option<WindowAdvice> {
     let in_flight = per_stream * rtt_s / 8.0;
     let each = if i.streams > 1 { " per stream" } else { "" };
     let mut lines = Vec::new();
-    let why = match limited_by {
-        WindowLimit::ReceiveWindow => format!(
-            "limited by the receive window: the sender waited for the receiver's window {:.0}% of the time it had data to send",
-            rwnd * 100.0
-        ),
-        WindowLimit::SendBuffer => format!(
-            "limited by the send buffer: the sender waited for buffer space {:.0}% of the time it had data to send",
-            sndbuf * 100.0
-        ),
-        WindowLimit::Path => format!(
-            "limited by the path: congestion control set the pace (window-limited {:.0}%, buffer-limited {:.0}% of the busy time)",
-            rwnd * 100.0,
-            sndbuf * 100.0
-        ),
-        WindowLimit::Sender if i.cpu_percent >= CPU_BOUND => format!(
-            "limited by the sender: its CPU was busy {:.0}% of the test, so this measured the host more than the network",
-            i.cpu_percent
-        ),
-        WindowLimit::Sender => format!(
-            "limited by the sender: the connection had data to send only {:.0}% of the test (a -b rate, or the sending host)",
-            busy * 100.0
-        ),
-        WindowLimit::Unknown => "the kernel did not say why the sender waited (no tcpi_busy_time)".to_string(),
-    };
+    let why = reason(limited_by, rwnd, sndbuf, busy, i.cpu_percent);
     lines.push(format!("Window advice: {why}."));
     lines.push(format!(
         "In flight{each}: {} x {} RTT = {} (bandwidth-delay product){}.",
@@ -157,35 +134,8 @@ pub fn advise(i: &AdviceInput) -> Option<WindowAdvice> {
     ));
     let (mut target, mut suggested, mut option) = (None, None, None);
     if matches!(limited_by, WindowLimit::ReceiveWindow | WindowLimit::SendBuffer) {
-        let (t, how) = if i.target_bits_per_second > i.bits_per_second {
-            (i.target_bits_per_second, "for the rate asked with -b".to_string())
-        } else {
-            (
-                i.bits_per_second * HEADROOM,
-                format!("to let the rate grow {HEADROOM:.0}x"),
-            )
-        };
-        let bdp = t / n * rtt_s / 8.0;
-        // A window of a few segments stalls on delayed ACKs and timers long
-        // before rate x RTT fills it: never suggest less than twice the
-        // window that held this test back.
-        let current = match limited_by {
-            WindowLimit::ReceiveWindow => i.peer_window,
-            _ => i.send_buffer,
-        } as f64;
-        let need = bdp.max(current * 2.0);
-        let (w, text) = window_option(need);
-        let arithmetic = format!("{}{each} x {} = {}", rate(t / n), ms(i.rtt_us), bytes(bdp));
-        if bdp >= current * 2.0 {
-            lines.push(format!(
-                "Window needed {how}: {arithmetic} -> try -w {text} (on both ends; repeat until the test is no longer window-limited)."
-            ));
-        } else {
-            lines.push(format!(
-                "Window needed {how}: {arithmetic}, less than the {} window that held the test back, which is too small to keep segments flowing: double it -> try -w {text}.",
-                bytes(current)
-            ));
-        }
+        let (t, w, text, line) = suggest(i, limited_by, each);
+        lines.push(line);
         target = Some(t);
         suggested = Some(w);
         option = Some(format!("-w {text}"));
@@ -208,6 +158,71 @@ pub fn advise(i: &AdviceInput) -> Option<WindowAdvice> {
         suggested_option: option,
         text: lines,
     })
+}
+
+/// One sentence on what held the sender back.
+fn reason(limited_by: WindowLimit, rwnd: f64, sndbuf: f64, busy: f64, cpu_percent: f64) -> String {
+    match limited_by {
+        WindowLimit::ReceiveWindow => format!(
+            "limited by the receive window: the sender waited for the receiver's window {:.0}% of the time it had data to send",
+            rwnd * 100.0
+        ),
+        WindowLimit::SendBuffer => format!(
+            "limited by the send buffer: the sender waited for buffer space {:.0}% of the time it had data to send",
+            sndbuf * 100.0
+        ),
+        WindowLimit::Path => format!(
+            "limited by the path: congestion control set the pace (window-limited {:.0}%, buffer-limited {:.0}% of the busy time)",
+            rwnd * 100.0,
+            sndbuf * 100.0
+        ),
+        WindowLimit::Sender if cpu_percent >= CPU_BOUND => format!(
+            "limited by the sender: its CPU was busy {:.0}% of the test, so this measured the host more than the network",
+            cpu_percent
+        ),
+        WindowLimit::Sender => format!(
+            "limited by the sender: the connection had data to send only {:.0}% of the test (a -b rate, or the sending host)",
+            busy * 100.0
+        ),
+        WindowLimit::Unknown => "the kernel did not say why the sender waited (no tcpi_busy_time)".to_string(),
+    }
+}
+
+/// The window to try when a window held the test back: the target rate,
+/// the window in bytes, its -w text and the line that explains it.
+fn suggest(i: &AdviceInput, limited_by: WindowLimit, each: &str) -> (f64, u64, String, String) {
+    let n = i.streams as f64;
+    let rtt_s = i.rtt_us as f64 / 1e6;
+    let (t, how) = if i.target_bits_per_second > i.bits_per_second {
+        (i.target_bits_per_second, "for the rate asked with -b".to_string())
+    } else {
+        (
+            i.bits_per_second * HEADROOM,
+            format!("to let the rate grow {HEADROOM:.0}x"),
+        )
+    };
+    let bdp = t / n * rtt_s / 8.0;
+    // A window of a few segments stalls on delayed ACKs and timers long
+    // before rate x RTT fills it: never suggest less than twice the
+    // window that held this test back.
+    let current = match limited_by {
+        WindowLimit::ReceiveWindow => i.peer_window,
+        _ => i.send_buffer,
+    } as f64;
+    let need = bdp.max(current * 2.0);
+    let (w, text) = window_option(need);
+    let arithmetic = format!("{}{each} x {} = {}", rate(t / n), ms(i.rtt_us), bytes(bdp));
+    let line = if bdp >= current * 2.0 {
+        format!(
+            "Window needed {how}: {arithmetic} -> try -w {text} (on both ends; repeat until the test is no longer window-limited)."
+        )
+    } else {
+        format!(
+            "Window needed {how}: {arithmetic}, less than the {} window that held the test back, which is too small to keep segments flowing: double it -> try -w {text}.",
+            bytes(current)
+        )
+    };
+    (t, w, text, line)
 }
 
 #[cfg(test)]
