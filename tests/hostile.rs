@@ -1029,23 +1029,36 @@ fn an_iperf2_daemon_detaches_and_serves() {
         Duration::from_secs(10),
     );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let c = run(&iperf, &["-c", "127.0.0.1", "-p", &port.to_string(), "-n", "1M"], T);
-    assert_eq!(c.code, Some(0), "{}", c.stderr);
-    // The enhanced banner names the daemon's pid.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut text = String::new();
-    while !text.contains("Bytes") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-        text = std::fs::read_to_string(&log).unwrap_or_default();
-    }
-    assert!(text.contains("Server listening"), "{text}");
+    // The banner names the daemon's pid: the process that serves, after
+    // the fork, so that this test (and an operator) can stop it by pid.
+    let read_log = |until: &str| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut text = String::new();
+        while !text.contains(until) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            text = std::fs::read_to_string(&log).unwrap_or_default();
+        }
+        text
+    };
+    let text = read_log("with pid");
     let pid: u32 = text
         .lines()
-        .find_map(|l| l.split("pid ").nth(1))
-        .and_then(|v| v.trim_end_matches(')').split(|c: char| !c.is_ascii_digit()).next())
+        .find_map(|l| l.split("with pid ").nth(1))
+        .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next())
         .and_then(|v| v.parse().ok())
         .expect("pid in the banner");
-    drop(Daemon(pid));
+    let _daemon = Daemon(pid);
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains(&port.to_string()),
+        "the banner's pid {pid} is not the serving daemon"
+    );
+    let c = run(&iperf, &["-c", "127.0.0.1", "-p", &port.to_string(), "-n", "1M"], T);
+    assert_eq!(c.code, Some(0), "{}", c.stderr);
+    let text = read_log("Bytes");
+    assert!(text.contains("Server listening"), "{text}");
+    assert!(text.contains("Bytes"), "{text}");
+    drop(_daemon);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

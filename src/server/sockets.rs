@@ -74,7 +74,12 @@ impl Sockets {
             port: self.port,
             port_last: cfg.iperf2.port_last,
             test_no,
-            settings: self.settings.clone(),
+            // Asked now, not when the sockets were bound: a daemon (-D)
+            // forks in between, and the banner names the serving process.
+            settings: Settings {
+                pid: std::process::id(),
+                ..self.settings.clone()
+            },
         }
     }
 }
@@ -197,7 +202,7 @@ pub(super) fn open_udp(cfg: &TestConfig, port: u16, join: Option<&Join>) -> Resu
 fn settings(cfg: &TestConfig, protocol: Protocol, window: u64, notes: Vec<BannerNote>) -> Settings {
     Settings {
         protocol,
-        pid: std::process::id(),
+        pid: 0,
         flows: 1,
         block_len: cfg.params.block_len_or_default(),
         tos: cfg.params.tos,
