@@ -37,6 +37,9 @@ impl Default for SearchOptions {
     }
 }
 
+/// Between two probes against an iperf 2 server.
+const IPERF2_PAUSE: Duration = Duration::from_millis(400);
+
 /// `--max-loss` when not given, percent.
 pub const DEFAULT_MAX_LOSS: f64 = 0.1;
 /// Length of one probe when `-t` is not given.
@@ -297,6 +300,12 @@ pub fn run(
         // carries the rate.
         let mut verdict = None;
         for retry in [false, true] {
+            // iperf 2.1.8's UDP server crashes (SIGSEGV) when a test
+            // starts within ~0.2 s of the previous one (2.2.1 does not):
+            // probes of the iperf 2 dialect leave it a pause.
+            if cfg.dialect == crate::config::Dialect::Iperf2 && !probes.is_empty() {
+                std::thread::sleep(IPERF2_PAUSE);
+            }
             let mut p = match one_probe(cfg, rate, streams, secs, opts, signal, probe) {
                 Ok(p) => p,
                 Err(e) => {
@@ -395,10 +404,15 @@ fn one_probe(
             return Err(Error::msg(Code::RECVRESULTS, "a probe ended without results"));
         };
         let d = &end.forward;
-        let Some(seen) = received(&end, &events) else {
+        let Some(seen) = received(&end, &events, cfg.dialect) else {
+            let hint = if cfg.dialect == crate::config::Dialect::Iperf2 {
+                " (an iperf 2 server must run with -u, and not with --no-udp-fin)"
+            } else {
+                ""
+            };
             return Err(Error::msg(
                 Code::RECVRESULTS,
-                "the server did not report the probe's loss",
+                format!("the server did not report the probe's loss{hint}"),
             ));
         };
         let lost_percent = if seen.packets > 0 {
@@ -435,7 +449,7 @@ struct Received {
 
 /// The receiver's side of a probe: from the results exchange (iperf3),
 /// or from the UDP server's reports (iperf 2); `None` if it did not say.
-fn received(end: &crate::events::Summary, events: &[Event]) -> Option<Received> {
+fn received(end: &crate::events::Summary, events: &[Event], dialect: crate::config::Dialect) -> Option<Received> {
     let reports: Vec<&crate::events::StreamSample> = events
         .iter()
         .filter_map(|e| match e {
@@ -443,6 +457,15 @@ fn received(end: &crate::events::Summary, events: &[Event]) -> Option<Received> 
             _ => None,
         })
         .collect();
+    // An iperf 2 sender hears of loss only from a server report: without
+    // one (a server that is gone, or not listening for UDP), nothing is
+    // known, which is not 100% loss.
+    let missing = events
+        .iter()
+        .any(|e| matches!(e, Event::PeerReport(crate::events::PeerReport::Missing { .. })));
+    if missing || (dialect == crate::config::Dialect::Iperf2 && reports.is_empty()) {
+        return None;
+    }
     if !reports.is_empty() {
         let udp: Vec<_> = reports.iter().filter_map(|l| l.udp).collect();
         return Some(Received {
@@ -459,6 +482,16 @@ fn received(end: &crate::events::Summary, events: &[Event]) -> Option<Received> 
         jitter_ms: udp.jitter_ms,
         bits_per_second: end.forward.received.bits_per_second,
     })
+}
+
+/// A loss for the search's own lines: two significant digits like
+/// iperf's, but never "1e+02".
+fn percent(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        crate::json::format_g(v, 2)
+    }
 }
 
 fn trim_num(v: f64) -> String {
@@ -578,7 +611,7 @@ impl Printer {
                 rate_text(p.received_bps, self.fmt),
                 p.lost,
                 p.packets,
-                crate::json::format_g(p.lost_percent, 2)
+                percent(p.lost_percent)
             ));
         }
     }
@@ -622,7 +655,7 @@ impl Printer {
                 trim_num(self.head["max_loss_percent"].as_f64().unwrap_or(0.0)),
                 rate_text(rate as f64, self.fmt),
                 rate_text(p.received_bps, self.fmt),
-                crate::json::format_g(p.lost_percent, 2)
+                percent(p.lost_percent)
             ));
             match finish {
                 Finish::SenderLimited => {

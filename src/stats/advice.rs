@@ -20,6 +20,11 @@ pub const BUSY_SHARE: f64 = 0.5;
 /// A sending host whose CPU use (as `-V` reports it) reaches this share was
 /// the limit, not the path: typical of loopback tests.
 pub const CPU_BOUND: f64 = 90.0;
+/// Data in flight (rate x RTT) of at least this share of SO_SNDBUF (which
+/// Linux doubles for its bookkeeping) filled the send buffer: the sender
+/// was held back by it even when the kernel's sndbuf timer did not run
+/// (a small buffer stalls on delayed ACKs, which inflates the RTT instead).
+pub const SNDBUF_FILL: f64 = 0.5;
 /// Without a `-b` target, the suggested window lets the rate grow this many
 /// times before the window binds again.
 pub const HEADROOM: f64 = 4.0;
@@ -101,11 +106,13 @@ pub fn advise(i: &AdviceInput) -> Option<WindowAdvice> {
     } else {
         0.0
     };
+    let filled = i.send_buffer > 0
+        && i.bits_per_second / i.streams as f64 * i.rtt_us as f64 / 8e6 >= SNDBUF_FILL * i.send_buffer as f64;
     let limited_by = if i.busy_us == 0 {
         WindowLimit::Unknown
     } else if rwnd >= LIMITED_SHARE && rwnd >= sndbuf {
         WindowLimit::ReceiveWindow
-    } else if sndbuf >= LIMITED_SHARE {
+    } else if sndbuf >= LIMITED_SHARE || filled {
         WindowLimit::SendBuffer
     } else if busy < BUSY_SHARE || i.cpu_percent >= CPU_BOUND {
         WindowLimit::Sender
@@ -118,7 +125,14 @@ pub fn advise(i: &AdviceInput) -> Option<WindowAdvice> {
     let in_flight = per_stream * rtt_s / 8.0;
     let each = if i.streams > 1 { " per stream" } else { "" };
     let mut lines = Vec::new();
-    let why = reason(limited_by, rwnd, sndbuf, busy, i.cpu_percent);
+    let why = if limited_by == WindowLimit::SendBuffer && sndbuf < LIMITED_SHARE {
+        format!(
+            "limited by the send buffer: the data in flight (rate x RTT) filled its {}",
+            bytes(i.send_buffer as f64)
+        )
+    } else {
+        reason(limited_by, rwnd, sndbuf, busy, i.cpu_percent)
+    };
     lines.push(format!("Window advice: {why}."));
     lines.push(format!(
         "In flight{each}: {} x {} RTT = {} (bandwidth-delay product){}.",
@@ -320,6 +334,30 @@ mod tests {
         .unwrap();
         assert_eq!(a.suggested_option.as_deref(), Some("-w 32K"));
         assert!(a.text[2].contains("double it"), "{}", a.text[2]);
+    }
+
+    #[test]
+    fn a_full_send_buffer_is_the_limit_even_without_its_timer() {
+        // iperf 2 -w 4K on the client only: SO_SNDBUF 8 KBytes, 68 Mbit/s
+        // over a 25 ms RTT (delayed ACKs) is 212 KBytes "in flight".
+        let a = advise(&AdviceInput {
+            bits_per_second: 68e6,
+            rtt_us: 25_000,
+            send_buffer: 8192,
+            ..input()
+        })
+        .unwrap();
+        assert_eq!(a.limited_by, WindowLimit::SendBuffer);
+        assert!(a.text[0].contains("filled its 8.00 KBytes"), "{}", a.text[0]);
+        // 4 x 68 Mbit/s x 25 ms = 850 KBytes -> 1M.
+        assert_eq!(a.suggested_option.as_deref(), Some("-w 1M"));
+        // Half the buffer is not yet full: the path.
+        let a = advise(&AdviceInput {
+            send_buffer: 1 << 20,
+            ..input()
+        })
+        .unwrap();
+        assert_eq!(a.limited_by, WindowLimit::Path);
     }
 
     #[test]

@@ -297,8 +297,33 @@ pub fn iperf2_server(who: Iperf2, port: u16, extra: &[&str]) -> Option<Proc> {
     args.extend(extra.iter().map(|s| s.to_string()));
     let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
     let p = Proc::spawn(&prog, &a);
-    wait_listening(port);
+    if extra.contains(&"-u") {
+        wait_bound_udp(port);
+    } else {
+        wait_listening(port);
+    }
     Some(p)
+}
+
+/// Waits until a UDP socket is bound to port (read from /proc).
+pub fn wait_bound_udp(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let hex = format!(":{port:04X} ");
+    while Instant::now() < deadline {
+        for f in ["/proc/net/udp", "/proc/net/udp6"] {
+            let table = std::fs::read_to_string(f).unwrap_or_default();
+            let bound = table.lines().any(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|a| format!("{a} ").ends_with(&hex))
+            });
+            if bound {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no UDP socket on port {port}");
 }
 
 /// Runs an iperf 2 client (`-c 127.0.0.1 -p port args...`) to completion.

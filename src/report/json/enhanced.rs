@@ -134,11 +134,34 @@ pub fn interval(v: &mut Value, r: &IntervalReport) {
 pub fn end(v: &mut Value, s: &Summary) {
     let Value::Object(m) = v else { return };
     if let Some(Value::Array(streams)) = m.get_mut("streams") {
-        for (o, l) in streams.iter_mut().zip(&s.local.streams) {
+        for ((o, l), st) in streams.iter_mut().zip(&s.local.streams).zip(&s.streams) {
             if let Value::Object(o) = o {
                 o.insert("iperf2".into(), stream_extras(l));
+                only_what_was_seen(o, st);
             }
         }
+    }
+    // iperf 2 exchanges no results: a side nobody here counted is left
+    // out, not written as zeros (a UDP sender's receiver side comes back
+    // with the peer's report, see `peer_report`).
+    if !s.streams.iter().any(|st| st.peer_known) {
+        let sends = s.streams.iter().any(|st| st.local_sender);
+        let receives = s.streams.iter().any(|st| !st.local_sender);
+        for (suffix, d) in [("", Some(&s.forward)), ("_bidir_reverse", s.reverse.as_ref())] {
+            if !receives {
+                m.shift_remove(&format!("sum_received{suffix}"));
+            }
+            if !sends {
+                m.shift_remove(&format!("sum_sent{suffix}"));
+                if let (Some(Value::Object(sum)), Some(d)) = (m.get_mut(&format!("sum{suffix}")), d) {
+                    sum.insert("bytes".into(), Value::from(d.received.bytes));
+                    sum.insert("bits_per_second".into(), num(d.received.bits_per_second));
+                }
+            }
+        }
+    }
+    if let Some(Value::Object(cpu)) = m.get_mut("cpu_utilization_percent") {
+        cpu.retain(|k, _| !k.starts_with("remote_"));
     }
     if !s.local.pairs.is_empty() {
         m.insert(
@@ -146,6 +169,73 @@ pub fn end(v: &mut Value, s: &Summary) {
             Value::Array(s.local.pairs.iter().map(sample).collect()),
         );
     }
+}
+
+/// One stream of `end` with only the side this host counted: the
+/// receiver's half of a sending stream (or the reverse) is dropped, and a
+/// receiving UDP stream shows the bytes it received.
+fn only_what_was_seen(o: &mut Map<String, Value>, st: &StreamSummary) {
+    if st.peer_known {
+        return;
+    }
+    o.shift_remove(if st.local_sender { "receiver" } else { "sender" });
+    if !st.local_sender
+        && let Some(Value::Object(u)) = o.get_mut("udp")
+    {
+        u.insert("bytes".into(), Value::from(st.receiver.bytes));
+        u.insert("bits_per_second".into(), num(st.receiver.bits_per_second));
+    }
+}
+
+/// `end.sum_received` of a sender, rebuilt from the reports its peers
+/// sent back (`streams[].peer_report`); marked `"from_peer_report"`.
+pub fn sum_peer_reports(end: &mut Map<String, Value>) {
+    if let Some(Value::Object(r)) = end.get("sum_received")
+        && r.get("from_peer_report").is_none()
+    {
+        return;
+    }
+    let reports: Vec<&Map<String, Value>> = match end.get("streams") {
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|o| o.get("peer_report").and_then(Value::as_object))
+            .filter(|r| r.get("bytes").is_some())
+            .collect(),
+        _ => return,
+    };
+    if reports.is_empty() {
+        return;
+    }
+    let f = |r: &Map<String, Value>, k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    let u = |r: &Map<String, Value>, k: &str| r.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let end_s = reports.iter().map(|r| f(r, "end")).fold(0.0, f64::max);
+    let bytes: u64 = reports.iter().map(|r| u(r, "bytes")).sum();
+    let mut m = obj();
+    m.insert("start".into(), num(0.0));
+    m.insert("end".into(), num(end_s));
+    m.insert("seconds".into(), num(end_s));
+    m.insert("bytes".into(), Value::from(bytes));
+    m.insert(
+        "bits_per_second".into(),
+        num(reports.iter().map(|r| f(r, "bits_per_second")).sum()),
+    );
+    if reports.iter().any(|r| r.get("packets").is_some()) {
+        let lost: u64 = reports.iter().map(|r| u(r, "lost_packets")).sum();
+        let packets: u64 = reports.iter().map(|r| u(r, "packets")).sum();
+        let jitter = reports.iter().map(|r| f(r, "jitter_ms")).sum::<f64>() / reports.len() as f64;
+        m.insert("jitter_ms".into(), num(jitter));
+        m.insert("lost_packets".into(), Value::from(lost));
+        m.insert("packets".into(), Value::from(packets));
+        let pct = if packets > 0 {
+            lost as f64 * 100.0 / packets as f64
+        } else {
+            0.0
+        };
+        m.insert("lost_percent".into(), num(pct));
+    }
+    m.insert("sender".into(), Value::Bool(true));
+    m.insert("from_peer_report".into(), Value::Bool(true));
+    end.insert("sum_received".into(), Value::Object(m));
 }
 
 /// One sample with iperf3's interval keys and the extras.
@@ -170,7 +260,18 @@ pub fn sample(s: &StreamSample) -> Value {
 /// What the peer reported of a stream, as `end.streams[].peer_report`.
 pub fn peer_report(end: &mut Map<String, Value>, ids: &[u32], p: &PeerReport) {
     let (id, v) = match p {
-        PeerReport::Report(l) => (l.id, sample(l)),
+        PeerReport::Report(l) => {
+            let mut v = sample(l);
+            // A server report carries no read count, and a packet rate
+            // only with its latency block: unknown is left out, not 0.
+            if let Some(Value::Object(x)) = v.get_mut("iperf2") {
+                x.shift_remove("reads");
+                if l.udp.as_ref().is_none_or(|u| u.latency.is_none()) {
+                    x.shift_remove("packets_per_second");
+                }
+            }
+            (l.id, v)
+        }
         PeerReport::Missing { id, tries, refused } => {
             let mut m = obj();
             m.insert("missing".into(), Value::Bool(true));

@@ -133,6 +133,7 @@ impl Sink for JsonSink {
             Event::PeerReport(p) => {
                 if let Some(Value::Object(e)) = self.doc.get_mut("end") {
                     enhanced::peer_report(e, &self.end_ids, p);
+                    enhanced::sum_peer_reports(e);
                 }
             }
             Event::ServerOutput(ServerOutput::Json(j)) => {

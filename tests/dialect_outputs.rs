@@ -1,0 +1,289 @@
+//! Outputs one dialect borrowed from the other: iperf 2 with `-J` and
+//! `--json-stream` (wirespeed's schema, `docs/json-iperf2.md`), `-W`
+//! window advice and `--report`; iperf3 with `--csv` (iperf 2's `-y C`
+//! rows, as flent reads them). Each against wirespeed's server and, where
+//! installed, the real iperf 2.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(60);
+
+fn docs(text: &str) -> Vec<Value> {
+    serde_json::Deserializer::from_str(text)
+        .into_iter::<Value>()
+        .map(|d| d.unwrap_or_else(|e| panic!("invalid JSON ({e}):\n{text}")))
+        .collect()
+}
+
+fn u(v: &Value, path: &str) -> u64 {
+    v.pointer(path)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{path} missing in {v}"))
+}
+
+/// A TCP client's document holds what it sent, per interval and in all;
+/// the receiving side it never heard from is left out, not written as 0.
+fn check_tcp_sender_doc(d: &Value) {
+    let intervals = d["intervals"].as_array().expect("intervals");
+    assert!(intervals.len() >= 2, "{d}");
+    for i in intervals {
+        assert!(u(i, "/sum/bytes") > 0, "{i}");
+        assert!(u(i, "/streams/0/iperf2/writes") > 0, "{i}");
+    }
+    let end = &d["end"];
+    let sent = u(end, "/sum_sent/bytes");
+    assert!(sent > 0, "{end}");
+    assert_eq!(u(end, "/streams/0/sender/bytes"), sent);
+    assert!(end.get("sum_received").is_none(), "{end}");
+    assert!(end["streams"][0].get("receiver").is_none(), "{end}");
+    assert!(end["cpu_utilization_percent"].get("remote_total").is_none(), "{end}");
+    let summed: u64 = intervals.iter().map(|i| u(i, "/sum/bytes")).sum();
+    assert!(summed <= sent, "intervals {summed} > total {sent}");
+}
+
+#[test]
+fn iperf2_json_of_a_tcp_client_and_its_server() {
+    let port = free_port();
+    let server = iperf2_server(Iperf2::Ours, port, &["-J"]).unwrap();
+    let c = iperf2_client(Iperf2::Ours, port, "-t 2 -i 1 -J", T).unwrap();
+    assert_eq!(c.code, Some(0), "{}{}", c.stdout, c.stderr);
+    let d = json(&c.stdout);
+    assert!(d.get("error").is_none(), "{d}");
+    assert_eq!(d["start"]["connecting_to"]["port"], port);
+    check_tcp_sender_doc(&d);
+    let sent = u(&d["end"], "/sum_sent/bytes");
+    // The server's document: what it received, and no sender side.
+    let out = stop_server(server);
+    let s = docs(&out);
+    assert_eq!(s.len(), 1, "{out}");
+    let end = &s[0]["end"];
+    assert_eq!(u(end, "/sum_received/bytes"), sent, "{end}");
+    assert!(end.get("sum_sent").is_none(), "{end}");
+    assert!(end["streams"][0].get("sender").is_none(), "{end}");
+    assert!(u(end, "/streams/0/iperf2/reads") > 0, "{end}");
+}
+
+#[test]
+fn iperf2_json_against_the_real_iperf2_server() {
+    let port = free_port();
+    let Some(server) = iperf2_server(Iperf2::Real, port, &[]) else {
+        return;
+    };
+    let c = iperf2_client(Iperf2::Ours, port, "-t 2 -i 1 -J -e", T).unwrap();
+    assert_eq!(c.code, Some(0), "{}{}", c.stdout, c.stderr);
+    check_tcp_sender_doc(&json(&c.stdout));
+    drop(server);
+}
+
+/// A UDP sender's `sum_received` is the receiver's report it got back.
+fn check_udp_sender_doc(d: &Value) {
+    let end = &d["end"];
+    let sent = u(end, "/streams/0/iperf2/datagrams_sent");
+    let report = &end["streams"][0]["peer_report"];
+    assert!(report.get("missing").is_none(), "no server report: {end}");
+    let r = &end["sum_received"];
+    assert_eq!(r["from_peer_report"], true, "{end}");
+    assert_eq!(u(r, "/packets"), u(report, "/packets"));
+    assert_eq!(u(r, "/bytes"), u(report, "/bytes"));
+    // On loopback at 2 Mbit/s every datagram arrives: the report counts
+    // the sender's datagrams (the FIN included), none lost.
+    assert_eq!(u(r, "/lost_packets"), 0, "{end}");
+    assert!(u(r, "/packets") + 1 >= sent && u(r, "/packets") <= sent, "{end}");
+    assert!(u(end, "/sum_sent/bytes") > 0, "{end}");
+}
+
+#[test]
+fn iperf2_udp_json_takes_the_receivers_report() {
+    for who in [Iperf2::Ours, Iperf2::Real] {
+        let port = free_port();
+        let Some(server) = iperf2_server(who, port, &["-u"]) else {
+            continue;
+        };
+        let c = iperf2_client(Iperf2::Ours, port, "-u -b 2M -t 2 -i 1 -J", T).unwrap();
+        assert_eq!(c.code, Some(0), "{who:?}: {}{}", c.stdout, c.stderr);
+        check_udp_sender_doc(&json(&c.stdout));
+        drop(server);
+    }
+}
+
+#[test]
+fn iperf2_udp_json_of_a_receiving_server_counts_what_arrived() {
+    let port = free_port();
+    let server = iperf2_server(Iperf2::Ours, port, &["-u", "-J"]).unwrap();
+    let c = iperf2_client(Iperf2::Ours, port, "-u -b 2M -t 1", T).unwrap();
+    assert_eq!(c.code, Some(0), "{}", c.stderr);
+    let out = stop_server(server);
+    let s = docs(&out);
+    assert_eq!(s.len(), 1, "{out}");
+    let end = &s[0]["end"];
+    let udp = &end["streams"][0]["udp"];
+    assert!(u(udp, "/bytes") > 0, "{end}");
+    assert_eq!(u(udp, "/bytes"), u(end, "/sum/bytes"));
+    assert_eq!(u(udp, "/bytes"), u(end, "/sum_received/bytes"));
+    assert!(end.get("sum_sent").is_none(), "{end}");
+}
+
+#[test]
+fn iperf2_json_stream_is_one_event_per_line() {
+    let port = free_port();
+    let server = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let c = iperf2_client(Iperf2::Ours, port, "-t 2 -i 1 --json-stream", T).unwrap();
+    assert_eq!(c.code, Some(0), "{}", c.stderr);
+    let events: Vec<String> = c
+        .stdout
+        .lines()
+        .map(|l| json(l)["event"].as_str().expect("event").to_string())
+        .collect();
+    assert_eq!(events.first().map(String::as_str), Some("start"), "{events:?}");
+    assert_eq!(events.last().map(String::as_str), Some("end"), "{events:?}");
+    assert!(events.iter().filter(|e| *e == "interval").count() >= 2, "{events:?}");
+    drop(server);
+}
+
+#[test]
+fn iperf2_json_errors_are_a_document() {
+    let port = free_port();
+    let c = iperf2_client(Iperf2::Ours, port, "-t 1 -J", T).unwrap();
+    assert_eq!(c.code, Some(1));
+    let d = json(&c.stdout);
+    assert!(d["error"].as_str().is_some_and(|e| !e.is_empty()), "{d}");
+}
+
+/// The columns of a CSV row, typed: flent reads iperf 2's rows by position.
+fn check_csv(out: &str, columns: usize) -> Vec<Vec<String>> {
+    let rows: Vec<Vec<String>> = out.lines().map(|l| l.split(',').map(String::from).collect()).collect();
+    assert!(rows.len() >= 3, "{out}");
+    for r in &rows {
+        assert_eq!(r.len(), columns, "{r:?}");
+        assert_eq!(r[0].len(), 14, "timestamp {r:?}");
+        assert!(r[0].parse::<u64>().is_ok(), "{r:?}");
+        assert!(r[1].parse::<std::net::IpAddr>().is_ok(), "{r:?}");
+        assert!(r[2].parse::<u16>().is_ok() && r[4].parse::<u16>().is_ok(), "{r:?}");
+        let (a, b) = r[6].split_once('-').expect("interval");
+        assert!(a.parse::<f64>().unwrap() < b.parse::<f64>().unwrap(), "{r:?}");
+        assert!(r[7].parse::<u64>().is_ok() && r[8].parse::<u64>().is_ok(), "{r:?}");
+    }
+    rows
+}
+
+#[test]
+fn iperf3_csv_has_the_rows_of_iperf2s() {
+    let port = free_port();
+    let server = wirespeed_server(port, &[]);
+    let p = port.to_string();
+    let tcp = run(
+        &wirespeed(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "2", "-i", "1", "--csv"],
+        T,
+    );
+    assert_eq!(tcp.code, Some(0), "{}", tcp.stderr);
+    let rows = check_csv(&tcp.stdout, 9);
+    // The last row is the whole test, and it is the sum of the intervals.
+    let last = rows.last().unwrap();
+    assert!(last[6].starts_with("0.0-"), "{last:?}");
+    let whole: u64 = last[7].parse().unwrap();
+    let parts: u64 = rows[..rows.len() - 1]
+        .iter()
+        .map(|r| r[7].parse::<u64>().unwrap())
+        .sum();
+    assert!(parts <= whole && whole > 0, "{parts} {whole}");
+    let udp = run(
+        &wirespeed(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "2",
+            "-i",
+            "1",
+            "-u",
+            "-b",
+            "2M",
+            "--csv",
+        ],
+        T,
+    );
+    assert_eq!(udp.code, Some(0), "{}", udp.stderr);
+    check_csv(&udp.stdout, 14);
+    drop(server);
+    // The real iperf 2 prints the same number of columns for each kind.
+    let Some(real) = peer("iperf") else { return };
+    let port = free_port();
+    let server = iperf2_server(Iperf2::Real, port, &["-u"]).unwrap();
+    let r = run(
+        &real,
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-u",
+            "-t",
+            "2",
+            "-i",
+            "1",
+            "-y",
+            "C",
+        ],
+        T,
+    );
+    check_csv(&r.stdout, 14);
+    drop(server);
+}
+
+#[test]
+fn iperf3_csv_cannot_be_mixed_with_json() {
+    let r = run(&wirespeed(), &["-c", "127.0.0.1", "--csv", "-J"], T);
+    assert_eq!(r.code, Some(1));
+    let d = json(&r.stdout);
+    assert!(d["error"].as_str().is_some_and(|e| e.contains("--csv")), "{d}");
+    let r = run(&wirespeed(), &["-c", "127.0.0.1", "--csv", "--json-stream"], T);
+    assert_eq!(r.code, Some(1));
+}
+
+#[test]
+fn iperf2_window_advice_follows_the_final_report() {
+    let port = free_port();
+    let server = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    // A 4 KByte window on both ends: the receive window is what holds the
+    // sender back, and the advice says so with a larger -w to try.
+    let c = iperf2_client(Iperf2::Ours, port, "-t 2 -w 4K -W", T).unwrap();
+    assert_eq!(c.code, Some(0), "{}", c.stderr);
+    let advice: Vec<&str> = c.stdout.lines().filter(|l| l.contains("Window")).collect();
+    assert!(advice.iter().any(|l| l.starts_with("Window advice:")), "{}", c.stdout);
+    assert!(c.stdout.contains("try -w"), "{}", c.stdout);
+    // With -J it is a key of `end`.
+    let j = iperf2_client(Iperf2::Ours, port, "-t 1 -w 4K -W -J", T).unwrap();
+    let d = json(&j.stdout);
+    assert!(d["end"]["advice"]["limited_by"].is_string(), "{d}");
+    drop(server);
+    // It is a TCP sender's: refused with UDP.
+    let u = iperf2_client(Iperf2::Ours, port, "-u -W", T).unwrap();
+    assert_eq!(u.code, Some(1), "{}", u.stdout);
+}
+
+#[test]
+fn iperf2_report_writes_a_page() {
+    let dir = std::env::temp_dir().join(format!("ws-dialect-outputs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("r.html");
+    let port = free_port();
+    let server = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let args = format!("-t 2 -i 1 --report {}", page.display());
+    let c = iperf2_client(Iperf2::Ours, port, &args, T).unwrap();
+    assert_eq!(c.code, Some(0), "{}", c.stderr);
+    // The text report is unchanged, the page holds the test's charts.
+    assert!(c.stdout.contains("bits/sec"), "{}", c.stdout);
+    let html = std::fs::read_to_string(&page).expect("the page");
+    assert!(html.starts_with("<!DOCTYPE html>"), "{}", &html[..80.min(html.len())]);
+    assert!(html.contains("<svg class=\"chart\""), "no chart");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
