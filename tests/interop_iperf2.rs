@@ -205,6 +205,20 @@ fn tradeoff_connects_back_after_the_client_is_done() {
         let first = srv.find("[  1] 0.0000-").expect("forward report");
         let back = srv.find("[ *2] local").expect("connect-back line");
         assert!(first < back, "{srv}");
+        // ... and runs its whole second: the client receives all along
+        // (it once read only what the socket held and hung up).
+        let line = r.stdout.lines().find(|l| l.starts_with("[  2] 0.0000-")).unwrap();
+        let end: f64 = line["[  2] 0.0000-".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(end >= 0.9, "{s:?} <- {c:?}: {line}\n{}", r.stdout);
+        // The client's own report comes first, as soon as its second ends.
+        let own = r.stdout.find("[  1] 0.0000-").expect("client report");
+        let accepted = r.stdout.find("[  2] local").expect("connect-back accepted");
+        assert!(own < accepted, "{}", r.stdout);
     }
 }
 

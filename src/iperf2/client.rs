@@ -87,7 +87,8 @@ fn test(
     r
 }
 
-/// Runs the flows, and the connect-back beside them (`-d`) or after (`-r`).
+/// Runs the flows, and the connect-back beside them (`-d`) or after (`-r`,
+/// whose server connects back when our flows are done).
 fn run_all(
     cfg: &TestConfig,
     host: &str,
@@ -122,7 +123,10 @@ fn run_all(
     };
     let params = run_params(p);
     match (p.direction, back) {
-        (Direction::Dual, Some(server)) => {
+        // The connect-back listener accepts from the start, for -r too:
+        // the server may connect (and send) the moment our flows end,
+        // before we are done with them.
+        (Direction::Dual | Direction::Tradeoff, Some(server)) => {
             let signal2 = signal.clone();
             let listen = std::thread::Builder::new()
                 .name("ws-iperf2-listen".into())
@@ -132,11 +136,6 @@ fn run_all(
             t.after_run(reporter, signal);
             let r2 = listen.join().unwrap_or(Ok(()));
             r.and(r2)
-        }
-        (Direction::Tradeoff, Some(server)) => {
-            run_flows(&params, Side::Client, flows, &opts, reporter)?;
-            t.after_run(reporter, signal);
-            server.run(signal.clone())
         }
         _ => {
             let r = run_flows(&params, Side::Client, flows, &opts, reporter);
@@ -191,7 +190,7 @@ fn connect_back_server(cfg: &TestConfig, reporter: &mut Reporter, shared: Arc<Mu
             Some(s.forwarding_to(shared))
         }
         Err(e) => {
-            reporter.emit(Event::Warning(format!("listener bind failed: {}", e.why())));
+            reporter.emit(Event::Warning(e.text()));
             None
         }
     }

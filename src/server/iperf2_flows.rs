@@ -272,8 +272,15 @@ pub(super) fn run_group(ctx: &ServerCtx, members: Vec<Member>, t: &mut dyn Trans
         }
     }
     run_set(ctx, t, &header, flows, has_sender, trip, &mut rep);
-    // -r: now the server's turn to send.
+    // -r: now the server's turn to send. The client's connection is done
+    // with: closed now, as 2.1.8 does, so the client (which waits for the
+    // close) reports its end at once.
     let mut back = Vec::new();
+    for m in &tradeoff {
+        if let DataSock::Tcp(s) = &m.sock {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
     for m in tradeoff {
         if ctx.stop.load(Relaxed) {
             break;
