@@ -32,7 +32,9 @@ pub fn tcp(prefix: &[u8]) -> Tcp {
     if prefix.is_empty() {
         return Tcp::More(COOKIE_LEN);
     }
-    if !could_be_cookie(prefix) {
+    // Only the cookie's bytes count: an iperf3 data stream's payload may
+    // follow it in the same read.
+    if !could_be_cookie(&prefix[..prefix.len().min(COOKIE_LEN)]) {
         return Tcp::Iperf2;
     }
     if prefix.len() < COOKIE_LEN {
@@ -80,6 +82,11 @@ mod tests {
     fn a_whole_cookie_is_iperf3() {
         let c = Cookie::from_random(&[7u8; 36]);
         assert_eq!(tcp(&c.to_wire()), Tcp::Iperf3(c));
+        // With a data stream's first payload bytes behind it (found by
+        // the sniff fuzz target).
+        let mut more = c.to_wire().to_vec();
+        more.extend_from_slice(&[0xff, 0x00, 0x80]);
+        assert_eq!(tcp(&more), Tcp::Iperf3(c));
     }
 
     #[test]
