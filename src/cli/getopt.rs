@@ -39,10 +39,12 @@ pub enum ArgKind {
     Optional,
 }
 
-/// One row of an option table.
+/// One row of an option table: an option's spellings, its value rule,
+/// whether the peer program has it, and what a dialect attaches to it —
+/// where it applies (`P`) and what it does (`S`).
 #[derive(Debug, Clone, Copy)]
-pub struct OptSpec<K: Copy> {
-    /// What the caller matches on.
+pub struct Row<K, P = (), S = ()> {
+    /// What the caller matches on (aliases share it).
     pub key: K,
     /// Short letter, if any.
     pub short: Option<char>,
@@ -50,7 +52,53 @@ pub struct OptSpec<K: Copy> {
     pub long: Option<&'static str>,
     /// Value rule.
     pub arg: ArgKind,
+    /// Whether the peer program has the long option (which decides what
+    /// its abbreviations mean), or it is a wirespeed addition.
+    pub tier: Tier,
+    /// Where it may be used.
+    pub place: P,
+    /// What it does.
+    pub step: S,
 }
+
+/// An option that answers the command line on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// `-h`: the long usage.
+    Help,
+    /// `-v`: the version.
+    Version,
+}
+
+/// A row of a dialect's table: `row!(N|X, Key, 's'|-, "long"|-, ArgKind,
+/// Place, step)`, where `Opt` and `Place` name the calling table's key
+/// and place types.
+macro_rules! row {
+    ($t:ident, $k:ident, $s:tt, $l:tt, $a:ident, $p:ident, $step:expr) => {
+        $crate::cli::getopt::Row {
+            tier: row!(@tier $t),
+            key: Opt::$k,
+            short: row!(@opt $s),
+            long: row!(@opt $l),
+            arg: $crate::cli::getopt::ArgKind::$a,
+            place: Place::$p,
+            step: $step,
+        }
+    };
+    (@tier N) => {
+        $crate::cli::getopt::Tier::Native
+    };
+    (@tier X) => {
+        $crate::cli::getopt::Tier::Extra
+    };
+    (@opt -) => {
+        None
+    };
+    (@opt $v:literal) => {
+        Some($v)
+    };
+}
+pub(crate) use row;
 
 /// Whether the peer program has a row's long option, which decides how
 /// abbreviations resolve (see the module documentation).
@@ -63,9 +111,8 @@ pub enum Tier {
     Extra,
 }
 
-/// A row getopt can match: one option's spellings and value rule. A plain
-/// [`OptSpec`] is one (native); a dialect's table rows, which also carry
-/// what the option does, are others.
+/// What getopt (and the completions) read of a row: one option's
+/// spellings, value rule and tier.
 pub trait OptionRow {
     /// What the caller matches on.
     type Key: Copy + PartialEq;
@@ -83,7 +130,7 @@ pub trait OptionRow {
     }
 }
 
-impl<K: Copy + PartialEq> OptionRow for OptSpec<K> {
+impl<K: Copy + PartialEq, P, S> OptionRow for Row<K, P, S> {
     type Key = K;
     fn key(&self) -> K {
         self.key
@@ -96,6 +143,9 @@ impl<K: Copy + PartialEq> OptionRow for OptSpec<K> {
     }
     fn arg(&self) -> ArgKind {
         self.arg
+    }
+    fn tier(&self) -> Tier {
+        self.tier
     }
 }
 
@@ -271,42 +321,60 @@ mod tests {
         Debug,
     }
 
-    const T: &[OptSpec<K>] = &[
-        OptSpec {
+    const T: &[Row<K>] = &[
+        Row {
             key: K::Port,
             short: Some('p'),
             long: Some("port"),
             arg: ArgKind::Required,
+            tier: Tier::Native,
+            place: (),
+            step: (),
         },
-        OptSpec {
+        Row {
             key: K::Udp,
             short: Some('u'),
             long: Some("udp"),
             arg: ArgKind::None,
+            tier: Tier::Native,
+            place: (),
+            step: (),
         },
-        OptSpec {
+        Row {
             key: K::Par,
             short: Some('P'),
             long: Some("parallel"),
             arg: ArgKind::Required,
+            tier: Tier::Native,
+            place: (),
+            step: (),
         },
-        OptSpec {
+        Row {
             key: K::Reverse,
             short: Some('R'),
             long: Some("reverse"),
             arg: ArgKind::None,
+            tier: Tier::Native,
+            place: (),
+            step: (),
         },
-        OptSpec {
+        Row {
             key: K::Repeating,
             short: None,
             long: Some("repeating-payload"),
             arg: ArgKind::None,
+            tier: Tier::Native,
+            place: (),
+            step: (),
         },
-        OptSpec {
+        Row {
             key: K::Debug,
             short: Some('d'),
             long: Some("debug"),
             arg: ArgKind::Optional,
+            tier: Tier::Native,
+            place: (),
+            step: (),
         },
     ];
 
@@ -371,44 +439,19 @@ mod tests {
 
     /// A table with a wirespeed-only `--report` beside iperf 2's
     /// `--reportstyle`/`--reportexclude`, and an alias pair.
-    #[derive(Debug, Clone, Copy)]
-    struct Tiered {
-        spec: OptSpec<&'static str>,
-        tier: Tier,
-    }
-
-    impl OptionRow for Tiered {
-        type Key = &'static str;
-        fn key(&self) -> &'static str {
-            self.spec.key
-        }
-        fn short(&self) -> Option<char> {
-            self.spec.short
-        }
-        fn long(&self) -> Option<&'static str> {
-            self.spec.long
-        }
-        fn arg(&self) -> ArgKind {
-            self.spec.arg
-        }
-        fn tier(&self) -> Tier {
-            self.tier
-        }
-    }
-
-    const fn tiered(key: &'static str, long: &'static str, tier: Tier) -> Tiered {
-        Tiered {
-            spec: OptSpec {
-                key,
-                short: None,
-                long: Some(long),
-                arg: ArgKind::None,
-            },
+    const fn tiered(key: &'static str, long: &'static str, tier: Tier) -> Row<&'static str> {
+        Row {
+            key,
+            short: None,
+            long: Some(long),
+            arg: ArgKind::None,
             tier,
+            place: (),
+            step: (),
         }
     }
 
-    const TIERED: &[Tiered] = &[
+    const TIERED: &[Row<&'static str>] = &[
         tiered("exclude", "reportexclude", Tier::Native),
         tiered("style", "reportstyle", Tier::Native),
         tiered("realtime", "realtime", Tier::Native),

@@ -135,7 +135,7 @@ fn udp_exclusions(s: &ParseState, opts: &[Occurrence<Opt>]) -> Result {
     if cfg.iperf2.no_udp_fin && !udp {
         return Err(CliError::err("option --no-udp-fin requires -u UDP"));
     }
-    let tcp_only = opts.iter().find(|o| TABLE[o.row].scope.tcp_only());
+    let tcp_only = opts.iter().find(|o| TABLE[o.row].place.tcp_only());
     if let (true, Some(o)) = (udp, tcp_only) {
         return Err(CliError::err(format!(
             "option {} is for TCP, not with -u UDP",
@@ -196,7 +196,7 @@ fn server_only_settings(s: &mut ParseState) -> Result {
 fn server_role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     let cfg = &mut s.cfg;
     cfg.role = Role::Server;
-    for o in opts.iter().filter(|o| TABLE[o.row].scope.client_only()) {
+    for o in opts.iter().filter(|o| TABLE[o.row].place.client_only()) {
         s.warnings
             .push(format!("WARNING: option {} is not valid for server mode", o.spelled));
     }

@@ -4,7 +4,8 @@
 use super::CliError;
 use super::apply::{bounceback, extras, network, output, server, traffic};
 use super::state::ParseState;
-use crate::cli::getopt::{ArgKind, Occurrence, OptionRow, Tier};
+pub use crate::cli::getopt::Answer;
+use crate::cli::getopt::Occurrence;
 
 /// Option identifiers.
 #[allow(missing_docs)]
@@ -149,80 +150,13 @@ pub enum Step {
     NotBuilt(&'static str),
 }
 
-/// An option that answers the command line on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
-    /// `-h`: the long usage.
-    Help,
-    /// `-v`: the version line.
-    Version,
-}
-
 /// One option of the table.
-#[derive(Debug, Clone, Copy)]
-pub struct Row {
-    /// The option's identity (aliases share it).
-    pub key: Opt,
-    /// Short letter, if any.
-    pub short: Option<char>,
-    /// Long name without the leading dashes, if any.
-    pub long: Option<&'static str>,
-    /// Value rule.
-    pub arg: ArgKind,
-    /// Whether 2.1.8 has the long option (which decides what its
-    /// abbreviations mean), or it is a wirespeed addition.
-    pub tier: Tier,
-    /// Where it means something.
-    pub scope: Scope,
-    /// What it does.
-    pub step: Step,
-}
+pub type Row = crate::cli::getopt::Row<Opt, Scope, Step>;
 
-impl OptionRow for Row {
-    type Key = Opt;
-    fn key(&self) -> Opt {
-        self.key
-    }
-    fn short(&self) -> Option<char> {
-        self.short
-    }
-    fn long(&self) -> Option<&'static str> {
-        self.long
-    }
-    fn arg(&self) -> ArgKind {
-        self.arg
-    }
-    fn tier(&self) -> Tier {
-        self.tier
-    }
-}
+/// What `row!` calls the place an option applies.
+type Place = Scope;
 
-macro_rules! row {
-    ($t:ident, $k:ident, $s:tt, $l:tt, $a:ident, $scope:ident, $step:expr) => {
-        Row {
-            tier: row!(@tier $t),
-            key: Opt::$k,
-            short: row!(@opt $s),
-            long: row!(@opt $l),
-            arg: ArgKind::$a,
-            scope: Scope::$scope,
-            step: $step,
-        }
-    };
-    (@tier N) => {
-        Tier::Native
-    };
-    (@tier X) => {
-        Tier::Extra
-    };
-    (@opt -) => {
-        None
-    };
-    (@opt $v:literal) => {
-        Some($v)
-    };
-}
-
+use crate::cli::getopt::row;
 use Step::{Answer as A, Apply as F, NotBuilt as No};
 
 /// What 2.1.8 does with an option wirespeed has not built: "this option".

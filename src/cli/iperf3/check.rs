@@ -41,7 +41,7 @@ fn role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
         return Err(perr(Code::NOROLE));
     }
     for o in opts {
-        match (TABLE[o.row].role, s.is_server) {
+        match (TABLE[o.row].place, s.is_server) {
             (RoleMark::Client, true) => return Err(perr(Code::CLIENTONLY)),
             (RoleMark::Server, false) => return Err(perr(Code::SERVERONLY)),
             _ => {}

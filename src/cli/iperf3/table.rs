@@ -3,7 +3,8 @@
 
 use super::apply::{auth, extras, network, output, server, test};
 use super::state::ParseState;
-use crate::cli::getopt::{ArgKind, Occurrence, OptionRow, Tier};
+pub use crate::cli::getopt::Answer;
+use crate::cli::getopt::Occurrence;
 use crate::error::Error;
 
 /// Option identifiers.
@@ -121,80 +122,13 @@ pub enum Step {
     Refuse(fn() -> Error),
 }
 
-/// An option that answers the command line on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
-    /// `-h`: the long usage.
-    Help,
-    /// `-v`: the version.
-    Version,
-}
-
 /// One option of the table.
-#[derive(Debug, Clone, Copy)]
-pub struct Row {
-    /// The option's identity (aliases share it).
-    pub key: Opt,
-    /// Short letter, if any.
-    pub short: Option<char>,
-    /// Long name without the leading dashes, if any.
-    pub long: Option<&'static str>,
-    /// Value rule.
-    pub arg: ArgKind,
-    /// Whether iperf3 has the long option (which decides what its
-    /// abbreviations mean), or it is a wirespeed addition.
-    pub tier: Tier,
-    /// Where it may be used.
-    pub role: RoleMark,
-    /// What it does.
-    pub step: Step,
-}
+pub type Row = crate::cli::getopt::Row<Opt, RoleMark, Step>;
 
-impl OptionRow for Row {
-    type Key = Opt;
-    fn key(&self) -> Opt {
-        self.key
-    }
-    fn short(&self) -> Option<char> {
-        self.short
-    }
-    fn long(&self) -> Option<&'static str> {
-        self.long
-    }
-    fn arg(&self) -> ArgKind {
-        self.arg
-    }
-    fn tier(&self) -> Tier {
-        self.tier
-    }
-}
+/// What `row!` calls the place an option applies.
+type Place = RoleMark;
 
-macro_rules! row {
-    ($t:ident, $k:ident, $s:tt, $l:tt, $a:ident, $r:ident, $step:expr) => {
-        Row {
-            tier: row!(@tier $t),
-            key: Opt::$k,
-            short: row!(@opt $s),
-            long: row!(@opt $l),
-            arg: ArgKind::$a,
-            role: RoleMark::$r,
-            step: $step,
-        }
-    };
-    (@tier N) => {
-        Tier::Native
-    };
-    (@tier X) => {
-        Tier::Extra
-    };
-    (@opt -) => {
-        None
-    };
-    (@opt $v:literal) => {
-        Some($v)
-    };
-}
-
+use crate::cli::getopt::row;
 use Step::{Answer as A, Apply as F, Refuse as R};
 
 /// The option table: iperf3 3.21's options, then wirespeed's.
