@@ -314,14 +314,9 @@ impl Client<'_> {
                 let local = sock.local_addr().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
                 (DataSock::Tcp(sock), local)
             };
-            let info = ConnInfo::new(stream_id(i), std::os::fd::AsRawFd::as_raw_fd(&sock), local, server);
-            self.reporter.emit(Event::StreamConnected(Box::new(info.clone())));
-            out.push(DataStream {
-                id: stream_id(i),
-                role,
-                sock,
-                info,
-            });
+            let ds = DataStream::new(stream_id(i), role, sock, local, server);
+            self.reporter.emit(Event::StreamConnected(Box::new(ds.info.clone())));
+            out.push(ds);
         }
         warnings.dedup();
         for w in warnings {

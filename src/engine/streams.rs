@@ -1,7 +1,7 @@
 //! A test's data streams before they run: their sockets, ids, roles, and
 //! what a dialect adds to each.
 
-use std::net::{TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::Arc;
 
@@ -69,6 +69,18 @@ pub struct DataStream {
     pub sock: DataSock,
     /// Addresses, as printed.
     pub info: ConnInfo,
+}
+
+impl DataStream {
+    /// A stream of `sock` (TCP or UDP) between `local` and `peer`.
+    pub fn new(id: u32, role: StreamRole, sock: DataSock, local: SocketAddr, peer: SocketAddr) -> DataStream {
+        DataStream {
+            id,
+            role,
+            info: ConnInfo::new(id, sock.as_raw_fd(), local, peer),
+            sock,
+        }
+    }
 }
 
 /// What a dialect adds to a stream beyond the common engine: a per-block

@@ -15,7 +15,7 @@ use crate::engine::StreamKind;
 use crate::engine::bounceback::BouncebackSpec;
 use crate::engine::{DataStream, StreamExtras};
 use crate::error::{Code, Error};
-use crate::events::{ClockCheck, ConnInfo, ConnectTimes, Event};
+use crate::events::{ClockCheck, ConnectTimes, Event};
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf2::header::{Amount, ClientHeader, HeaderExt};
 use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs};
@@ -378,12 +378,7 @@ fn flows_of(cfg: &TestConfig, id: u32, c: &Connected, hdr_len: u64, start: (u32,
 }
 
 fn data_stream(id: u32, role: StreamRole, sock: TcpStream, c: &Connected) -> DataStream {
-    DataStream {
-        id,
-        role,
-        info: ConnInfo::new(id, std::os::fd::AsRawFd::as_raw_fd(&sock), c.local, c.remote),
-        sock: crate::engine::DataSock::Tcp(sock),
-    }
+    DataStream::new(id, role, crate::engine::DataSock::Tcp(sock), c.local, c.remote)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use super::udp::{FinOutcome, Iperf2Format, client_datagram, relayed_line, send_f
 use crate::config::{Direction, EndCondition, TestConfig};
 use crate::engine::{DataSock, DataStream, StreamExtras};
 use crate::error::{Code, Error};
-use crate::events::{BannerNote, ConnInfo, Event, PeerReport, StreamSample};
+use crate::events::{BannerNote, Event, PeerReport, StreamSample};
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf2::{ClientHeader, flags};
 use crate::report::Reporter;
@@ -82,15 +82,6 @@ fn prepare(s: &socket2::Socket, cfg: &TestConfig, remote: SocketAddr) -> Result<
         }
     }
     Ok(())
-}
-
-fn stream(id: u32, role: StreamRole, sock: UdpSocket, local: SocketAddr, peer: SocketAddr) -> DataStream {
-    DataStream {
-        id,
-        role,
-        info: ConnInfo::new(id, std::os::fd::AsRawFd::as_raw_fd(&sock), local, peer),
-        sock: DataSock::Udp(sock),
-    }
 }
 
 /// `-R`: sends the settings until the server's traffic arrives (a lost
@@ -223,7 +214,7 @@ impl Transport for Udp {
             if receives {
                 let counters = DetailCounters::new(len as usize, cfg.output.enhanced);
                 flows.push(Flow::new(
-                    stream(id, StreamRole::Recv, take()?, local, remote),
+                    DataStream::new(id, StreamRole::Recv, DataSock::Udp(take()?), local, remote),
                     StreamExtras {
                         hook: Some(Box::new(UdpRecvHook::new(counters.clone()))),
                         udp_format: Some(Arc::new(Iperf2Format::receiver(true))),
@@ -243,7 +234,7 @@ impl Transport for Udp {
             let slot = Arc::new(Mutex::new(None));
             let s2 = slot.clone();
             let mut f = Flow::new(
-                stream(id, StreamRole::Send, take()?, local, remote),
+                DataStream::new(id, StreamRole::Send, DataSock::Udp(take()?), local, remote),
                 StreamExtras {
                     udp_format: Some(format.clone()),
                     budget: match p.end {

@@ -15,7 +15,7 @@ use super::{Running, ServerCtx};
 use crate::engine::StreamKind;
 use crate::engine::bounceback::EchoSpec;
 use crate::engine::{DataSock, DataStream, StreamExtras};
-use crate::events::{ConnInfo, Event, Side, StartInfo};
+use crate::events::{Event, Side, StartInfo};
 use crate::iperf2::client::bb_mode;
 use crate::iperf2::conn_line;
 use crate::iperf2::runner::{Flow, RunOpts, run_flows};
@@ -86,12 +86,7 @@ pub(super) fn serve(ctx: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: 
     rep.emit(Event::StreamConnected(Box::new(line)));
     let Ok(s2) = sock.try_clone() else { return };
     let counters = BouncebackCounters::echo(cfg.output.interval);
-    let ds = DataStream {
-        id,
-        role: StreamRole::Recv,
-        info: ConnInfo::new(id, std::os::fd::AsRawFd::as_raw_fd(&s2), local, peer),
-        sock: DataSock::Tcp(s2),
-    };
+    let ds = DataStream::new(id, StreamRole::Recv, DataSock::Tcp(s2), local, peer);
     let extras = StreamExtras {
         kind: StreamKind::Echo(EchoSpec {
             first: prefix,

@@ -287,15 +287,6 @@ fn print_connection(ctx: &ServerCtx, m: &Member) {
         .emit(Event::StreamConnected(Box::new(line)));
 }
 
-fn stream(id: u32, role: StreamRole, sock: TcpStream, local: SocketAddr, peer: SocketAddr) -> DataStream {
-    DataStream {
-        id,
-        role,
-        info: crate::events::ConnInfo::new(id, std::os::fd::AsRawFd::as_raw_fd(&sock), local, peer),
-        sock: DataSock::Tcp(sock),
-    }
-}
-
 /// iperf 2's TCP flows.
 pub(super) struct Tcp;
 
@@ -326,7 +317,7 @@ impl Transport for Tcp {
         };
         let hook = RecvHook::new(counters.clone(), m.trip.then(BurstTracker::new), rate, block).with_quickack(qack);
         Some(Flow::new(
-            stream(m.id, StreamRole::Recv, sock, m.local, m.peer),
+            DataStream::new(m.id, StreamRole::Recv, DataSock::Tcp(sock), m.local, m.peer),
             StreamExtras {
                 hook: Some(Box::new(hook)),
                 initial_bytes: m.initial,
@@ -361,7 +352,7 @@ impl Transport for Tcp {
         };
         let hook = trip.then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn StreamHook>);
         let mut f = Flow::new(
-            stream(id, StreamRole::Send, sock, local, peer),
+            DataStream::new(id, StreamRole::Send, DataSock::Tcp(sock), local, peer),
             StreamExtras {
                 hook,
                 initial_bytes: sent,

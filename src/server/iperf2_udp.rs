@@ -21,7 +21,7 @@ use super::registry::UdpPeer;
 use super::{Mode, ServerCtx};
 use crate::config::{EndCondition, Protocol, TestParams};
 use crate::engine::{DataSock, DataStream, StreamExtras};
-use crate::events::{BannerNote, ConnInfo, Event, PeerReport, Settings, StreamSample};
+use crate::events::{BannerNote, Event, PeerReport, Settings, StreamSample};
 use crate::iperf2::hooks::UdpRecvHook;
 use crate::iperf2::runner::Flow;
 use crate::iperf2::udp::{FinOutcome, Iperf2Format, answer_fin, relayed_line, report_of, send_fin};
@@ -303,15 +303,6 @@ impl Udp {
     }
 }
 
-fn stream(id: u32, role: StreamRole, sock: UdpSocket, local: SocketAddr, peer: SocketAddr) -> DataStream {
-    DataStream {
-        id,
-        role,
-        info: ConnInfo::new(id, std::os::fd::AsRawFd::as_raw_fd(&sock), local, peer),
-        sock: DataSock::Udp(sock),
-    }
-}
-
 impl Transport for Udp {
     fn protocol(&self) -> Protocol {
         Protocol::Udp
@@ -337,7 +328,7 @@ impl Transport for Udp {
             .unwrap_or_default();
         let no_report = ctx.multicast || m.full_duplex() || m.upper() & flags::upper::NOUDPFIN != 0;
         let mut flow = Flow::new(
-            stream(m.id, StreamRole::Recv, sock, m.local, m.peer),
+            DataStream::new(m.id, StreamRole::Recv, DataSock::Udp(sock), m.local, m.peer),
             StreamExtras {
                 hook: Some(Box::new(UdpRecvHook::new(counters.clone()))),
                 udp_format: Some(Arc::new(Iperf2Format::receiver(m.seq64))),
@@ -393,7 +384,7 @@ impl Transport for Udp {
             });
         }
         let mut f = Flow::new(
-            stream(id, StreamRole::Send, sock, local, peer),
+            DataStream::new(id, StreamRole::Send, DataSock::Udp(sock), local, peer),
             StreamExtras {
                 budget: m.bytes(),
                 udp_format: Some(Arc::new(Iperf2Format::sender(None))),

@@ -285,14 +285,9 @@ impl ServerTest<'_> {
             net::apply_data_options(&sr, &self.params, !udp, remote, &mut warnings)?;
             let local = sock.local_addr().map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
             let remote = remote.ok_or_else(|| Error::new(Code::STREAMACCEPT))?;
-            let info = ConnInfo::new(stream_id(i), std::os::fd::AsRawFd::as_raw_fd(&sock), local, remote);
-            self.output.emit(Event::StreamConnected(Box::new(info.clone())));
-            out.push(DataStream {
-                id: stream_id(i),
-                role,
-                sock,
-                info,
-            });
+            let ds = DataStream::new(stream_id(i), role, sock, local, remote);
+            self.output.emit(Event::StreamConnected(Box::new(ds.info.clone())));
+            out.push(ds);
         }
         if let Ok(mut c) = self.ctx.registry.collecting.lock() {
             c.remove(&self.cookie);

@@ -177,7 +177,8 @@ pub fn interval_json(r: &IntervalReport) -> Value {
     Value::Object(m)
 }
 
-fn totals(socket: Option<i32>, t: &Totals, tcp: Option<&TcpTotals>, with_retr: bool) -> Value {
+/// The keys every whole-test total opens with.
+fn totals_head(socket: Option<i32>, t: &Totals) -> Map<String, Value> {
     let mut m = obj();
     if let Some(s) = socket {
         m.insert("socket".into(), Value::from(s));
@@ -187,6 +188,11 @@ fn totals(socket: Option<i32>, t: &Totals, tcp: Option<&TcpTotals>, with_retr: b
     m.insert("seconds".into(), num(t.seconds));
     m.insert("bytes".into(), Value::from(t.bytes));
     m.insert("bits_per_second".into(), num(t.bits_per_second));
+    m
+}
+
+fn totals(socket: Option<i32>, t: &Totals, tcp: Option<&TcpTotals>, with_retr: bool) -> Value {
+    let mut m = totals_head(socket, t);
     if with_retr {
         m.insert("retransmits".into(), Value::from(t.retransmits.unwrap_or(0)));
         if let Some(tc) = tcp {
@@ -203,15 +209,7 @@ fn totals(socket: Option<i32>, t: &Totals, tcp: Option<&TcpTotals>, with_retr: b
 }
 
 fn udp_totals(socket: Option<i32>, t: &Totals, u: &UdpTotals, sender: bool, ooo: bool, packets: i64) -> Value {
-    let mut m = obj();
-    if let Some(s) = socket {
-        m.insert("socket".into(), Value::from(s));
-    }
-    m.insert("start".into(), num(t.start));
-    m.insert("end".into(), num(t.end));
-    m.insert("seconds".into(), num(t.seconds));
-    m.insert("bytes".into(), Value::from(t.bytes));
-    m.insert("bits_per_second".into(), num(t.bits_per_second));
+    let mut m = totals_head(socket, t);
     m.insert("jitter_ms".into(), num(u.jitter_ms));
     m.insert("lost_packets".into(), Value::from(u.lost.unwrap_or(0)));
     m.insert("packets".into(), Value::from(packets));
