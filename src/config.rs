@@ -63,10 +63,6 @@ impl Direction {
     pub fn client_sends(self) -> bool {
         !matches!(self, Direction::Reverse)
     }
-    /// Does the client receive data?
-    pub fn client_receives(self) -> bool {
-        !matches!(self, Direction::Forward)
-    }
 }
 
 /// What ends a test (the client decides).

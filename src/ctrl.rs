@@ -89,11 +89,6 @@ impl Ctrl {
         &self.sock
     }
 
-    /// Whether the peer has closed.
-    pub fn is_eof(&self) -> bool {
-        self.eof
-    }
-
     fn pull(&mut self) -> io::Result<()> {
         let mut buf = [0u8; 16 * 1024];
         loop {
@@ -229,22 +224,6 @@ impl Ctrl {
             }
             match self.wait(deadline).map_err(|e| Error::io(code, &e))? {
                 Woke::Eof if self.framer.buffered() == 0 => return Err(Error::new(Code::CTRLCLOSE)),
-                Woke::Timeout => return Err(timeout_err(code)),
-                _ => {}
-            }
-        }
-    }
-
-    /// Reads exactly `n` bytes: the first within `first`, all within `total`.
-    pub fn recv_exact(&mut self, n: usize, first: Duration, total: Duration, code: Code) -> Result<Vec<u8>, Error> {
-        let start = Instant::now();
-        loop {
-            if let Some(v) = self.framer.take_exact(n) {
-                return Ok(v);
-            }
-            let limit = if self.framer.buffered() == 0 { first } else { total };
-            match self.wait(Some(start + limit)).map_err(|e| Error::io(code, &e))? {
-                Woke::Eof if self.framer.take_exact(n).is_none() => return Err(Error::new(Code::CTRLCLOSE)),
                 Woke::Timeout => return Err(timeout_err(code)),
                 _ => {}
             }

@@ -126,16 +126,6 @@ pub fn set_max_pacing_rate(fd: &impl AsRawFd, bytes_per_sec: u64) -> io::Result<
     }
 }
 
-/// IPv4 don't-fragment (IP_MTU_DISCOVER = IP_PMTUDISC_DO).
-pub fn set_dont_fragment_v4(fd: &impl AsRawFd) -> io::Result<()> {
-    setsockopt_int(
-        fd.as_raw_fd(),
-        libc::IPPROTO_IP,
-        libc::IP_MTU_DISCOVER,
-        libc::IP_PMTUDISC_DO,
-    )
-}
-
 /// Generic integer socket option.
 pub fn set_int_option(fd: &impl AsRawFd, level: i32, name: i32, value: i32) -> io::Result<()> {
     setsockopt_int(fd.as_raw_fd(), level, name, value)
@@ -208,22 +198,6 @@ pub fn set_flowlabel(fd: &impl AsRawFd, dst: &std::net::Ipv6Addr, label: u32) ->
         return Err(io::Error::last_os_error());
     }
     setsockopt_int(fd.as_raw_fd(), libc::IPPROTO_IPV6, IPV6_FLOWINFO_SEND, 1)
-}
-
-/// Shuts a socket down by descriptor, to wake a thread blocked on it.
-pub fn shutdown_raw(fd: RawFd, how: std::net::Shutdown) -> io::Result<()> {
-    let how = match how {
-        std::net::Shutdown::Read => libc::SHUT_RD,
-        std::net::Shutdown::Write => libc::SHUT_WR,
-        std::net::Shutdown::Both => libc::SHUT_RDWR,
-    };
-    // SAFETY: shutdown takes no pointers; a stale fd yields EBADF.
-    let rc = unsafe { libc::shutdown(fd, how) };
-    if rc != 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
 }
 
 /// `sendfile(2)`: sends `count` bytes of `file` from `offset` on `sock`

@@ -6,7 +6,7 @@
 //! chunk rather than each line.
 
 use crate::cli::units::format_iperf3;
-use crate::config::{Direction, EndCondition, Protocol, TestConfig};
+use crate::config::{Direction, Protocol, TestConfig};
 use crate::events::*;
 use crate::json::format_g;
 use crate::report::{Output, Sink};
@@ -495,15 +495,6 @@ impl Sink for TextSink {
                 }
             }
         }
-    }
-}
-
-/// The `Starting Test` end clause for a config (used by tests).
-pub fn end_clause(end: &EndCondition) -> String {
-    match end {
-        EndCondition::Time(d) => format!("{} second test", d.as_secs()),
-        EndCondition::Bytes(b) => format!("{b} bytes to send"),
-        EndCondition::Blocks(b) => format!("{b} blocks to send"),
     }
 }
 
