@@ -181,3 +181,52 @@ fn json_server_prints_one_document_per_test() {
     assert!(docs[0]["start"]["accepted_connection"]["port"].as_u64().is_some());
     assert!(docs[1]["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn an_iperf2_server_has_no_test_limit_unless_asked() {
+    // 2.1.8 serves every client that comes: so does `--iperf2 -s`, past
+    // the iperf3 dialect's default of 16 tests at once.
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let p = port.to_string();
+    let mut cs: Vec<Proc> = (0..20)
+        .map(|_| {
+            Proc::spawn(
+                &wirespeed(),
+                &["--iperf2", "-c", "127.0.0.1", "-p", &p, "-t", "3", "-b", "1M"],
+            )
+        })
+        .collect();
+    for c in &mut cs {
+        let st = c.wait(T).expect("client finished");
+        assert_eq!(st.code(), Some(0), "{}{}", c.out(), c.err());
+    }
+    let out = stop_server(srv);
+    assert_eq!(out.matches(" connected with ").count(), 20, "{out}");
+    assert!(!out.contains("busy"), "{out}");
+}
+
+#[test]
+fn an_iperf2_server_with_max_tests_drops_one_more_client() {
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &["--max-tests", "1"]).unwrap();
+    let p = port.to_string();
+    let args = ["--iperf2", "-c", "127.0.0.1", "-p", &p, "-t", "3"];
+    let mut first = Proc::spawn(&wirespeed(), &args);
+    assert!(srv.wait_for_line(" connected with ", Duration::from_secs(10)));
+    let mut second = Proc::spawn(&wirespeed(), &args);
+    assert!(
+        srv.wait_for_line("(server is busy)", Duration::from_secs(10)),
+        "{}",
+        srv.out()
+    );
+    second.wait(T);
+    let st = first.wait(T).expect("first client finished");
+    assert_eq!(st.code(), Some(0), "{}", first.err());
+    // The limit is on clients at once: once the first is done, the next
+    // is served.
+    let third = run(&wirespeed(), &["--iperf2", "-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
+    assert_eq!(third.code, Some(0), "{}", third.stderr);
+    let out = stop_server(srv);
+    assert_eq!(out.matches("(server is busy)").count(), 1, "{out}");
+}

@@ -76,6 +76,8 @@ impl ParseState {
         };
         cfg.output.interval = None;
         cfg.params.repeating_payload = true;
+        // 2.1.8 serves every client that comes; `--max-tests` sets a limit.
+        cfg.server.max_tests = u32::MAX;
         // A paced UDP sender that fell behind (a busy machine) catches up on up
         // to 100 ms of datagrams at once, as 2.1.8's delay accumulator does,
         // so the average rate holds.

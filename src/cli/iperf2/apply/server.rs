@@ -1,7 +1,7 @@
 //! Server options: the role, its process, whom it serves, and its side of
 //! the sockets.
 
-use super::{unit_value, value};
+use super::{int_value, unit_value, value};
 use crate::cli::getopt::Occurrence;
 use crate::cli::iperf2::state::ParseState;
 use crate::cli::iperf2::table::Opt;
@@ -65,5 +65,16 @@ pub fn deny(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let list = crate::server::access::split_list("--deny", value(o)).map_err(CliError::err)?;
     s.cfg.server.deny.extend(list);
     s.policy_opt = Some("--deny".into());
+    Ok(())
+}
+
+/// `--max-tests n` (a wirespeed addition): clients served at once; one
+/// more is dropped with `(server is busy)`. Without it, no limit, as 2.1.8.
+pub fn max_tests(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let n = int_value(&o.spelled, value(o))?;
+    if !(1..=100_000).contains(&n) {
+        return Err(CliError::err(format!("{} must be between 1 and 100000", o.spelled)));
+    }
+    s.cfg.server.max_tests = n as u32;
     Ok(())
 }
