@@ -255,3 +255,40 @@ fn iperf2_tests_on_the_shared_port_are_counted_by_protocol() {
         Some(0.0)
     );
 }
+
+#[test]
+fn bounceback_and_reverse_iperf2_tests_count_both_directions() {
+    let Some(curl_bin) = peer("curl") else { return };
+    let Some(iperf) = peer("iperf") else { return };
+    let (port, mport) = (free_port(), free_port());
+    let _srv = wirespeed_server(port, &["--metrics", &format!("127.0.0.1:{mport}")]);
+    let p = port.to_string();
+    let series =
+        |dir: &str| format!("wirespeed_bytes_total{{dialect=\"iperf2\",protocol=\"tcp\",direction=\"{dir}\"}}");
+    // Bounceback: every byte the client sends comes back.
+    let bb = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "--bounceback", "-t", "1"], T);
+    assert_eq!(bb.code, Some(0), "{}\n{}", bb.stdout, bb.stderr);
+    let t = wait_for(&curl_bin, mport, "the bounceback test to end", |t| {
+        sample(
+            t,
+            "wirespeed_tests_completed_total{dialect=\"iperf2\",protocol=\"tcp\"}",
+        ) == Some(1.0)
+    });
+    let (rx, tx) = (sample(&t, &series("received")), sample(&t, &series("sent")));
+    assert!(
+        rx.is_some_and(|b| b > 0.0) && rx == tx,
+        "echoed bytes count both ways: {t}"
+    );
+    // -R: the server sends.
+    let r = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "-R", "-t", "1"], T);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let t = wait_for(&curl_bin, mport, "the reverse test to end", |t| {
+        sample(
+            t,
+            "wirespeed_tests_completed_total{dialect=\"iperf2\",protocol=\"tcp\"}",
+        ) == Some(2.0)
+    });
+    let sent = sample(&t, &series("sent")).unwrap_or(0.0);
+    assert!(sent > 1e6 + tx.unwrap_or(0.0), "a second of sending: {t}");
+    assert_eq!(sample(&t, &series("received")), rx, "{t}");
+}
