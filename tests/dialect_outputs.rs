@@ -130,19 +130,23 @@ fn iperf2_udp_json_of_a_receiving_server_counts_what_arrived() {
 
 #[test]
 fn iperf2_json_stream_is_one_event_per_line() {
-    let port = free_port();
-    let server = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
-    let c = iperf2_client(Iperf2::Ours, port, "-t 2 -i 1 --json-stream", T).unwrap();
-    assert_eq!(c.code, Some(0), "{}", c.stderr);
-    let events: Vec<String> = c
-        .stdout
-        .lines()
-        .map(|l| json(l)["event"].as_str().expect("event").to_string())
-        .collect();
-    assert_eq!(events.first().map(String::as_str), Some("start"), "{events:?}");
-    assert_eq!(events.last().map(String::as_str), Some("end"), "{events:?}");
-    assert!(events.iter().filter(|e| *e == "interval").count() >= 2, "{events:?}");
-    drop(server);
+    for who in [Iperf2::Ours, Iperf2::Real] {
+        let port = free_port();
+        let Some(server) = iperf2_server(who, port, &[]) else {
+            continue;
+        };
+        let c = iperf2_client(Iperf2::Ours, port, "-t 2 -i 1 --json-stream", T).unwrap();
+        assert_eq!(c.code, Some(0), "{who:?}: {}", c.stderr);
+        let events: Vec<String> = c
+            .stdout
+            .lines()
+            .map(|l| json(l)["event"].as_str().expect("event").to_string())
+            .collect();
+        assert_eq!(events.first().map(String::as_str), Some("start"), "{events:?}");
+        assert_eq!(events.last().map(String::as_str), Some("end"), "{events:?}");
+        assert!(events.iter().filter(|e| *e == "interval").count() >= 2, "{events:?}");
+        drop(server);
+    }
 }
 
 #[test]
@@ -160,8 +164,12 @@ fn check_csv(out: &str, columns: usize) -> Vec<Vec<String>> {
     assert!(rows.len() >= 3, "{out}");
     for r in &rows {
         assert_eq!(r.len(), columns, "{r:?}");
-        assert_eq!(r[0].len(), 14, "timestamp {r:?}");
-        assert!(r[0].parse::<u64>().is_ok(), "{r:?}");
+        // YYYYmmddHHMMSS, and with -e (which flent passes, and needs)
+        // .mmm: flent's parser skips rows without the milliseconds.
+        let (secs, ms) = r[0].split_once('.').unwrap_or((&r[0], ""));
+        assert_eq!(secs.len(), 14, "timestamp {r:?}");
+        assert!(secs.parse::<u64>().is_ok(), "{r:?}");
+        assert!(ms.is_empty() || (ms.len() == 3 && ms.parse::<u16>().is_ok()), "{r:?}");
         assert!(r[1].parse::<std::net::IpAddr>().is_ok(), "{r:?}");
         assert!(r[2].parse::<u16>().is_ok() && r[4].parse::<u16>().is_ok(), "{r:?}");
         let (a, b) = r[6].split_once('-').expect("interval");
@@ -183,6 +191,7 @@ fn iperf3_csv_has_the_rows_of_iperf2s() {
     );
     assert_eq!(tcp.code, Some(0), "{}", tcp.stderr);
     let rows = check_csv(&tcp.stdout, 9);
+    assert!(rows.iter().all(|r| r[0].contains('.')), "flent needs .mmm: {rows:?}");
     // The last row is the whole test, and it is the sum of the intervals.
     let last = rows.last().unwrap();
     assert!(last[6].starts_with("0.0-"), "{last:?}");
@@ -217,24 +226,32 @@ fn iperf3_csv_has_the_rows_of_iperf2s() {
     let Some(real) = peer("iperf") else { return };
     let port = free_port();
     let server = iperf2_server(Iperf2::Real, port, &["-u"]).unwrap();
-    let r = run(
-        &real,
-        &[
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-u",
-            "-t",
-            "2",
-            "-i",
-            "1",
-            "-y",
-            "C",
-        ],
-        T,
-    );
-    check_csv(&r.stdout, 14);
+    // flent runs it as `iperf --enhanced --reportstyle C --format m ...`.
+    let p = port.to_string();
+    let args = "-u -t 2 -i 1 --enhanced --reportstyle C --format m -c 127.0.0.1 -p";
+    let mut args: Vec<&str> = args.split(' ').collect();
+    args.push(&p);
+    let r = run(&real, &args, T);
+    let rows = check_csv(&r.stdout, 14);
+    assert!(rows.iter().all(|r| r[0].contains('.')), "{rows:?}");
+    drop(server);
+}
+
+#[test]
+fn flents_iperf_command_line_works_in_the_iperf2_dialect() {
+    // flent picks an `iperf` whose -h mentions --enhanced, then runs it so.
+    let h = run(&wirespeed(), &["--iperf2", "-h"], T);
+    assert!(h.stdout.contains("--enhanced") || h.stderr.contains("--enhanced"));
+    let port = free_port();
+    let server = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let args = format!("--enhanced --reportstyle C --format m --client 127.0.0.1 --time 2 --interval 0.5 -p {port}");
+    let mut a = vec!["--iperf2"];
+    a.extend(args.split(' '));
+    let r = run(&wirespeed(), &a, T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let rows = check_csv(&r.stdout, 9);
+    assert!(rows.len() >= 4, "{rows:?}");
+    assert!(rows.iter().all(|r| r[0].contains('.')), "{rows:?}");
     drop(server);
 }
 
@@ -250,40 +267,66 @@ fn iperf3_csv_cannot_be_mixed_with_json() {
 
 #[test]
 fn iperf2_window_advice_follows_the_final_report() {
-    let port = free_port();
-    let server = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
-    // A 4 KByte window on both ends: the receive window is what holds the
-    // sender back, and the advice says so with a larger -w to try.
-    let c = iperf2_client(Iperf2::Ours, port, "-t 2 -w 4K -W", T).unwrap();
-    assert_eq!(c.code, Some(0), "{}", c.stderr);
-    let advice: Vec<&str> = c.stdout.lines().filter(|l| l.contains("Window")).collect();
-    assert!(advice.iter().any(|l| l.starts_with("Window advice:")), "{}", c.stdout);
-    assert!(c.stdout.contains("try -w"), "{}", c.stdout);
-    // With -J it is a key of `end`.
-    let j = iperf2_client(Iperf2::Ours, port, "-t 1 -w 4K -W -J", T).unwrap();
-    let d = json(&j.stdout);
-    assert!(d["end"]["advice"]["limited_by"].is_string(), "{d}");
-    drop(server);
+    for who in [Iperf2::Ours, Iperf2::Real] {
+        let port = free_port();
+        let Some(server) = iperf2_server(who, port, &[]) else {
+            continue;
+        };
+        // A 4 KByte send buffer: what the sender could keep in flight is
+        // what held it back, and the advice says so with a larger -w.
+        let c = iperf2_client(Iperf2::Ours, port, "-t 2 -w 4K -W", T).unwrap();
+        assert_eq!(c.code, Some(0), "{who:?}: {}", c.stderr);
+        assert!(
+            c.stdout
+                .lines()
+                .any(|l| l.starts_with("Window advice: limited by the send buffer")),
+            "{who:?}: {}",
+            c.stdout
+        );
+        assert!(c.stdout.contains("try -w"), "{}", c.stdout);
+        // With -J it is a key of `end`.
+        let j = iperf2_client(Iperf2::Ours, port, "-t 1 -w 4K -W -J", T).unwrap();
+        let d = json(&j.stdout);
+        assert_eq!(d["end"]["advice"]["limited_by"], "send_buffer", "{d}");
+        drop(server);
+    }
     // It is a TCP sender's: refused with UDP.
-    let u = iperf2_client(Iperf2::Ours, port, "-u -W", T).unwrap();
+    let u = iperf2_client(Iperf2::Ours, free_port(), "-u -W", T).unwrap();
     assert_eq!(u.code, Some(1), "{}", u.stdout);
 }
 
 #[test]
-fn iperf2_report_writes_a_page() {
+fn iperf2_report_writes_a_page_and_its_json_makes_one_too() {
     let dir = std::env::temp_dir().join(format!("ws-dialect-outputs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let page = dir.join("r.html");
-    let port = free_port();
-    let server = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
-    let args = format!("-t 2 -i 1 --report {}", page.display());
-    let c = iperf2_client(Iperf2::Ours, port, &args, T).unwrap();
-    assert_eq!(c.code, Some(0), "{}", c.stderr);
-    // The text report is unchanged, the page holds the test's charts.
-    assert!(c.stdout.contains("bits/sec"), "{}", c.stdout);
-    let html = std::fs::read_to_string(&page).expect("the page");
-    assert!(html.starts_with("<!DOCTYPE html>"), "{}", &html[..80.min(html.len())]);
-    assert!(html.contains("<svg class=\"chart\""), "no chart");
-    drop(server);
+    for who in [Iperf2::Ours, Iperf2::Real] {
+        let port = free_port();
+        let Some(server) = iperf2_server(who, port, &[]) else {
+            continue;
+        };
+        let page = dir.join(format!("{who:?}.html"));
+        let args = format!("-t 2 -i 1 --report {}", page.display());
+        let c = iperf2_client(Iperf2::Ours, port, &args, T).unwrap();
+        assert_eq!(c.code, Some(0), "{who:?}: {}", c.stderr);
+        // The text report is unchanged, the page holds the test's charts.
+        assert!(c.stdout.contains("bits/sec"), "{}", c.stdout);
+        let html = std::fs::read_to_string(&page).expect("the page");
+        assert!(html.starts_with("<!DOCTYPE html>"), "{}", &html[..80.min(html.len())]);
+        assert!(html.contains("<svg class=\"chart\""), "no chart");
+        // `wirespeed report` renders the same test's -J output.
+        let j = iperf2_client(Iperf2::Ours, port, "-t 2 -i 1 -J", T).unwrap();
+        let saved = dir.join(format!("{who:?}.json"));
+        std::fs::write(&saved, &j.stdout).unwrap();
+        let out = dir.join(format!("{who:?}-from-json.html"));
+        let r = run(
+            &wirespeed(),
+            &["report", saved.to_str().unwrap(), "-o", out.to_str().unwrap()],
+            T,
+        );
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let html = std::fs::read_to_string(&out).expect("the page from JSON");
+        assert!(html.contains("<svg class=\"chart\""), "no chart from the JSON");
+        drop(server);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -98,7 +98,9 @@ impl CsvSink {
         CsvSink {
             out,
             side,
-            enhanced: cfg.output.enhanced,
+            // The iperf3 dialect's `--csv` writes the rows of `-e -y C`,
+            // whose millisecond timestamps flent's parser requires.
+            enhanced: cfg.output.enhanced || cfg.dialect == crate::config::Dialect::Iperf3,
             intervals: cfg.output.interval.is_some(),
         }
     }
