@@ -116,27 +116,10 @@ fn stream_interval(
     if let Some(b) = bins {
         s.last_bins = b;
     }
-    let mut out = StreamSample {
-        id: s.id,
-        socket: s.socket,
-        role: s.tag,
-        sender: s.role == StreamRole::Send,
-        reversed: s.meta.reversed,
-        both_ways: s.meta.bounceback.is_some(),
-        start,
-        end,
-        seconds: secs,
-        bytes,
-        bits_per_second: rate(bytes, secs),
+    StreamSample {
         omitted,
-        retransmits: tcp.map(|t| t.retransmits),
-        tcp,
-        udp,
-        extras,
-        addrs: s.meta.addrs.clone(),
-    };
-    add_derived(&mut out);
-    out
+        ..s.sample((start, end), bytes, tcp, udp, extras)
+    }
 }
 
 /// A UDP stream's numbers between two snapshots: a receiver's loss,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::counters::{BouncebackCounters, DetailCounters, Snapshot, StreamCounters};
 use super::histogram::HistogramView;
-use crate::events::{RoleTag, TcpSample, TcpTotals};
+use crate::events::{Enhanced, RoleTag, StreamSample, TcpSample, TcpTotals, UdpSample};
 use crate::sys::socket::{TcpInfo, tcp_info_raw};
 
 /// Does this host send or receive on a stream?
@@ -85,6 +85,41 @@ pub(super) fn tcp_sample(info: &TcpInfo, retransmits: i64) -> TcpSample {
 }
 
 impl StreamStats {
+    /// This stream's sample of the span `(start, end)`: who it is, its
+    /// bytes and rate, what the caller measured, and iperf 2's numbers
+    /// derived from them.
+    pub(super) fn sample(
+        &self,
+        (start, end): (f64, f64),
+        bytes: u64,
+        tcp: Option<TcpSample>,
+        udp: Option<UdpSample>,
+        extras: Enhanced,
+    ) -> StreamSample {
+        let seconds = end - start;
+        let mut out = StreamSample {
+            id: self.id,
+            socket: self.socket,
+            role: self.tag,
+            sender: self.role == StreamRole::Send,
+            reversed: self.meta.reversed,
+            both_ways: self.meta.bounceback.is_some(),
+            start,
+            end,
+            seconds,
+            bytes,
+            bits_per_second: super::rate(bytes, seconds),
+            omitted: false,
+            retransmits: tcp.map(|t| t.retransmits),
+            tcp,
+            udp,
+            extras,
+            addrs: self.meta.addrs.clone(),
+        };
+        super::interval::add_derived(&mut out);
+        out
+    }
+
     /// A new stream's statistics.
     pub fn new(
         id: u32,

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::interval::{add_derived, bounceback_sample, pairs, sum_samples, udp_sample};
+use super::interval::{bounceback_sample, pairs, sum_samples, udp_sample};
 use super::stream::{StreamRole, StreamStats};
 use super::{TestStats, advice, pct, rate};
 use crate::config::Protocol;
@@ -234,27 +234,7 @@ impl TestStats {
             extras.bounceback = Some(b);
             extras.histogram = Some(super::histogram::HistogramView::default().sample(&bb.histogram, true));
         }
-        let mut line = StreamSample {
-            id: s.id,
-            socket: s.socket,
-            role: s.tag,
-            sender: s.role == StreamRole::Send,
-            reversed: s.meta.reversed,
-            both_ways: s.meta.bounceback.is_some(),
-            start: 0.0,
-            end: dur,
-            seconds: dur,
-            bytes,
-            bits_per_second: rate(bytes, dur),
-            omitted: false,
-            retransmits: tcp.map(|t| t.retransmits),
-            tcp,
-            udp,
-            extras,
-            addrs: s.meta.addrs.clone(),
-        };
-        add_derived(&mut line);
-        Some(line)
+        Some(s.sample((0.0, dur), bytes, tcp, udp, extras))
     }
 
     /// Window advice from this host's TCP senders (what TCP_INFO says held
