@@ -381,11 +381,7 @@ pub fn spawn_tcp_with(
         .name(name)
         .spawn(move || {
             let control = task.control.clone();
-            if let Some(cpu) = task.affinity
-                && let Err(e) = crate::sys::process::pin_current_thread(cpu)
-            {
-                control.fail(Error::io(Code::AFFINITY, &e));
-            }
+            pin_stream_thread(&task);
             let hook = hook.as_mut().map(|h| &mut **h as &mut dyn StreamHook);
             let res = match (&kind, task.role) {
                 (StreamKind::Bounceback(bb), _) => bounceback::client_loop(&sock, &task, bb),
@@ -422,6 +418,16 @@ pub fn is_timeout(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
     )
+}
+
+/// `-A`: a stream's thread runs on the CPU asked for; one that cannot be
+/// pinned fails the test.
+fn pin_stream_thread(task: &StreamTask) {
+    if let Some(cpu) = task.affinity
+        && let Err(e) = crate::sys::process::pin_current_thread(cpu)
+    {
+        task.control.fail(Error::io(Code::AFFINITY, &e));
+    }
 }
 
 #[cfg(test)]

@@ -188,11 +188,7 @@ pub fn spawn_udp_with<F: DatagramFormat>(
         .name(format!("ws-udp-{}", task.id))
         .spawn(move || {
             let control = task.control.clone();
-            if let Some(cpu) = task.affinity
-                && let Err(e) = crate::sys::process::pin_current_thread(cpu)
-            {
-                control.fail(Error::io(Code::AFFINITY, &e));
-            }
+            super::pin_stream_thread(&task);
             let hook = hook.as_mut().map(|h| &mut **h as &mut dyn StreamHook);
             let res = match task.role {
                 StreamRole::Send => send_loop(&sock, &task, &format, &opts),
