@@ -319,10 +319,18 @@ fn udp_totals(s: &StreamStats, peer: Option<&Results>, pr: Option<&StreamResult>
             None => (0, Some(0), 0.0),
         };
         // A receiver that drained never saw the datagrams after its
-        // highest one: they were lost too.
-        if peer.is_some_and(|p| p.receiver_drained) && sent > packets {
-            lost = lost.map(|l| l + (sent - packets));
-            packets = sent;
+        // highest one: they were lost too. Counted from the receiver's own
+        // omit boundary when it says where that was (sequence numbers are
+        // the same at both ends; the two clocks ending the omit period are
+        // a control message apart).
+        let base = pr
+            .and_then(|r| r.omitted_packets)
+            .filter(|b| *b <= snap.packets)
+            .unwrap_or(s.base.packets);
+        let sent_after_base = snap.packets - base;
+        if peer.is_some_and(|p| p.receiver_drained) && sent_after_base > packets {
+            lost = lost.map(|l| l + (sent_after_base - packets));
+            packets = sent_after_base;
         }
         return UdpTotals {
             jitter_ms: jitter * 1000.0,
@@ -343,10 +351,12 @@ fn udp_totals(s: &StreamStats, peer: Option<&Results>, pr: Option<&StreamResult>
         .unwrap_or(packets);
     let sent_exact = pr.is_some_and(|r| r.omitted_packets.is_some() || s.base.packets == 0);
     // This receiver drained: what the peer sent past the highest
-    // datagram seen here was lost on the way.
-    if sent_exact && sent > packets {
-        lost += sent - packets;
-        packets = sent;
+    // datagram seen here was lost on the way. Counted past this end's omit
+    // boundary (the sender's may be a control message later or earlier).
+    let sent_after_base = pr.map_or(packets, |r| r.packets.saturating_sub(s.base.packets));
+    if sent_exact && sent_after_base > packets {
+        lost += sent_after_base - packets;
+        packets = sent_after_base;
     }
     UdpTotals {
         jitter_ms: s.counters.jitter() * 1000.0,

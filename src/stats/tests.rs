@@ -158,6 +158,37 @@ fn datagrams_lost_after_the_last_one_seen_are_counted_when_the_receiver_drained(
     assert_eq!((r.lost, r.packets), (Some(5), 97));
 }
 
+/// The two ends end their omit periods a control message apart: the
+/// sender after datagram 100, the receiver after 101 (or 99). Nothing was
+/// lost, and neither end may call the datagram across the gap lost.
+#[test]
+fn omit_boundaries_a_datagram_apart_are_no_loss() {
+    let t0 = Instant::now();
+    for receiver_base in [99, 101] {
+        // The sender's view: 300 sent, its boundary at 100.
+        let (a, ca) = stream(1, StreamRole::Send);
+        let mut st = TestStats::new(vec![a], Protocol::Udp, 1, true, t0, t0);
+        ca.packets.store(100, Relaxed);
+        st.end_omit(t0 + Duration::from_secs(1));
+        ca.packets.store(300, Relaxed);
+        let mut peer = peer_result(300, 0, true);
+        peer.streams[0].omitted_packets = Some(receiver_base);
+        let u = st.summary(t0, Some(&peer), None).streams[0].udp.unwrap();
+        assert_eq!((u.lost, u.packets), (Some(0), 300 - receiver_base), "{receiver_base}");
+        // The receiver's view: its boundary at `receiver_base`, the
+        // sender's at 100.
+        let (b, cb) = stream(1, StreamRole::Recv);
+        let mut st = TestStats::new(vec![b], Protocol::Udp, 1, true, t0, t0);
+        cb.packets.store(receiver_base as u64, Relaxed);
+        st.end_omit(t0 + Duration::from_secs(1));
+        cb.packets.store(300, Relaxed);
+        let mut peer = peer_result(300, 0, false);
+        peer.streams[0].omitted_packets = Some(100);
+        let r = st.summary(t0, Some(&peer), None).streams[0].udp.unwrap();
+        assert_eq!((r.lost, r.packets), (Some(0), 300 - receiver_base), "{receiver_base}");
+    }
+}
+
 /// A 3.12 sender's count includes its omit period and does not say how
 /// much of it that was: no tail is guessed from it.
 #[test]
