@@ -12,6 +12,10 @@ list of NAME=value, for example:
     python3 bench/ab.py 'WIRESPEED_MUX=never;WIRESPEED_MUX=never;-P 4' \\
                         'WIRESPEED_MUX=always;WIRESPEED_MUX=always;-P 4'
 
+`WS_BIN=PATH` in either env runs that binary on that end instead of
+`--wirespeed` (to compare two builds: `'WS_BIN=/tmp/a;WS_BIN=/tmp/a;'
+'WS_BIN=/tmp/b;WS_BIN=/tmp/b;'`); it is not passed to the process.
+
 Variants with the same server environment share one server. Prints one
 Markdown table row per variant. Every process is bounded in time and ended
 by its pid (bench.py's helpers).
@@ -54,11 +58,14 @@ def main():
             key = tuple(sorted(senv.items()))
             if key not in servers:
                 port = bench.free_port()
-                argv = bench.Wirespeed(a.wirespeed).server_argv(port)
+                senv = dict(senv)
+                argv = bench.Wirespeed(senv.pop("WS_BIN", a.wirespeed)).server_argv(port)
                 servers[key] = bench.Server(argv, port, env=dict(base, **senv))
         for _ in range(a.rounds):
             for name, senv, cenv, args in specs:
-                t = bench.Wirespeed(a.wirespeed, env=dict(base, **cenv), label=name)
+                cenv = dict(cenv)
+                binary = cenv.pop("WS_BIN", a.wirespeed)
+                t = bench.Wirespeed(binary, env=dict(base, **cenv), label=name)
                 srv = servers[tuple(sorted(senv.items()))]
                 g, c = bench.scenario_tcp([t], {name: srv}, 1, a.duration, 1, args)
                 gbps[name] += g[name]
