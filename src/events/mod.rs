@@ -394,7 +394,8 @@ pub enum Event {
     /// A warning line.
     Warning(String),
     /// A message printed as it is (iperf3: to stderr after the program
-    /// name, e.g. "the client has unexpectedly closed the connection";
+    /// name, e.g. "the client has unexpectedly closed the connection", and
+    /// in a JSON document its `"error"`, as iperf3's `iperf_err` does;
     /// iperf 2: a line of its report).
     Notice(String),
     /// The test failed.

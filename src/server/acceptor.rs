@@ -143,6 +143,8 @@ pub(super) fn run(
     let mut events = Events::with_capacity(256);
     let mut idle_since = Instant::now();
     let mut waiting = None;
+    // A test ran or a client was turned away (and told so in the output).
+    let mut heard = false;
     let until = match ctx.mode {
         Mode::Iperf2 => ctx.cfg.server.listen_time.map(|t| Instant::now() + t),
         Mode::ConnectBack { .. } => ctx.cfg.server.listen_time.map(|t| Instant::now() + t),
@@ -153,8 +155,16 @@ pub(super) fn run(
         a.announce();
     }
     loop {
-        if signal.load(Relaxed) != 0 {
+        let sig = signal.load(Relaxed);
+        if sig != 0 {
+            ctx.stop_signal.store(sig, Relaxed);
+            let idle = a.idle();
             a.shutdown();
+            // A test in progress reports the signal in its own output;
+            // an idle iperf3 server says it alone (a document with --json).
+            if idle && ctx.mode == Mode::Shared {
+                ctx.say_failure(ctx.interrupted());
+            }
             return Ok(());
         }
         if waiting.is_none() && until.is_some_and(|u| Instant::now() >= u) {
@@ -177,6 +187,7 @@ pub(super) fn run(
         a.turn(&mut events)?;
         let mut one_off_done = false;
         while let Ok(outcome) = done_rx.try_recv() {
+            heard = true;
             if ctx.cfg.server.one_off && ctx.mode == Mode::Shared && outcome == Outcome::Ran {
                 one_off_done = true;
             }
@@ -198,6 +209,18 @@ pub(super) fn run(
             && idle_since.elapsed() >= idle
         {
             if ctx.cfg.server.one_off {
+                // iperf3 exits silently; a reader of our output (pScheduler
+                // parses the one-off server's JSON) learns why there is no
+                // test, unless a client's failure was already reported.
+                if !heard && ctx.mode == Mode::Shared {
+                    ctx.say_failure(Error::msg(
+                        Code::ACCEPT,
+                        format!(
+                            "no connection request was received for {} s in one-off mode",
+                            idle.as_secs_f64()
+                        ),
+                    ));
+                }
                 return Ok(());
             }
             // iperf3 restarts its listener here; ours never wedges,
@@ -488,7 +511,7 @@ impl Acceptor {
                     let _ = stream.write(&server_error_frame(e.code.0, e.errno.unwrap_or(0)));
                 }
                 self.ctx.refused(Refusal::of_params_error(&e));
-                self.ctx.say(Event::Error(e));
+                self.ctx.say_failure(e);
                 self.ctx.test_done(Outcome::Refused);
             }
             Stage::Iperf2Header => self.ctx.refused(Refusal::Unrecognized),

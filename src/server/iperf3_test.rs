@@ -139,8 +139,16 @@ fn serve_test(
         Err(e) => {
             ctx.refused(Refusal::of_params_error(&e));
             send_server_error(&mut ctrl, &e);
+            // As iperf3: a login that failed does not end a `-1` server
+            // (the right client may come next); other refusals do.
+            let outcome = if e.code == Code::AUTHTEST {
+                Outcome::Refused
+            } else {
+                Outcome::Ran
+            };
             early.emit(Event::Error(e));
-            return Outcome::Refused;
+            early.emit(Event::Done);
+            return outcome;
         }
     };
     let params = params_in.params.clone();
@@ -420,8 +428,7 @@ impl ServerTest<'_> {
             self.output.emit(Event::End(Box::new(summary)));
         }
         if tell == State::ServerTerminate {
-            self.output
-                .emit(Event::Notice("interrupt - the server has terminated".into()));
+            self.output.emit(Event::Error(self.ctx.interrupted()));
         }
         if let Some(w) = why {
             self.output.emit(Event::Notice(w.to_string()));

@@ -81,6 +81,8 @@ pub(crate) struct ServerCtx {
     pub registry: Registry,
     /// Raised when the server stops: every test ends.
     pub stop: Arc<AtomicBool>,
+    /// The signal that stopped it (0: none).
+    pub stop_signal: AtomicUsize,
     /// Tests (of both dialects) running now.
     pub active: AtomicUsize,
     /// iperf 2 connections and UDP flows being set up or run.
@@ -160,6 +162,32 @@ impl ServerCtx {
     pub fn say(&self, ev: Event) {
         self.reporter(&self.cfg, Side::Server).emit(ev);
     }
+
+    /// Reports a failure outside a running test (a refusal, a client that
+    /// never sent its parameters, the server's own end): one line, or with
+    /// `--json` a whole document with its `"error"`, as iperf3's server
+    /// prints one per failed test.
+    pub fn say_failure(&self, e: Error) {
+        let mut r = self.reporter(&self.cfg, Side::Server);
+        r.emit(Event::Error(e));
+        r.emit(Event::Done);
+    }
+
+    /// Why tests end when the server is stopped: iperf3 3.21's words.
+    pub fn interrupted(&self) -> Error {
+        let detail = match self.stop_signal.load(Relaxed) {
+            0 => "the server has terminated".to_string(),
+            sig => format!(
+                "the server has terminated by signal {}",
+                crate::client::signal_name(sig)
+            ),
+        };
+        Error {
+            kind: crate::error::Kind::Interrupt,
+            detail: Some(detail),
+            ..Error::new(crate::error::Code::SERVERTERM)
+        }
+    }
 }
 
 /// Counts a running test while alive.
@@ -219,6 +247,7 @@ impl Server {
             out,
             registry: Registry::default(),
             stop: Arc::new(AtomicBool::new(false)),
+            stop_signal: AtomicUsize::new(0),
             active: AtomicUsize::new(0),
             flows: AtomicUsize::new(0),
             started: std::sync::atomic::AtomicU64::new(0),

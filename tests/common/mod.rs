@@ -54,8 +54,14 @@ pub struct Proc {
 impl Proc {
     /// Starts `prog args`.
     pub fn spawn(prog: &PathBuf, args: &[&str]) -> Proc {
+        Proc::spawn_env(prog, args, &[])
+    }
+
+    /// Starts `prog args` with `env` added to the environment.
+    pub fn spawn_env(prog: &PathBuf, args: &[&str], env: &[(&str, &str)]) -> Proc {
         let mut child = Command::new(prog)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -238,6 +244,32 @@ pub fn wait_listening(port: u16) {
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("nothing listens on port {port}");
+}
+
+/// A newer iperf3 than the installed one (e.g. 3.21, built from its
+/// sources): the path in `WIRESPEED_IPERF3_NEW`, or `None` with a visible
+/// notice (CI has only Debian's 3.12).
+pub fn newer_iperf3() -> Option<PathBuf> {
+    match std::env::var_os("WIRESPEED_IPERF3_NEW") {
+        Some(p) if !p.is_empty() => {
+            let p = PathBuf::from(p);
+            assert!(p.is_file(), "WIRESPEED_IPERF3_NEW={p:?} is not a file");
+            Some(p)
+        }
+        _ => {
+            eprintln!("NOTICE: WIRESPEED_IPERF3_NEW not set; skipping the newer iperf3's part");
+            None
+        }
+    }
+}
+
+/// The JSON documents printed one after another (none for empty output);
+/// panics on anything else.
+pub fn json_docs(s: &str) -> Vec<serde_json::Value> {
+    serde_json::Deserializer::from_str(s)
+        .into_iter::<serde_json::Value>()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap_or_else(|e| panic!("not JSON documents ({e}):\n{s}"))
 }
 
 /// Parses a JSON document printed by a client.

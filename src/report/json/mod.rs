@@ -143,7 +143,13 @@ impl Sink for JsonSink {
                 self.doc.insert("server_output_text".into(), Value::from(t.clone()));
             }
             Event::Error(e) => {
-                self.doc.insert("error".into(), Value::from(e.text()));
+                self.doc
+                    .insert("error".into(), Value::from(error_text(e, self.side, self.dialect)));
+            }
+            // iperf3 puts what it would print after its name on stderr
+            // (a test cut short by its client) in the document's error.
+            Event::Notice(n) if self.dialect == Dialect::Iperf3 => {
+                self.doc.insert("error".into(), Value::from(n.clone()));
             }
             Event::Warning(w) => {
                 // Never print outside the document: warnings become JSON.
@@ -159,6 +165,18 @@ impl Sink for JsonSink {
             }
             _ => {}
         }
+    }
+}
+
+/// The `"error"` value, worded as iperf3 words it: a client's failure
+/// bare, an interrupt with `interrupt - `, a server's failure with
+/// `error - ` (its main loop's prefix). iperf 2 tests: the bare text.
+fn error_text(e: &crate::error::Error, side: Side, dialect: Dialect) -> String {
+    match (dialect, e.kind, side) {
+        (Dialect::Iperf2, ..) => e.text(),
+        (_, crate::error::Kind::Interrupt, _) => e.line(),
+        (_, _, Side::Server) => format!("error - {}", e.text()),
+        _ => e.text(),
     }
 }
 
@@ -214,7 +232,8 @@ impl Sink for JsonStreamSink {
             Event::PeerReport(PeerReport::Report(l)) => self.line("peer_report", enhanced::sample(l)),
             Event::ServerOutput(ServerOutput::Json(j)) => self.line("server_output_json", j.clone()),
             Event::ServerOutput(ServerOutput::Text(t)) => self.line("server_output_text", Value::from(t.clone())),
-            Event::Error(e) => self.line("error", Value::from(e.text())),
+            Event::Error(e) => self.line("error", Value::from(error_text(e, self.side, self.dialect))),
+            Event::Notice(n) if self.dialect == Dialect::Iperf3 => self.line("error", Value::from(n.clone())),
             Event::Warning(w) => self.line("warning", Value::from(w.clone())),
             _ => {}
         }
