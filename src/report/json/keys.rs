@@ -101,10 +101,9 @@ pub fn start_json(s: &StartInfo, side: Side) -> Value {
     t.insert("bidir".into(), Value::from(u8::from(s.direction == Direction::Bidir)));
     t.insert("fqrate".into(), Value::from(s.fq_rate));
     t.insert("interval".into(), num(s.interval));
-    if s.protocol == Protocol::Udp {
-        t.insert("gso".into(), Value::from(u8::from(s.gso)));
-        t.insert("gro".into(), Value::from(u8::from(s.gso)));
-    }
+    // 3.21 writes both for every protocol (`--gsro` sets both).
+    t.insert("gso".into(), Value::from(u8::from(s.gso)));
+    t.insert("gro".into(), Value::from(u8::from(s.gso)));
     m.insert("test_start".into(), Value::Object(t));
     Value::Object(m)
 }
@@ -274,9 +273,12 @@ pub fn end_json(s: &Summary) -> Value {
                 }
                 _ => {
                     let with_retr = s.has_retransmits;
+                    // TCP_INFO is the sending host's: a stream this host
+                    // only received has zeros there, as iperf3 writes.
+                    let tcp = st.tcp.map(|t| if st.local_sender { t } else { TcpTotals::default() });
                     o.insert(
                         "sender".into(),
-                        totals(Some(st.socket), &st.sender, st.tcp.as_ref(), with_retr),
+                        totals(Some(st.socket), &st.sender, tcp.as_ref(), with_retr),
                     );
                     o.insert("receiver".into(), totals(Some(st.socket), &st.receiver, None, false));
                 }
@@ -285,6 +287,9 @@ pub fn end_json(s: &Summary) -> Value {
         })
         .collect();
     m.insert("streams".into(), Value::Array(streams));
+    // A server writes its end before the results exchange: it does not
+    // know yet what the client sent.
+    let peer_known = s.streams.iter().any(|st| st.peer_known);
     let dir = |m: &mut Map<String, Value>, d: &DirectionSums, suffix: &str| match (&d.udp, s.protocol) {
         (Some(u), Protocol::Udp) => {
             m.insert(
@@ -297,19 +302,24 @@ pub fn end_json(s: &Summary) -> Value {
                 lost_percent: 0.0,
                 ..*u
             };
+            let sent_packets = if d.sent.sender || peer_known { u.sent_packets } else { 0 };
+            // iperf3 (3.11+) marks these two by what they are, not by
+            // which host sent.
             m.insert(
                 format!("sum_sent{suffix}"),
-                udp_totals(None, &d.sent, &sent, d.sent.sender, false, u.sent_packets),
+                udp_totals(None, &d.sent, &sent, true, false, sent_packets),
             );
             m.insert(
                 format!("sum_received{suffix}"),
-                udp_totals(None, &d.received, u, d.received.sender, false, u.packets),
+                udp_totals(None, &d.received, u, false, false, u.packets),
             );
         }
         _ => {
+            // Retransmits are the sender's: known here when this host
+            // sent, or after the results exchange.
             m.insert(
                 format!("sum_sent{suffix}"),
-                totals(None, &d.sent, None, s.has_retransmits),
+                totals(None, &d.sent, None, s.has_retransmits && (d.sent.sender || peer_known)),
             );
             m.insert(format!("sum_received{suffix}"), totals(None, &d.received, None, false));
         }
@@ -330,7 +340,11 @@ pub fn end_json(s: &Summary) -> Value {
         if let Some(x) = &s.sender_tcp_congestion {
             m.insert("sender_tcp_congestion".into(), Value::from(x.clone()));
         }
-        if let Some(x) = &s.receiver_tcp_congestion {
+        // A sending server learns the receiver's only in the exchange,
+        // after it wrote its end (iperf3 leaves the key out there).
+        if let Some(x) = &s.receiver_tcp_congestion
+            && (peer_known || !s.local_sends)
+        {
             m.insert("receiver_tcp_congestion".into(), Value::from(x.clone()));
         }
     }
