@@ -16,6 +16,10 @@ use crate::{cli, debug, json, metrics, search, server, sys};
 /// wirespeed's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The iperf3 release whose options, output and protocol wirespeed's
+/// iperf3 dialect implements.
+pub const IPERF3_VERSION: &str = "3.21";
+
 /// What the client announces as `client_version` (informational for servers).
 pub const CLIENT_VERSION: &str = concat!("wirespeed-", env!("CARGO_PKG_VERSION"));
 
@@ -113,7 +117,18 @@ fn run_iperf3(rest: &[String], prog: &str) -> i32 {
             0
         }
         cli::iperf3::Command::Version => {
-            println!("{} (iperf3 3.21 and iperf 2.1.8 compatible)", version_string());
+            // Run as `iperf3`, it reports the iperf3 release whose behaviour
+            // it implements, where tools read it (the second word:
+            // perfSONAR's pScheduler picks the RSA padding by it), and says
+            // which wirespeed it is.
+            if prog == "iperf3" {
+                println!("iperf {IPERF3_VERSION} ({})", version_string());
+            } else {
+                println!(
+                    "{} (iperf3 {IPERF3_VERSION} and iperf 2.1.8 compatible)",
+                    version_string()
+                );
+            }
             println!("{}", sys::process::system_info());
             println!(
                 "Optional features available: CPU affinity setting, IPv6 flow label, TCP congestion algorithm setting, \
