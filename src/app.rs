@@ -310,6 +310,17 @@ fn run_client(
             reporter.emit(Event::Warning(w.clone()));
         }
     }
+    // Idle round trips first, before the test's own connections.
+    if let Some(rate) = cfg.latency {
+        match crate::engine::latency::Prober::connect(cfg, host, rate) {
+            Ok(p) => reporter.set_stage(Box::new(p.stage())),
+            Err(e) => {
+                reporter.emit(Event::Error(e.clone()));
+                reporter.emit(Event::Done);
+                return Err(e);
+            }
+        }
+    }
     let r = client(cfg, &mut reporter);
     finish(r, &mut reporter, out)
 }

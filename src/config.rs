@@ -536,6 +536,8 @@ pub struct TestConfig {
     pub iperf2: Iperf2Options,
     /// `--udp-search`: search for the highest rate with acceptable loss.
     pub search: Option<crate::search::SearchOptions>,
+    /// `--latency[=N]`: round-trip probes per second beside the load.
+    pub latency: Option<u32>,
 }
 
 impl Default for TestConfig {
@@ -552,6 +554,7 @@ impl Default for TestConfig {
             file: None,
             iperf2: Iperf2Options::default(),
             search: None,
+            latency: None,
         }
     }
 }

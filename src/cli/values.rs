@@ -57,6 +57,21 @@ pub fn max_loss(v: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("invalid --max-loss '{v}': a percentage from 0 up to (not including) 100"))
 }
 
+/// `--latency[=N]`: probes per second (default 10, at most
+/// [`crate::engine::latency::MAX_RATE`]); the error is the line to show.
+pub fn latency_rate(v: Option<&str>) -> Result<u32, String> {
+    let max = crate::engine::latency::MAX_RATE;
+    match v {
+        None => Ok(10),
+        Some(t) => t
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| format!("invalid --latency '{t}': probes per second, from 1 to {max}")),
+    }
+}
+
 /// What `--udp-search` and `--max-loss` asked for, gathered while the
 /// options are applied.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

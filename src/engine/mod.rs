@@ -7,6 +7,7 @@
 //! [`mio::Waker`] when a stream ends or a byte/block target is reached.
 
 pub mod bounceback;
+pub mod latency;
 pub mod mux;
 pub mod pacer;
 pub mod placement;

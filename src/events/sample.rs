@@ -202,4 +202,6 @@ pub struct IntervalReport {
     /// Full duplex on one socket: both directions of each connection,
     /// summed (iperf 2's `[FDn]`).
     pub pairs: Vec<StreamSample>,
+    /// Latency probes that came back in the interval (`--latency`).
+    pub latency: Option<super::RttStats>,
 }

@@ -186,6 +186,61 @@ pub struct LocalTotals {
     pub pairs: Vec<StreamSample>,
 }
 
+/// Round trips of latency probes (`--latency`) over a span, in ms.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RttStats {
+    /// Probes that came back.
+    pub probes: u64,
+    /// Smallest.
+    pub min_ms: f64,
+    /// Mean.
+    pub mean_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+}
+
+impl RttStats {
+    /// The statistics of round trips `v` (seconds; sorted in place).
+    /// Percentiles are nearest-rank: the smallest value with at least
+    /// that share of the probes at or below it.
+    pub fn of(v: &mut [f64]) -> RttStats {
+        if v.is_empty() {
+            return RttStats::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let rank = |p: f64| v[((p * n as f64).ceil() as usize).clamp(1, n) - 1] * 1e3;
+        RttStats {
+            probes: n as u64,
+            min_ms: v[0] * 1e3,
+            mean_ms: v.iter().sum::<f64>() / n as f64 * 1e3,
+            p50_ms: rank(0.5),
+            p90_ms: rank(0.9),
+            p99_ms: rank(0.99),
+            max_ms: v[n - 1] * 1e3,
+        }
+    }
+}
+
+/// The latency probes of a whole test: before the load and under it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LatencySummary {
+    /// Probes per second asked for under load.
+    pub rate: u32,
+    /// Before the load started.
+    pub idle: RttStats,
+    /// While the test ran.
+    pub loaded: RttStats,
+    /// Why probing stopped early, if it did.
+    pub note: Option<String>,
+}
+
 /// The end-of-test report.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Summary {
@@ -213,4 +268,6 @@ pub struct Summary {
     pub advice: Option<WindowAdvice>,
     /// This host's own whole-test lines.
     pub local: LocalTotals,
+    /// Latency probes (`--latency`).
+    pub latency: Option<LatencySummary>,
 }

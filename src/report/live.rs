@@ -276,6 +276,7 @@ mod tests {
                 sum: sum(end, bytes),
                 sum_bidir_reverse: None,
                 pairs: Vec::new(),
+                latency: None,
             })));
             // The status line is drawn only once the test has started.
             if end == 1.0 {

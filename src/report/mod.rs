@@ -8,6 +8,7 @@ pub mod html;
 pub mod iperf2;
 pub mod iperf3;
 pub mod json;
+pub mod latency;
 pub mod live;
 
 use std::fs::OpenOptions;
@@ -188,10 +189,14 @@ impl Output {
     }
 }
 
+/// What fills in events before the sinks see them (the latency probes).
+pub type Stage = Box<dyn FnMut(&mut Event) + Send>;
+
 /// Fans events out to every sink.
 #[derive(Default)]
 pub struct Reporter {
     sinks: Vec<Box<dyn Sink>>,
+    stage: Option<Stage>,
 }
 
 impl Reporter {
@@ -205,8 +210,16 @@ impl Reporter {
         self.sinks.push(sink);
     }
 
+    /// Lets `stage` add to every event before the sinks see it.
+    pub fn set_stage(&mut self, stage: Stage) {
+        self.stage = Some(stage);
+    }
+
     /// Delivers an event to every sink.
-    pub fn emit(&mut self, ev: Event) {
+    pub fn emit(&mut self, mut ev: Event) {
+        if let Some(st) = self.stage.as_mut() {
+            st(&mut ev);
+        }
         for s in &mut self.sinks {
             s.event(&ev);
         }

@@ -216,6 +216,7 @@ fn report(streams: Vec<StreamSample>, start: f64, end: f64, omitted: bool) -> In
         sum,
         sum_bidir_reverse,
         pairs,
+        latency: None,
     }
 }
 

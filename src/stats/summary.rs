@@ -109,6 +109,7 @@ impl TestStats {
             local_sends,
             local_receives,
             local: self.local_totals(),
+            latency: None,
         }
     }
 

@@ -38,6 +38,16 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
     if s.cfg.search.is_some() {
         search_limits(&s)?;
     }
+    if s.cfg.latency.is_some() {
+        if s.cfg.search.is_some() {
+            return Err(CliError::err("--latency cannot be used with --udp-search"));
+        }
+        if s.cfg.iperf2.bounceback.is_some() {
+            return Err(CliError::err(
+                "--latency cannot be used with --bounceback (a bounceback test measures round trips itself)",
+            ));
+        }
+    }
     Ok(Command::Run(Box::new(s.cfg), s.warnings))
 }
 

@@ -83,6 +83,7 @@ pub enum Opt {
     Live,
     UdpSearch,
     MaxLoss,
+    Latency,
     // Recognised, but their features are not built yet.
     /// `-A`, `--awdl`: Apple Wireless Direct Link (macOS).
     Awdl,
@@ -268,6 +269,7 @@ pub const TABLE: &[Row] = &[
     row!(X, Live,                 -,   "live",                   None,     Client,    F(extras::live)),
     row!(X, UdpSearch,            -,   "udp-search",             None,     Client,    F(extras::udp_search)),
     row!(X, MaxLoss,              -,   "max-loss",               Required, Client,    F(extras::max_loss)),
+    row!(X, Latency,              -,   "latency",                Optional, Client,    F(extras::latency)),
 ];
 
 /// Whether an option of [`TABLE`] works (rather than being refused as not

@@ -100,6 +100,8 @@ wirespeed additions:
       --udp-search         client: find the highest UDP rate with acceptable loss
                            (probes of -t secs, default 2, starting at -b; implies -u)
       --max-loss #[%]      loss the search accepts (default 0.1%)
+      --latency[=#]        client: measure round trips beside the load, # probes per
+                           second (default 10), and before it (the idle RTT)
 
 Miscellaneous:
   -x, --reportexclude [CDMSV]   exclude C(connection) D(data) M(multicast) S(settings) V(server) reports

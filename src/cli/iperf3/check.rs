@@ -25,6 +25,12 @@ pub(super) fn all(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     if s.cfg.search.is_some() {
         crate::search::check_config(&s.cfg, given(Opt::Interval))?;
     }
+    if s.cfg.latency.is_some() && s.cfg.search.is_some() {
+        return Err(Error::param_msg(
+            Code::UNIMP,
+            "--latency cannot be used with --udp-search",
+        ));
+    }
     auth_settings(&s.cfg, opts, s.is_server)?;
     json_warnings(s);
     Ok(())

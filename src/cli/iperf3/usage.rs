@@ -132,6 +132,8 @@ wirespeed additions:
   --udp-search              client: find the highest UDP rate with acceptable loss
                             (probes of -t secs, default 2, starting at -b)
   --max-loss #[%]           loss the search accepts (default 0.1%)
+  --latency[=#]             client: measure round trips beside the load, # probes per
+                            second (default 10), and before it (the idle RTT)
   --metrics <addr>:<port>   server: serve Prometheus metrics over HTTP at <addr>:<port>
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
   {prog} report RESULT.json [-o FILE.html]

@@ -692,13 +692,19 @@ impl Sink for Iperf2Text {
                     m.min, m.mean, m.max, m.stdev, m.count, ct.errors
                 ));
             }
-            Event::Interval(r) => self.flows(&Report {
-                final_report: false,
-                flows: &r.streams,
-                sum: &r.sum,
-                pairs: &r.pairs,
-                relay: false,
-            }),
+            Event::Interval(r) => {
+                self.flows(&Report {
+                    final_report: false,
+                    flows: &r.streams,
+                    sum: &r.sum,
+                    pairs: &r.pairs,
+                    relay: false,
+                });
+                if let Some(l) = &r.latency {
+                    self.out
+                        .write(&crate::report::latency::interval_line(r.sum.start, r.sum.end, l));
+                }
+            }
             Event::End(s) => {
                 self.flows(&Report {
                     final_report: true,
@@ -710,6 +716,9 @@ impl Sink for Iperf2Text {
                 if let (true, Some(a)) = (self.window_advice, &s.advice) {
                     let text: String = a.text.iter().map(|l| format!("{l}\n")).collect();
                     self.out.write(&text);
+                }
+                if let Some(l) = &s.latency {
+                    self.out.write(&crate::report::latency::end_lines(l));
                 }
             }
             Event::PeerReport(p) => self.peer_report(p),

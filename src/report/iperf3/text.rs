@@ -177,6 +177,9 @@ impl TextSink {
                 self.print(&self.sum_interval_line(sum));
             }
         }
+        if let Some(l) = &rep.latency {
+            self.print(&crate::report::latency::interval_line(rep.sum.start, rep.sum.end, l));
+        }
         if multi {
             self.print(SEPARATOR);
         }
@@ -237,6 +240,9 @@ impl TextSink {
             if multi && let Some(d) = dsum {
                 self.direction_summary(d, &group, sum.protocol);
             }
+        }
+        if let Some(l) = &sum.latency {
+            self.print(&crate::report::latency::end_lines(l));
         }
         if self.verbose {
             let line = |local: &str, remote: &str, c: &CpuUtil| {
@@ -584,6 +590,7 @@ mod tests {
             streams: vec![st],
             sum_bidir_reverse: None,
             pairs: Vec::new(),
+            latency: None,
         };
         s.event(&Event::Interval(Box::new(r)));
         let out = buf.lock().unwrap().clone();
@@ -614,6 +621,7 @@ mod tests {
             sum,
             sum_bidir_reverse: None,
             pairs: Vec::new(),
+            latency: None,
         })));
         let out = buf.lock().unwrap().clone();
         assert!(
@@ -715,6 +723,7 @@ mod tests {
             local_receives: false,
             advice: None,
             local: LocalTotals::default(),
+            latency: None,
         };
         s.event(&Event::End(Box::new(sum)));
         let out = buf.lock().unwrap().clone();
@@ -757,6 +766,7 @@ mod tests {
             sum,
             sum_bidir_reverse: None,
             pairs: Vec::new(),
+            latency: None,
         })));
         s.event(&Event::Done);
         let out = buf.lock().unwrap().clone();

@@ -173,6 +173,10 @@ pub fn interval_json(r: &IntervalReport) -> Value {
     if let Some(b) = &r.sum_bidir_reverse {
         m.insert("sum_bidir_reverse".into(), sum_interval(b));
     }
+    // wirespeed's: `--latency` round trips.
+    if let Some(l) = &r.latency {
+        m.insert("latency".into(), crate::report::latency::rtt_json(l));
+    }
     Value::Object(m)
 }
 
@@ -351,6 +355,9 @@ pub fn end_json(s: &Summary) -> Value {
     // After iperf3's keys, so their order stays iperf3's.
     if let Some(a) = &s.advice {
         m.insert("advice".into(), advice_json(a));
+    }
+    if let Some(l) = &s.latency {
+        m.insert("latency".into(), crate::report::latency::summary_json(l));
     }
     Value::Object(m)
 }

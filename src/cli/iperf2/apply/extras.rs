@@ -44,6 +44,12 @@ pub fn udp_search(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--latency[=N]`: N round-trip probes per second beside the load.
+pub fn latency(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    s.cfg.latency = Some(values::latency_rate(o.value.as_deref()).map_err(CliError::err)?);
+    Ok(())
+}
+
 /// `--max-loss P[%]`: the loss the search accepts.
 pub fn max_loss(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.search.max_loss = Some(values::max_loss(value(o)).map_err(CliError::err)?);

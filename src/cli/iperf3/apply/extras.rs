@@ -41,6 +41,13 @@ pub fn udp_search(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--latency[=N]`: N round-trip probes per second beside the load.
+pub fn latency(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let n = values::latency_rate(o.value.as_deref()).map_err(|m| Error::param_msg(Code::UNITVAL, m))?;
+    s.cfg.latency = Some(n);
+    Ok(())
+}
+
 /// `--max-loss P[%]`.
 pub fn max_loss(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let p = values::max_loss(value(o)).map_err(|m| Error::param_msg(Code::UNITVAL, m))?;

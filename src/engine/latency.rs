@@ -1,0 +1,268 @@
+//! `--latency[=N]`: round-trip probes beside any test's load, on a
+//! connection of their own. The probes are iperf 2 bounceback messages
+//! (`spec/iperf2.md` §1.10), so a wirespeed server on either dialect's port
+//! and a real iperf 2 server answer them; an iperf3 server does not, and
+//! the client says so before the test starts.
+//!
+//! First a few probes on the idle path give the idle RTT; from the test's
+//! start a thread sends one probe every `1/N` s (the next only once the
+//! last came back: a queue that holds a probe for a second makes fewer
+//! probes, not a pile of them) until the test ends. Each interval reports
+//! the probes that came back in it; the end reports the idle and the
+//! loaded distributions.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use socket2::SockRef;
+
+use crate::clock::wall_clock;
+use crate::config::TestConfig;
+use crate::error::{Code, Error};
+use crate::events::{Event, LatencySummary, RttStats};
+use crate::net::{self, ConnectOpts};
+use crate::proto::iperf2::bounceback::{BB_DEFAULT_SIZE, BB_QUICKACK, BbHeader};
+
+/// Probes on the idle path before the load starts.
+pub const IDLE_PROBES: usize = 10;
+/// The most time between two idle probes.
+const IDLE_GAP: Duration = Duration::from_millis(20);
+/// How long an idle probe may take before the server is taken for one
+/// that does not answer probes.
+const IDLE_WAIT: Duration = Duration::from_secs(2);
+/// How long a probe under load may take before probing gives up.
+const LOADED_WAIT: Duration = Duration::from_secs(10);
+/// Loaded round trips kept for the whole test's percentiles (8 MB); later
+/// ones still count in their intervals.
+const MAX_KEPT: usize = 1_000_000;
+/// The most probes per second.
+pub const MAX_RATE: u32 = 1000;
+
+/// What the probing thread shares with the reporter.
+#[derive(Default)]
+struct Shared {
+    /// Round trips (s) that came back since the last interval report.
+    pending: Vec<f64>,
+    /// Every loaded round trip (up to [`MAX_KEPT`]).
+    all: Vec<f64>,
+    /// Why probing stopped early.
+    failed: Option<String>,
+}
+
+/// The probes of one client test.
+pub struct Prober {
+    sock: TcpStream,
+    rate: u32,
+    idle: Vec<f64>,
+    shared: Arc<Mutex<Shared>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// One probe: write a message, read it back; its round trip in seconds,
+/// or `None` when `stop` was raised or the reply did not come by `wait`.
+fn probe(sock: &TcpStream, id: u32, wait: Duration, stop: &AtomicBool) -> Result<Option<f64>, String> {
+    let h = BbHeader {
+        size: BB_DEFAULT_SIZE,
+        id,
+        bbflags: BB_QUICKACK,
+        tos: u16::from_be_bytes([0x5a, 0x5a]),
+        client_tx: wall_clock(),
+        ..BbHeader::default()
+    };
+    let msg = h.client_message();
+    let sent = Instant::now();
+    (&*sock).write_all(&msg).map_err(|e| crate::error::errno_text(&e))?;
+    let mut reply = vec![0u8; msg.len()];
+    let mut got = 0;
+    while got < reply.len() {
+        if stop.load(Relaxed) {
+            return Ok(None);
+        }
+        let left = wait.saturating_sub(sent.elapsed());
+        if left.is_zero() {
+            return Err(format!("no reply within {} s", wait.as_secs()));
+        }
+        let _ = sock.set_read_timeout(Some(left.min(Duration::from_millis(100))));
+        match (&*sock).read(&mut reply[got..]) {
+            Ok(0) => return Err("the server closed the probe connection".into()),
+            Ok(n) => got += n,
+            Err(e) if super::is_timeout(&e) => {}
+            Err(e) => return Err(crate::error::errno_text(&e)),
+        }
+    }
+    let rtt = sent.elapsed().as_secs_f64();
+    let _ = SockRef::from(sock).set_tcp_quickack(true);
+    // An echo carries our message back (the server stamps its times).
+    match BbHeader::decode(&reply) {
+        Ok(r) if r.id == id && r.size == BB_DEFAULT_SIZE => Ok(Some(rtt)),
+        _ => Err("the reply is not a round-trip probe".into()),
+    }
+}
+
+impl Prober {
+    /// Connects to the test's server and port and measures the idle
+    /// round trip; an error when the server does not answer probes.
+    pub fn connect(cfg: &TestConfig, host: &str, rate: u32) -> Result<Prober, Error> {
+        let addrs = net::resolve(host, cfg.port, cfg.net.family)?;
+        let opts = ConnectOpts {
+            bind: cfg.net.bind.as_deref(),
+            port: None,
+            device: cfg.net.bind_dev.as_deref(),
+            timeout: cfg.net.connect_timeout,
+            mptcp: false,
+        };
+        let sock = net::connect_any(&addrs, &opts, &|_| Ok(()), Code::CONNECT)?;
+        let _ = sock.set_nodelay(true);
+        let _ = SockRef::from(&sock).set_tcp_quickack(true);
+        let _ = sock.set_write_timeout(Some(LOADED_WAIT));
+        let never = AtomicBool::new(false);
+        let gap = Duration::from_secs_f64(1.0 / f64::from(rate.max(1))).min(IDLE_GAP);
+        let mut idle = Vec::with_capacity(IDLE_PROBES);
+        for i in 0..IDLE_PROBES {
+            match probe(&sock, i as u32 + 1, IDLE_WAIT, &never) {
+                Ok(Some(rtt)) => idle.push(rtt),
+                Ok(None) => {}
+                Err(why) => {
+                    return Err(Error::msg(
+                        Code::CONNECT,
+                        format!(
+                            "--latency: the server at {host} port {} does not answer round-trip probes ({why}); \
+                             a wirespeed or iperf 2 server does, an iperf3 server cannot",
+                            cfg.port
+                        ),
+                    ));
+                }
+            }
+            std::thread::sleep(gap);
+        }
+        Ok(Prober {
+            sock,
+            rate,
+            idle,
+            shared: Arc::new(Mutex::new(Shared::default())),
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: None,
+        })
+    }
+
+    /// Starts probing beside the load.
+    pub fn start_loaded(&mut self) {
+        if self.thread.is_some() {
+            return;
+        }
+        let Ok(sock) = self.sock.try_clone() else {
+            self.note("the probe connection could not be shared".into());
+            return;
+        };
+        let (shared, stop) = (self.shared.clone(), self.stop.clone());
+        let period = Duration::from_secs_f64(1.0 / f64::from(self.rate.max(1)));
+        let spawned = std::thread::Builder::new()
+            .name("ws-latency".into())
+            .spawn(move || loaded_loop(&sock, period, &shared, &stop));
+        match spawned {
+            Ok(t) => self.thread = Some(t),
+            Err(e) => self.note(format!("no probe thread: {e}")),
+        }
+    }
+
+    fn note(&self, why: String) {
+        if let Ok(mut s) = self.shared.lock() {
+            s.failed.get_or_insert(why);
+        }
+    }
+
+    /// The probes that came back since the last call.
+    pub fn take_interval(&self) -> RttStats {
+        let mut v = self
+            .shared
+            .lock()
+            .map(|mut s| std::mem::take(&mut s.pending))
+            .unwrap_or_default();
+        RttStats::of(&mut v)
+    }
+
+    /// Stops probing; the idle and loaded distributions.
+    pub fn finish(&mut self) -> LatencySummary {
+        self.stop.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = self.sock.shutdown(std::net::Shutdown::Both);
+        let (mut all, failed) = self
+            .shared
+            .lock()
+            .map(|mut s| (std::mem::take(&mut s.all), s.failed.take()))
+            .unwrap_or_default();
+        let mut idle = self.idle.clone();
+        LatencySummary {
+            rate: self.rate,
+            idle: RttStats::of(&mut idle),
+            loaded: RttStats::of(&mut all),
+            note: failed,
+        }
+    }
+
+    /// Fills in the latency of the events a test emits: starts the loaded
+    /// probes at the test's start, adds each interval's and the end's.
+    pub fn stage(mut self) -> impl FnMut(&mut Event) + Send {
+        let mut finished = false;
+        move |ev: &mut Event| match ev {
+            Event::Start(_) => self.start_loaded(),
+            Event::Interval(r) => r.latency = Some(self.take_interval()),
+            Event::End(s) if !finished => {
+                finished = true;
+                s.latency = Some(self.finish());
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Drop for Prober {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        let _ = self.sock.shutdown(std::net::Shutdown::Both);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn loaded_loop(sock: &TcpStream, period: Duration, shared: &Mutex<Shared>, stop: &AtomicBool) {
+    let mut next = Instant::now();
+    let mut id = IDLE_PROBES as u32;
+    while !stop.load(Relaxed) {
+        id = id.wrapping_add(1);
+        match probe(sock, id, LOADED_WAIT, stop) {
+            Ok(Some(rtt)) => {
+                if let Ok(mut s) = shared.lock() {
+                    s.pending.push(rtt);
+                    if s.all.len() < MAX_KEPT {
+                        s.all.push(rtt);
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(why) => {
+                if let Ok(mut s) = shared.lock() {
+                    s.failed.get_or_insert(format!("probing stopped: {why}"));
+                }
+                break;
+            }
+        }
+        next += period;
+        let now = Instant::now();
+        if next < now {
+            // A slow reply: the next probe goes now, not a burst to catch up.
+            next = now;
+        }
+        while !stop.load(Relaxed) && Instant::now() < next {
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
+        }
+    }
+}
