@@ -466,3 +466,31 @@ fn multicast_in_a_namespace_both_ways() {
     assert_eq!(r.code, Some(1), "{}", r.stdout);
     assert_eq!(r.stderr, "mcast join failed: No such device\n");
 }
+
+/// The seed tutorial's `iperf -u -c host -m -i 1 -b 10000M`: 2.1.8 takes
+/// `-m` with UDP (it shows "MSS size 0 bytes"), and so do we; the banners'
+/// first lines match.
+#[test]
+fn the_tutorials_udp_command_with_m_runs_as_in_2_1_8() {
+    let mut heads = Vec::new();
+    for who in [Iperf2::Real, Iperf2::Ours] {
+        let port = free_port();
+        let Some(srv) = iperf2_server(Iperf2::Ours, port, &["-u"]) else {
+            return;
+        };
+        let Some(r) = iperf2_client(who, port, "-u -m -i 1 -b 10000M -t 1", T) else {
+            return;
+        };
+        drop(srv);
+        assert_eq!(r.code, Some(0), "{who:?}: {}{}", r.stdout, r.stderr);
+        let head: Vec<String> = r
+            .stdout
+            .lines()
+            .take(4)
+            .map(|l| l.replace(&port.to_string(), "PORT"))
+            .collect();
+        heads.push(head);
+    }
+    assert_eq!(heads[0][..3], heads[1][..3], "{heads:?}");
+    assert_eq!(heads[1][2], "MSS size 0 bytes");
+}

@@ -184,7 +184,7 @@ pub const TABLE: &[Row] = &[
     row!(N, Help,                 'h', "help",                   None,     Any,       A(Answer::Help)),
     row!(N, Interval,             'i', "interval",               Required, Any,       F(output::interval)),
     row!(N, Len,                  'l', "len",                    Required, Any,       F(traffic::len)),
-    row!(N, PrintMss,             'm', "print_mss",              None,     Tcp,       F(output::print_mss)),
+    row!(N, PrintMss,             'm', "print_mss",              None,     Any,       F(output::print_mss)),
     row!(N, Num,                  'n', "num",                    Required, Client,    F(traffic::num)),
     row!(N, Output,               'o', "output",                 Required, Any,       F(output::output)),
     row!(N, Port,                 'p', "port",                   Required, Any,       F(network::port)),

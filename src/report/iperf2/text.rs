@@ -264,6 +264,10 @@ impl Iperf2Text {
             s.push_str(&format!(" with pid {} ({} flows)", b.pid, b.flows));
         }
         s.push('\n');
+        // 2.1.8 takes -m with -u too, and has no MSS to show there.
+        if self.print_mss && b.protocol == Protocol::Udp {
+            s.push_str("MSS size 0 bytes\n");
+        }
         if self.enhanced && b.protocol != Protocol::Udp {
             s.push_str(&format!(
                 "Write buffer size: {}\n",
