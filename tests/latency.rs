@@ -354,3 +354,26 @@ fn bufferbloat_through_a_deep_queue_shows_and_a_shallow_one_does_not() {
     assert!(p50(&d, "loaded") >= 5.0 * p50(&d, "idle"), "{report}");
     assert!(p50(&d, "loaded") >= 5.0 * p50(&s, "loaded"), "{report}");
 }
+
+#[test]
+fn the_html_report_plots_round_trips_and_compares_idle_with_loaded() {
+    let port = free_port();
+    let _srv = wirespeed_server(port, &[]);
+    let p = port.to_string();
+    let dir = std::env::temp_dir().join(format!("ws-lat-html-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let html = dir.join("r.html");
+    let h = html.to_str().unwrap();
+    let r = run(
+        &wirespeed(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "2", "--latency=20", "--report", h],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(page.contains("Round trips under load"), "no latency chart");
+    assert!(page.contains("Latency: idle and under load"), "no latency table");
+    assert!(page.contains("idle (before the test)") && page.contains("under load"));
+    assert!(page.contains("RTT idle"), "no headline");
+}

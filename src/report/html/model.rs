@@ -44,6 +44,8 @@ pub struct TestView {
     pub notes: Vec<String>,
     /// End-of-test table.
     pub summary: Table,
+    /// Idle and loaded round trips (`--latency`), if measured.
+    pub latency: Option<Table>,
     /// Test parameters.
     pub params: Vec<(String, String)>,
 }
@@ -325,6 +327,80 @@ fn build_chart(spec: &ChartSpec, intervals: &[Value]) -> Option<Chart> {
     })
 }
 
+/// `--latency`'s round trips per interval: p50, p90 and max.
+fn latency_chart(intervals: &[Value]) -> Option<Chart> {
+    if !intervals.iter().any(|iv| iv.get("latency").is_some()) {
+        return None;
+    }
+    let Times { xs, warm, span } = interval_times(intervals);
+    let pick = |key: &str| -> Points {
+        intervals
+            .iter()
+            .zip(&xs)
+            .filter_map(|(iv, x)| {
+                let l = iv.get("latency")?;
+                (int(l, "probes")? > 0).then_some(())?;
+                Some((*x, num(l, key)?))
+            })
+            .collect()
+    };
+    let series = [
+        ("p50", "p50_ms", true),
+        ("p90", "p90_ms", false),
+        ("max", "max_ms", false),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (label, key, emphasis))| Series {
+        label: label.to_string(),
+        points: pick(key),
+        colour: if i == 0 {
+            chart::SUM_COLOUR.to_string()
+        } else {
+            chart::colour(i).to_string()
+        },
+        emphasis: *emphasis,
+        in_legend: true,
+    })
+    .collect();
+    Some(Chart {
+        id: "latency".into(),
+        title: "Round trips under load (--latency probes)".into(),
+        y_name: "RTT".into(),
+        unit: Unit::Millis,
+        series,
+        x_span: span,
+        shade: warm.map(|(a, b)| (a, b, "omitted".to_string())),
+        note: None,
+    })
+}
+
+/// Idle against loaded round trips.
+fn latency_table(l: &Value) -> Table {
+    let mut t = Table {
+        head: ["Round trips", "Probes", "p50", "p90", "p99", "max"]
+            .map(String::from)
+            .to_vec(),
+        rows: Vec::new(),
+    };
+    let ms = |x: Option<f64>| x.map(|v| format!("{v:.3} ms")).unwrap_or_default();
+    for (key, label) in [("idle", "idle (before the test)"), ("loaded", "under load")] {
+        let d = l.get(key).unwrap_or(empty());
+        t.rows.push((
+            false,
+            vec![
+                label.to_string(),
+                int(d, "probes").map(|n| n.to_string()).unwrap_or_default(),
+                ms(num(d, "p50_ms")),
+                ms(num(d, "p90_ms")),
+                ms(num(d, "p99_ms")),
+                ms(num(d, "max_ms")),
+            ],
+        ));
+    }
+    t
+}
+
 fn is_array_of_objects(v: Option<&Value>) -> bool {
     v.and_then(Value::as_array).is_some()
 }
@@ -368,6 +444,10 @@ pub fn view(doc: &Value) -> TestView {
             .push("No intervals were measured, so there is nothing to plot.".into());
     }
     if let Some(c) = build_chart(&THROUGHPUT, &intervals) {
+        v.charts.push(c);
+    }
+    // Round trips under the load, right under the throughput they met.
+    if let Some(c) = latency_chart(&intervals) {
         v.charts.push(c);
     }
     if udp {
@@ -429,6 +509,16 @@ pub fn view(doc: &Value) -> TestView {
         }
     }
     v.headline = headline(end, udp);
+    if let Some(l) = end.get("latency") {
+        let p50 = |k: &str| l.get(k).and_then(|x| num(x, "p50_ms"));
+        if let (Some(i), Some(b)) = (p50("idle"), p50("loaded")) {
+            v.headline.push((
+                "RTT idle \u{2192} loaded (p50)".into(),
+                format!("{i:.2} \u{2192} {b:.2} ms"),
+            ));
+        }
+        v.latency = Some(latency_table(l));
+    }
     v.summary = if udp { udp_table(end) } else { tcp_table(end) };
     v.params = params(doc, start, end);
     v

@@ -119,6 +119,10 @@ fn section(i: usize, v: &TestView) -> String {
         s.push_str("<h3>Summary</h3>");
         s.push_str(&table(&v.summary));
     }
+    if let Some(l) = &v.latency {
+        s.push_str("<h3>Latency: idle and under load</h3>");
+        s.push_str(&table(l));
+    }
     if !v.params.is_empty() {
         s.push_str(r#"<h3>Parameters</h3><div class="tablewrap"><table class="params"><tbody>"#);
         for (k, val) in &v.params {
