@@ -213,7 +213,9 @@ impl Prober {
         let mut finished = false;
         move |ev: &mut Event| match ev {
             Event::Start(_) => self.start_loaded(),
-            Event::Interval(r) => r.latency = Some(self.take_interval()),
+            // (An iperf 2 `-r` runs a second test after the first's end:
+            // the probes ended with the first.)
+            Event::Interval(r) if !finished => r.latency = Some(self.take_interval()),
             Event::End(s) if !finished => {
                 finished = true;
                 s.latency = Some(self.finish());
