@@ -1138,3 +1138,71 @@ fn a_bounceback_hold_from_the_network_does_not_keep_a_server_from_stopping() {
         t0.elapsed()
     );
 }
+
+/// A valid 100-byte bounceback message (what `--latency` probes send).
+fn probe_message(id: u32) -> Vec<u8> {
+    let mut m = vec![0x5au8; 100];
+    m[0..4].copy_from_slice(&0x0080_0000u32.to_be_bytes());
+    m[4..8].copy_from_slice(&100u32.to_be_bytes());
+    m[8..12].copy_from_slice(&id.to_be_bytes());
+    m[12..14].copy_from_slice(&0x8000u16.to_be_bytes());
+    // Server stamps to come (all ones), and no hold.
+    m[28..44].fill(0xff);
+    m[44..48].fill(0);
+    m
+}
+
+#[test]
+fn a_flood_of_round_trip_probes_is_served_and_silent_probers_do_not_block_tests() {
+    let (mut srv, port) = server(&[]);
+    // 32 probers at full speed, 300 round trips each: more than the
+    // server's 16 tests at once, so some are turned away (closed).
+    let busy: Vec<_> = (0..32)
+        .map(|_| {
+            std::thread::spawn(move || -> bool {
+                let mut s = connect(port);
+                let mut back = [0u8; 100];
+                for id in 0..300 {
+                    if s.write_all(&probe_message(id)).is_err() || s.read_exact(&mut back).is_err() {
+                        return false;
+                    }
+                    assert_eq!(&back[8..12], &id.to_be_bytes());
+                }
+                true
+            })
+        })
+        .collect();
+    // And 64 that go silent: after one round trip, or half way through a
+    // message (the server gives a message 4 s, a next message 120 s).
+    let mut silent = Vec::new();
+    for i in 0..64u32 {
+        let mut s = connect(port);
+        let m = probe_message(i);
+        // (Those over the server's limits are closed at once.)
+        if i % 2 == 0 {
+            let mut back = [0u8; 100];
+            let _ = s.write_all(&m).and_then(|_| s.read_exact(&mut back));
+        } else {
+            let _ = s.write_all(&m[..50]);
+        }
+        silent.push(s);
+    }
+    let served = busy
+        .into_iter()
+        .filter(|_| true)
+        .map(|t| t.join().unwrap())
+        .filter(|ok| *ok)
+        .count();
+    assert!(served >= 8, "only {served} of 32 probers were served: {}", srv.out());
+    // Tests still run beside them, and a --latency client is served.
+    alive(&mut srv);
+    real_clients_complete(port, true);
+    let p = port.to_string();
+    let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "1", "--latency"], T);
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    // The half messages are dropped within the message deadline.
+    for s in silent.iter_mut().skip(1).step_by(2) {
+        assert!(closed_within(s, Duration::from_secs(10)));
+    }
+    alive(&mut srv);
+}
