@@ -377,3 +377,27 @@ fn the_html_report_plots_round_trips_and_compares_idle_with_loaded() {
     assert!(page.contains("idle (before the test)") && page.contains("under load"));
     assert!(page.contains("RTT idle"), "no headline");
 }
+
+#[test]
+fn the_probes_are_not_a_test_of_their_own_on_our_server() {
+    // A -1 JSON server prints the one test's document, no second one for
+    // the probe connection, and its text has no bounceback lines.
+    let port = free_port();
+    let p = port.to_string();
+    let mut srv = Proc::spawn(&wirespeed(), &["-s", "-1", "-J", "-p", &p]);
+    wait_listening(port);
+    let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "1", "--latency"], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(srv.wait(T).is_some(), "the -1 server did not end");
+    let docs = json_docs(&srv.out());
+    assert_eq!(docs.len(), 1, "{}", srv.out());
+    assert_eq!(docs[0]["start"]["test_start"]["protocol"], "TCP");
+    let port = free_port();
+    let srv = wirespeed_server(port, &[]);
+    let p = port.to_string();
+    let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "1", "--latency"], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = stop_server(srv);
+    assert!(!out.contains("bb w/quickack") && !out.contains("BB8"), "{out}");
+    assert!(out.contains("receiver"), "{out}");
+}

@@ -25,7 +25,7 @@ use crate::config::TestConfig;
 use crate::error::{Code, Error};
 use crate::events::{Event, LatencySummary, RttStats};
 use crate::net::{self, ConnectOpts};
-use crate::proto::iperf2::bounceback::{BB_DEFAULT_SIZE, BB_QUICKACK, BbHeader};
+use crate::proto::iperf2::bounceback::{BB_DEFAULT_SIZE, BB_HEADER_LEN, BB_QUICKACK, BbHeader, LATENCY_PROBE_MARK};
 
 /// Probes on the idle path before the load starts.
 pub const IDLE_PROBES: usize = 10;
@@ -74,7 +74,8 @@ fn probe(sock: &TcpStream, id: u32, wait: Duration, stop: &AtomicBool) -> Result
         client_tx: wall_clock(),
         ..BbHeader::default()
     };
-    let msg = h.client_message();
+    let mut msg = h.client_message();
+    msg[BB_HEADER_LEN..BB_HEADER_LEN + LATENCY_PROBE_MARK.len()].copy_from_slice(LATENCY_PROBE_MARK);
     let sent = Instant::now();
     (&*sock).write_all(&msg).map_err(|e| crate::error::errno_text(&e))?;
     let mut reply = vec![0u8; msg.len()];

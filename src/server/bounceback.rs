@@ -19,7 +19,9 @@ use crate::events::{Event, Side, StartInfo};
 use crate::iperf2::client::bb_mode;
 use crate::iperf2::conn_line;
 use crate::iperf2::runner::{Flow, RunOpts, run_flows};
-use crate::proto::iperf2::bounceback::{BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader};
+use crate::proto::iperf2::bounceback::{
+    BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader, LATENCY_PROBE_MARK,
+};
 use crate::stats::{BouncebackCounters, StreamMeta, StreamRole};
 
 /// How long the rest of the first header may take once it has begun.
@@ -44,7 +46,33 @@ fn first_header(sock: &TcpStream, mut prefix: Vec<u8>) -> Option<(BbHeader, Vec<
     let h = BbHeader::decode(&prefix).ok()?;
     // More than one message's worth before the first reply: not a client
     // that waits for its echoes.
-    (prefix.len() <= h.size as usize).then_some((h, prefix))
+    if prefix.len() > h.size as usize {
+        return None;
+    }
+    // A message as small as a probe is read whole, to see its mark.
+    while h.size as usize <= PROBE_MAX && prefix.len() < h.size as usize {
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        let _ = sock.set_read_timeout(Some(deadline - now));
+        let mut tmp = [0u8; PROBE_MAX];
+        match (&*sock).read(&mut tmp[..h.size as usize - prefix.len()]) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => prefix.extend_from_slice(&tmp[..n]),
+        }
+    }
+    Some((h, prefix))
+}
+
+/// The largest first message read whole before echoing.
+const PROBE_MAX: usize = 256;
+
+/// A `--latency` client's probe connection: echoed, not reported.
+fn is_latency_probe(first: &[u8]) -> bool {
+    first
+        .get(BB_HEADER_LEN..)
+        .is_some_and(|p| p.starts_with(LATENCY_PROBE_MARK))
 }
 
 /// Serves one bounceback connection; `prefix` holds the bytes already
@@ -82,7 +110,13 @@ pub(super) fn serve(ctx: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: 
     }
     let _running = Running::new(&ctx.active);
     let cfg = &ctx.flow_cfg;
-    let mut rep = ctx.test_reporter(cfg, crate::config::Protocol::Tcp, peer.ip());
+    // A --latency client's probes belong to its test: echoed quietly, not
+    // a report (or a JSON document) of their own.
+    let mut rep = if is_latency_probe(&prefix) {
+        crate::report::Reporter::new()
+    } else {
+        ctx.test_reporter(cfg, crate::config::Protocol::Tcp, peer.ip())
+    };
     rep.emit(Event::StreamConnected(Box::new(line)));
     let Ok(s2) = sock.try_clone() else { return };
     let counters = BouncebackCounters::echo(cfg.output.interval);

@@ -38,6 +38,11 @@ pub const BB_TOS: u16 = 0x2000;
 /// bbflags: stop.
 pub const BB_STOP: u16 = 0x1000;
 
+/// What `--latency`'s probes carry at the start of their payload (after
+/// the header): a wirespeed server echoes them without reporting them as a
+/// test of their own; an iperf 2 server echoes the payload unread.
+pub const LATENCY_PROBE_MARK: &[u8] = b"wirespeed latency probe";
+
 /// The filler 2.1.8 leaves in unused fields.
 pub const FILLER: u8 = 0x5a;
 
