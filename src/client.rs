@@ -158,15 +158,7 @@ impl Client<'_> {
     /// address, the connection's MSS, the cookie.
     fn connect_control(&mut self) -> Result<(std::net::SocketAddr, u32, Cookie), Error> {
         let cfg = self.cfg;
-        let addrs = net::resolve(self.host, self.port, cfg.net.family)?;
-        let opts = ConnectOpts {
-            bind: cfg.net.bind.as_deref(),
-            port: None,
-            device: cfg.net.bind_dev.as_deref(),
-            timeout: cfg.net.connect_timeout,
-            mptcp: false,
-        };
-        let sock = net::connect_any(&addrs, &opts, &|_| Ok(()), Code::CONNECT)?;
+        let sock = net::connect_client(&cfg.net, self.host, self.port)?;
         let server_addr = sock.peer_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;
         net::setup_control(&sock, cfg.net.cntl_ka, cfg.net.snd_timeout)?;
         let control_mss = net::mss_of(&sock);

@@ -241,6 +241,20 @@ pub fn connect_tcp(
     Ok(sock.into())
 }
 
+/// Connects a client's control-like connection to `host` port `port`: the
+/// configuration's family, `-B` address and device, and connect timeout.
+pub fn connect_client(net: &crate::config::NetOptions, host: &str, port: u16) -> Result<TcpStream, Error> {
+    let addrs = resolve(host, port, net.family)?;
+    let opts = ConnectOpts {
+        bind: net.bind.as_deref(),
+        port: None,
+        device: net.bind_dev.as_deref(),
+        timeout: net.connect_timeout,
+        mptcp: false,
+    };
+    connect_any(&addrs, &opts, &|_| Ok(()), Code::CONNECT)
+}
+
 /// Connects to the first address that answers.
 pub fn connect_any(
     addrs: &[SocketAddr],

@@ -4,6 +4,8 @@
 //! its tokens with PKCS#1 v1.5, hence `--use-pkcs1-padding` on our side).
 
 mod common;
+#[path = "common/login.rs"]
+mod login;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -30,23 +32,7 @@ impl Drop for Keys {
 }
 
 fn tool(name: &str, args: &[&str], stdin: Option<&str>) -> String {
-    let mut c = Command::new(name)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let mut input = c.stdin.take().unwrap();
-    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
-    drop(input);
-    let o = c.wait_with_output().unwrap();
-    assert!(
-        o.status.success(),
-        "{name} {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
+    login::tool(name, args, stdin.unwrap_or(""))
 }
 
 /// `sha256sum` of `{user}password`: the reference for the users file.

@@ -24,7 +24,6 @@ use crate::clock::wall_clock;
 use crate::config::TestConfig;
 use crate::error::{Code, Error};
 use crate::events::{Event, LatencySummary, RttStats};
-use crate::net::{self, ConnectOpts};
 use crate::proto::iperf2::bounceback::{BB_DEFAULT_SIZE, BB_HEADER_LEN, BB_QUICKACK, BbHeader, LATENCY_PROBE_MARK};
 
 /// Probes on the idle path before the load starts.
@@ -109,15 +108,7 @@ impl Prober {
     /// Connects to the test's server and port and measures the idle
     /// round trip; an error when the server does not answer probes.
     pub fn connect(cfg: &TestConfig, host: &str, rate: u32) -> Result<Prober, Error> {
-        let addrs = net::resolve(host, cfg.port, cfg.net.family)?;
-        let opts = ConnectOpts {
-            bind: cfg.net.bind.as_deref(),
-            port: None,
-            device: cfg.net.bind_dev.as_deref(),
-            timeout: cfg.net.connect_timeout,
-            mptcp: false,
-        };
-        let sock = net::connect_any(&addrs, &opts, &|_| Ok(()), Code::CONNECT)?;
+        let sock = crate::net::connect_client(&cfg.net, host, cfg.port)?;
         let _ = sock.set_nodelay(true);
         let _ = SockRef::from(&sock).set_tcp_quickack(true);
         let _ = sock.set_write_timeout(Some(LOADED_WAIT));

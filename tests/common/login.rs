@@ -5,6 +5,7 @@
 //! alphanumeric user, a 20-character password with punctuation, and a
 //! users file of one `user,sha256hex("{user}password")` line. Made with
 //! `openssl` and `sha256sum`, in a directory removed when dropped.
+#![allow(dead_code)]
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,7 +23,8 @@ impl Drop for Login {
     }
 }
 
-fn tool(name: &str, args: &[&str], stdin: &str) -> String {
+/// Runs a tool with `stdin`; its stdout (panics if it fails).
+pub fn tool(name: &str, args: &[&str], stdin: &str) -> String {
     let mut c = Command::new(name)
         .args(args)
         .stdin(Stdio::piped())
