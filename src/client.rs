@@ -68,17 +68,6 @@ struct Client<'a> {
     pending: Option<(Vec<DataStream>, Arc<mio::Waker>, LocalOpts)>,
 }
 
-/// iperf3's words for a signal.
-pub fn signal_name(sig: usize) -> String {
-    let name = match sig as i32 {
-        libc::SIGINT => "Interrupt",
-        libc::SIGTERM => "Terminated",
-        libc::SIGHUP => "Hangup",
-        _ => "Signal",
-    };
-    format!("{name}({sig})")
-}
-
 impl Client<'_> {
     fn interrupted(&self) -> Option<usize> {
         match self.signal.load(Relaxed) {
@@ -560,9 +549,5 @@ fn udp_hello(sock: &std::net::UdpSocket, hello: &[u8], deadline: Instant) -> Res
 }
 
 fn interrupt_error(sig: usize) -> Error {
-    Error {
-        kind: Kind::Interrupt,
-        detail: Some(format!("the client has terminated by signal {}", signal_name(sig))),
-        ..Error::new(Code::CLIENTTERM)
-    }
+    Error::interrupted(Code::CLIENTTERM, "client", sig)
 }

@@ -305,6 +305,20 @@ impl Error {
         }
     }
 
+    /// An end by signal `sig` (0: none known), in iperf3 3.21's words:
+    /// `interrupt - the {who} has terminated by signal Interrupt(2)`.
+    pub fn interrupted(code: Code, who: &str, sig: usize) -> Error {
+        let detail = match sig {
+            0 => format!("the {who} has terminated"),
+            s => format!("the {who} has terminated by signal {}", signal_name(s)),
+        };
+        Error {
+            kind: Kind::Interrupt,
+            detail: Some(detail),
+            ..Error::new(code)
+        }
+    }
+
     /// A runtime error with custom words.
     pub fn msg(code: Code, msg: impl Into<String>) -> Error {
         Error {
@@ -379,6 +393,17 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// iperf3's words for a signal: `Interrupt(2)`.
+pub fn signal_name(sig: usize) -> String {
+    let name = match sig as i32 {
+        libc::SIGINT => "Interrupt",
+        libc::SIGTERM => "Terminated",
+        libc::SIGHUP => "Hangup",
+        _ => "Signal",
+    };
+    format!("{name}({sig})")
+}
 
 #[cfg(test)]
 mod tests {

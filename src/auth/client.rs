@@ -3,7 +3,7 @@
 use super::{MAX_PASSWORD, PASSWORD_ENV, Padding, PublicKey, client_err};
 use crate::config::ClientAuth;
 use crate::error::errno_text as io_words;
-use crate::error::{Code, Error, Kind};
+use crate::error::{Code, Error};
 use crate::proto::iperf3::auth::{FieldError, base64_encode, check_field, token_text};
 
 /// What a client needs to authenticate: who, the password, the server's
@@ -99,10 +99,7 @@ pub fn password(cancelled: &dyn Fn() -> bool) -> Result<String, Error> {
     }
     match crate::sys::term::read_secret("Password: ", MAX_PASSWORD, cancelled) {
         Ok(Some(p)) => String::from_utf8(p).map_err(|_| client_err("the password is not valid UTF-8")),
-        Ok(None) => Err(Error {
-            kind: Kind::Interrupt,
-            ..Error::msg(Code::NONE, "the client has terminated")
-        }),
+        Ok(None) => Err(Error::interrupted(Code::NONE, "client", 0)),
         Err(e) => Err(client_err(format!(
             "no password: set {PASSWORD_ENV}, or run on a terminal to be asked ({})",
             io_words(&e)

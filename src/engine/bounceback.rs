@@ -76,7 +76,7 @@ fn set_quickack(s: &TcpStream) {
 
 /// Reads exactly `buf.len()` bytes by `deadline`; false on EOF, error,
 /// timeout, or `stop`.
-fn read_by(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBool) -> bool {
+pub(crate) fn read_by(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBool) -> bool {
     let mut got = 0;
     while got < buf.len() {
         let now = Instant::now();

@@ -11,7 +11,7 @@
 //! the probes that came back in it; the end reports the idle and the
 //! loaded distributions.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -63,7 +63,7 @@ pub struct Prober {
 }
 
 /// One probe: write a message, read it back; its round trip in seconds,
-/// or `None` when `stop` was raised or the reply did not come by `wait`.
+/// or `None` when `stop` was raised.
 fn probe(sock: &TcpStream, id: u32, wait: Duration, stop: &AtomicBool) -> Result<Option<f64>, String> {
     let h = BbHeader {
         size: BB_DEFAULT_SIZE,
@@ -78,22 +78,11 @@ fn probe(sock: &TcpStream, id: u32, wait: Duration, stop: &AtomicBool) -> Result
     let sent = Instant::now();
     (&*sock).write_all(&msg).map_err(|e| crate::error::errno_text(&e))?;
     let mut reply = vec![0u8; msg.len()];
-    let mut got = 0;
-    while got < reply.len() {
+    if !super::bounceback::read_by(sock, &mut reply, sent + wait, stop) {
         if stop.load(Relaxed) {
             return Ok(None);
         }
-        let left = wait.saturating_sub(sent.elapsed());
-        if left.is_zero() {
-            return Err(format!("no reply within {} s", wait.as_secs()));
-        }
-        let _ = sock.set_read_timeout(Some(left.min(Duration::from_millis(100))));
-        match (&*sock).read(&mut reply[got..]) {
-            Ok(0) => return Err("the server closed the probe connection".into()),
-            Ok(n) => got += n,
-            Err(e) if super::is_timeout(&e) => {}
-            Err(e) => return Err(crate::error::errno_text(&e)),
-        }
+        return Err("no echo came back".into());
     }
     let rtt = sent.elapsed().as_secs_f64();
     let _ = SockRef::from(sock).set_tcp_quickack(true);
@@ -178,13 +167,18 @@ impl Prober {
         RttStats::of(&mut v)
     }
 
-    /// Stops probing; the idle and loaded distributions.
-    pub fn finish(&mut self) -> LatencySummary {
+    /// Ends the probing thread and the connection.
+    fn stop(&mut self) {
         self.stop.store(true, Relaxed);
+        let _ = self.sock.shutdown(std::net::Shutdown::Both);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let _ = self.sock.shutdown(std::net::Shutdown::Both);
+    }
+
+    /// Stops probing; the idle and loaded distributions.
+    pub fn finish(&mut self) -> LatencySummary {
+        self.stop();
         let (mut all, failed) = self
             .shared
             .lock()
@@ -219,11 +213,7 @@ impl Prober {
 
 impl Drop for Prober {
     fn drop(&mut self) {
-        self.stop.store(true, Relaxed);
-        let _ = self.sock.shutdown(std::net::Shutdown::Both);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.stop();
     }
 }
 

@@ -4,9 +4,9 @@
 //! is a stream kind of the iperf 2 client; both loops are in
 //! `engine::bounceback`).
 
-use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use socket2::SockRef;
@@ -27,40 +27,32 @@ use crate::stats::{BouncebackCounters, StreamMeta, StreamRole};
 /// How long the rest of the first header may take once it has begun.
 const MESSAGE_WAIT: Duration = Duration::from_secs(4);
 
-/// Reads the rest of the first message's header; `None` if it does not
+/// Reads into `prefix` until it holds `want` bytes, by `deadline`.
+fn fill(sock: &TcpStream, prefix: &mut Vec<u8>, want: usize, deadline: Instant) -> Option<()> {
+    let start = prefix.len();
+    if start >= want {
+        return Some(());
+    }
+    prefix.resize(want, 0);
+    let ok = crate::engine::bounceback::read_by(sock, &mut prefix[start..], deadline, &AtomicBool::new(false));
+    ok.then_some(())
+}
+
+/// Reads the rest of the first message's header (and the whole message
+/// when it is as small as a probe, to see its mark); `None` if it does not
 /// come in time or is not a bounceback header.
 fn first_header(sock: &TcpStream, mut prefix: Vec<u8>) -> Option<(BbHeader, Vec<u8>)> {
     let deadline = Instant::now() + MESSAGE_WAIT;
-    while prefix.len() < BB_HEADER_LEN {
-        let now = Instant::now();
-        if now >= deadline {
-            return None;
-        }
-        let _ = sock.set_read_timeout(Some(deadline - now));
-        let mut tmp = [0u8; BB_HEADER_LEN];
-        match (&*sock).read(&mut tmp[..BB_HEADER_LEN - prefix.len()]) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => prefix.extend_from_slice(&tmp[..n]),
-        }
-    }
+    fill(sock, &mut prefix, BB_HEADER_LEN, deadline)?;
     let h = BbHeader::decode(&prefix).ok()?;
+    let size = h.size as usize;
     // More than one message's worth before the first reply: not a client
     // that waits for its echoes.
-    if prefix.len() > h.size as usize {
+    if prefix.len() > size {
         return None;
     }
-    // A message as small as a probe is read whole, to see its mark.
-    while h.size as usize <= PROBE_MAX && prefix.len() < h.size as usize {
-        let now = Instant::now();
-        if now >= deadline {
-            return None;
-        }
-        let _ = sock.set_read_timeout(Some(deadline - now));
-        let mut tmp = [0u8; PROBE_MAX];
-        match (&*sock).read(&mut tmp[..h.size as usize - prefix.len()]) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => prefix.extend_from_slice(&tmp[..n]),
-        }
+    if size <= PROBE_MAX {
+        fill(sock, &mut prefix, size, deadline)?;
     }
     Some((h, prefix))
 }

@@ -175,18 +175,7 @@ impl ServerCtx {
 
     /// Why tests end when the server is stopped: iperf3 3.21's words.
     pub fn interrupted(&self) -> Error {
-        let detail = match self.stop_signal.load(Relaxed) {
-            0 => "the server has terminated".to_string(),
-            sig => format!(
-                "the server has terminated by signal {}",
-                crate::client::signal_name(sig)
-            ),
-        };
-        Error {
-            kind: crate::error::Kind::Interrupt,
-            detail: Some(detail),
-            ..Error::new(crate::error::Code::SERVERTERM)
-        }
+        Error::interrupted(crate::error::Code::SERVERTERM, "server", self.stop_signal.load(Relaxed))
     }
 }
 
