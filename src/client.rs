@@ -277,7 +277,7 @@ impl Client<'_> {
                         let mut w = Vec::new();
                         net::apply_data_options(s, params, true, Some(server), &mut w)?;
                         if let Some(t) = cfg.net.snd_timeout {
-                            s.set_tcp_user_timeout(Some(t))
+                            crate::sys::socket::set_user_timeout(&socket2::SockRef::from(s), t)
                                 .map_err(|e| Error::io(Code::SETUSERTIMEOUT, &e))?;
                         }
                         Ok(())

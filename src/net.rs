@@ -55,12 +55,9 @@ pub fn listen_tcp(
     backlog: i32,
 ) -> Result<TcpListener, Error> {
     let addr = listen_addr(bind, port, family)?;
-    let proto = if mptcp {
-        Some(SockProto::MPTCP)
-    } else {
-        Some(SockProto::TCP)
-    };
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, proto).map_err(|e| Error::io(Code::LISTEN, &e))?;
+    let proto = crate::sys::socket::stream_protocol(mptcp).map_err(|e| Error::io(Code::LISTEN, &e))?;
+    let sock =
+        Socket::new(Domain::for_address(addr), Type::STREAM, Some(proto)).map_err(|e| Error::io(Code::LISTEN, &e))?;
     sock.set_reuse_address(true)
         .map_err(|e| Error::io(Code::REUSEADDR, &e))?;
     if addr.is_ipv6() {
@@ -202,8 +199,7 @@ fn client_socket(
 ) -> Result<Socket, Error> {
     let sock = Socket::new(Domain::for_address(addr), ty, Some(proto)).map_err(|e| Error::io(code, &e))?;
     if let Some(dev) = opts.device {
-        sock.bind_device(Some(dev.as_bytes()))
-            .map_err(|e| Error::io(Code::BINDDEV, &e))?;
+        crate::sys::socket::bind_device(&SockRef::from(&sock), dev).map_err(|e| Error::io(Code::BINDDEV, &e))?;
     }
     if opts.bind.is_some() || opts.port.is_some() {
         let ip = match opts.bind {
@@ -230,7 +226,7 @@ pub fn connect_tcp(
     apply: impl FnOnce(&Socket) -> Result<(), Error>,
     code: Code,
 ) -> Result<TcpStream, Error> {
-    let proto = if opts.mptcp { SockProto::MPTCP } else { SockProto::TCP };
+    let proto = crate::sys::socket::stream_protocol(opts.mptcp).map_err(|e| Error::io(code, &e))?;
     let sock = client_socket(addr, opts, Type::STREAM, proto, code)?;
     apply(&sock)?;
     let r = match opts.timeout {
@@ -291,8 +287,7 @@ pub fn setup_control(s: &TcpStream, ka: Option<KeepAlive>, user_timeout: Option<
         r.set_tcp_keepalive(&k).map_err(|e| Error::io(Code::SETCNTLKA, &e))?;
     }
     if let Some(t) = user_timeout {
-        r.set_tcp_user_timeout(Some(t))
-            .map_err(|e| Error::io(Code::SETUSERTIMEOUT, &e))?;
+        crate::sys::socket::set_user_timeout(&r, t).map_err(|e| Error::io(Code::SETUSERTIMEOUT, &e))?;
     }
     Ok(())
 }
@@ -310,13 +305,8 @@ pub fn set_dont_route(s: &Socket) -> Result<(), Error> {
 /// TCP_NOTSENT_LOWAT: writes wait until less than `bytes` are queued
 /// unsent (iperf 2's `--tcp-write-prefetch`).
 pub fn set_notsent_lowat(s: &Socket, bytes: u32) -> Result<(), Error> {
-    crate::sys::socket::set_int_option(
-        s,
-        libc::IPPROTO_TCP,
-        libc::TCP_NOTSENT_LOWAT,
-        bytes.min(i32::MAX as u32) as i32,
-    )
-    .map_err(|e| Error::msg(Code::SETBUF, format!("unable to set TCP_NOTSENT_LOWAT: {e}")))
+    crate::sys::socket::set_notsent_lowat(&SockRef::from(s), bytes)
+        .map_err(|e| Error::msg(Code::SETBUF, format!("unable to set TCP_NOTSENT_LOWAT: {e}")))
 }
 
 /// Applies a test's data-socket options. Window sizes the kernel clamps
@@ -332,10 +322,7 @@ pub fn apply_data_options(
         set_buffers(s, w as usize, warn)?;
     } else if !tcp {
         // Not asked for, so no warning when the kernel clamps it.
-        let v = UDP_DEFAULT_RCVBUF as i32;
-        if crate::sys::socket::set_int_option(s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
-            let _ = s.set_recv_buffer_size(UDP_DEFAULT_RCVBUF);
-        }
+        let _ = crate::sys::socket::set_buffer_forced(&SockRef::from(s), true, UDP_DEFAULT_RCVBUF);
     }
     if !tcp && p.dont_fragment {
         let v6 = s
@@ -353,7 +340,7 @@ pub fn apply_data_options(
             s.set_tcp_mss(m).map_err(|e| Error::io(Code::SETMSS, &e))?;
         }
         if let Some(c) = &p.congestion
-            && let Err(e) = s.set_tcp_congestion(c.as_bytes())
+            && let Err(e) = crate::sys::socket::set_congestion(s, c)
         {
             return Err(if e.raw_os_error() == Some(libc::ENOENT) {
                 Error::new(Code::SETCONGESTION)
@@ -388,17 +375,13 @@ pub fn apply_data_options(
 /// Sets SO_SNDBUF and SO_RCVBUF, forcing past the sysctl limits when
 /// privileged, warning when the kernel still gives less.
 pub fn set_buffers(s: &Socket, bytes: usize, warn: &mut Warnings) -> Result<(), Error> {
-    use crate::sys::socket::set_int_option;
-    let v = bytes.min(i32::MAX as usize) as i32;
-    if set_int_option(s, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
-        s.set_send_buffer_size(bytes).map_err(|e| Error::io(Code::SETBUF, &e))?;
-    }
-    if set_int_option(s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
-        s.set_recv_buffer_size(bytes).map_err(|e| Error::io(Code::SETBUF, &e))?;
-    }
+    use crate::sys::socket::set_buffer_forced;
+    set_buffer_forced(&SockRef::from(s), false, bytes).map_err(|e| Error::io(Code::SETBUF, &e))?;
+    set_buffer_forced(&SockRef::from(s), true, bytes).map_err(|e| Error::io(Code::SETBUF, &e))?;
     // Linux reports twice the value set (bookkeeping overhead).
-    let snd = s.send_buffer_size().unwrap_or(0) / 2;
-    let rcv = s.recv_buffer_size().unwrap_or(0) / 2;
+    let reported = if cfg!(target_os = "linux") { 2 } else { 1 };
+    let snd = s.send_buffer_size().unwrap_or(0) / reported;
+    let rcv = s.recv_buffer_size().unwrap_or(0) / reported;
     if snd < bytes || rcv < bytes {
         warn.push(format!(
             "requested socket buffer size {bytes} but the kernel gave {}",
@@ -410,7 +393,7 @@ pub fn set_buffers(s: &Socket, bytes: usize, warn: &mut Warnings) -> Result<(), 
 
 /// The congestion control algorithm a TCP socket uses.
 pub fn congestion_of(s: &TcpStream) -> Option<String> {
-    let v = SockRef::from(s).tcp_congestion().ok()?;
+    let v = crate::sys::socket::congestion(&SockRef::from(s)).ok()?;
     let end = v.iter().position(|b| *b == 0).unwrap_or(v.len());
     Some(String::from_utf8_lossy(&v[..end]).into_owned())
 }

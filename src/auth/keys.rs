@@ -3,12 +3,14 @@
 
 use std::path::Path;
 
+use aws_lc_rs::error::KeyRejected;
 use aws_lc_rs::rsa::{
     OAEP_SHA1_MGF1SHA1, OaepPrivateDecryptingKey, OaepPublicEncryptingKey, Pkcs1PrivateDecryptingKey,
     Pkcs1PublicEncryptingKey, PrivateDecryptingKey, PublicEncryptingKey,
 };
+use aws_lc_rs::{digest, hmac, rand};
 
-use super::{MAX_KEY_FILE, Padding, client_err, pem, read_capped, rejected_words, server_err};
+use super::{MAX_KEY_FILE, Padding, client_err, pem, read_capped, server_err};
 use crate::error::Error;
 use crate::error::errno_text as io_words;
 
@@ -109,9 +111,11 @@ impl PublicKey {
 
 /// An RSA private key that decrypts tokens.
 pub struct PrivateKey {
-    pub(super) oaep: OaepPrivateDecryptingKey,
-    pub(super) pkcs1: Pkcs1PrivateDecryptingKey,
-    pub(super) bytes: usize,
+    oaep: OaepPrivateDecryptingKey,
+    pkcs1: Pkcs1PrivateDecryptingKey,
+    bytes: usize,
+    /// The per-process secret of implicit rejection.
+    reject_key: hmac::Key,
 }
 
 impl PrivateKey {
@@ -151,7 +155,10 @@ impl PrivateKey {
         };
         let key = PrivateDecryptingKey::from_pkcs8(&pkcs8).map_err(|e| rejected_words(&e).to_string())?;
         let bytes = key.key_size_bytes();
+        let reject_key = hmac::Key::generate(hmac::HMAC_SHA256, &rand::SystemRandom::new())
+            .map_err(|_| "the system random number generator failed")?;
         Ok(PrivateKey {
+            reject_key,
             oaep: OaepPrivateDecryptingKey::new(key.clone()).map_err(|_| "RSA-OAEP is unavailable")?,
             pkcs1: Pkcs1PrivateDecryptingKey::new(key).map_err(|_| "RSA PKCS#1 is unavailable")?,
             bytes,
@@ -176,5 +183,42 @@ impl PrivateKey {
     /// The key size in bytes (the length of every ciphertext).
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Decrypts a ciphertext of the key's length. With PKCS#1 v1.5 allowed,
+    /// a block whose padding is wrong yields bytes derived from it with a
+    /// secret instead of an error (implicit rejection), so the steps after
+    /// this one take the same path for it as for a block that decrypted to
+    /// noise.
+    pub(super) fn decrypt(&self, block: &[u8], accept_pkcs1: bool) -> Option<Vec<u8>> {
+        let mut out = vec![0u8; self.bytes];
+        if let Ok(p) = self.oaep.decrypt(&OAEP_SHA1_MGF1SHA1, block, &mut out, None) {
+            return Some(p.to_vec());
+        }
+        if !accept_pkcs1 {
+            return None;
+        }
+        let stand_in = hmac::sign(&self.reject_key, block);
+        match self.pkcs1.decrypt(block, &mut out) {
+            Ok(p) => Some(p.to_vec()),
+            Err(_) => Some(stand_in.as_ref().to_vec()),
+        }
+    }
+
+    /// SHA-256 of `data`, from the same library as the key (the server's
+    /// password hashes and replay memory need it only where a key is).
+    pub(super) fn sha256(&self, data: &[u8]) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        out.copy_from_slice(digest::digest(&digest::SHA256, data).as_ref());
+        out
+    }
+}
+
+fn rejected_words(e: &KeyRejected) -> &'static str {
+    match e.description_() {
+        "TooSmall" => "the key is smaller than 2048 bits (wirespeed accepts 2048 to 8192)",
+        "TooLarge" => "the key is larger than 8192 bits (wirespeed accepts 2048 to 8192)",
+        "WrongAlgorithm" => "not an RSA key",
+        _ => "not a valid RSA key",
     }
 }

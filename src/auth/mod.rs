@@ -18,13 +18,21 @@
 //! derived from it with a per-process secret and goes through the same
 //! steps as one that decrypted to noise, so the answer and its timing do not
 //! tell a Bleichenbacher-style attacker which it was.
+//!
+//! Every call into AWS-LC is in `keys.rs`. A build without the `rsa`
+//! feature (for targets with no C cross-compiler for AWS-LC) has
+//! `keys_absent.rs` instead, whose keys refuse to load with one line.
 
 pub mod pem;
 
 mod client;
+#[cfg(feature = "rsa")]
+mod keys;
+#[cfg(not(feature = "rsa"))]
+#[path = "keys_absent.rs"]
 mod keys;
 mod server;
-#[cfg(test)]
+#[cfg(all(test, feature = "rsa"))]
 mod tests;
 
 use std::path::Path;
@@ -42,6 +50,7 @@ pub const PASSWORD_ENV: &str = "IPERF3_PASSWORD";
 const MAX_PASSWORD: usize = 4096;
 
 /// Largest key file read.
+#[cfg(feature = "rsa")]
 const MAX_KEY_FILE: u64 = 1 << 20;
 
 /// Largest users file read.
@@ -72,13 +81,4 @@ pub(crate) fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "file too large"));
     }
     Ok(data)
-}
-
-pub(crate) fn rejected_words(e: &aws_lc_rs::error::KeyRejected) -> &'static str {
-    match e.description_() {
-        "TooSmall" => "the key is smaller than 2048 bits (wirespeed accepts 2048 to 8192)",
-        "TooLarge" => "the key is larger than 8192 bits (wirespeed accepts 2048 to 8192)",
-        "WrongAlgorithm" => "not an RSA key",
-        _ => "not a valid RSA key",
-    }
 }

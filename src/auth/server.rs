@@ -5,10 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use aws_lc_rs::rsa::OAEP_SHA1_MGF1SHA1;
-use aws_lc_rs::{digest, hmac, rand};
-
-use super::{MAX_USERS_FILE, PrivateKey, read_capped, server_err, unix_now};
+use super::{MAX_USERS_FILE, PrivateKey, read_capped, unix_now};
 use crate::config::ServerOptions;
 use crate::error::errno_text as io_words;
 use crate::error::{Code, Error, Kind};
@@ -147,7 +144,6 @@ pub struct ServerAuth {
     users: PathBuf,
     skew: u64,
     accept_pkcs1: bool,
-    reject_key: hmac::Key,
     replay: Mutex<ReplayGuard>,
 }
 
@@ -155,14 +151,11 @@ impl ServerAuth {
     /// A checker with the given key, users file, skew threshold (seconds)
     /// and padding policy.
     pub fn new(key: PrivateKey, users: PathBuf, skew: u64, accept_pkcs1: bool) -> Result<ServerAuth, Error> {
-        let reject_key = hmac::Key::generate(hmac::HMAC_SHA256, &rand::SystemRandom::new())
-            .map_err(|_| server_err("the system random number generator failed"))?;
         Ok(ServerAuth {
             key,
             users,
             skew,
             accept_pkcs1,
-            reject_key,
             replay: Mutex::new(ReplayGuard { seen: HashMap::new() }),
         })
     }
@@ -185,41 +178,24 @@ impl ServerAuth {
         .map(Some)
     }
 
-    /// Decrypts a ciphertext of the key's length. With PKCS#1 v1.5 allowed,
-    /// a block whose padding is wrong yields bytes derived from it with a
-    /// secret instead of an error (implicit rejection), so the steps after
-    /// this one take the same path for it as for a block that decrypted to
-    /// noise.
-    fn decrypt(&self, block: &[u8]) -> Option<Vec<u8>> {
-        let mut out = vec![0u8; self.key.bytes];
-        if let Ok(p) = self.key.oaep.decrypt(&OAEP_SHA1_MGF1SHA1, block, &mut out, None) {
-            return Some(p.to_vec());
-        }
-        if !self.accept_pkcs1 {
-            return None;
-        }
-        let stand_in = hmac::sign(&self.reject_key, block);
-        match self.key.pkcs1.decrypt(block, &mut out) {
-            Ok(p) => Some(p.to_vec()),
-            Err(_) => Some(stand_in.as_ref().to_vec()),
-        }
-    }
-
     /// Checks the `authtoken` of a client's parameters at server time
     /// `now`. On success returns who it is and the token's time.
     pub fn check(&self, token: Option<&str>, now: i64) -> Result<(String, i64), Refusal> {
         let token = token.ok_or(Refusal::NoToken)?;
         // Bounded before decoding: base64 of one block of this key, plus
         // room for line breaks some encoders add.
-        let longest = self.key.bytes.div_ceil(3) * 4;
+        let longest = self.key.bytes().div_ceil(3) * 4;
         if token.len() > longest + longest / 32 + 4 {
             return Err(Refusal::Malformed);
         }
         let block = base64_decode(token).ok_or(Refusal::Malformed)?;
-        if block.len() != self.key.bytes {
+        if block.len() != self.key.bytes() {
             return Err(Refusal::Malformed);
         }
-        let plain = self.decrypt(&block).ok_or(Refusal::Undecryptable)?;
+        let plain = self
+            .key
+            .decrypt(&block, self.accept_pkcs1)
+            .ok_or(Refusal::Undecryptable)?;
         let Credentials { user, password, ts } = parse_token(&plain).ok_or(Refusal::Undecryptable)?;
         if !within_skew(now, ts, self.skew) {
             return Err(Refusal::Skew { user, ts });
@@ -230,14 +206,13 @@ impl ServerAuth {
             why: io_words(&e),
         })?;
         let text = String::from_utf8_lossy(&text);
-        let hash = hex(digest::digest(&digest::SHA256, salted(&user, &password).as_bytes()).as_ref());
+        let hash = hex(&self.key.sha256(salted(&user, &password).as_bytes()));
         match lookup(&text, &user, &hash) {
             Lookup::Match => {}
             Lookup::WrongPassword => return Err(Refusal::WrongPassword { user, ts }),
             Lookup::UnknownUser => return Err(Refusal::UnknownUser { user, ts }),
         }
-        let mut id = [0u8; 32];
-        id.copy_from_slice(digest::digest(&digest::SHA256, &block).as_ref());
+        let id = self.key.sha256(&block);
         let until = ts.saturating_add(self.skew as i64).saturating_add(1);
         let fresh = self
             .replay

@@ -71,7 +71,7 @@ pub struct EchoSpec {
 }
 
 fn set_quickack(s: &TcpStream) {
-    let _ = SockRef::from(s).set_tcp_quickack(true);
+    let _ = crate::sys::socket::set_quickack(&SockRef::from(s));
 }
 
 /// Reads exactly `buf.len()` bytes by `deadline`; false on EOF, error,

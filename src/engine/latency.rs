@@ -85,7 +85,7 @@ fn probe(sock: &TcpStream, id: u32, wait: Duration, stop: &AtomicBool) -> Result
         return Err("no echo came back".into());
     }
     let rtt = sent.elapsed().as_secs_f64();
-    let _ = SockRef::from(sock).set_tcp_quickack(true);
+    let _ = crate::sys::socket::set_quickack(&SockRef::from(sock));
     // An echo carries our message back (the server stamps its times).
     match BbHeader::decode(&reply) {
         Ok(r) if r.id == id && r.size == BB_DEFAULT_SIZE => Ok(Some(rtt)),
@@ -99,7 +99,7 @@ impl Prober {
     pub fn connect(cfg: &TestConfig, host: &str, rate: u32) -> Result<Prober, Error> {
         let sock = crate::net::connect_client(&cfg.net, host, cfg.port)?;
         let _ = sock.set_nodelay(true);
-        let _ = SockRef::from(&sock).set_tcp_quickack(true);
+        let _ = crate::sys::socket::set_quickack(&SockRef::from(&sock));
         let _ = sock.set_write_timeout(Some(LOADED_WAIT));
         let never = AtomicBool::new(false);
         let gap = Duration::from_secs_f64(1.0 / f64::from(rate.max(1))).min(IDLE_GAP);

@@ -83,7 +83,7 @@ impl StreamHook for RecvHook {
     fn after_read(&mut self, data: &[u8], stop: &AtomicBool) -> bool {
         self.counters.count_read(data.len());
         if let Some(s) = &self.quickack {
-            let _ = crate::sys::socket::set_int_option(s, libc::IPPROTO_TCP, libc::TCP_QUICKACK, 1);
+            let _ = crate::sys::socket::set_quickack(&socket2::SockRef::from(s));
         }
         if let Some(t) = self.bursts.as_mut() {
             let (s, us) = wall_clock();

@@ -95,15 +95,13 @@ fn shared(cfg: &TestConfig) -> Result<Sockets, Error> {
         BACKLOG,
     )?;
     if let Some(dev) = &cfg.net.bind_dev {
-        SockRef::from(&listener)
-            .bind_device(Some(dev.as_bytes()))
-            .map_err(|e| Error::io(Code::BINDDEV, &e))?;
+        crate::sys::socket::bind_device(&SockRef::from(&listener), dev).map_err(|e| Error::io(Code::BINDDEV, &e))?;
     }
     let port = listener.local_addr().map_err(|e| Error::io(Code::LISTEN, &e))?.port();
     let (udp, udp_error) = match net::listen_udp(cfg.net.bind.as_deref(), port, cfg.net.family) {
         Ok(u) => {
             if let Some(dev) = &cfg.net.bind_dev {
-                let _ = SockRef::from(&u).bind_device(Some(dev.as_bytes()));
+                let _ = crate::sys::socket::bind_device(&SockRef::from(&u), dev);
             }
             (vec![u], None)
         }
@@ -139,8 +137,7 @@ fn open_listener(cfg: &TestConfig, port: u16) -> Result<TcpListener, Error> {
         net::listen_tcp(cfg.net.bind.as_deref(), port, cfg.net.family, false, BACKLOG).map_err(bind_failed)?;
     let sref = SockRef::from(&listener);
     if let Some(dev) = &cfg.net.bind_dev {
-        sref.bind_device(Some(dev.as_bytes()))
-            .map_err(|e| Error::io(Code::BINDDEV, &e))?;
+        crate::sys::socket::bind_device(&sref, dev).map_err(|e| Error::io(Code::BINDDEV, &e))?;
     }
     if let Some(w) = cfg.params.window {
         let mut warn = Vec::new();
@@ -149,7 +146,7 @@ fn open_listener(cfg: &TestConfig, port: u16) -> Result<TcpListener, Error> {
     if let Some(c) = cfg.iperf2.rx_window_clamp {
         // On the listener, as 2.1.8 does: accepted sockets inherit it, and
         // the SYN-ACK already advertises no more.
-        crate::sys::socket::set_int_option(&listener, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, c as i32)
+        crate::sys::socket::set_window_clamp(&SockRef::from(&listener), c)
             .map_err(|e| Error::msg(Code::LISTEN, format!("unable to set TCP_WINDOW_CLAMP: {e}")))?;
     }
     if let Some(tos) = cfg.iperf2.tos_override {
@@ -187,8 +184,7 @@ pub(super) fn open_udp(cfg: &TestConfig, port: u16, join: Option<&Join>) -> Resu
     let l = net::listen_udp(cfg.net.bind.as_deref(), port, cfg.net.family).map_err(bind_failed)?;
     let s = SockRef::from(&l);
     if let (Some(dev), None) = (&cfg.net.bind_dev, join) {
-        s.bind_device(Some(dev.as_bytes()))
-            .map_err(|e| Error::io(Code::BINDDEV, &e))?;
+        crate::sys::socket::bind_device(&s, dev).map_err(|e| Error::io(Code::BINDDEV, &e))?;
     }
     let mut w = Vec::new();
     net::apply_data_options(&s, &cfg.params, false, None, &mut w)?;
@@ -275,11 +271,11 @@ impl Join {
                     None => s.join_multicast_v4(&g, &Ipv4Addr::UNSPECIFIED),
                 }
                 .map_err(fail)?;
-                let _ = s.set_multicast_all_v4(false);
+                let _ = crate::sys::socket::multicast_only_joined(&s, false);
             }
             (IpAddr::V6(g), None) => {
                 s.join_multicast_v6(&g, index.unwrap_or(0)).map_err(fail)?;
-                let _ = s.set_multicast_all_v6(false);
+                let _ = crate::sys::socket::multicast_only_joined(&s, true);
             }
             _ => {
                 return Err(Error::msg(

@@ -69,10 +69,11 @@ pub fn index_of(name: &str) -> std::io::Result<u32> {
 /// Asks for round-robin realtime scheduling at the highest priority for the
 /// calling thread (threads it starts afterwards inherit it).
 pub fn set_realtime() -> std::io::Result<()> {
-    // SAFETY: plain calls with no pointers except a live sched_param.
+    // SAFETY: plain calls with no pointers except a live sched_param,
+    // which is plain data (zeroed is valid; some systems add fields).
     let rc = unsafe {
-        let prio = libc::sched_get_priority_max(libc::SCHED_RR);
-        let param = libc::sched_param { sched_priority: prio };
+        let mut param: libc::sched_param = std::mem::zeroed();
+        param.sched_priority = libc::sched_get_priority_max(libc::SCHED_RR);
         libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_RR, &param)
     };
     if rc != 0 {

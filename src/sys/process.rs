@@ -18,7 +18,20 @@ pub fn cpu_times() -> (Duration, Duration) {
     (tv(ru.ru_utime), tv(ru.ru_stime))
 }
 
+/// Pins the calling thread to one CPU (Linux only).
+#[cfg(not(target_os = "linux"))]
+pub fn pin_current_thread(_cpu: usize) -> io::Result<()> {
+    Err(super::unsupported("CPU affinity (-A)"))
+}
+
+/// The CPUs the calling thread may run on (Linux only).
+#[cfg(not(target_os = "linux"))]
+pub fn current_affinity() -> io::Result<Vec<usize>> {
+    Err(super::unsupported("CPU affinity"))
+}
+
 /// Pins the calling thread to one CPU.
+#[cfg(target_os = "linux")]
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
@@ -37,6 +50,7 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
 }
 
 /// The CPUs the calling thread may run on.
+#[cfg(target_os = "linux")]
 pub fn current_affinity() -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
     let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
@@ -90,14 +104,9 @@ impl Detached {
 /// daemon's reason on stderr). Must run before any thread is started: only
 /// the calling thread survives a fork.
 pub fn detach() -> io::Result<Detached> {
-    use std::os::fd::{FromRawFd, OwnedFd};
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by us alone.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    use std::os::fd::OwnedFd;
+    let (rd, wr) = io::pipe()?;
+    let (rd, wr) = (OwnedFd::from(rd), OwnedFd::from(wr));
     // SAFETY: the caller guarantees no other thread exists, so the child
     // inherits no lock held by a vanished thread.
     match unsafe { libc::fork() } {
@@ -168,7 +177,9 @@ pub fn nofile_limits() -> io::Result<(u64, u64)> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok((rl.rlim_cur, rl.rlim_max))
+    // rlim_t is unsigned on Linux and macOS, signed on FreeBSD.
+    #[allow(clippy::unnecessary_cast)]
+    Ok((rl.rlim_cur as u64, rl.rlim_max as u64))
 }
 
 /// How many descriptors this process has open (entries of /proc/self/fd).
@@ -200,10 +211,12 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
         };
         // SAFETY: valid pointer to a live rlimit.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } == 0 {
-            return Ok(new.rlim_cur);
+            #[allow(clippy::unnecessary_cast)]
+            return Ok(new.rlim_cur as u64);
         }
     }
-    Ok(rl.rlim_cur)
+    #[allow(clippy::unnecessary_cast)]
+    Ok(rl.rlim_cur as u64)
 }
 
 /// `uname` fields joined as iperf3 prints its system line:

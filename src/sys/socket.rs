@@ -1,9 +1,17 @@
 //! Socket options and queries missing from std/socket2: TCP_INFO, pacing,
-//! IPv6 flow labels, IPv4 don't-fragment.
+//! IPv6 flow labels, IPv4 don't-fragment, and the Linux-only options
+//! socket2 offers only there (device binding, quick ACKs, user timeout,
+//! MPTCP), behind calls that every platform has.
 
 use std::io;
 use std::mem;
 use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use socket2::Socket;
+
+#[cfg(not(target_os = "linux"))]
+use super::unsupported;
 
 /// The TCP_INFO fields wirespeed reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,7 +57,15 @@ pub fn tcp_info(fd: &impl AsRawFd) -> io::Result<TcpInfo> {
 }
 
 /// Reads TCP_INFO from a raw descriptor (used by the reporter, which holds
+/// only the fd of a socket a data thread owns). Linux only.
+#[cfg(not(target_os = "linux"))]
+pub fn tcp_info_raw(_fd: RawFd) -> io::Result<TcpInfo> {
+    Err(unsupported("TCP_INFO"))
+}
+
+/// Reads TCP_INFO from a raw descriptor (used by the reporter, which holds
 /// only the fd of a socket a data thread owns).
+#[cfg(target_os = "linux")]
 pub fn tcp_info_raw(fd: RawFd) -> io::Result<TcpInfo> {
     // SAFETY: `info` is a plain-old-data struct; zeroed is a valid value.
     let mut info: libc::tcp_info = unsafe { mem::zeroed() };
@@ -105,7 +121,14 @@ fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc:
     }
 }
 
+/// SO_MAX_PACING_RATE (Linux only).
+#[cfg(not(target_os = "linux"))]
+pub fn set_max_pacing_rate(_fd: &impl AsRawFd, _bytes_per_sec: u64) -> io::Result<()> {
+    Err(unsupported("SO_MAX_PACING_RATE (--fq-rate)"))
+}
+
 /// SO_MAX_PACING_RATE in bytes per second (kernel fq pacing).
+#[cfg(target_os = "linux")]
 pub fn set_max_pacing_rate(fd: &impl AsRawFd, bytes_per_sec: u64) -> io::Result<()> {
     let v: u64 = bytes_per_sec;
     // SAFETY: the kernel accepts a u32 or u64 value for SO_MAX_PACING_RATE;
@@ -153,6 +176,7 @@ pub fn get_int_option(fd: &impl AsRawFd, level: i32, name: i32) -> io::Result<i3
 }
 
 /// `struct in6_flowlabel_req` (linux/in6.h); not in the libc crate.
+#[cfg(target_os = "linux")]
 #[repr(C)]
 struct In6FlowlabelReq {
     flr_dst: libc::in6_addr,
@@ -165,13 +189,25 @@ struct In6FlowlabelReq {
     flr_pad: u32,
 }
 
+#[cfg(target_os = "linux")]
 const IPV6_FLOWLABEL_MGR: libc::c_int = 32;
+#[cfg(target_os = "linux")]
 const IPV6_FLOWINFO_SEND: libc::c_int = 33;
+#[cfg(target_os = "linux")]
 const IPV6_FL_A_GET: u8 = 0;
+#[cfg(target_os = "linux")]
 const IPV6_FL_S_ANY: u8 = 255;
+#[cfg(target_os = "linux")]
 const IPV6_FL_F_CREATE: u16 = 1;
 
+/// IPv6 flow labels (Linux only).
+#[cfg(not(target_os = "linux"))]
+pub fn set_flowlabel(_fd: &impl AsRawFd, _dst: &std::net::Ipv6Addr, _label: u32) -> io::Result<()> {
+    Err(unsupported("setting an IPv6 flow label (-L)"))
+}
+
 /// Sets an IPv6 flow label for traffic to `dst` (must precede connect).
+#[cfg(target_os = "linux")]
 pub fn set_flowlabel(fd: &impl AsRawFd, dst: &std::net::Ipv6Addr, label: u32) -> io::Result<()> {
     let req = In6FlowlabelReq {
         flr_dst: libc::in6_addr { s6_addr: dst.octets() },
@@ -200,8 +236,15 @@ pub fn set_flowlabel(fd: &impl AsRawFd, dst: &std::net::Ipv6Addr, label: u32) ->
     setsockopt_int(fd.as_raw_fd(), libc::IPPROTO_IPV6, IPV6_FLOWINFO_SEND, 1)
 }
 
+/// `sendfile(2)` (Linux's form only).
+#[cfg(not(target_os = "linux"))]
+pub fn sendfile(_sock: &impl AsRawFd, _file: &impl AsRawFd, _offset: u64, _count: usize) -> io::Result<usize> {
+    Err(unsupported("zero-copy sending (-Z)"))
+}
+
 /// `sendfile(2)`: sends `count` bytes of `file` from `offset` on `sock`
 /// without copying through user space. Returns bytes sent.
+#[cfg(target_os = "linux")]
 pub fn sendfile(sock: &impl AsRawFd, file: &impl AsRawFd, offset: u64, count: usize) -> io::Result<usize> {
     let mut off: libc::off_t = offset as libc::off_t;
     // SAFETY: both descriptors are live for the call; `off` is a valid
@@ -214,9 +257,16 @@ pub fn sendfile(sock: &impl AsRawFd, file: &impl AsRawFd, offset: u64, count: us
     }
 }
 
+/// Discarding receives (Linux's MSG_TRUNC on TCP only).
+#[cfg(not(target_os = "linux"))]
+pub fn recv_discard(_sock: &impl AsRawFd, _scratch: &mut [u8], _len: usize) -> io::Result<usize> {
+    Err(unsupported("receiving without copying (--skip-rx-copy)"))
+}
+
 /// Receives up to `len` bytes and discards them in the kernel (MSG_TRUNC),
 /// so the receiver measures the network, not memcpy. At most
 /// `scratch.len()` bytes are taken; TCP copies nothing into `scratch`.
+#[cfg(target_os = "linux")]
 pub fn recv_discard(sock: &impl AsRawFd, scratch: &mut [u8], len: usize) -> io::Result<usize> {
     // SAFETY: `scratch` is a live writable buffer and the length passed never
     // exceeds it, so even a protocol that does copy stays in bounds.
@@ -233,6 +283,147 @@ pub fn recv_discard(sock: &impl AsRawFd, scratch: &mut [u8], len: usize) -> io::
     } else {
         Ok(n as usize)
     }
+}
+
+/// Binds the socket to a network device (`--bind-dev`, iperf 2's `%dev`).
+pub fn bind_device(s: &Socket, dev: &str) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    return s.bind_device(Some(dev.as_bytes()));
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (s, dev);
+        Err(unsupported("binding to a device (SO_BINDTODEVICE)"))
+    }
+}
+
+/// Asks for immediate ACKs (TCP_QUICKACK, which Linux clears again after
+/// some reads). Elsewhere ACKs are the stack's own business: `Ok`, since
+/// only a latency optimisation is missing.
+pub fn set_quickack(s: &Socket) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    return s.set_tcp_quickack(true);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = s;
+        Ok(())
+    }
+}
+
+/// TCP_USER_TIMEOUT: how long sent data may stay unacknowledged before the
+/// connection is dropped (`--snd-timeout`).
+pub fn set_user_timeout(s: &Socket, t: Duration) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    return s.set_tcp_user_timeout(Some(t));
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (s, t);
+        Err(unsupported("TCP_USER_TIMEOUT (--snd-timeout)"))
+    }
+}
+
+/// TCP_NOTSENT_LOWAT: wake the writer only when fewer bytes than this wait
+/// unsent.
+pub fn set_notsent_lowat(s: &Socket, bytes: u32) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    return set_int_option(
+        s,
+        libc::IPPROTO_TCP,
+        libc::TCP_NOTSENT_LOWAT,
+        bytes.min(i32::MAX as u32) as i32,
+    );
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (s, bytes);
+        Err(unsupported("TCP_NOTSENT_LOWAT"))
+    }
+}
+
+/// TCP_WINDOW_CLAMP: the most receive window the socket advertises.
+pub fn set_window_clamp(s: &Socket, bytes: u32) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    return set_int_option(
+        s,
+        libc::IPPROTO_TCP,
+        libc::TCP_WINDOW_CLAMP,
+        bytes.min(i32::MAX as u32) as i32,
+    );
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (s, bytes);
+        Err(unsupported("TCP_WINDOW_CLAMP"))
+    }
+}
+
+/// Sets a socket buffer past the system's maximum where the process may
+/// (Linux's SO_RCVBUFFORCE/SO_SNDBUFFORCE, needing CAP_NET_ADMIN); else
+/// the ordinary option, which the system caps.
+pub fn set_buffer_forced(s: &Socket, receive: bool, bytes: usize) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let name = if receive {
+            libc::SO_RCVBUFFORCE
+        } else {
+            libc::SO_SNDBUFFORCE
+        };
+        if set_int_option(s, libc::SOL_SOCKET, name, bytes.min(i32::MAX as usize) as i32).is_ok() {
+            return Ok(());
+        }
+    }
+    if receive {
+        s.set_recv_buffer_size(bytes)
+    } else {
+        s.set_send_buffer_size(bytes)
+    }
+}
+
+/// Stops a multicast receiver from getting every group joined on the host
+/// (Linux's IP_MULTICAST_ALL defaults on); other systems deliver only the
+/// joined groups already.
+pub fn multicast_only_joined(s: &Socket, v6: bool) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    return if v6 {
+        s.set_multicast_all_v6(false)
+    } else {
+        s.set_multicast_all_v4(false)
+    };
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (s, v6);
+        Ok(())
+    }
+}
+
+/// Sets the congestion control algorithm (`-C`); Linux and FreeBSD.
+pub fn set_congestion(s: &Socket, name: &str) -> io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "freebsd"))]
+    return s.set_tcp_congestion(name.as_bytes());
+    #[cfg(not(any(target_os = "linux", target_os = "freebsd")))]
+    {
+        let _ = (s, name);
+        Err(unsupported("setting the congestion control algorithm (-C)"))
+    }
+}
+
+/// The congestion control algorithm's name, NUL-padded; Linux and FreeBSD.
+pub fn congestion(s: &Socket) -> io::Result<Vec<u8>> {
+    #[cfg(any(target_os = "linux", target_os = "freebsd"))]
+    return s.tcp_congestion();
+    #[cfg(not(any(target_os = "linux", target_os = "freebsd")))]
+    {
+        let _ = s;
+        Err(unsupported("reading the congestion control algorithm"))
+    }
+}
+
+/// The protocol for a TCP socket, or MPTCP's where asked (`-m`/`--mptcp`).
+pub fn stream_protocol(mptcp: bool) -> io::Result<socket2::Protocol> {
+    if !mptcp {
+        return Ok(socket2::Protocol::TCP);
+    }
+    #[cfg(target_os = "linux")]
+    return Ok(socket2::Protocol::MPTCP);
+    #[cfg(not(target_os = "linux"))]
+    Err(unsupported("MPTCP"))
 }
 
 #[cfg(test)]

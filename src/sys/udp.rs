@@ -2,6 +2,10 @@
 //! (GRO segment size, kernel receive timestamps), UDP GSO/GRO, don't-fragment,
 //! and the timer slack that lets a pacing thread sleep precisely.
 //!
+//! Elsewhere (no `sendmmsg`/`recvmmsg`, GSO or GRO) the same types send
+//! and receive one datagram per call, and the offload switches return
+//! [`super::unsupported`]'s error.
+//!
 //! The batch types own every buffer the kernel writes into and build the
 //! `mmsghdr` arrays per call on the stack, so no raw pointer outlives the
 //! call that uses it.
@@ -10,15 +14,20 @@ use std::io;
 use std::mem;
 use std::os::fd::AsRawFd;
 
+#[cfg(target_os = "linux")]
 use super::socket::set_int_option;
 
 // Linux UAPI constants the libc crate does not export for every target.
 /// `SOL_UDP` option: segment sends into datagrams of this size (GSO).
+#[cfg(target_os = "linux")]
 const UDP_SEGMENT: libc::c_int = 103;
 /// `SOL_UDP` option: accept coalesced datagrams (GRO).
+#[cfg(target_os = "linux")]
 const UDP_GRO: libc::c_int = 104;
 /// `SO_TIMESTAMPNS` (the "old", native-time_t variant on 64-bit targets).
+#[cfg(target_os = "linux")]
 const SO_TIMESTAMPNS: libc::c_int = 35;
+#[cfg(target_os = "linux")]
 const PR_SET_TIMERSLACK: libc::c_int = 29;
 
 /// Most datagrams one GSO send may carry (UDP_MAX_SEGMENTS is 64 before
@@ -29,6 +38,7 @@ pub const MAX_UDP_PAYLOAD: usize = 65507;
 /// Most messages per `sendmmsg`/`recvmmsg` call handled here.
 pub const MAX_BATCH: usize = 64;
 
+#[cfg(target_os = "linux")]
 fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     if rc < 0 {
         Err(io::Error::last_os_error())
@@ -37,31 +47,66 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
+/// UDP GSO is Linux's.
+#[cfg(not(target_os = "linux"))]
+pub fn set_gso(_sock: &impl AsRawFd, _segment: u16) -> io::Result<()> {
+    Err(super::unsupported("UDP GSO"))
+}
+
 /// Turns on UDP GSO: every send is cut by the kernel into datagrams of
 /// `segment` bytes (the last may be shorter; wirespeed always sends whole
 /// multiples). Fails on kernels before 4.18.
+#[cfg(target_os = "linux")]
 pub fn set_gso(sock: &impl AsRawFd, segment: u16) -> io::Result<()> {
     set_int_option(sock, libc::SOL_UDP, UDP_SEGMENT, segment as libc::c_int)
 }
 
+/// UDP GSO is Linux's.
+#[cfg(not(target_os = "linux"))]
+pub fn clear_gso(_sock: &impl AsRawFd) -> io::Result<()> {
+    Err(super::unsupported("UDP GSO"))
+}
+
 /// Turns off UDP GSO (after the path refused it, e.g. a datagram over the MTU).
+#[cfg(target_os = "linux")]
 pub fn clear_gso(sock: &impl AsRawFd) -> io::Result<()> {
     set_int_option(sock, libc::SOL_UDP, UDP_SEGMENT, 0)
 }
 
+/// UDP GRO is Linux's.
+#[cfg(not(target_os = "linux"))]
+pub fn set_gro(_sock: &impl AsRawFd) -> io::Result<()> {
+    Err(super::unsupported("UDP GRO"))
+}
+
 /// Turns on UDP GRO: the kernel may hand over several same-sized datagrams
 /// of one flow as one buffer, with their size in a control message.
+#[cfg(target_os = "linux")]
 pub fn set_gro(sock: &impl AsRawFd) -> io::Result<()> {
     set_int_option(sock, libc::SOL_UDP, UDP_GRO, 1)
 }
 
+/// Kernel receive timestamps are taken on Linux only.
+#[cfg(not(target_os = "linux"))]
+pub fn set_rx_timestamps(_sock: &impl AsRawFd) -> io::Result<()> {
+    Err(super::unsupported("kernel receive timestamps (SO_TIMESTAMPNS)"))
+}
+
 /// Asks for a kernel receive timestamp (CLOCK_REALTIME, ns) on every datagram.
+#[cfg(target_os = "linux")]
 pub fn set_rx_timestamps(sock: &impl AsRawFd) -> io::Result<()> {
     set_int_option(sock, libc::SOL_SOCKET, SO_TIMESTAMPNS, 1)
 }
 
+/// Don't-fragment (Linux only here).
+#[cfg(not(target_os = "linux"))]
+pub fn set_dont_fragment(_sock: &impl AsRawFd, _ipv6_socket: bool) -> io::Result<()> {
+    Err(super::unsupported("setting don't-fragment (--dont-fragment)"))
+}
+
 /// Sets don't-fragment on the socket's datagrams (path MTU discovery "do"):
 /// IPv4 DF, and for an IPv6 socket also its IPv6 equivalent.
+#[cfg(target_os = "linux")]
 pub fn set_dont_fragment(sock: &impl AsRawFd, ipv6_socket: bool) -> io::Result<()> {
     if ipv6_socket {
         set_int_option(
@@ -79,17 +124,46 @@ pub fn set_dont_fragment(sock: &impl AsRawFd, ipv6_socket: bool) -> io::Result<(
     }
 }
 
+/// Timer slack is Linux's; elsewhere sleeps keep the system's precision.
+#[cfg(not(target_os = "linux"))]
+pub fn set_thread_timer_slack(_ns: u64) -> io::Result<()> {
+    Ok(())
+}
+
 /// Sets the calling thread's timer slack, so sleeps end within `ns` of
 /// their deadline instead of the default 50 µs (a pacing thread needs this).
+#[cfg(target_os = "linux")]
 pub fn set_thread_timer_slack(ns: u64) -> io::Result<()> {
     // SAFETY: PR_SET_TIMERSLACK takes its value by value; no pointers.
     let rc = unsafe { libc::prctl(PR_SET_TIMERSLACK, ns.max(1) as libc::c_ulong, 0, 0, 0) };
     check(rc).map(|_| ())
 }
 
+/// Sends each slice as one datagram, one `send` each (no `sendmmsg`
+/// here). Returns how many went; an error after the first is left for the
+/// next call to meet.
+#[cfg(not(target_os = "linux"))]
+pub fn send_batch(sock: &impl AsRawFd, msgs: &[&[u8]]) -> io::Result<usize> {
+    let mut sent = 0;
+    for m in msgs.iter().take(MAX_BATCH) {
+        // SAFETY: `m` is a live slice and we pass its exact length; the
+        // kernel only reads it.
+        let rc = unsafe { libc::send(sock.as_raw_fd(), m.as_ptr().cast(), m.len(), 0) };
+        if rc < 0 {
+            if sent == 0 {
+                return Err(io::Error::last_os_error());
+            }
+            break;
+        }
+        sent += 1;
+    }
+    Ok(sent)
+}
+
 /// Sends each slice as one message on a connected socket with one
 /// `sendmmsg` call. Returns how many messages went (possibly fewer than
 /// asked, as `sendmmsg` does). At most [`MAX_BATCH`] messages are sent.
+#[cfg(target_os = "linux")]
 pub fn send_batch(sock: &impl AsRawFd, msgs: &[&[u8]]) -> io::Result<usize> {
     let n = msgs.len().min(MAX_BATCH);
     if n == 0 {
@@ -135,6 +209,7 @@ pub struct Received<'a> {
 /// Buffers for receiving up to [`MAX_BATCH`] messages per `recvmmsg`.
 pub struct RecvBatch {
     slot: usize,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     slots: usize,
     data: Vec<u8>,
     control: Vec<u64>,
@@ -163,9 +238,36 @@ impl RecvBatch {
         }
     }
 
+    /// Receives one datagram (no `recvmmsg` here): blocks up to the
+    /// socket's receive timeout. Returns the number of messages, 1.
+    #[cfg(not(target_os = "linux"))]
+    pub fn recv(&mut self, sock: &impl AsRawFd) -> io::Result<usize> {
+        self.got = 0;
+        let mut iov = libc::iovec {
+            iov_base: self.data.as_mut_ptr().cast(),
+            iov_len: self.slot,
+        };
+        // SAFETY: msghdr is plain data; zeroed is valid (no name, no control).
+        let mut h: libc::msghdr = unsafe { mem::zeroed() };
+        h.msg_iov = &mut iov;
+        h.msg_iovlen = 1;
+        // SAFETY: the header points at `iov`, which points at the first
+        // slot of `self.data` with its exact length; all live for the call.
+        let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut h, 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.lens[0] = n as u32;
+        self.ctl_lens[0] = 0;
+        self.flags[0] = h.msg_flags;
+        self.got = 1;
+        Ok(1)
+    }
+
     /// Receives what is queued: blocks (up to the socket's receive timeout)
     /// for the first message, then takes whatever else is already there.
     /// Returns the number of messages.
+    #[cfg(target_os = "linux")]
     pub fn recv(&mut self, sock: &impl AsRawFd) -> io::Result<usize> {
         self.got = 0;
         // SAFETY: plain data; zeroed is valid.
@@ -227,46 +329,8 @@ impl RecvBatch {
     pub fn message(&self, i: usize) -> Received<'_> {
         let len = (self.lens[i] as usize).min(self.slot);
         let data = &self.data[i * self.slot..i * self.slot + len];
-        let ctl_bytes = self.ctl_lens[i];
-        let mut segment = None;
-        let mut rx_time_ns = None;
-        // Walk the control messages by hand: each is a cmsghdr followed by
-        // its data, padded to 8 bytes. Lengths come from the kernel but are
-        // checked against the area before use.
         let base = i * CMSG_ROOM / 8;
-        let area = &self.control[base..base + CMSG_ROOM / 8];
-        // SAFETY: viewing initialised u64 words as bytes is always valid.
-        let bytes: &[u8] = unsafe { std::slice::from_raw_parts(area.as_ptr().cast::<u8>(), CMSG_ROOM) };
-        let hdr_len = mem::size_of::<libc::cmsghdr>();
-        let mut off = 0;
-        while off + hdr_len <= ctl_bytes {
-            // SAFETY: `off` is 8-aligned inside an 8-aligned buffer and
-            // `off + hdr_len` is in bounds, so reading a cmsghdr is valid.
-            let h: libc::cmsghdr = unsafe { std::ptr::read(bytes.as_ptr().add(off).cast()) };
-            let clen = h.cmsg_len as usize;
-            if clen < hdr_len || off + clen > ctl_bytes {
-                break;
-            }
-            let payload = &bytes[off + hdr_len..off + clen];
-            match (h.cmsg_level, h.cmsg_type) {
-                (libc::SOL_UDP, UDP_GRO) if payload.len() >= 4 => {
-                    let v = i32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]]);
-                    if v > 0 {
-                        segment = Some(v as usize);
-                    }
-                }
-                (libc::SOL_SOCKET, SO_TIMESTAMPNS) if payload.len() >= 16 => {
-                    let mut s = [0u8; 8];
-                    let mut n = [0u8; 8];
-                    s.copy_from_slice(&payload[0..8]);
-                    n.copy_from_slice(&payload[8..16]);
-                    let (s, n) = (i64::from_ne_bytes(s), i64::from_ne_bytes(n));
-                    rx_time_ns = Some(s.saturating_mul(1_000_000_000).saturating_add(n));
-                }
-                _ => {}
-            }
-            off += (clen + 7) & !7;
-        }
+        let (segment, rx_time_ns) = parse_control(&self.control[base..base + CMSG_ROOM / 8], self.ctl_lens[i]);
         Received {
             data,
             segment,
@@ -274,6 +338,56 @@ impl RecvBatch {
             truncated: self.flags[i] & libc::MSG_TRUNC != 0,
         }
     }
+}
+
+/// The GRO segment size and receive time in one message's control area
+/// (`ctl_bytes` of it filled by the kernel).
+#[cfg(target_os = "linux")]
+fn parse_control(area: &[u64], ctl_bytes: usize) -> (Option<usize>, Option<i64>) {
+    let mut segment = None;
+    let mut rx_time_ns = None;
+    // Walk the control messages by hand: each is a cmsghdr followed by
+    // its data, padded to 8 bytes. Lengths come from the kernel but are
+    // checked against the area before use.
+    // SAFETY: viewing initialised u64 words as bytes is always valid.
+    let bytes: &[u8] = unsafe { std::slice::from_raw_parts(area.as_ptr().cast::<u8>(), area.len() * 8) };
+    let hdr_len = mem::size_of::<libc::cmsghdr>();
+    let mut off = 0;
+    while off + hdr_len <= ctl_bytes {
+        // SAFETY: `off` is 8-aligned inside an 8-aligned buffer and
+        // `off + hdr_len` is in bounds, so reading a cmsghdr is valid.
+        let h: libc::cmsghdr = unsafe { std::ptr::read(bytes.as_ptr().add(off).cast()) };
+        let clen = h.cmsg_len as usize;
+        if clen < hdr_len || off + clen > ctl_bytes {
+            break;
+        }
+        let payload = &bytes[off + hdr_len..off + clen];
+        match (h.cmsg_level, h.cmsg_type) {
+            (libc::SOL_UDP, UDP_GRO) if payload.len() >= 4 => {
+                let v = i32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]]);
+                if v > 0 {
+                    segment = Some(v as usize);
+                }
+            }
+            (libc::SOL_SOCKET, SO_TIMESTAMPNS) if payload.len() >= 16 => {
+                let mut s = [0u8; 8];
+                let mut n = [0u8; 8];
+                s.copy_from_slice(&payload[0..8]);
+                n.copy_from_slice(&payload[8..16]);
+                let (s, n) = (i64::from_ne_bytes(s), i64::from_ne_bytes(n));
+                rx_time_ns = Some(s.saturating_mul(1_000_000_000).saturating_add(n));
+            }
+            _ => {}
+        }
+        off += (clen + 7) & !7;
+    }
+    (segment, rx_time_ns)
+}
+
+/// No control messages are asked for here.
+#[cfg(not(target_os = "linux"))]
+fn parse_control(_area: &[u64], _ctl_bytes: usize) -> (Option<usize>, Option<i64>) {
+    (None, None)
 }
 
 #[cfg(test)]
