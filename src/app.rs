@@ -57,6 +57,8 @@ pub fn install_signals(hup: Hangup) -> Arc<AtomicUsize> {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let _ = signal_hook::flag::register_usize(sig, cell.clone(), sig as usize);
     }
+    // Windows has no hangup signal (a closed console ends the process).
+    #[cfg(unix)]
     let _ = match hup {
         Hangup::End => signal_hook::flag::register_usize(libc::SIGHUP, cell.clone(), libc::SIGHUP as usize),
         Hangup::ReopenLog => signal_hook::flag::register(libc::SIGHUP, crate::report::log_reopen_flag()),
@@ -64,6 +66,8 @@ pub fn install_signals(hup: Hangup) -> Arc<AtomicUsize> {
             signal_hook::flag::register(libc::SIGHUP, Arc::new(std::sync::atomic::AtomicBool::new(false)))
         }
     };
+    #[cfg(not(unix))]
+    let _ = hup;
     cell
 }
 

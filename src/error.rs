@@ -399,6 +399,7 @@ pub fn signal_name(sig: usize) -> String {
     let name = match sig as i32 {
         libc::SIGINT => "Interrupt",
         libc::SIGTERM => "Terminated",
+        #[cfg(unix)]
         libc::SIGHUP => "Hangup",
         _ => "Signal",
     };

@@ -79,7 +79,7 @@ pub fn listen_udp(bind: Option<&str>, port: u16, family: Family) -> Result<UdpSo
         .map_err(|e| Error::io(Code::STREAMLISTEN, &e))?;
     sock.set_reuse_address(true)
         .map_err(|e| Error::io(Code::REUSEADDR, &e))?;
-    sock.set_reuse_port(true).map_err(|e| Error::io(Code::REUSEADDR, &e))?;
+    crate::sys::socket::set_reuse_port(&sock).map_err(|e| Error::io(Code::REUSEADDR, &e))?;
     if addr.is_ipv6() {
         let v6only = family == Family::V6 || bind.is_some();
         sock.set_only_v6(v6only).map_err(|e| Error::io(Code::V6ONLY, &e))?;
@@ -121,7 +121,7 @@ pub fn udp_stream_socket(local: SocketAddr, peer: SocketAddr) -> io::Result<UdpS
     let (local, peer) = (canonical(local), canonical(peer));
     let sock = Socket::new(Domain::for_address(peer), Type::DGRAM, Some(SockProto::UDP))?;
     sock.set_reuse_address(true)?;
-    sock.set_reuse_port(true)?;
+    crate::sys::socket::set_reuse_port(&sock)?;
     sock.bind(&local.into())?;
     sock.connect(&peer.into())?;
     Ok(sock.into())
@@ -144,12 +144,15 @@ pub fn connect_udp(
 /// Why `--sctp` cannot run here: the kernel has no SCTP (one line for the
 /// user), or it has but wirespeed's SCTP data path is not built yet.
 pub fn sctp_unavailable() -> Error {
+    #[cfg(unix)]
     match Socket::new(Domain::IPV4, Type::STREAM, Some(SockProto::from(libc::IPPROTO_SCTP))) {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EPROTONOSUPPORT | libc::ESOCKTNOSUPPORT)) => {
             Error::msg(Code::NOSCTP, "SCTP is not supported by this kernel")
         }
         _ => Error::param_msg(Code::UNIMP, "SCTP tests are not implemented yet"),
     }
+    #[cfg(not(unix))]
+    Error::msg(Code::NOSCTP, "SCTP is not supported on this platform")
 }
 
 /// Receive buffer a UDP stream gets unless `-w` says otherwise: large enough
@@ -298,7 +301,7 @@ pub type Warnings = Vec<String>;
 /// SO_DONTROUTE: reach only hosts on directly connected networks
 /// (iperf 2's `--local-only`).
 pub fn set_dont_route(s: &Socket) -> Result<(), Error> {
-    crate::sys::socket::set_int_option(s, libc::SOL_SOCKET, libc::SO_DONTROUTE, 1)
+    crate::sys::socket::set_dont_route(s)
         .map_err(|e| Error::msg(Code::SETTOS, format!("unable to set SO_DONTROUTE: {e}")))
 }
 
@@ -337,7 +340,7 @@ pub fn apply_data_options(
             s.set_tcp_nodelay(true).map_err(|e| Error::io(Code::SETNODELAY, &e))?;
         }
         if let Some(m) = p.mss {
-            s.set_tcp_mss(m).map_err(|e| Error::io(Code::SETMSS, &e))?;
+            crate::sys::socket::set_mss(s, m).map_err(|e| Error::io(Code::SETMSS, &e))?;
         }
         if let Some(c) = &p.congestion
             && let Err(e) = crate::sys::socket::set_congestion(s, c)
@@ -356,7 +359,7 @@ pub fn apply_data_options(
             .and_then(|a| a.as_socket())
             .is_some_and(|a| a.is_ipv6());
         if v6 {
-            s.set_tclass_v6(p.tos as u32).map_err(|e| Error::io(Code::SETCOS, &e))?;
+            crate::sys::socket::set_tclass(s, p.tos as u32).map_err(|e| Error::io(Code::SETCOS, &e))?;
             // Dual-stack sockets carrying IPv4 need IP_TOS too.
             let _ = s.set_tos_v4(p.tos as u32);
         } else {
@@ -400,12 +403,12 @@ pub fn congestion_of(s: &TcpStream) -> Option<String> {
 
 /// TCP_MAXSEG of a connected socket.
 pub fn mss_of(s: &TcpStream) -> u32 {
-    SockRef::from(s).tcp_mss().unwrap_or(0)
+    crate::sys::socket::mss(&SockRef::from(s)).unwrap_or(0)
 }
 
 /// (SO_SNDBUF, SO_RCVBUF) as the kernel reports them.
-pub fn buffers_of(s: &impl std::os::fd::AsFd) -> (u64, u64) {
-    let r = SockRef::from(s);
+pub fn buffers_of(s: &impl crate::sys::AsSock) -> (u64, u64) {
+    let r = s.sock_ref();
     (
         r.send_buffer_size().unwrap_or(0) as u64,
         r.recv_buffer_size().unwrap_or(0) as u64,

@@ -21,9 +21,9 @@ pub use placement::{MuxMode, fds_per_stream, reserve_fds};
 pub use session::{LocalOpts, Session};
 pub use streams::{DataSock, DataStream, StreamExtras, stream_id, stream_roles};
 
+use crate::sys::{AsSock, RawSock};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -289,7 +289,7 @@ pub struct StreamTask {
 pub struct StreamHandle {
     join: Option<JoinHandle<()>>,
     /// The socket's descriptor (printed as `[  5]`, used for TCP_INFO).
-    pub fd: RawFd,
+    pub fd: RawSock,
     /// A second handle on the socket, to unblock the thread and keep the
     /// descriptor valid for TCP_INFO after the thread is done.
     keep: Option<socket2::Socket>,
@@ -375,7 +375,7 @@ pub fn spawn_tcp_with(
     mut hook: Option<Box<dyn StreamHook>>,
     kind: StreamKind,
 ) -> Result<StreamHandle, Error> {
-    let fd = sock.as_raw_fd();
+    let fd = sock.raw_sock();
     let keep = socket2::Socket::from(sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?);
     let name = format!("ws-tcp-{}", task.id);
     let join = std::thread::Builder::new()
@@ -405,7 +405,7 @@ pub fn spawn_tcp_with(
 }
 
 /// Wraps an already-running thread (used by other transports).
-pub fn handle_from(join: JoinHandle<()>, fd: RawFd, keep: Option<socket2::Socket>) -> StreamHandle {
+pub fn handle_from(join: JoinHandle<()>, fd: RawSock, keep: Option<socket2::Socket>) -> StreamHandle {
     StreamHandle {
         join: Some(join),
         fd,

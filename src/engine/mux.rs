@@ -13,14 +13,12 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Registry, Token};
 
 use super::pacer::Pacer;
 use super::{Sinkhole, StreamTask, TestControl};
@@ -32,6 +30,66 @@ use crate::sys::mem::AlignedBuf;
 const TURN: usize = 4;
 /// How often a worker looks at the stop flags when nothing happens.
 const TICK: Duration = Duration::from_millis(20);
+
+/// A flow's socket as a worker polls it and moves its bytes. On Unix the
+/// shared stream itself, registered by descriptor. On Windows mio can poll
+/// only its own type, and must see the I/O to re-arm readiness, so the
+/// worker holds a duplicate handle of the same socket as a mio stream.
+struct FlowSock {
+    #[cfg(unix)]
+    io: Arc<TcpStream>,
+    #[cfg(windows)]
+    io: mio::net::TcpStream,
+    #[cfg(windows)]
+    _shared: Arc<TcpStream>,
+}
+
+impl FlowSock {
+    fn new(shared: Arc<TcpStream>) -> io::Result<FlowSock> {
+        #[cfg(unix)]
+        return Ok(FlowSock { io: shared });
+        #[cfg(windows)]
+        {
+            let dup = shared.try_clone()?;
+            Ok(FlowSock {
+                io: mio::net::TcpStream::from_std(dup),
+                _shared: shared,
+            })
+        }
+    }
+
+    /// What the bytes move through.
+    #[cfg(unix)]
+    fn io(&self) -> &TcpStream {
+        &self.io
+    }
+
+    /// What the bytes move through.
+    #[cfg(windows)]
+    fn io(&self) -> &mio::net::TcpStream {
+        &self.io
+    }
+
+    fn register(&mut self, registry: &Registry, token: Token, interest: Interest) -> io::Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            registry.register(&mut mio::unix::SourceFd(&self.io.as_raw_fd()), token, interest)
+        }
+        #[cfg(windows)]
+        registry.register(&mut self.io, token, interest)
+    }
+
+    fn deregister(&mut self, registry: &Registry) {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let _ = registry.deregister(&mut mio::unix::SourceFd(&self.io.as_raw_fd()));
+        }
+        #[cfg(windows)]
+        let _ = registry.deregister(&mut self.io);
+    }
+}
 
 /// Workers for one direction of a test: one per CPU the calling thread may
 /// run on (its affinity mask, so `-A` gives one worker). One system call:
@@ -125,7 +183,7 @@ enum Turn {
 }
 
 struct Flow {
-    sock: Arc<TcpStream>,
+    sock: FlowSock,
     task: StreamTask,
     pacer: Option<Pacer>,
     /// Bytes of the current block claimed and not yet written.
@@ -172,8 +230,8 @@ impl Worker {
                 StreamRole::Send => Interest::WRITABLE,
                 StreamRole::Recv => Interest::READABLE,
             };
-            poll.registry()
-                .register(&mut SourceFd(&sock.as_raw_fd()), Token(i), interest)
+            let mut sock = FlowSock::new(sock).map_err(|e| Error::io(Code::INITSTREAM, &e))?;
+            sock.register(poll.registry(), Token(i), interest)
                 .map_err(|e| Error::io(Code::INITSTREAM, &e))?;
             let pacer = task
                 .pace
@@ -327,8 +385,8 @@ impl Worker {
             let off = self.send_buf.len().min(f.task.block_len) - f.pending;
             let end = off + f.pending;
             let r = match &self.zc_file {
-                Some(file) if f.task.zerocopy => crate::sys::socket::sendfile(&*f.sock, file, off as u64, f.pending),
-                _ => (&*f.sock).write(&self.send_buf[off.min(end)..end]),
+                Some(file) if f.task.zerocopy => crate::sys::socket::sendfile(f.sock.io(), file, off as u64, f.pending),
+                _ => f.sock.io().write(&self.send_buf[off.min(end)..end]),
             };
             match r {
                 Ok(0) => return Err(Error::new(Code::STREAMWRITE)),
@@ -358,8 +416,10 @@ impl Worker {
         for _ in 0..TURN {
             let f = &mut self.flows[i];
             let r = match f.task.sinkhole {
-                Sinkhole::Truncate => crate::sys::socket::recv_discard(&*f.sock, &mut self.recv_buf, f.task.block_len),
-                _ => (&*f.sock).read(&mut self.recv_buf),
+                Sinkhole::Truncate => {
+                    crate::sys::socket::recv_discard(f.sock.io(), &mut self.recv_buf, f.task.block_len)
+                }
+                _ => f.sock.io().read(&mut self.recv_buf),
             };
             match r {
                 Ok(0) => return Ok(Turn::Done),
@@ -395,7 +455,7 @@ impl Worker {
         }
         f.done = true;
         self.live -= 1;
-        let _ = self.poll.registry().deregister(&mut SourceFd(&f.sock.as_raw_fd()));
+        f.sock.deregister(self.poll.registry());
         let end = if f.last_io_ns > 0 {
             f.last_io_ns
         } else {
@@ -403,7 +463,7 @@ impl Worker {
         };
         f.task.counters.ended_ns.store(end, Relaxed);
         if f.task.role == StreamRole::Send {
-            let _ = f.sock.shutdown(Shutdown::Write);
+            let _ = f.sock.io().shutdown(Shutdown::Write);
         }
     }
 }

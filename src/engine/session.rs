@@ -2,8 +2,8 @@
 //! the interval and omit timers, and the orderly stop (senders stop and
 //! half-close; receivers drain to EOF) that makes totals agree.
 
+use crate::sys::AsSock;
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -212,7 +212,7 @@ impl Launch {
             (Side::Server, StreamRole::Send) => RoleTag::TxS,
             (Side::Server, StreamRole::Recv) => RoleTag::RxS,
         });
-        let fd = ds.sock.as_raw_fd();
+        let fd = ds.sock.sock_num();
         let mut meta = extras.meta;
         meta.addrs = Some((ds.info.local(), ds.info.remote()));
         let counters = task.counters.clone();
@@ -222,7 +222,7 @@ impl Launch {
         {
             // One descriptor per stream: the workers and TCP_INFO share it.
             let sock = Arc::new(sock);
-            let st = StreamStats::new(ds.id, fd, ds.role, tag, counters, Some(fd)).with_meta(meta);
+            let st = StreamStats::new(ds.id, fd, ds.role, tag, counters, Some(sock.raw_sock())).with_meta(meta);
             self.stats.push(st);
             self.handles.push((ds.role, None));
             self.mux_socks.push(sock.clone());
@@ -235,7 +235,7 @@ impl Launch {
         // TCP_INFO reads go through our own duplicate: the thread's
         // descriptor closes when the thread ends, and its number may be reused.
         let keep = ds.sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?;
-        let tcp_fd = matches!(keep, DataSock::Tcp(_)).then_some(keep.as_raw_fd());
+        let tcp_fd = matches!(keep, DataSock::Tcp(_)).then_some(keep.raw_sock());
         self.stats
             .push(StreamStats::new(ds.id, fd, ds.role, tag, counters, tcp_fd).with_meta(meta));
         let handle = match ds.sock {

@@ -2,12 +2,12 @@
 //! what a dialect adds to each.
 
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::Arc;
 
 use crate::config::Direction;
 use crate::events::{ConnInfo, Side};
 use crate::stats::{StreamMeta, StreamRole};
+use crate::sys::AsSock;
 
 /// A data stream's socket: a TCP connection or a connected UDP socket.
 #[derive(Debug)]
@@ -44,8 +44,9 @@ impl DataSock {
     }
 }
 
-impl AsFd for DataSock {
-    fn as_fd(&self) -> BorrowedFd<'_> {
+#[cfg(unix)]
+impl std::os::fd::AsFd for DataSock {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         match self {
             DataSock::Tcp(s) => s.as_fd(),
             DataSock::Udp(s) => s.as_fd(),
@@ -53,9 +54,13 @@ impl AsFd for DataSock {
     }
 }
 
-impl AsRawFd for DataSock {
-    fn as_raw_fd(&self) -> RawFd {
-        self.as_fd().as_raw_fd()
+#[cfg(windows)]
+impl std::os::windows::io::AsSocket for DataSock {
+    fn as_socket(&self) -> std::os::windows::io::BorrowedSocket<'_> {
+        match self {
+            DataSock::Tcp(s) => s.as_socket(),
+            DataSock::Udp(s) => s.as_socket(),
+        }
     }
 }
 
@@ -77,7 +82,7 @@ impl DataStream {
         DataStream {
             id,
             role,
-            info: ConnInfo::new(id, sock.as_raw_fd(), local, peer),
+            info: ConnInfo::new(id, sock.sock_num(), local, peer),
             sock,
         }
     }

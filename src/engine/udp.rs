@@ -10,8 +10,8 @@
 //! The loops are generic over the [`DatagramFormat`], so the iperf 2 dialect
 //! reuses the pacing, batching and accounting with its own header.
 
+use crate::sys::AsSock;
 use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
@@ -182,7 +182,7 @@ pub fn spawn_udp_with<F: DatagramFormat>(
     opts: UdpOptions,
     mut hook: Option<Box<dyn StreamHook>>,
 ) -> Result<StreamHandle, Error> {
-    let fd = sock.as_raw_fd();
+    let fd = sock.raw_sock();
     let keep = socket2::Socket::from(sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?);
     let join = std::thread::Builder::new()
         .name(format!("ws-udp-{}", task.id))

@@ -11,8 +11,8 @@ mod tcp_client;
 pub mod udp;
 mod udp_client;
 
+use crate::sys::AsSock;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::events::{BannerNote, ConnInfo};
@@ -35,13 +35,13 @@ pub fn tcp_init(s: &TcpStream) -> Option<(u32, u32, u32)> {
 pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) -> ConnInfo {
     ConnInfo {
         tcp_init: tcp_init(s),
-        ..flow_conn(id, s.as_raw_fd(), local, remote)
+        ..flow_conn(id, s.sock_num(), local, remote)
     }
 }
 
 /// A UDP flow's connection line.
 pub fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote: SocketAddr) -> ConnInfo {
-    flow_conn(id, s.as_raw_fd(), local, remote)
+    flow_conn(id, s.sock_num(), local, remote)
 }
 
 fn flow_conn(id: u32, socket: i32, local: SocketAddr, remote: SocketAddr) -> ConnInfo {

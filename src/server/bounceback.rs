@@ -84,7 +84,7 @@ pub(super) fn serve(ctx: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: 
         let _ = if peer.is_ipv4() {
             r.set_tos_v4(tos)
         } else {
-            r.set_tclass_v6(tos)
+            crate::sys::socket::set_tclass(&r, tos)
         };
     }
     let id = ctx.next_id();

@@ -155,7 +155,7 @@ fn open_listener(cfg: &TestConfig, port: u16) -> Result<TcpListener, Error> {
         let r = if v6 {
             // A dual-stack socket carrying IPv4 needs IP_TOS too.
             let _ = sref.set_tos_v4(u32::from(tos));
-            sref.set_tclass_v6(u32::from(tos))
+            crate::sys::socket::set_tclass(&sref, u32::from(tos))
         } else {
             sref.set_tos_v4(u32::from(tos))
         };

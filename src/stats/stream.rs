@@ -1,7 +1,7 @@
 //! One stream as the reporter tracks it: where its counters stood at the
 //! last sample and at the start (or the omit end), and what TCP_INFO said.
 
-use std::os::fd::RawFd;
+use crate::sys::RawSock;
 use std::sync::Arc;
 
 use super::counters::{BouncebackCounters, DetailCounters, Snapshot, StreamCounters};
@@ -45,7 +45,7 @@ pub struct StreamStats {
     /// Counters shared with the data thread.
     pub counters: Arc<StreamCounters>,
     /// Descriptor for TCP_INFO (TCP only; kept open by the stream handle).
-    pub tcp_fd: Option<RawFd>,
+    pub tcp_fd: Option<RawSock>,
     /// Addresses, hook counters, round trips.
     pub meta: StreamMeta,
     pub(super) last: Snapshot,
@@ -127,7 +127,7 @@ impl StreamStats {
         role: StreamRole,
         tag: Option<RoleTag>,
         counters: Arc<StreamCounters>,
-        tcp_fd: Option<RawFd>,
+        tcp_fd: Option<RawSock>,
     ) -> StreamStats {
         let (retrans, known, limits) = match (role, tcp_fd) {
             (StreamRole::Send, Some(fd)) => match tcp_info_raw(fd) {

@@ -289,8 +289,7 @@ impl TestStats {
             send_buffer: senders
                 .first()
                 .and_then(|(s, _)| s.tcp_fd)
-                .and_then(|fd| crate::sys::socket::get_int_option(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF).ok())
-                .map(|b| b.max(0) as u64)
+                .and_then(|fd| crate::sys::socket::send_buffer_raw(fd).ok())
                 .unwrap_or(0),
             target_bits_per_second: 0.0,
             cpu_percent,

@@ -4,11 +4,13 @@
 //! MPTCP), behind calls that every platform has.
 
 use std::io;
+#[cfg(unix)]
 use std::mem;
-use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
 use socket2::Socket;
+
+use super::{AsSock, RawSock};
 
 #[cfg(not(target_os = "linux"))]
 use super::unsupported;
@@ -52,21 +54,21 @@ impl TcpInfo {
 }
 
 /// Reads TCP_INFO from a TCP socket.
-pub fn tcp_info(fd: &impl AsRawFd) -> io::Result<TcpInfo> {
-    tcp_info_raw(fd.as_raw_fd())
+pub fn tcp_info(fd: &impl AsSock) -> io::Result<TcpInfo> {
+    tcp_info_raw(fd.raw_sock())
 }
 
 /// Reads TCP_INFO from a raw descriptor (used by the reporter, which holds
 /// only the fd of a socket a data thread owns). Linux only.
 #[cfg(not(target_os = "linux"))]
-pub fn tcp_info_raw(_fd: RawFd) -> io::Result<TcpInfo> {
+pub fn tcp_info_raw(_fd: RawSock) -> io::Result<TcpInfo> {
     Err(unsupported("TCP_INFO"))
 }
 
 /// Reads TCP_INFO from a raw descriptor (used by the reporter, which holds
 /// only the fd of a socket a data thread owns).
 #[cfg(target_os = "linux")]
-pub fn tcp_info_raw(fd: RawFd) -> io::Result<TcpInfo> {
+pub fn tcp_info_raw(fd: RawSock) -> io::Result<TcpInfo> {
     // SAFETY: `info` is a plain-old-data struct; zeroed is a valid value.
     let mut info: libc::tcp_info = unsafe { mem::zeroed() };
     let mut len = mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -103,7 +105,8 @@ pub fn tcp_info_raw(fd: RawFd) -> io::Result<TcpInfo> {
     })
 }
 
-fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+#[cfg(unix)]
+fn setsockopt_int(fd: RawSock, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
     // SAFETY: the option value is a live c_int and we pass its exact size.
     let rc = unsafe {
         libc::setsockopt(
@@ -123,19 +126,19 @@ fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc:
 
 /// SO_MAX_PACING_RATE (Linux only).
 #[cfg(not(target_os = "linux"))]
-pub fn set_max_pacing_rate(_fd: &impl AsRawFd, _bytes_per_sec: u64) -> io::Result<()> {
+pub fn set_max_pacing_rate(_fd: &impl AsSock, _bytes_per_sec: u64) -> io::Result<()> {
     Err(unsupported("SO_MAX_PACING_RATE (--fq-rate)"))
 }
 
 /// SO_MAX_PACING_RATE in bytes per second (kernel fq pacing).
 #[cfg(target_os = "linux")]
-pub fn set_max_pacing_rate(fd: &impl AsRawFd, bytes_per_sec: u64) -> io::Result<()> {
+pub fn set_max_pacing_rate(fd: &impl AsSock, bytes_per_sec: u64) -> io::Result<()> {
     let v: u64 = bytes_per_sec;
     // SAFETY: the kernel accepts a u32 or u64 value for SO_MAX_PACING_RATE;
     // we pass a live u64 and its size.
     let rc = unsafe {
         libc::setsockopt(
-            fd.as_raw_fd(),
+            fd.raw_sock(),
             libc::SOL_SOCKET,
             libc::SO_MAX_PACING_RATE,
             (&v as *const u64).cast(),
@@ -150,24 +153,23 @@ pub fn set_max_pacing_rate(fd: &impl AsRawFd, bytes_per_sec: u64) -> io::Result<
 }
 
 /// Generic integer socket option.
-pub fn set_int_option(fd: &impl AsRawFd, level: i32, name: i32, value: i32) -> io::Result<()> {
-    setsockopt_int(fd.as_raw_fd(), level, name, value)
+#[cfg(unix)]
+pub fn set_int_option(fd: &impl AsSock, level: i32, name: i32, value: i32) -> io::Result<()> {
+    setsockopt_int(fd.raw_sock(), level, name, value)
 }
 
 /// Reads an integer socket option.
-pub fn get_int_option(fd: &impl AsRawFd, level: i32, name: i32) -> io::Result<i32> {
+#[cfg(unix)]
+pub fn get_int_option(fd: &impl AsSock, level: i32, name: i32) -> io::Result<i32> {
+    getsockopt_int(fd.raw_sock(), level, name)
+}
+
+#[cfg(unix)]
+fn getsockopt_int(fd: RawSock, level: i32, name: i32) -> io::Result<i32> {
     let mut v: libc::c_int = 0;
     let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: `v` is a live c_int and `len` its size; the kernel writes at most that.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
+    let rc = unsafe { libc::getsockopt(fd, level, name, (&mut v as *mut libc::c_int).cast(), &mut len) };
     if rc != 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -202,13 +204,13 @@ const IPV6_FL_F_CREATE: u16 = 1;
 
 /// IPv6 flow labels (Linux only).
 #[cfg(not(target_os = "linux"))]
-pub fn set_flowlabel(_fd: &impl AsRawFd, _dst: &std::net::Ipv6Addr, _label: u32) -> io::Result<()> {
+pub fn set_flowlabel(_fd: &impl AsSock, _dst: &std::net::Ipv6Addr, _label: u32) -> io::Result<()> {
     Err(unsupported("setting an IPv6 flow label (-L)"))
 }
 
 /// Sets an IPv6 flow label for traffic to `dst` (must precede connect).
 #[cfg(target_os = "linux")]
-pub fn set_flowlabel(fd: &impl AsRawFd, dst: &std::net::Ipv6Addr, label: u32) -> io::Result<()> {
+pub fn set_flowlabel(fd: &impl AsSock, dst: &std::net::Ipv6Addr, label: u32) -> io::Result<()> {
     let req = In6FlowlabelReq {
         flr_dst: libc::in6_addr { s6_addr: dst.octets() },
         flr_label: (label & 0xFFFFF).to_be(),
@@ -223,7 +225,7 @@ pub fn set_flowlabel(fd: &impl AsRawFd, dst: &std::net::Ipv6Addr, label: u32) ->
     // pass its exact size.
     let rc = unsafe {
         libc::setsockopt(
-            fd.as_raw_fd(),
+            fd.raw_sock(),
             libc::IPPROTO_IPV6,
             IPV6_FLOWLABEL_MGR,
             (&req as *const In6FlowlabelReq).cast(),
@@ -233,23 +235,23 @@ pub fn set_flowlabel(fd: &impl AsRawFd, dst: &std::net::Ipv6Addr, label: u32) ->
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    setsockopt_int(fd.as_raw_fd(), libc::IPPROTO_IPV6, IPV6_FLOWINFO_SEND, 1)
+    setsockopt_int(fd.raw_sock(), libc::IPPROTO_IPV6, IPV6_FLOWINFO_SEND, 1)
 }
 
 /// `sendfile(2)` (Linux's form only).
 #[cfg(not(target_os = "linux"))]
-pub fn sendfile(_sock: &impl AsRawFd, _file: &impl AsRawFd, _offset: u64, _count: usize) -> io::Result<usize> {
+pub fn sendfile(_sock: &impl AsSock, _file: &std::fs::File, _offset: u64, _count: usize) -> io::Result<usize> {
     Err(unsupported("zero-copy sending (-Z)"))
 }
 
 /// `sendfile(2)`: sends `count` bytes of `file` from `offset` on `sock`
 /// without copying through user space. Returns bytes sent.
 #[cfg(target_os = "linux")]
-pub fn sendfile(sock: &impl AsRawFd, file: &impl AsRawFd, offset: u64, count: usize) -> io::Result<usize> {
+pub fn sendfile(sock: &impl AsSock, file: &std::fs::File, offset: u64, count: usize) -> io::Result<usize> {
     let mut off: libc::off_t = offset as libc::off_t;
     // SAFETY: both descriptors are live for the call; `off` is a valid
     // pointer the kernel updates.
-    let n = unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut off, count) };
+    let n = unsafe { libc::sendfile(sock.raw_sock(), std::os::fd::AsRawFd::as_raw_fd(file), &mut off, count) };
     if n < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -259,7 +261,7 @@ pub fn sendfile(sock: &impl AsRawFd, file: &impl AsRawFd, offset: u64, count: us
 
 /// Discarding receives (Linux's MSG_TRUNC on TCP only).
 #[cfg(not(target_os = "linux"))]
-pub fn recv_discard(_sock: &impl AsRawFd, _scratch: &mut [u8], _len: usize) -> io::Result<usize> {
+pub fn recv_discard(_sock: &impl AsSock, _scratch: &mut [u8], _len: usize) -> io::Result<usize> {
     Err(unsupported("receiving without copying (--skip-rx-copy)"))
 }
 
@@ -267,12 +269,12 @@ pub fn recv_discard(_sock: &impl AsRawFd, _scratch: &mut [u8], _len: usize) -> i
 /// so the receiver measures the network, not memcpy. At most
 /// `scratch.len()` bytes are taken; TCP copies nothing into `scratch`.
 #[cfg(target_os = "linux")]
-pub fn recv_discard(sock: &impl AsRawFd, scratch: &mut [u8], len: usize) -> io::Result<usize> {
+pub fn recv_discard(sock: &impl AsSock, scratch: &mut [u8], len: usize) -> io::Result<usize> {
     // SAFETY: `scratch` is a live writable buffer and the length passed never
     // exceeds it, so even a protocol that does copy stays in bounds.
     let n = unsafe {
         libc::recv(
-            sock.as_raw_fd(),
+            sock.raw_sock(),
             scratch.as_mut_ptr().cast(),
             len.min(scratch.len()),
             libc::MSG_TRUNC,
@@ -282,6 +284,29 @@ pub fn recv_discard(sock: &impl AsRawFd, scratch: &mut [u8], len: usize) -> io::
         Err(io::Error::last_os_error())
     } else {
         Ok(n as usize)
+    }
+}
+
+/// SO_SNDBUF of a socket known by its raw handle (the reporter's view of
+/// a socket a data thread owns), as the system reports it.
+pub fn send_buffer_raw(raw: RawSock) -> io::Result<u64> {
+    #[cfg(unix)]
+    return getsockopt_int(raw, libc::SOL_SOCKET, libc::SO_SNDBUF).map(|b| b.max(0) as u64);
+    #[cfg(not(unix))]
+    {
+        let _ = raw;
+        Err(unsupported("reading a socket's buffer by its handle"))
+    }
+}
+
+/// SO_DONTROUTE: reach only hosts on directly connected networks.
+pub fn set_dont_route(s: &Socket) -> io::Result<()> {
+    #[cfg(unix)]
+    return set_int_option(s, libc::SOL_SOCKET, libc::SO_DONTROUTE, 1);
+    #[cfg(not(unix))]
+    {
+        let _ = s;
+        Err(unsupported("SO_DONTROUTE (--local-only)"))
     }
 }
 
@@ -412,6 +437,51 @@ pub fn congestion(s: &Socket) -> io::Result<Vec<u8>> {
     {
         let _ = s;
         Err(unsupported("reading the congestion control algorithm"))
+    }
+}
+
+/// SO_REUSEPORT where there is one: lets a connected UDP stream socket
+/// share the listener's port. Windows' SO_REUSEADDR already shares it.
+pub fn set_reuse_port(s: &Socket) -> io::Result<()> {
+    #[cfg(unix)]
+    return s.set_reuse_port(true);
+    #[cfg(not(unix))]
+    {
+        let _ = s;
+        Ok(())
+    }
+}
+
+/// The IPv6 traffic class (`-S` on an IPv6 socket).
+pub fn set_tclass(s: &Socket, tclass: u32) -> io::Result<()> {
+    #[cfg(unix)]
+    return s.set_tclass_v6(tclass);
+    #[cfg(not(unix))]
+    {
+        let _ = (s, tclass);
+        Err(unsupported("setting the IPv6 traffic class"))
+    }
+}
+
+/// Sets TCP_MAXSEG (`-M`).
+pub fn set_mss(s: &Socket, mss: u32) -> io::Result<()> {
+    #[cfg(unix)]
+    return s.set_tcp_mss(mss);
+    #[cfg(not(unix))]
+    {
+        let _ = (s, mss);
+        Err(unsupported("setting the TCP maximum segment size (-M)"))
+    }
+}
+
+/// TCP_MAXSEG of a connected socket.
+pub fn mss(s: &Socket) -> io::Result<u32> {
+    #[cfg(unix)]
+    return s.tcp_mss();
+    #[cfg(not(unix))]
+    {
+        let _ = s;
+        Err(unsupported("reading the TCP maximum segment size"))
     }
 }
 

@@ -10,9 +10,9 @@
 //! `mmsghdr` arrays per call on the stack, so no raw pointer outlives the
 //! call that uses it.
 
+use super::AsSock;
 use std::io;
 use std::mem;
-use std::os::fd::AsRawFd;
 
 #[cfg(target_os = "linux")]
 use super::socket::set_int_option;
@@ -49,7 +49,7 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
 
 /// UDP GSO is Linux's.
 #[cfg(not(target_os = "linux"))]
-pub fn set_gso(_sock: &impl AsRawFd, _segment: u16) -> io::Result<()> {
+pub fn set_gso(_sock: &impl AsSock, _segment: u16) -> io::Result<()> {
     Err(super::unsupported("UDP GSO"))
 }
 
@@ -57,57 +57,57 @@ pub fn set_gso(_sock: &impl AsRawFd, _segment: u16) -> io::Result<()> {
 /// `segment` bytes (the last may be shorter; wirespeed always sends whole
 /// multiples). Fails on kernels before 4.18.
 #[cfg(target_os = "linux")]
-pub fn set_gso(sock: &impl AsRawFd, segment: u16) -> io::Result<()> {
+pub fn set_gso(sock: &impl AsSock, segment: u16) -> io::Result<()> {
     set_int_option(sock, libc::SOL_UDP, UDP_SEGMENT, segment as libc::c_int)
 }
 
 /// UDP GSO is Linux's.
 #[cfg(not(target_os = "linux"))]
-pub fn clear_gso(_sock: &impl AsRawFd) -> io::Result<()> {
+pub fn clear_gso(_sock: &impl AsSock) -> io::Result<()> {
     Err(super::unsupported("UDP GSO"))
 }
 
 /// Turns off UDP GSO (after the path refused it, e.g. a datagram over the MTU).
 #[cfg(target_os = "linux")]
-pub fn clear_gso(sock: &impl AsRawFd) -> io::Result<()> {
+pub fn clear_gso(sock: &impl AsSock) -> io::Result<()> {
     set_int_option(sock, libc::SOL_UDP, UDP_SEGMENT, 0)
 }
 
 /// UDP GRO is Linux's.
 #[cfg(not(target_os = "linux"))]
-pub fn set_gro(_sock: &impl AsRawFd) -> io::Result<()> {
+pub fn set_gro(_sock: &impl AsSock) -> io::Result<()> {
     Err(super::unsupported("UDP GRO"))
 }
 
 /// Turns on UDP GRO: the kernel may hand over several same-sized datagrams
 /// of one flow as one buffer, with their size in a control message.
 #[cfg(target_os = "linux")]
-pub fn set_gro(sock: &impl AsRawFd) -> io::Result<()> {
+pub fn set_gro(sock: &impl AsSock) -> io::Result<()> {
     set_int_option(sock, libc::SOL_UDP, UDP_GRO, 1)
 }
 
 /// Kernel receive timestamps are taken on Linux only.
 #[cfg(not(target_os = "linux"))]
-pub fn set_rx_timestamps(_sock: &impl AsRawFd) -> io::Result<()> {
+pub fn set_rx_timestamps(_sock: &impl AsSock) -> io::Result<()> {
     Err(super::unsupported("kernel receive timestamps (SO_TIMESTAMPNS)"))
 }
 
 /// Asks for a kernel receive timestamp (CLOCK_REALTIME, ns) on every datagram.
 #[cfg(target_os = "linux")]
-pub fn set_rx_timestamps(sock: &impl AsRawFd) -> io::Result<()> {
+pub fn set_rx_timestamps(sock: &impl AsSock) -> io::Result<()> {
     set_int_option(sock, libc::SOL_SOCKET, SO_TIMESTAMPNS, 1)
 }
 
 /// Don't-fragment (Linux only here).
 #[cfg(not(target_os = "linux"))]
-pub fn set_dont_fragment(_sock: &impl AsRawFd, _ipv6_socket: bool) -> io::Result<()> {
+pub fn set_dont_fragment(_sock: &impl AsSock, _ipv6_socket: bool) -> io::Result<()> {
     Err(super::unsupported("setting don't-fragment (--dont-fragment)"))
 }
 
 /// Sets don't-fragment on the socket's datagrams (path MTU discovery "do"):
 /// IPv4 DF, and for an IPv6 socket also its IPv6 equivalent.
 #[cfg(target_os = "linux")]
-pub fn set_dont_fragment(sock: &impl AsRawFd, ipv6_socket: bool) -> io::Result<()> {
+pub fn set_dont_fragment(sock: &impl AsSock, ipv6_socket: bool) -> io::Result<()> {
     if ipv6_socket {
         set_int_option(
             sock,
@@ -143,19 +143,15 @@ pub fn set_thread_timer_slack(ns: u64) -> io::Result<()> {
 /// here). Returns how many went; an error after the first is left for the
 /// next call to meet.
 #[cfg(not(target_os = "linux"))]
-pub fn send_batch(sock: &impl AsRawFd, msgs: &[&[u8]]) -> io::Result<usize> {
+pub fn send_batch(sock: &impl AsSock, msgs: &[&[u8]]) -> io::Result<usize> {
+    let s = sock.sock_ref();
     let mut sent = 0;
     for m in msgs.iter().take(MAX_BATCH) {
-        // SAFETY: `m` is a live slice and we pass its exact length; the
-        // kernel only reads it.
-        let rc = unsafe { libc::send(sock.as_raw_fd(), m.as_ptr().cast(), m.len(), 0) };
-        if rc < 0 {
-            if sent == 0 {
-                return Err(io::Error::last_os_error());
-            }
-            break;
+        match s.send(m) {
+            Ok(_) => sent += 1,
+            Err(e) if sent == 0 => return Err(e),
+            Err(_) => break,
         }
-        sent += 1;
     }
     Ok(sent)
 }
@@ -164,7 +160,7 @@ pub fn send_batch(sock: &impl AsRawFd, msgs: &[&[u8]]) -> io::Result<usize> {
 /// `sendmmsg` call. Returns how many messages went (possibly fewer than
 /// asked, as `sendmmsg` does). At most [`MAX_BATCH`] messages are sent.
 #[cfg(target_os = "linux")]
-pub fn send_batch(sock: &impl AsRawFd, msgs: &[&[u8]]) -> io::Result<usize> {
+pub fn send_batch(sock: &impl AsSock, msgs: &[&[u8]]) -> io::Result<usize> {
     let n = msgs.len().min(MAX_BATCH);
     if n == 0 {
         return Ok(0);
@@ -185,9 +181,16 @@ pub fn send_batch(sock: &impl AsRawFd, msgs: &[&[u8]]) -> io::Result<usize> {
     // live slices; the kernel only reads them (sendmmsg does not write
     // through msg_iov) and writes `msg_len` inside `hdrs`. Everything
     // outlives the call. No address is given: the socket is connected.
-    let rc = unsafe { libc::sendmmsg(sock.as_raw_fd(), hdrs.as_mut_ptr(), n as libc::c_uint, 0) };
+    let rc = unsafe { libc::sendmmsg(sock.raw_sock(), hdrs.as_mut_ptr(), n as libc::c_uint, 0) };
     check(rc).map(|r| r as usize)
 }
+
+/// The flag of a message cut to its slot.
+#[cfg(unix)]
+const TRUNCATED: i32 = libc::MSG_TRUNC;
+/// The flag of a message cut to its slot.
+#[cfg(not(unix))]
+const TRUNCATED: i32 = 0x20;
 
 /// Room for the control messages one datagram may carry: a GRO segment
 /// size (int) and a receive timestamp (timespec), each with its header.
@@ -241,25 +244,17 @@ impl RecvBatch {
     /// Receives one datagram (no `recvmmsg` here): blocks up to the
     /// socket's receive timeout. Returns the number of messages, 1.
     #[cfg(not(target_os = "linux"))]
-    pub fn recv(&mut self, sock: &impl AsRawFd) -> io::Result<usize> {
+    pub fn recv(&mut self, sock: &impl AsSock) -> io::Result<usize> {
         self.got = 0;
-        let mut iov = libc::iovec {
-            iov_base: self.data.as_mut_ptr().cast(),
-            iov_len: self.slot,
-        };
-        // SAFETY: msghdr is plain data; zeroed is valid (no name, no control).
-        let mut h: libc::msghdr = unsafe { mem::zeroed() };
-        h.msg_iov = &mut iov;
-        h.msg_iovlen = 1;
-        // SAFETY: the header points at `iov`, which points at the first
-        // slot of `self.data` with its exact length; all live for the call.
-        let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut h, 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        self.lens[0] = n as u32;
+        let slot = &mut self.data[..self.slot];
+        // SAFETY: an initialised byte buffer may be viewed as maybe-uninit
+        // bytes; the receive only writes initialised bytes into it.
+        let uninit = unsafe { &mut *(slot as *mut [u8] as *mut [mem::MaybeUninit<u8>]) };
+        let mut bufs = [socket2::MaybeUninitSlice::new(uninit)];
+        let (n, flags) = sock.sock_ref().recv_vectored(&mut bufs)?;
+        self.lens[0] = n.min(self.slot) as u32;
         self.ctl_lens[0] = 0;
-        self.flags[0] = h.msg_flags;
+        self.flags[0] = if flags.is_truncated() { TRUNCATED } else { 0 };
         self.got = 1;
         Ok(1)
     }
@@ -268,7 +263,7 @@ impl RecvBatch {
     /// for the first message, then takes whatever else is already there.
     /// Returns the number of messages.
     #[cfg(target_os = "linux")]
-    pub fn recv(&mut self, sock: &impl AsRawFd) -> io::Result<usize> {
+    pub fn recv(&mut self, sock: &impl AsSock) -> io::Result<usize> {
         self.got = 0;
         // SAFETY: plain data; zeroed is valid.
         let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
@@ -296,7 +291,7 @@ impl RecvBatch {
         // SO_RCVTIMEO bounds the wait for the first message).
         let rc = unsafe {
             libc::recvmmsg(
-                sock.as_raw_fd(),
+                sock.raw_sock(),
                 hdrs.as_mut_ptr(),
                 self.slots as libc::c_uint,
                 libc::MSG_WAITFORONE,
@@ -335,7 +330,7 @@ impl RecvBatch {
             data,
             segment,
             rx_time_ns,
-            truncated: self.flags[i] & libc::MSG_TRUNC != 0,
+            truncated: self.flags[i] & TRUNCATED != 0,
         }
     }
 }
