@@ -50,10 +50,26 @@ pub fn hangup_for(cfg: &TestConfig) -> Hangup {
     }
 }
 
+/// Every cell [`install_signals`] made, for [`interrupt`].
+static SIGNAL_CELLS: std::sync::Mutex<Vec<Arc<AtomicUsize>>> = std::sync::Mutex::new(Vec::new());
+
+/// Acts as if signal `sig` had arrived (the Windows service manager's
+/// stop request has no signal of its own).
+pub fn interrupt(sig: usize) {
+    if let Ok(cells) = SIGNAL_CELLS.lock() {
+        for c in cells.iter() {
+            c.store(sig, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 /// Installs handlers for SIGINT and SIGTERM (and SIGHUP as `hup` says):
 /// the returned cell holds the number of the last ending signal (0 = none).
 pub fn install_signals(hup: Hangup) -> Arc<AtomicUsize> {
     let cell = Arc::new(AtomicUsize::new(0));
+    if let Ok(mut cells) = SIGNAL_CELLS.lock() {
+        cells.push(cell.clone());
+    }
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let _ = signal_hook::flag::register_usize(sig, cell.clone(), sig as usize);
     }
@@ -84,6 +100,10 @@ fn program_name(args: &[OsString]) -> String {
 /// Runs the program with `args` (argv, program name first); returns the
 /// exit code.
 pub fn run(args: Vec<OsString>) -> i32 {
+    #[cfg(windows)]
+    if crate::service::started_by_manager(&args) {
+        return crate::service::run(args);
+    }
     let prog = program_name(&args);
     let rest: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
     if prog == "iperf" || prog == "iperf2" {
@@ -134,14 +154,44 @@ fn run_iperf3(rest: &[String], prog: &str) -> i32 {
                 );
             }
             println!("{}", sys::process::system_info());
-            println!(
-                "Optional features available: CPU affinity setting, IPv6 flow label, TCP congestion algorithm setting, \
-                 sendfile / zerocopy, socket pacing, authentication, bind to device, MPTCP, skip rx copy, multiple concurrent tests"
-            );
+            println!("Optional features available: {}", optional_features().join(", "));
             0
         }
         cli::iperf3::Command::Run(cfg, warnings) => run_config(*cfg, prog, &warnings),
     }
+}
+
+/// iperf3's `-v` list of optional features, as this build on this
+/// platform has them (each is also an option the command line refuses
+/// where it is missing).
+fn optional_features() -> Vec<&'static str> {
+    let mut f = Vec::new();
+    let has = |long: &str| sys::lacks(long).is_none();
+    for (long, words) in [
+        ("affinity", "CPU affinity setting"),
+        ("flowlabel", "IPv6 flow label"),
+        ("congestion", "TCP congestion algorithm setting"),
+        ("zerocopy", "sendfile / zerocopy"),
+        ("fq-rate", "socket pacing"),
+    ] {
+        if has(long) {
+            f.push(words);
+        }
+    }
+    if cfg!(feature = "rsa") {
+        f.push("authentication");
+    }
+    for (long, words) in [
+        ("bind-dev", "bind to device"),
+        ("mptcp", "MPTCP"),
+        ("skip-rx-copy", "skip rx copy"),
+    ] {
+        if has(long) {
+            f.push(words);
+        }
+    }
+    f.push("multiple concurrent tests");
+    f
 }
 
 /// The iperf 2 dialect's command line.
@@ -236,6 +286,17 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
         }
     };
     print_warnings(&cfg, &out, warnings);
+    // iperf 2's Windows service: -s -D installs and starts it, -s -R
+    // removes it; the service itself serves.
+    #[cfg(windows)]
+    if cfg.dialect == Dialect::Iperf2 && cfg.role == Role::Server && !crate::service::is_service() {
+        if cfg.server.remove_service {
+            return crate::service::remove();
+        }
+        if cfg.server.daemon {
+            return crate::service::install();
+        }
+    }
     debug::set_level(cfg.output.debug);
     if cfg.iperf2.realtime
         && let Err(e) = sys::netif::set_realtime()
@@ -346,7 +407,13 @@ fn run_server(
     let mut server = server::Server::bind(cfg, out.clone())?;
     // The starting process waits until the daemon serves, and exits 1 with
     // the reason if it cannot (a pidfile that cannot be written, ...).
-    let detached = if cfg.server.daemon {
+    // The Windows service is already in the background (its options still
+    // carry the -D that installed it).
+    #[cfg(windows)]
+    let in_service = crate::service::is_service();
+    #[cfg(not(windows))]
+    let in_service = false;
+    let detached = if cfg.server.daemon && !in_service {
         Some(sys::process::detach().map_err(|e| Error::io(Code::DAEMON, &e))?)
     } else {
         None

@@ -345,6 +345,8 @@ pub struct ServerOptions {
     pub one_off: bool,
     /// `-D`.
     pub daemon: bool,
+    /// iperf 2's `-s -R` on Windows: stop and remove the service.
+    pub remove_service: bool,
     /// `-I`.
     pub pidfile: Option<PathBuf>,
     /// `--idle-timeout`.
@@ -385,6 +387,7 @@ impl Default for ServerOptions {
         ServerOptions {
             one_off: false,
             daemon: false,
+            remove_service: false,
             pidfile: None,
             idle_timeout: None,
             max_tests: 16,

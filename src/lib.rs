@@ -26,6 +26,8 @@ pub mod proto;
 pub mod report;
 pub mod search;
 pub mod server;
+#[cfg(windows)]
+pub mod service;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sys;

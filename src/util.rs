@@ -1,14 +1,9 @@
 //! Randomness: for cookies, payloads, and where the kernel's source fails.
 
-use std::io::Read;
-
-/// Fills `buf` from the kernel's random source (falls back to a clock-seeded
-/// generator if /dev/urandom cannot be read).
+/// Fills `buf` from the system's random source (falls back to a
+/// clock-seeded generator if it cannot be read).
 pub fn os_random(buf: &mut [u8]) {
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(buf))
-        .is_ok();
-    if !ok {
+    if crate::sys::os_random(buf).is_err() {
         fill_prng(buf, clock_seed());
     }
 }

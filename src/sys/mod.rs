@@ -23,6 +23,9 @@ pub mod process;
 #[cfg(windows)]
 #[path = "windows/process.rs"]
 pub mod process;
+#[cfg(windows)]
+#[path = "windows/service.rs"]
+pub mod service;
 pub mod socket;
 #[cfg(unix)]
 pub mod term;
@@ -84,10 +87,138 @@ impl<T: std::os::windows::io::AsSocket> AsSock for T {
     }
 }
 
+/// Fills `buf` from the system's random source: `/dev/urandom`, or
+/// Windows' preferred generator.
+pub fn os_random(buf: &mut [u8]) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom")?.read_exact(buf)
+    }
+    #[cfg(windows)]
+    {
+        use windows_sys::Win32::Security::Cryptography::{BCRYPT_USE_SYSTEM_PREFERRED_RNG, BCryptGenRandom};
+        for chunk in buf.chunks_mut(u32::MAX as usize) {
+            // SAFETY: `chunk` is a live writable buffer of the length passed;
+            // a null algorithm handle with the system-preferred flag is allowed.
+            let status = unsafe {
+                BCryptGenRandom(
+                    std::ptr::null_mut(),
+                    chunk.as_mut_ptr(),
+                    chunk.len() as u32,
+                    BCRYPT_USE_SYSTEM_PREFERRED_RNG,
+                )
+            };
+            if status != 0 {
+                return Err(std::io::Error::other(format!("BCryptGenRandom failed: {status:#x}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Quotes one argument the way the Windows C runtime splits a command
+/// line (for the service's command line).
+#[cfg_attr(not(windows), allow(dead_code))]
+pub(crate) fn quote_windows_arg(arg: &str) -> String {
+    if !arg.is_empty() && !arg.contains([' ', '\t', '"']) {
+        return arg.to_string();
+    }
+    let mut out = String::from('"');
+    let mut slashes = 0;
+    for c in arg.chars() {
+        match c {
+            '\\' => slashes += 1,
+            '"' => {
+                out.extend(std::iter::repeat_n('\\', slashes * 2 + 1));
+                out.push('"');
+                slashes = 0;
+            }
+            _ => {
+                out.extend(std::iter::repeat_n('\\', slashes));
+                slashes = 0;
+                out.push(c);
+            }
+        }
+    }
+    out.extend(std::iter::repeat_n('\\', slashes * 2));
+    out.push('"');
+    out
+}
+
+/// Options (long names, of either dialect) whose feature this platform
+/// lacks, with the feature in words: the command line refuses them at
+/// once rather than failing mid-test or doing nothing.
+#[cfg(target_os = "linux")]
+const LACKING: &[(&str, &str)] = &[];
+
+#[cfg(not(target_os = "linux"))]
+const LACKING: &[(&str, &str)] = &[
+    ("bind-dev", "binding to a device"),
+    ("flowlabel", "IPv6 flow labels"),
+    ("zerocopy", "zero-copy sending"),
+    ("dont-fragment", "setting don't-fragment"),
+    ("skip-rx-copy", "receiving without copying"),
+    ("fq-rate", "socket pacing"),
+    ("snd-timeout", "TCP_USER_TIMEOUT"),
+    ("mptcp", "MPTCP"),
+    ("gsro", "UDP GSO/GRO"),
+    ("tcp-quickack", "TCP_QUICKACK"),
+    ("tcp-write-prefetch", "TCP_NOTSENT_LOWAT"),
+    ("tcp-rx-window-clamp", "TCP_WINDOW_CLAMP"),
+    ("near-congestion", "TCP_INFO round-trip times"),
+    ("tap-dev", "tap devices"),
+    ("tun-dev", "tun devices"),
+    #[cfg(not(target_os = "freebsd"))]
+    ("congestion", "setting the congestion control algorithm"),
+    #[cfg(not(target_os = "freebsd"))]
+    ("linux-congestion", "setting the congestion control algorithm"),
+    #[cfg(not(target_os = "freebsd"))]
+    ("tcp-congestion", "setting the congestion control algorithm"),
+    #[cfg(unix)]
+    ("affinity", "CPU affinity"),
+    #[cfg(windows)]
+    ("local-only", "SO_DONTROUTE"),
+    #[cfg(windows)]
+    ("set-mss", "setting the TCP maximum segment size"),
+    #[cfg(windows)]
+    ("mss", "setting the TCP maximum segment size"),
+];
+
+/// What this platform lacks for the option spelled `long` (without
+/// dashes), if anything.
+pub fn lacks(long: &str) -> Option<&'static str> {
+    LACKING.iter().find(|(o, _)| *o == long).map(|(_, what)| *what)
+}
+
 /// The error of a call this platform lacks, naming what is missing.
 pub fn unsupported(what: &str) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         format!("{what} is not supported on this platform"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quote_windows_arg as quote;
+
+    #[test]
+    fn arguments_are_quoted_as_the_windows_crt_splits_them() {
+        assert_eq!(quote("-s"), "-s");
+        assert_eq!(quote("C:\\Program Files\\w.exe"), "\"C:\\Program Files\\w.exe\"");
+        assert_eq!(quote("a\"b"), "\"a\\\"b\"");
+        assert_eq!(quote("dir x\\"), "\"dir x\\\\\"");
+        assert_eq!(quote("a\\\"b"), "\"a\\\\\\\"b\"");
+        assert_eq!(quote(""), "\"\"");
+    }
+
+    #[test]
+    fn the_random_source_gives_bytes() {
+        let mut a = [0u8; 32];
+        let mut b = [0u8; 32];
+        super::os_random(&mut a).unwrap();
+        super::os_random(&mut b).unwrap();
+        assert_ne!(a, b);
+    }
 }

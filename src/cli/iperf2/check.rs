@@ -207,6 +207,11 @@ fn server_role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     let cfg = &mut s.cfg;
     cfg.role = Role::Server;
     for o in opts.iter().filter(|o| TABLE[o.row].place.client_only()) {
+        // On Windows a server's -R removes iperf 2's service.
+        if cfg!(windows) && o.spelled == "-R" {
+            cfg.server.remove_service = true;
+            continue;
+        }
         s.warnings
             .push(format!("WARNING: option {} is not valid for server mode", o.spelled));
     }

@@ -122,6 +122,12 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     }
     let mut state = ParseState::new();
     for o in &opts {
+        if let Some(what) = TABLE[o.row].long.and_then(crate::sys::lacks) {
+            return Err(CliError::err(format!(
+                "{}: {what} is not supported on this platform",
+                o.spelled
+            )));
+        }
         match TABLE[o.row].step {
             Step::Apply(apply) => apply(&mut state, o)?,
             Step::NotBuilt(what) => {

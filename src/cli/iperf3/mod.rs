@@ -55,6 +55,12 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
     }
     let mut state = ParseState::new();
     for o in &parsed.opts {
+        if let Some(what) = TABLE[o.row].long.and_then(crate::sys::lacks) {
+            return Err(Error::param_msg(
+                Code::NONE,
+                format!("{}: {what} is not supported on this platform", o.spelled),
+            ));
+        }
         match TABLE[o.row].step {
             Step::Apply(apply) => apply(&mut state, o)?,
             Step::Refuse(why) => return Err(why()),
