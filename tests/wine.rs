@@ -13,6 +13,8 @@
 //! processes (`wineserver -k` for that prefix) are ended at the end.
 
 mod common;
+#[path = "common/login.rs"]
+mod login;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,17 +41,29 @@ impl Wine {
 
     /// Starts `wine wirespeed.exe args` in the test's folder.
     fn spawn(&self, args: &[&str]) -> Proc {
+        self.spawn_env(args, &[])
+    }
+
+    /// Starts it with `extra` added to the environment (Wine hands the
+    /// Unix environment to Windows programs).
+    fn spawn_env(&self, args: &[&str], extra: &[(&str, &str)]) -> Proc {
         let exe = self.dir.join("wirespeed.exe").display().to_string();
         let mut a = vec![exe.as_str()];
         a.extend_from_slice(args);
         let env = self.env();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        env.extend_from_slice(extra);
         Proc::spawn_env(&self.wine, &a, &env)
     }
 
     /// Runs `wine wirespeed.exe args` to completion.
     fn run(&self, args: &[&str]) -> Ran {
-        let mut p = self.spawn(args);
+        self.run_env(args, &[])
+    }
+
+    /// Runs it with `extra` in the environment.
+    fn run_env(&self, args: &[&str], extra: &[(&str, &str)]) -> Ran {
+        let mut p = self.spawn_env(args, extra);
         let status = p.wait(T);
         Ran {
             code: status.and_then(|s| s.code()),
@@ -106,6 +120,11 @@ fn setup() -> Option<Wine> {
     );
     assert!(v.stdout.contains("Windows"), "system line: {}", v.stdout);
     Some(w)
+}
+
+/// A Unix path as a Windows program under Wine names it (drive Z: is /).
+fn windows_path(p: &Path) -> String {
+    format!("Z:{}", p.display()).replace('/', "\\")
 }
 
 fn listening(port: u16) -> bool {
@@ -175,7 +194,7 @@ fn the_windows_build_under_wine() {
     // wirespeed.exe as the client of Linux servers.
     let port = free_port();
     let p = port.to_string();
-    let _s3 = iperf3_server(&iperf3, port, &[]);
+    let s3 = iperf3_server(&iperf3, port, &[]);
     for extra in [&[][..], &["-R"][..], &["-u", "-b", "20M"][..]] {
         let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-t", "2", "-J"];
         args.extend_from_slice(extra);
@@ -191,6 +210,71 @@ fn the_windows_build_under_wine() {
         assert!(d.get("error").is_none(), "{}", r.stdout);
         assert!(received(&d) > 0, "{}", r.stdout);
     }
+    // Many flows on mio's Windows backend: the workers forced for -P 4.
+    let r = w.run_env(
+        &["-c", "127.0.0.1", "-p", &p, "-t", "2", "-P", "4", "-J"],
+        &[("WIRESPEED_MUX", "always")],
+    );
+    assert_eq!(r.code, Some(0), "-P 4 on the workers: {} {}", r.stdout, r.stderr);
+    let d = json(&r.stdout);
+    assert_eq!(d["end"]["streams"].as_array().map(Vec::len), Some(4), "{}", r.stdout);
+    assert!(received(&d) > 0, "{}", r.stdout);
+    // --logfile: the whole output in the file, none on stdout.
+    let log = w.dir.join("client.log");
+    let r = w.run(&["-c", "127.0.0.1", "-p", &p, "-t", "1", "--logfile", &windows_path(&log)]);
+    assert_eq!(r.code, Some(0), "--logfile: {} {}", r.stdout, r.stderr);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(text.contains("iperf Done."), "log file: {text:?}");
+    assert!(!r.stdout.contains("iperf Done."), "{}", r.stdout);
+    drop(s3);
+
+    // RSA authentication (AWS-LC built for Windows) against iperf3 3.12,
+    // which wants PKCS#1 v1.5 padding.
+    let login = login::Login::new("wine");
+    let port = free_port();
+    let p = port.to_string();
+    let sargs = login.server_args();
+    let sargs: Vec<&str> = sargs.iter().map(String::as_str).collect();
+    let _s3a = iperf3_server(&iperf3, port, &sargs);
+    let public = windows_path(Path::new(&login.path("public-key")));
+    let r = w.run_env(
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "-J",
+            "--rsa-public-key-path",
+            &public,
+            "--username",
+            &login.user,
+            "--use-pkcs1-padding",
+        ],
+        &[("IPERF3_PASSWORD", login.password.as_str())],
+    );
+    assert_eq!(r.code, Some(0), "authenticated client: {} {}", r.stdout, r.stderr);
+    assert!(received(&json(&r.stdout)) > 0, "{}", r.stdout);
+    let r = w.run_env(
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--rsa-public-key-path",
+            &public,
+            "--username",
+            &login.user,
+            "--use-pkcs1-padding",
+        ],
+        &[("IPERF3_PASSWORD", "wrong")],
+    );
+    assert_eq!(r.code, Some(1), "a wrong password: {} {}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("authorization failed"), "{}", r.stderr);
+
     let port = free_port();
     let p = port.to_string();
     let _s2 = Proc::spawn(&iperf, &["-s", "-p", &p]);
@@ -204,6 +288,22 @@ fn the_windows_build_under_wine() {
         r.stderr
     );
     assert!(r.stdout.contains("bits/sec"), "{}", r.stdout);
+    // iperf 2's -o: the report goes to the file.
+    let out = w.dir.join("iperf2.txt");
+    let r = w.run(&[
+        "--iperf2",
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-t",
+        "1",
+        "-o",
+        &windows_path(&out),
+    ]);
+    assert_eq!(r.code, Some(0), "-o: {} {}", r.stdout, r.stderr);
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(text.contains("bits/sec"), "-o file: {text:?}");
     let port = free_port();
     let p = port.to_string();
     let _s2u = Proc::spawn(&iperf, &["-s", "-u", "-p", &p]);
