@@ -401,3 +401,56 @@ fn the_probes_are_not_a_test_of_their_own_on_our_server() {
     assert!(!out.contains("bb w/quickack") && !out.contains("BB8"), "{out}");
     assert!(out.contains("receiver"), "{out}");
 }
+
+#[test]
+fn csv_rows_end_with_the_round_trips_of_their_span() {
+    let port = free_port();
+    let p = port.to_string();
+    let srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-p", &p]);
+    wait_listening(port);
+    let r = run(
+        &wirespeed(),
+        &[
+            "--iperf2",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "2",
+            "-i",
+            "1",
+            "-y",
+            "C",
+            "--latency=20",
+        ],
+        T,
+    );
+    drop(srv);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let rows: Vec<Vec<&str>> = r.stdout.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 3, "two intervals and the total:\n{}", r.stdout);
+    for row in &rows {
+        // iperf 2's nine TCP columns, then probes, p50, p90, p99, max.
+        assert_eq!(row.len(), 14, "{row:?}");
+        let probes: u64 = row[9].parse().unwrap();
+        let ms: Vec<f64> = row[10..].iter().map(|v| v.parse().unwrap()).collect();
+        assert!(probes > 0, "{row:?}");
+        assert!(ms.windows(2).all(|w| w[0] <= w[1]) && ms[0] > 0.0, "{row:?}");
+    }
+    let intervals: u64 = rows[..2].iter().map(|r| r[9].parse::<u64>().unwrap()).sum();
+    let total: u64 = rows[2][9].parse().unwrap();
+    assert!(total >= intervals, "the final row counts every loaded probe: {rows:?}");
+    // Without --latency the rows are iperf 2's own.
+    let port = free_port();
+    let p = port.to_string();
+    let _srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-p", &p]);
+    wait_listening(port);
+    let r = run(
+        &wirespeed(),
+        &["--iperf2", "-c", "127.0.0.1", "-p", &p, "-t", "1", "-y", "C"],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.lines().all(|l| l.split(',').count() == 9), "{}", r.stdout);
+}

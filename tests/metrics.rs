@@ -292,3 +292,42 @@ fn bounceback_and_reverse_iperf2_tests_count_both_directions() {
     assert!(sent > 1e6 + tx.unwrap_or(0.0), "a second of sending: {t}");
     assert_eq!(sample(&t, &series("received")), rx, "{t}");
 }
+
+#[test]
+fn latency_probes_fill_the_servers_round_trip_histogram() {
+    let Some(curl_bin) = peer("curl") else { return };
+    let (port, mport) = (free_port(), free_port());
+    let _srv = wirespeed_server(port, &["--metrics", &format!("127.0.0.1:{mport}")]);
+    let p = port.to_string();
+    let r = run(
+        &wirespeed(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "2", "--latency=20", "-J"],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let loaded = doc["end"]["latency"]["loaded"]["probes"].as_f64().unwrap();
+    let name = "wirespeed_latency_probe_rtt_seconds";
+    let text = wait_for(&curl_bin, mport, "the probes' round trips", |t| {
+        sample(t, &format!("{name}_count{{phase=\"loaded\"}}")).is_some_and(|n| n >= loaded - 1.0)
+    });
+    // Each probe reports the one before it: all ten idle ones (the last by
+    // the first loaded probe), and every loaded one but the last.
+    assert_eq!(
+        sample(&text, &format!("{name}_count{{phase=\"idle\"}}")),
+        Some(10.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, &format!("{name}_count{{phase=\"loaded\"}}")),
+        Some(loaded - 1.0),
+        "{text}"
+    );
+    let inf = sample(&text, &format!("{name}_bucket{{phase=\"loaded\",le=\"+Inf\"}}"));
+    assert_eq!(inf, Some(loaded - 1.0), "{text}");
+    // Loopback round trips are well under a second, and the sum agrees.
+    let under_1s = sample(&text, &format!("{name}_bucket{{phase=\"idle\",le=\"1\"}}"));
+    assert_eq!(under_1s, Some(10.0), "{text}");
+    let sum = sample(&text, &format!("{name}_sum{{phase=\"idle\"}}")).unwrap();
+    assert!(sum > 0.0 && sum < 10.0, "{text}");
+}

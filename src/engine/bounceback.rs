@@ -62,13 +62,28 @@ pub struct BouncebackSpec {
 }
 
 /// A bounceback server stream's settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct EchoSpec {
     /// The start of the first message, already read (at least its header).
     pub first: Vec<u8>,
     /// Messages binned by the client's send time.
     pub counters: Arc<BouncebackCounters>,
+    /// Sees each whole message before it is echoed (a `--latency`
+    /// client's probes tell the server's metrics their round trips).
+    pub on_message: Option<MessageHook>,
 }
+
+impl std::fmt::Debug for EchoSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EchoSpec")
+            .field("first", &self.first.len())
+            .field("on_message", &self.on_message.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`EchoSpec::on_message`] calls.
+pub type MessageHook = Arc<dyn Fn(&[u8]) + Send + Sync>;
 
 fn set_quickack(s: &TcpStream) {
     let _ = crate::sys::socket::set_quickack(&SockRef::from(s));
@@ -206,6 +221,9 @@ pub fn echo_loop(sock: &TcpStream, task: &StreamTask, echo: &EchoSpec) -> Result
         let rx = wall_clock();
         if quickack {
             set_quickack(sock);
+        }
+        if let Some(f) = &echo.on_message {
+            f(&msg);
         }
         hold(hdr.hold_us, stop);
         BbHeader::stamp_server(&mut msg, rx, wall_clock());

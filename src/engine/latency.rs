@@ -24,7 +24,9 @@ use crate::clock::wall_clock;
 use crate::config::TestConfig;
 use crate::error::{Code, Error};
 use crate::events::{Event, LatencySummary, RttStats};
-use crate::proto::iperf2::bounceback::{BB_DEFAULT_SIZE, BB_HEADER_LEN, BB_QUICKACK, BbHeader, LATENCY_PROBE_MARK};
+use crate::proto::iperf2::bounceback::{
+    BB_DEFAULT_SIZE, BB_HEADER_LEN, BB_QUICKACK, BbHeader, LATENCY_PROBE_MARK, PreviousRtt,
+};
 
 /// Probes on the idle path before the load starts.
 pub const IDLE_PROBES: usize = 10;
@@ -62,9 +64,16 @@ pub struct Prober {
     thread: Option<JoinHandle<()>>,
 }
 
-/// One probe: write a message, read it back; its round trip in seconds,
-/// or `None` when `stop` was raised.
-fn probe(sock: &TcpStream, id: u32, wait: Duration, stop: &AtomicBool) -> Result<Option<f64>, String> {
+/// One probe: write a message (telling the server the round trip before
+/// it, `previous`), read it back; its round trip in seconds, or `None`
+/// when `stop` was raised.
+fn probe(
+    sock: &TcpStream,
+    id: u32,
+    previous: Option<PreviousRtt>,
+    wait: Duration,
+    stop: &AtomicBool,
+) -> Result<Option<f64>, String> {
     let h = BbHeader {
         size: BB_DEFAULT_SIZE,
         id,
@@ -75,6 +84,9 @@ fn probe(sock: &TcpStream, id: u32, wait: Duration, stop: &AtomicBool) -> Result
     };
     let mut msg = h.client_message();
     msg[BB_HEADER_LEN..BB_HEADER_LEN + LATENCY_PROBE_MARK.len()].copy_from_slice(LATENCY_PROBE_MARK);
+    if let Some(p) = previous {
+        p.put(&mut msg);
+    }
     let sent = Instant::now();
     (&*sock).write_all(&msg).map_err(|e| crate::error::errno_text(&e))?;
     let mut reply = vec![0u8; msg.len()];
@@ -103,9 +115,10 @@ impl Prober {
         let _ = sock.set_write_timeout(Some(LOADED_WAIT));
         let never = AtomicBool::new(false);
         let gap = Duration::from_secs_f64(1.0 / f64::from(rate.max(1))).min(IDLE_GAP);
-        let mut idle = Vec::with_capacity(IDLE_PROBES);
+        let mut idle: Vec<f64> = Vec::with_capacity(IDLE_PROBES);
         for i in 0..IDLE_PROBES {
-            match probe(&sock, i as u32 + 1, IDLE_WAIT, &never) {
+            let previous = idle.last().map(|r| micros(*r, false));
+            match probe(&sock, i as u32 + 1, previous, IDLE_WAIT, &never) {
                 Ok(Some(rtt)) => idle.push(rtt),
                 Ok(None) => {}
                 Err(why) => {
@@ -142,9 +155,10 @@ impl Prober {
         };
         let (shared, stop) = (self.shared.clone(), self.stop.clone());
         let period = Duration::from_secs_f64(1.0 / f64::from(self.rate.max(1)));
+        let last_idle = self.idle.last().map(|r| micros(*r, false));
         let spawned = std::thread::Builder::new()
             .name("ws-latency".into())
-            .spawn(move || loaded_loop(&sock, period, &shared, &stop));
+            .spawn(move || loaded_loop(&sock, period, last_idle, &shared, &stop));
         match spawned {
             Ok(t) => self.thread = Some(t),
             Err(e) => self.note(format!("no probe thread: {e}")),
@@ -217,13 +231,28 @@ impl Drop for Prober {
     }
 }
 
-fn loaded_loop(sock: &TcpStream, period: Duration, shared: &Mutex<Shared>, stop: &AtomicBool) {
+/// A round trip as a probe reports it to the server.
+fn micros(rtt: f64, loaded: bool) -> PreviousRtt {
+    PreviousRtt {
+        loaded,
+        micros: (rtt * 1e6).round().clamp(0.0, u32::MAX as f64) as u32,
+    }
+}
+
+fn loaded_loop(
+    sock: &TcpStream,
+    period: Duration,
+    mut previous: Option<PreviousRtt>,
+    shared: &Mutex<Shared>,
+    stop: &AtomicBool,
+) {
     let mut next = Instant::now();
     let mut id = IDLE_PROBES as u32;
     while !stop.load(Relaxed) {
         id = id.wrapping_add(1);
-        match probe(sock, id, LOADED_WAIT, stop) {
+        match probe(sock, id, previous, LOADED_WAIT, stop) {
             Ok(Some(rtt)) => {
+                previous = Some(micros(rtt, true));
                 if let Ok(mut s) = shared.lock() {
                     s.pending.push(rtt);
                     if s.all.len() < MAX_KEPT {

@@ -137,6 +137,42 @@ struct State {
     clients: Vec<ClientResult>,
     evicted: u64,
     scrapes: u64,
+    rtt_idle: RttHistogram,
+    rtt_loaded: RttHistogram,
+}
+
+/// Upper bounds (s) of the round-trip histogram's buckets: 100 µs to 5 s,
+/// loopback to a badly bloated queue.
+const RTT_BUCKETS: [f64; 15] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+/// A Prometheus histogram of round trips.
+#[derive(Debug, Default, Clone)]
+struct RttHistogram {
+    /// Per bucket (not cumulative), then the overflow past the last bound.
+    counts: [u64; RTT_BUCKETS.len() + 1],
+    sum: f64,
+}
+
+impl RttHistogram {
+    fn record(&mut self, v: f64) {
+        let i = RTT_BUCKETS.iter().position(|b| v <= *b).unwrap_or(RTT_BUCKETS.len());
+        self.counts[i] += 1;
+        self.sum += v;
+    }
+
+    fn render(&self, name: &str, phase: &str, o: &mut String) {
+        let mut cumulative = 0;
+        for (b, c) in RTT_BUCKETS.iter().zip(self.counts) {
+            cumulative += c;
+            let _ = writeln!(o, "{name}_bucket{{phase=\"{phase}\",le=\"{b}\"}} {cumulative}");
+        }
+        cumulative += self.counts[RTT_BUCKETS.len()];
+        let _ = writeln!(o, "{name}_bucket{{phase=\"{phase}\",le=\"+Inf\"}} {cumulative}");
+        let _ = writeln!(o, "{name}_sum{{phase=\"{phase}\"}} {}", number(self.sum));
+        let _ = writeln!(o, "{name}_count{{phase=\"{phase}\"}} {cumulative}");
+    }
 }
 
 /// The registry the server's tests report into.
@@ -218,6 +254,21 @@ impl Metrics {
         self.with(|s| *s.bytes.entry((l.0, l.1, dir)).or_default() += n);
     }
 
+    /// A `--latency` client's probe reported a round trip (seconds),
+    /// measured on the idle path or under its test's load.
+    pub fn latency_probe(&self, loaded: bool, rtt: f64) {
+        if !rtt.is_finite() || rtt < 0.0 {
+            return;
+        }
+        self.with(|s| {
+            if loaded {
+                s.rtt_loaded.record(rtt);
+            } else {
+                s.rtt_idle.record(rtt);
+            }
+        });
+    }
+
     /// The server turned a connection away.
     pub fn refused(&self, why: Refusal) {
         self.with(|s| *s.refusals.entry(why).or_default() += 1);
@@ -247,6 +298,15 @@ impl Metrics {
         self.render_server(&s, &mut o);
         render_tests(&s, &mut o);
         render_clients(&s, &mut o);
+        let rtt = "wirespeed_latency_probe_rtt_seconds";
+        head(
+            &mut o,
+            rtt,
+            "histogram",
+            "Round trips --latency clients measured, before their load (idle) and under it (loaded).",
+        );
+        s.rtt_idle.render(rtt, "idle", &mut o);
+        s.rtt_loaded.render(rtt, "loaded", &mut o);
         head(
             &mut o,
             "wirespeed_scrapes_total",
@@ -450,7 +510,19 @@ mod tests {
         m.bytes(l, false, 1000);
         m.refused(Refusal::Busy);
         m.client_result(result("10.0.0.\"1"));
+        m.latency_probe(false, 0.00009);
+        m.latency_probe(true, 0.003);
+        m.latency_probe(true, 7.0);
+        m.latency_probe(true, f64::NAN);
         let t = m.render();
+        assert!(t.contains("# TYPE wirespeed_latency_probe_rtt_seconds histogram\n"));
+        assert!(t.contains("wirespeed_latency_probe_rtt_seconds_bucket{phase=\"idle\",le=\"0.0001\"} 1\n"));
+        assert!(t.contains("wirespeed_latency_probe_rtt_seconds_bucket{phase=\"loaded\",le=\"0.0025\"} 0\n"));
+        assert!(t.contains("wirespeed_latency_probe_rtt_seconds_bucket{phase=\"loaded\",le=\"0.005\"} 1\n"));
+        assert!(t.contains("wirespeed_latency_probe_rtt_seconds_bucket{phase=\"loaded\",le=\"5\"} 1\n"));
+        assert!(t.contains("wirespeed_latency_probe_rtt_seconds_bucket{phase=\"loaded\",le=\"+Inf\"} 2\n"));
+        assert!(t.contains("wirespeed_latency_probe_rtt_seconds_count{phase=\"loaded\"} 2\n"));
+        assert!(t.contains("wirespeed_latency_probe_rtt_seconds_sum{phase=\"loaded\"} 7.003\n"));
         assert!(t.contains("# TYPE wirespeed_tests_started_total counter\n"));
         assert!(t.contains("wirespeed_tests_started_total{dialect=\"iperf3\",protocol=\"tcp\"} 1\n"));
         assert!(t.contains("wirespeed_tests_started_total{dialect=\"iperf3\",protocol=\"udp\"} 0\n"));
@@ -470,7 +542,14 @@ mod tests {
         // Every sample line names a metric announced by a TYPE line.
         for line in t.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split(['{', ' ']).next().unwrap();
-            assert!(t.contains(&format!("# TYPE {name} ")), "{name}");
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| {
+                    name.strip_suffix(s)
+                        .filter(|f| t.contains(&format!("# TYPE {f} histogram")))
+                })
+                .unwrap_or(name);
+            assert!(t.contains(&format!("# TYPE {family} ")), "{name}");
         }
     }
 

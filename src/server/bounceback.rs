@@ -20,7 +20,7 @@ use crate::iperf2::client::bb_mode;
 use crate::iperf2::conn_line;
 use crate::iperf2::runner::{Flow, RunOpts, run_flows};
 use crate::proto::iperf2::bounceback::{
-    BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader, LATENCY_PROBE_MARK,
+    BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader, LATENCY_PROBE_MARK, PreviousRtt,
 };
 use crate::stats::{BouncebackCounters, StreamMeta, StreamRole};
 
@@ -67,6 +67,17 @@ fn is_latency_probe(first: &[u8]) -> bool {
         .is_some_and(|p| p.starts_with(LATENCY_PROBE_MARK))
 }
 
+/// With `--metrics`, a probe connection's messages feed the round-trip
+/// histogram with the round trips they report.
+fn probe_metrics(ctx: &ServerCtx, probes: bool) -> Option<crate::engine::bounceback::MessageHook> {
+    let m = ctx.metrics.get().filter(|_| probes)?.clone();
+    Some(Arc::new(move |msg: &[u8]| {
+        if let Some(p) = PreviousRtt::get(msg) {
+            m.latency_probe(p.loaded, f64::from(p.micros) / 1e6);
+        }
+    }))
+}
+
 /// Serves one bounceback connection; `prefix` holds the bytes already
 /// read (at least the first word). Returns when the client closes, goes
 /// silent, or sends what is not a bounceback message.
@@ -104,7 +115,8 @@ pub(super) fn serve(ctx: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: 
     let cfg = &ctx.flow_cfg;
     // A --latency client's probes belong to its test: echoed quietly, not
     // a report (or a JSON document) of their own.
-    let mut rep = if is_latency_probe(&prefix) {
+    let probes = is_latency_probe(&prefix);
+    let mut rep = if probes {
         crate::report::Reporter::new()
     } else {
         ctx.test_reporter(cfg, crate::config::Protocol::Tcp, peer.ip())
@@ -117,6 +129,7 @@ pub(super) fn serve(ctx: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: 
         kind: StreamKind::Echo(EchoSpec {
             first: prefix,
             counters: counters.clone(),
+            on_message: probe_metrics(ctx, probes),
         }),
         meta: StreamMeta {
             bounceback: Some(counters),

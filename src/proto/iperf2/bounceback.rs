@@ -43,6 +43,46 @@ pub const BB_STOP: u16 = 0x1000;
 /// test of their own; an iperf 2 server echoes the payload unread.
 pub const LATENCY_PROBE_MARK: &[u8] = b"wirespeed latency probe";
 
+/// What a probe tells the server of the round trip before it (after the
+/// mark): whether it was measured before the load or under it, and how
+/// long it took. The server's `--metrics` histogram is made of these.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PreviousRtt {
+    /// Measured under the test's load (else on the idle path).
+    pub loaded: bool,
+    /// The round trip, µs.
+    pub micros: u32,
+}
+
+/// Where [`PreviousRtt`] sits: right after the mark, one phase byte (1
+/// idle, 2 loaded; 0 none) and the round trip in µs (u32, big-endian).
+const PREVIOUS_AT: usize = BB_HEADER_LEN + LATENCY_PROBE_MARK.len();
+
+impl PreviousRtt {
+    /// Writes it into a probe message (a message too short keeps none).
+    pub fn put(self, msg: &mut [u8]) {
+        if let Some(b) = msg.get_mut(PREVIOUS_AT..PREVIOUS_AT + 5) {
+            b[0] = if self.loaded { 2 } else { 1 };
+            b[1..5].copy_from_slice(&self.micros.to_be_bytes());
+        }
+    }
+
+    /// Reads it from a probe message: `None` without the mark, without a
+    /// previous round trip, or with a phase byte it does not know.
+    pub fn get(msg: &[u8]) -> Option<PreviousRtt> {
+        if !msg.get(BB_HEADER_LEN..)?.starts_with(LATENCY_PROBE_MARK) {
+            return None;
+        }
+        let b = msg.get(PREVIOUS_AT..PREVIOUS_AT + 5)?;
+        let micros = u32::from_be_bytes([b[1], b[2], b[3], b[4]]);
+        match b[0] {
+            1 => Some(PreviousRtt { loaded: false, micros }),
+            2 => Some(PreviousRtt { loaded: true, micros }),
+            _ => None,
+        }
+    }
+}
+
 /// The filler 2.1.8 leaves in unused fields.
 pub const FILLER: u8 = 0x5a;
 
@@ -172,6 +212,43 @@ impl BbHeader {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_probe_carries_the_round_trip_before_it() {
+        let mut msg = BbHeader {
+            size: BB_DEFAULT_SIZE,
+            ..BbHeader::default()
+        }
+        .client_message();
+        assert_eq!(PreviousRtt::get(&msg), None, "no mark");
+        msg[BB_HEADER_LEN..BB_HEADER_LEN + LATENCY_PROBE_MARK.len()].copy_from_slice(LATENCY_PROBE_MARK);
+        msg[PREVIOUS_AT] = 0;
+        assert_eq!(PreviousRtt::get(&msg), None, "no previous round trip");
+        let p = PreviousRtt {
+            loaded: true,
+            micros: 66_000,
+        };
+        p.put(&mut msg);
+        assert_eq!(PreviousRtt::get(&msg), Some(p));
+        PreviousRtt {
+            loaded: false,
+            micros: 91,
+        }
+        .put(&mut msg);
+        assert_eq!(
+            PreviousRtt::get(&msg),
+            Some(PreviousRtt {
+                loaded: false,
+                micros: 91
+            })
+        );
+        msg[PREVIOUS_AT] = 9;
+        assert_eq!(PreviousRtt::get(&msg), None, "an unknown phase");
+        assert_eq!(PreviousRtt::get(&msg[..PREVIOUS_AT + 2]), None, "cut short");
+        let mut short = vec![0u8; PREVIOUS_AT];
+        p.put(&mut short);
+        assert!(short.iter().all(|b| *b == 0));
+    }
     use super::*;
 
     fn hex(s: &str) -> Vec<u8> {

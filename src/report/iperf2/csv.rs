@@ -7,6 +7,12 @@
 //! rows. 2.1.8 stamps reports made without `-i` with the zero time
 //! (`19700101000000`); wirespeed stamps every row with the time it was
 //! made, which is what the column promises.
+//!
+//! With `--latency` every row ends with the round trips of the probes that
+//! came back in its span (the final rows: all loaded probes):
+//! `,rtt_probes,rtt_p50_ms,rtt_p90_ms,rtt_p99_ms,rtt_max_ms` (zeros when
+//! none came back). They follow the columns above, so a parser that reads
+//! iperf 2's columns by position reads the same values.
 
 use crate::config::TestConfig;
 use crate::events::*;
@@ -90,6 +96,15 @@ pub struct CsvSink {
     side: Side,
     enhanced: bool,
     intervals: bool,
+    latency: bool,
+}
+
+/// The round-trip columns of `--latency`.
+fn rtt_columns(r: &RttStats) -> String {
+    format!(
+        ",{},{:.3},{:.3},{:.3},{:.3}",
+        r.probes, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms
+    )
 }
 
 impl CsvSink {
@@ -102,12 +117,13 @@ impl CsvSink {
             // whose millisecond timestamps flent's parser requires.
             enhanced: cfg.output.enhanced || cfg.dialect == crate::config::Dialect::Iperf3,
             intervals: cfg.output.interval.is_some(),
+            latency: cfg.latency.is_some(),
         }
     }
 
     /// Rows for `flows` (2.1.8's CSV has no sums and no relayed UDP
     /// server reports).
-    fn report(&self, flows: &[StreamSample], final_report: bool) {
+    fn report(&self, flows: &[StreamSample], final_report: bool, rtt: Option<&RttStats>) {
         if !final_report && !self.intervals {
             return;
         }
@@ -119,7 +135,7 @@ impl CsvSink {
                 Side::Client => (local, remote),
                 Side::Server => (remote, local),
             };
-            text.push_str(&row(
+            let mut r = row(
                 now,
                 self.enhanced,
                 src,
@@ -130,7 +146,13 @@ impl CsvSink {
                 l.bytes,
                 l.bits_per_second,
                 l.udp.map(|u| udp_columns(l, &u, final_report)),
-            ));
+            );
+            if self.latency {
+                r.pop();
+                r.push_str(&rtt_columns(rtt.unwrap_or(&RttStats::default())));
+                r.push('\n');
+            }
+            text.push_str(&r);
         }
         if !text.is_empty() {
             self.out.write(&text);
@@ -141,8 +163,8 @@ impl CsvSink {
 impl Sink for CsvSink {
     fn event(&mut self, ev: &Event) {
         match ev {
-            Event::Interval(r) => self.report(&r.streams, false),
-            Event::End(s) => self.report(&s.local.streams, true),
+            Event::Interval(r) => self.report(&r.streams, false, r.latency.as_ref()),
+            Event::End(s) => self.report(&s.local.streams, true, s.latency.as_ref().map(|l| &l.loaded)),
             Event::Warning(w) => self.out.write_err(&format!("{w}\n")),
             Event::Error(e) => self.out.write_err(&format!("{}\n", e.text())),
             _ => {}
