@@ -478,6 +478,9 @@ pub struct Iperf2Options {
     pub permit_key: Option<String>,
     /// `--connect-retries`: extra TCP connect attempts.
     pub connect_retries: u32,
+    /// `--connect-only[=n]`: time TCP handshakes only, `n` per flow (one
+    /// per interval until `-t` with `-i`).
+    pub connect_only: Option<u32>,
     /// `-U`: a UDP server serving one client at a time, refusing others.
     pub single_udp: bool,
     /// `--no-udp-fin`: end a UDP test without the FIN/report exchange.

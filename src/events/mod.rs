@@ -58,6 +58,9 @@ pub enum BannerNote {
     Late(String),
     /// A line printed after the window-size line, the banner's last.
     AfterWindow(String),
+    /// A line printed where the window-size line would be (a client that
+    /// moves no data has no window to show).
+    InsteadOfWindow(String),
 }
 
 /// What a listener or a client is set up with, before any test: iperf 2
@@ -182,6 +185,9 @@ pub struct ConnInfo {
     pub connect_ms: Option<f64>,
     /// When it connected, epoch seconds.
     pub when: Option<i64>,
+    /// Show the connect time and date even without `-e` (iperf 2's
+    /// `--connect-only` lines do).
+    pub times_always: bool,
     /// The connection's MSS (iperf 2's `-m` prints it).
     pub mss: Option<u32>,
     /// A clock check made on this connection.

@@ -42,6 +42,9 @@ pub(super) trait Transport {
 /// included, reaches `reporter` (ending with `Event::Done`).
 pub fn run(cfg: &TestConfig, host: &str, reporter: &mut Reporter, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
     let r = match cfg.params.protocol {
+        _ if cfg.iperf2.connect_only.is_some() => {
+            resolve(host, cfg).and_then(|addrs| super::connect_only::run(cfg, host, &addrs, reporter, signal))
+        }
         Protocol::Udp => {
             super::udp_client::transport(cfg, host).and_then(|mut t| test(cfg, host, &mut *t, reporter, signal))
         }

@@ -5,6 +5,7 @@
 //! in the one test loop. Its server side lives in `server`.
 
 pub mod client;
+mod connect_only;
 pub mod hooks;
 pub mod runner;
 mod tcp_client;

@@ -145,6 +145,9 @@ fn udp_exclusions(s: &ParseState, opts: &[Occurrence<Opt>]) -> Result {
     if cfg.iperf2.no_udp_fin && !udp {
         return Err(CliError::err("option --no-udp-fin requires -u UDP"));
     }
+    if udp && opts.iter().any(|o| o.spelled == "--connect-only") {
+        return Err(CliError::err("option of --connect-only not supported with -u UDP"));
+    }
     let tcp_only = opts.iter().find(|o| TABLE[o.row].place.tcp_only());
     if let (true, Some(o)) = (udp, tcp_only) {
         return Err(CliError::err(format!(

@@ -236,7 +236,7 @@ pub const TABLE: &[Row] = &[
     row!(N, FqRate,               -,   "fq-rate",                Required, Client,    F(traffic::fq_rate)),
     row!(N, TripTimes,            -,   "trip-times",             None,     Client,    F(traffic::trip_times)),
     row!(N, NoUdpFin,             -,   "no-udp-fin",             None,     Client,    F(traffic::no_udp_fin)),
-    row!(N, ConnectOnly,          -,   "connect-only",           Optional, Any,       No("connect-only tests")),
+    row!(N, ConnectOnly,          -,   "connect-only",           Optional, TcpClient, F(network::connect_only)),
     row!(N, ConnectRetries,       -,   "connect-retries",        Required, TcpClient, F(network::connect_retries)),
     row!(N, NoConnectSync,        -,   "no-connect-sync",        None,     Any,       No(NOT_YET)),
     row!(N, FullDuplex,           -,   "full-duplex",            None,     Client,    F(traffic::full_duplex)),

@@ -294,7 +294,7 @@ impl Iperf2Text {
                     "Sending {len} byte datagrams, IPG target: {ipg_us:.2} us (kalman adjust)\n"
                 )),
                 BannerNote::Late(l) => s.push_str(&format!("{l}\n")),
-                BannerNote::Early(_) | BannerNote::AfterWindow(_) => {}
+                BannerNote::Early(_) | BannerNote::AfterWindow(_) | BannerNote::InsteadOfWindow(_) => {}
             }
         }
         s.push_str(&self.window_lines(b));
@@ -313,7 +313,14 @@ impl Iperf2Text {
         } else {
             "TCP window size"
         };
-        let mut s = format!("{label}: {} {note}\n", format_iperf2(b.window as f64, 'A'));
+        let instead = b.notes.iter().find_map(|n| match n {
+            BannerNote::InsteadOfWindow(l) => Some(l),
+            _ => None,
+        });
+        let mut s = match instead {
+            Some(l) => format!("{l}\n"),
+            None => format!("{label}: {} {note}\n", format_iperf2(b.window as f64, 'A')),
+        };
         for n in &b.notes {
             if let BannerNote::AfterWindow(l) = n {
                 s.push_str(&format!("{l}\n"));
@@ -363,7 +370,7 @@ impl Iperf2Text {
         if let Some((cwnd, mss, rtt)) = c.tcp_init {
             s.push_str(&format!(" (icwnd/mss/irtt={cwnd}/{mss}/{rtt})"));
         }
-        if self.enhanced {
+        if self.enhanced || c.times_always {
             if let Some(ct) = c.connect_ms {
                 s.push_str(&format!(" (ct={ct:.2} ms)"));
             }

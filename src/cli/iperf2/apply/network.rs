@@ -138,6 +138,22 @@ pub fn connect_retries(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--connect-only[=n]`: three-way handshakes only, 10 per flow unless
+/// told.
+pub fn connect_only(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let n = match &o.value {
+        Some(v) => int_value(&o.spelled, v)?,
+        None => 10,
+    };
+    if !(1..=1_000_000).contains(&n) {
+        return Err(CliError::err(format!(
+            "--connect-only count of {n} is out of range (1-1000000)"
+        )));
+    }
+    s.cfg.iperf2.connect_only = Some(n as u32);
+    Ok(())
+}
+
 /// `--incr-dstport`: flow i goes to port + i.
 pub fn incr_dstport(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.cfg.iperf2.incr_dstport = true;

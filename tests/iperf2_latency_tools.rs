@@ -1,0 +1,168 @@
+//! iperf 2's latency tools against the real iperf 2.1.8, both ways:
+//! `--connect-only` (three-way handshakes, their count and `[ CT]` times).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+const T: Duration = Duration::from_secs(60);
+
+/// The connection lines with a connect time, and the `[ CT]` line's
+/// (tot, err).
+fn handshakes(out: &str) -> (usize, Option<(u64, u64)>) {
+    let lines = out
+        .lines()
+        .filter(|l| l.contains(" connected with ") && l.contains("(ct="))
+        .count();
+    let ct = out
+        .lines()
+        .find(|l| l.starts_with("[ CT] final connect times"))
+        .map(|l| {
+            let tail = l.rsplit("= ").next().unwrap();
+            let (t, e) = tail.trim().split_once('/').unwrap();
+            (t.parse().unwrap(), e.parse().unwrap())
+        });
+    (lines, ct)
+}
+
+#[test]
+fn our_connect_only_client_against_the_real_server() {
+    let Some(iperf) = peer("iperf") else { return };
+    let port = free_port();
+    let p = port.to_string();
+    let mut srv = Proc::spawn(&iperf, &["-s", "-p", &p]);
+    wait_listening(port);
+    let r = run(
+        &wirespeed(),
+        &["--iperf2", "-c", "127.0.0.1", "-p", &p, "--connect-only=3", "-e"],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("TCP three-way-handshake (3WHS) only\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("TCP window size"), "{}", r.stdout);
+    assert_eq!(handshakes(&r.stdout), (3, Some((3, 0))), "{}", r.stdout);
+    // Without -e: the lines still carry ct= and the date, no [ CT].
+    let r = run(
+        &wirespeed(),
+        &["--iperf2", "-c", "127.0.0.1", "-p", &p, "--connect-only=2"],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(handshakes(&r.stdout), (2, None), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .lines()
+            .filter(|l| l.contains("(ct="))
+            .all(|l| l.ends_with("(UTC)") || l.contains(" on "))
+    );
+    // -P 2 with the default 10 each.
+    let r = run(
+        &wirespeed(),
+        &[
+            "--iperf2",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "--connect-only",
+            "-P",
+            "2",
+            "-e",
+        ],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(handshakes(&r.stdout), (20, Some((20, 0))), "{}", r.stdout);
+    // -i: one per interval until -t.
+    let r = run(
+        &wirespeed(),
+        &[
+            "--iperf2",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "--connect-only",
+            "-i",
+            "0.5",
+            "-t",
+            "2",
+            "-e",
+        ],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(handshakes(&r.stdout), (4, Some((4, 0))), "{}", r.stdout);
+    // The real server saw every handshake and no data: 2.1.8 prints a
+    // `(null)` connection line for each.
+    std::thread::sleep(Duration::from_millis(500));
+    srv.signal(15);
+    srv.wait(T);
+    let seen = srv.out().lines().filter(|l| l.starts_with("(null)local")).count();
+    assert_eq!(seen, 3 + 2 + 20 + 4, "{}", srv.out());
+}
+
+#[test]
+fn the_real_connect_only_client_against_our_server() {
+    let Some(iperf) = peer("iperf") else { return };
+    let port = free_port();
+    let p = port.to_string();
+    let srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-p", &p]);
+    wait_listening(port);
+    let r = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "--connect-only=5", "-e"], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(handshakes(&r.stdout), (5, Some((5, 0))), "{}", r.stdout);
+    // The server takes them in its stride and still serves a test.
+    let r = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("bits/sec"), "{}", r.stdout);
+    let out = stop_server(srv);
+    assert!(!out.contains("panicked"), "{out}");
+    // And on the shared port of a default (iperf3-dialect) server.
+    let port = free_port();
+    let p = port.to_string();
+    let _srv = wirespeed_server(port, &[]);
+    let r = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "--connect-only=3", "-e"], T);
+    assert_eq!(handshakes(&r.stdout), (3, Some((3, 0))), "{}", r.stdout);
+    let r = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
+    assert!(r.stdout.contains("bits/sec"), "{}", r.stdout);
+}
+
+#[test]
+fn connect_only_refusals_and_failures() {
+    let r = run(
+        &wirespeed(),
+        &["--iperf2", "-c", "127.0.0.1", "-u", "--connect-only"],
+        T,
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("option of --connect-only not supported with -u UDP"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&wirespeed(), &["--iperf2", "-c", "127.0.0.1", "--connect-only=0"], T);
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("out of range"), "{}", r.stderr);
+    // Nobody listens: each connect fails in one line, and the test fails.
+    let port = free_port().to_string();
+    let r = run(
+        &wirespeed(),
+        &["--iperf2", "-c", "127.0.0.1", "-p", &port, "--connect-only=2"],
+        T,
+    );
+    assert_eq!(r.code, Some(1), "{} {}", r.stdout, r.stderr);
+    assert_eq!(
+        r.stderr.matches("tcp connect failed: Connection refused").count(),
+        2,
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("none of 2 connects succeeded"), "{}", r.stderr);
+}
