@@ -481,6 +481,9 @@ pub struct Iperf2Options {
     /// `--connect-only[=n]`: time TCP handshakes only, `n` per flow (one
     /// per interval until `-t` with `-i`).
     pub connect_only: Option<u32>,
+    /// `--txstart-time`: when (wall clock: seconds, µs) the flows start
+    /// sending, after connecting at once.
+    pub txstart: Option<(u32, u32)>,
     /// `-U`: a UDP server serving one client at a time, refusing others.
     pub single_udp: bool,
     /// `--no-udp-fin`: end a UDP test without the FIN/report exchange.

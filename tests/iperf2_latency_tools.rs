@@ -166,3 +166,135 @@ fn connect_only_refusals_and_failures() {
     );
     assert!(r.stderr.contains("none of 2 connects succeeded"), "{}", r.stderr);
 }
+
+fn epoch_in(secs: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    (now + secs).to_string()
+}
+
+#[test]
+fn txstart_time_waits_for_the_epoch_both_ways() {
+    let Some(iperf) = peer("iperf") else { return };
+    for udp in [false, true] {
+        let u: &[&str] = if udp { &["-u", "-b", "10m"] } else { &[] };
+        // Our client, the real server: it sees the scheduled start.
+        let port = free_port();
+        let p = port.to_string();
+        let mut args = vec!["-s", "-e", "-p", &p];
+        args.extend_from_slice(&u[..u.len().min(1)]);
+        let mut srv = Proc::spawn(&iperf, &args);
+        if udp {
+            wait_bound_udp(port);
+        } else {
+            wait_listening(port);
+        }
+        let at = epoch_in(2);
+        let mut args = vec![
+            "--iperf2",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--txstart-time",
+            &at,
+        ];
+        args.extend_from_slice(u);
+        let t0 = std::time::Instant::now();
+        let r = run(&wirespeed(), &args, T);
+        let took = t0.elapsed().as_secs_f64();
+        assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("(epoch-start)"), "{}", r.stdout);
+        assert!(r.stdout.contains("] Client traffic to start in "), "{}", r.stdout);
+        // Up to 2 s of waiting (the epoch is a whole second), then 1 s.
+        assert!(took > 2.0, "udp={udp}: the test took {took:.2} s");
+        std::thread::sleep(Duration::from_millis(300));
+        srv.signal(15);
+        srv.wait(T);
+        assert!(srv.out().contains("(epoch-start)"), "udp={udp}: {}", srv.out());
+
+        // The real client, our server.
+        let port = free_port();
+        let p = port.to_string();
+        let mut args = vec!["--iperf2", "-s", "-e", "-p", &p];
+        args.extend_from_slice(&u[..u.len().min(1)]);
+        let srv = Proc::spawn(&wirespeed(), &args);
+        if udp {
+            wait_bound_udp(port);
+        } else {
+            wait_listening(port);
+        }
+        let at = epoch_in(1);
+        let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-t", "1", "--txstart-time", &at];
+        args.extend_from_slice(u);
+        let r = run(&iperf, &args, T);
+        assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+        let out = stop_server(srv);
+        assert!(out.contains("(epoch-start)"), "udp={udp}: {out}");
+        assert!(out.contains("bits/sec"), "{out}");
+    }
+}
+
+#[test]
+fn txstart_time_checks_and_a_past_time() {
+    let r = run(
+        &wirespeed(),
+        &["--iperf2", "-c", "127.0.0.1", "--txstart-time", "-5"],
+        T,
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("ERROR: --txstart-time must be a positive value"),
+        "{}",
+        r.stderr
+    );
+    let far = epoch_in(4000);
+    let r = run(
+        &wirespeed(),
+        &["--iperf2", "-c", "127.0.0.1", "--txstart-time", &far],
+        T,
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("exceeds max scheduled delay of 3600 secs"),
+        "{}",
+        r.stderr
+    );
+    let r = run(
+        &wirespeed(),
+        &["--iperf2", "-c", "127.0.0.1", "--txstart-time", "12x"],
+        T,
+    );
+    assert_eq!(r.code, Some(1));
+    // A time already past: a warning, and the test runs at once.
+    let port = free_port();
+    let p = port.to_string();
+    let _srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-p", &p]);
+    wait_listening(port);
+    let r = run(
+        &wirespeed(),
+        &[
+            "--iperf2",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--txstart-time",
+            "1000000000.5",
+        ],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("WARNING: --txstart-time (1000000000.500000) "),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains(" is before now "), "{}", r.stdout);
+}

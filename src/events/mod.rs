@@ -188,6 +188,8 @@ pub struct ConnInfo {
     /// Show the connect time and date even without `-e` (iperf 2's
     /// `--connect-only` lines do).
     pub times_always: bool,
+    /// The flow starts at a scheduled time (`--txstart-time`).
+    pub epoch_start: bool,
     /// The connection's MSS (iperf 2's `-m` prints it).
     pub mss: Option<u32>,
     /// A clock check made on this connection.

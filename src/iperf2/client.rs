@@ -80,14 +80,53 @@ fn test(
         settings: settings(cfg, window, notes),
         control: None,
     })));
-    let r = t
-        .connect(cfg, &addrs, &mut local)
-        .and_then(|flows| run_all(cfg, host, t, flows, back, &mut local, signal));
+    let r = t.connect(cfg, &addrs, &mut local).and_then(|flows| {
+        if let Some(at) = cfg.iperf2.txstart {
+            let ids: Vec<u32> = flows.iter().map(|f| f.ds.id).collect();
+            wait_for_start(at, &ids, &mut local, signal);
+        }
+        run_all(cfg, host, t, flows, back, &mut local, signal)
+    });
     drop(local);
     if let Ok(m) = Arc::try_unwrap(shared) {
         *reporter = m.into_inner().unwrap_or_default();
     }
     r
+}
+
+/// `--txstart-time`: says when the flows will start (or that the time has
+/// passed) and waits for it; a signal ends the wait.
+fn wait_for_start(at: (u32, u32), ids: &[u32], reporter: &mut Reporter, signal: &AtomicUsize) {
+    let start = f64::from(at.0) + f64::from(at.1) / 1e6;
+    let now = crate::sys::time::epoch_now();
+    let date = |t: f64| crate::sys::time::strftime("%Y-%m-%d %H:%M:%S", t.floor() as i64, false);
+    let zone = crate::sys::time::strftime("%Z", now.floor() as i64, false);
+    let mut seen = std::collections::BTreeSet::new();
+    for id in ids.iter().filter(|id| seen.insert(**id)) {
+        reporter.emit(Event::Notice(if start > now {
+            format!(
+                "[{id:>3}] Client traffic to start in {} seconds at {} current time is {} ({zone})",
+                (start - now) as u64,
+                date(start),
+                date(now)
+            )
+        } else {
+            format!(
+                "[{id:>3}] WARNING: --txstart-time ({}.{}) {} is before now {} ({zone})",
+                at.0,
+                at.1,
+                date(start),
+                date(now)
+            )
+        }));
+    }
+    loop {
+        let left = start - crate::sys::time::epoch_now();
+        if left <= 0.0 || signal.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_secs_f64(left.min(0.05)));
+    }
 }
 
 /// Runs the flows, and the connect-back beside them (`-d`) or after (`-r`,

@@ -45,6 +45,9 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
     if p.trip_times {
         upper |= flags::upper::TRIPTIME;
     }
+    if cfg.iperf2.txstart.is_some() {
+        upper |= flags::upper::EPOCH_START;
+    }
     if p.fq_rate > 0 {
         // The server paces its own sending (-R, --full-duplex) with it.
         upper |= flags::upper::FQRATESET;
@@ -86,10 +89,14 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
             write_prefetch: prefetch.unwrap_or(0),
             ..HeaderExt::default()
         }),
-        start: (p.trip_times || p.fq_rate > 0).then_some(crate::proto::iperf2::StartTime {
-            sec: start.0,
-            usec: start.1,
-            fq_rate: p.fq_rate / 8,
+        // A scheduled start is the start the server is told of.
+        start: (p.trip_times || p.fq_rate > 0 || cfg.iperf2.txstart.is_some()).then(|| {
+            let (sec, usec) = cfg.iperf2.txstart.unwrap_or(start);
+            crate::proto::iperf2::StartTime {
+                sec,
+                usec,
+                fq_rate: p.fq_rate / 8,
+            }
         }),
         isoch: None,
         key: cfg.iperf2.permit_key.as_ref().map(|k| k.as_bytes().to_vec()),
@@ -283,6 +290,7 @@ pub(super) fn connect_flows(
         };
         line.connect_ms = Some(c.connect_ms);
         line.mss = Some(net::mss_of(&c.sock));
+        line.epoch_start = cfg.iperf2.txstart.is_some();
         match bb {
             Some(b) => {
                 let _ = c.sock.set_nodelay(true);

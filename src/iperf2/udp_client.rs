@@ -202,6 +202,7 @@ impl Transport for Udp {
             let remote = sock.peer_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;
             let id = super::next_id();
             let mut line = super::udp_conn_line(id, &sock, local, remote);
+            line.epoch_start = cfg.iperf2.txstart.is_some();
             line.mode = match p.direction {
                 Direction::Reverse => Some("reverse".into()),
                 Direction::FullDuplex => Some("full-duplex".into()),

@@ -57,6 +57,17 @@ impl Member {
         self.has_header && self.header.flags & flags::VERSION2 != 0
     }
 
+    /// `--txstart-time`: the client starts its flow at a scheduled time.
+    /// `Some(false)` when the time it sent is more than an hour from now
+    /// (iperf 2 then ignores it, with a warning).
+    pub fn epoch_start(&self) -> Option<bool> {
+        if self.upper() & flags::upper::EPOCH_START == 0 {
+            return None;
+        }
+        let start = self.header.start.map_or(0.0, |s| f64::from(s.sec));
+        Some((start - crate::sys::time::epoch_now()).abs() <= 3601.0)
+    }
+
     /// `-R`: the server sends on the client's socket.
     pub fn reverse(&self) -> bool {
         self.v2() && self.upper() & flags::upper::REVERSE != 0

@@ -261,8 +261,16 @@ fn print_connection(ctx: &ServerCtx, m: &Member) {
     }
     line.peer_version = m.header.version().and_then(|(u, l)| version_string(u, l));
     let cfg = iperf2_flows::flow_cfg(ctx, m.enhanced);
-    ctx.reporter(&cfg, iperf2_flows::side(ctx))
-        .emit(Event::StreamConnected(Box::new(line)));
+    let mut rep = ctx.reporter(&cfg, iperf2_flows::side(ctx));
+    match m.epoch_start() {
+        Some(true) => line.epoch_start = true,
+        Some(false) => rep.emit(Event::Warning(
+            "WARN: ignore --txstart-time because client didn't provide valid start timestamp within 3600 seconds of now"
+                .into(),
+        )),
+        None => {}
+    }
+    rep.emit(Event::StreamConnected(Box::new(line)));
 }
 
 /// Receivers answering their senders' FINs: (stream id, whether the

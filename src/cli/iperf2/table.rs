@@ -231,7 +231,7 @@ pub const TABLE: &[Row] = &[
     row!(N, IncrDstport,          -,   "incr-dstport",           None,     Client,    F(network::incr_dstport)),
     row!(N, IncrSrcport,          -,   "incr-srcport",           None,     Any,       No(NOT_YET)),
     row!(N, SumDstip,             -,   "sum-dstip",              None,     Any,       No(NOT_YET)),
-    row!(N, TxStart,              -,   "txstart-time",           Required, Any,       No("scheduled starts")),
+    row!(N, TxStart,              -,   "txstart-time",           Required, Client,    F(traffic::txstart_time)),
     row!(N, TxDelay,              -,   "txdelay-time",           Required, Any,       No("scheduled starts")),
     row!(N, FqRate,               -,   "fq-rate",                Required, Client,    F(traffic::fq_rate)),
     row!(N, TripTimes,            -,   "trip-times",             None,     Client,    F(traffic::trip_times)),

@@ -349,6 +349,9 @@ impl Iperf2Text {
         if let Some(n) = c.prefetch {
             s.push_str(&format!(" (prefetch={n})"));
         }
+        if c.epoch_start {
+            s.push_str(" (epoch-start)");
+        }
         if let Some(m) = &c.mode {
             s.push_str(&format!(" ({m})"));
         }

@@ -237,3 +237,39 @@ pub fn no_udp_fin(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.cfg.iperf2.no_udp_fin = true;
     Ok(())
 }
+
+/// The most `--txstart-time` may lie ahead, as in iperf 2.
+const MAX_TXSTART_AHEAD: f64 = 3600.0;
+
+/// `--txstart-time sec[.fraction]`: start sending at that wall-clock time
+/// (implies `-e`). The fraction is a decimal fraction of a second (2.1.8
+/// reads its digits as a count of µs, so its `.5` is 5 µs).
+pub fn txstart_time(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let (v, sp) = (value(o), o.spelled.as_str());
+    let bad = || CliError::err(format!("{sp} value of '{v}' not recognized (seconds since the epoch)"));
+    let (whole, frac) = v.split_once('.').unwrap_or((v, ""));
+    if whole.starts_with('-') {
+        return Err(CliError::err("--txstart-time must be a positive value"));
+    }
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let sec: u32 = whole.parse().map_err(|_| bad())?;
+    let digits = &frac[..frac.len().min(6)];
+    let usec = if digits.is_empty() {
+        0
+    } else {
+        digits.parse::<u32>().map_err(|_| bad())? * 10u32.pow(6 - digits.len() as u32)
+    };
+    let now = crate::sys::time::epoch_now();
+    if f64::from(sec) - now > MAX_TXSTART_AHEAD {
+        let when = crate::sys::time::strftime("%Y-%m-%d %H:%M:%S %Z", i64::from(sec), false);
+        return Err(CliError::err(format!(
+            "--txstart-time ({sec}.{usec}) ({when}) exceeds max scheduled delay of {} secs",
+            MAX_TXSTART_AHEAD as u32
+        )));
+    }
+    s.cfg.iperf2.txstart = Some((sec, usec));
+    s.cfg.output.enhanced = true;
+    Ok(())
+}
