@@ -298,3 +298,59 @@ fn txstart_time_checks_and_a_past_time() {
     );
     assert!(r.stdout.contains(" is before now "), "{}", r.stdout);
 }
+
+/// Ports on which a connection line of `out` says a flow arrived.
+fn ports_served(out: &str) -> Vec<u16> {
+    let mut v: Vec<u16> = out
+        .lines()
+        .filter(|l| l.contains(" connected with "))
+        .filter_map(|l| l.split(" port ").nth(1)?.split_whitespace().next()?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn udp_port_ranges_both_ways() {
+    let Some(iperf) = peer("iperf") else { return };
+    // Three consecutive free UDP ports: find a base whose range is free.
+    let base = (0..50)
+        .map(|_| free_port())
+        .find(|p| {
+            *p < 65000
+                && (0..3).all(|i| std::net::UdpSocket::bind(("127.0.0.1", p + i)).is_ok())
+                && (0..3).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok())
+        })
+        .unwrap();
+    let range = format!("{base}-{}", base + 2);
+    let want: Vec<u16> = (base..=base + 2).collect();
+    for ours_serve in [true, false] {
+        let srv = if ours_serve {
+            Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-u", "-p", &range])
+        } else {
+            Proc::spawn(&iperf, &["-s", "-u", "-p", &range])
+        };
+        for i in 0..3 {
+            wait_bound_udp(base + i);
+        }
+        let client_args = ["-c", "127.0.0.1", "-u", "-p", &range, "-t", "1", "-b", "5m"];
+        let r = if ours_serve {
+            run(&iperf, &client_args, T)
+        } else {
+            let mut a = vec!["--iperf2"];
+            a.extend_from_slice(&client_args);
+            run(&wirespeed(), &a, T)
+        };
+        assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+        // Each flow got its server's report, with every datagram counted.
+        let reports: Vec<&str> = r.stdout.split("Server Report:").skip(1).collect();
+        assert_eq!(reports.len(), 3, "{}", r.stdout);
+        for rep in &reports {
+            let line = rep.lines().find(|l| l.contains(" sec ")).unwrap();
+            assert!(line.contains(" 0/"), "a lost datagram: {line}");
+        }
+        let out = stop_server(srv);
+        assert_eq!(ports_served(&out), want, "ours_serve={ours_serve}:\n{out}");
+        assert!(out.contains(&format!("Server listening on UDP ports {range}")), "{out}");
+    }
+}

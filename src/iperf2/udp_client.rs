@@ -195,7 +195,13 @@ impl Transport for Udp {
         let sends = p.direction != Direction::Reverse;
         let receives = matches!(p.direction, Direction::Reverse | Direction::FullDuplex);
         let mut flows = Vec::new();
-        for _ in 0..p.streams {
+        for i in 0..p.streams {
+            // `-p m-n` and --incr-dstport: flow i goes to port m + i.
+            let addr = if cfg.iperf2.port_last.is_some() || cfg.iperf2.incr_dstport {
+                SocketAddr::new(addr.ip(), cfg.port.saturating_add(i as u16))
+            } else {
+                addr
+            };
             let sock = net::connect_udp(addr, &opts, |s| prepare(s, cfg, addr))
                 .map_err(|e| Error::msg(Code::CONNECT, format!("udp connect failed: {}", e.why())))?;
             let local = sock.local_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;

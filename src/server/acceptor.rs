@@ -572,7 +572,8 @@ impl Acceptor {
                     self.udp[i] = None;
                 }
                 (None, false) => {
-                    let u = super::sockets::open_udp(&self.ctx.cfg, self.ctx.port, None)?;
+                    let port = self.ctx.port.saturating_add(i as u16);
+                    let u = super::sockets::open_udp(&self.ctx.cfg, port, None)?;
                     self.udp[i] = Some(register_udp(&self.poll, u, i)?);
                     self.udp_more = true;
                 }

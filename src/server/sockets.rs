@@ -165,14 +165,22 @@ fn open_listener(cfg: &TestConfig, port: u16) -> Result<TcpListener, Error> {
 }
 
 /// iperf 2's UDP port (joined to a multicast group with `-B group`).
+/// iperf 2's UDP ports: one, or one per port of `-p m-n`.
 fn iperf2_udp(cfg: &TestConfig, port: u16) -> Result<Sockets, Error> {
     let join = multicast_join(cfg)?;
     let udp = open_udp(cfg, port, join.as_ref())?;
     let window = SockRef::from(&udp).recv_buffer_size().unwrap_or(0) as u64;
+    let port = udp.local_addr().map_or(port, |a| a.port());
+    let mut all = vec![udp];
+    if join.is_none() && port == cfg.port {
+        for p in cfg.port.saturating_add(1)..=cfg.iperf2.port_last.unwrap_or(cfg.port) {
+            all.push(open_udp(cfg, p, None)?);
+        }
+    }
     Ok(Sockets {
-        port: udp.local_addr().map_or(port, |a| a.port()),
+        port,
         tcp: Vec::new(),
-        udp: vec![udp],
+        udp: all,
         udp_error: None,
         multicast: join.is_some(),
         settings: settings(cfg, Protocol::Udp, window, banner_notes(cfg, join.as_ref())),

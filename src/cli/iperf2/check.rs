@@ -346,12 +346,6 @@ fn block_length(s: &mut ParseState) -> Result {
             _ => DEFAULT_TCP_BLOCK as u64,
         },
     };
-    if cfg.params.protocol == Protocol::Udp && cfg.iperf2.port_last.is_some() {
-        return Err(CliError::err("port ranges (-p m-n) are not implemented for UDP yet"));
-    }
-    if cfg.params.protocol == Protocol::Udp && cfg.iperf2.incr_dstport {
-        return Err(CliError::err("--incr-dstport is not implemented for UDP yet"));
-    }
     if cfg.iperf2.incr_dstport && u32::from(cfg.port) + cfg.params.streams - 1 > 65535 {
         return Err(CliError::err("--incr-dstport: the last flow's port would pass 65535"));
     }

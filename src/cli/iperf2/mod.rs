@@ -480,14 +480,14 @@ mod tests {
         assert!(err("-s -p 6001-6000").contains("ascending"));
         assert!(err("-s -p 1-2000").contains("at most 1024"));
         assert!(err("-s -p 6000-x").contains("not recognized"));
-        assert!(err("-s -u -p 6000-6001").contains("not implemented for UDP"));
+        assert_eq!(run("-s -u -p 6000-6001").iperf2.port_last, Some(6001));
     }
 
     #[test]
     fn incr_dstport_is_a_tcp_client_option() {
         assert!(run("-c h -P 3 --incr-dstport").iperf2.incr_dstport);
         assert!(!run("-c h").iperf2.incr_dstport);
-        assert!(err("-c h -u --incr-dstport").contains("not implemented for UDP"));
+        assert!(run("-c h -u -P 2 --incr-dstport").iperf2.incr_dstport);
         assert!(err("-c h -p 65535 -P 2 --incr-dstport").contains("65535"));
         assert!(err("-c h --incr-srcport").contains("not implemented yet"));
     }

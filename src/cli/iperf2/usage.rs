@@ -68,12 +68,13 @@ Client specific:
       --bounceback-hold #  server holds each message # ms before replying
       --bounceback-no-quickack  do not set TCP_QUICKACK on bounceback sockets
       --bounceback-period #  seconds between bounceback bursts (default 1; 0 = back to back)
+      --connect-only[=n]   run a connect only test (n connects per flow, default 10)
       --connect-retries #  number of times to retry tcp connect
   -d, --dualtest           Do a bidirectional test simultaneously (multiple sockets)
       --full-duplex        run full duplex test using same socket
       --fq-rate #[kmgKMG]  fair-queue socket pacing (lower case bits, upper case bytes per second)
       --local-only[=1|0]   SO_DONTROUTE: reach only directly connected networks
-      --incr-dstport       send parallel flow i to the -p port + i (TCP)
+      --incr-dstport       send parallel flow i to the -p port + i
       --tcp-quickack       TCP_QUICKACK after every read (the server's reads too, through the header)
       --tcp-write-prefetch #[KM]  write only when less than this is queued unsent (TCP_NOTSENT_LOWAT; implies -e)
   -n, --num       #[kmgKMG]    number of bytes to transmit (instead of -t)
@@ -81,6 +82,7 @@ Client specific:
   -r, --tradeoff           Do a bidirectional test individually
   -t, --time      #        time in seconds to transmit for (default 10 secs)
       --trip-times         enable end to end measurements (requires client and server clock sync)
+      --txstart-time       unix epoch time to schedule first write and start traffic
   -B, --bind [<ip> | <ip:port>] bind ip (and optional port) from which to source traffic
   -F, --file_input <name>  input the data to be transmitted from a file
   -I, --stdin_input        input the data to be transmitted from stdin
