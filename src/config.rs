@@ -99,6 +99,9 @@ pub struct TestParams {
     pub block_len: Option<u32>,
     /// Target rate per stream in bit/s (0 = unlimited).
     pub rate: u64,
+    /// iperf 2's `-b mean,stdev`: the rate varies around `rate` with this
+    /// standard deviation (bit/s), drawn anew every 0.1 s.
+    pub rate_stdev: Option<u64>,
     /// Target rate per stream in packets/s, when given as `Npps`.
     pub pps: Option<u64>,
     /// Blocks per pacing burst (0 = no burst given).
@@ -155,6 +158,7 @@ impl Default for TestParams {
             omit: Duration::ZERO,
             block_len: None,
             rate: 0,
+            rate_stdev: None,
             pps: None,
             burst: 0,
             fq_rate: 0,

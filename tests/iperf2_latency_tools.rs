@@ -354,3 +354,89 @@ fn udp_port_ranges_both_ways() {
         assert!(out.contains(&format!("Server listening on UDP ports {range}")), "{out}");
     }
 }
+
+/// The rates (bits/s) of a client's interval lines.
+fn interval_rates(out: &str) -> Vec<f64> {
+    out.lines()
+        .filter(|l| l.starts_with("[  1] ") && l.contains(" sec ") && !l.contains("0.0000-4."))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace().rev();
+            let unit = w.next()?;
+            let v: f64 = w.next()?.parse().ok()?;
+            let scale = match unit {
+                "Gbits/sec" => 1e9,
+                "Mbits/sec" => 1e6,
+                "Kbits/sec" => 1e3,
+                "bits/sec" => 1.0,
+                _ => return None,
+            };
+            Some(v * scale)
+        })
+        .collect()
+}
+
+fn mean_stdev(v: &[f64]) -> (f64, f64) {
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64;
+    (m, var.sqrt())
+}
+
+#[test]
+fn a_varying_load_against_the_real_server() {
+    let Some(iperf) = peer("iperf") else { return };
+    for udp in [true, false] {
+        let mut spread = Vec::new();
+        for rate in ["20m,10m", "20m"] {
+            // A server per test (2.1.8's UDP server stops taking clients
+            // after one whose rate it did not expect).
+            let port = free_port();
+            let p = port.to_string();
+            let _srv = if udp {
+                let s = Proc::spawn(&iperf, &["-s", "-u", "-p", &p]);
+                wait_bound_udp(port);
+                s
+            } else {
+                let s = Proc::spawn(&iperf, &["-s", "-p", &p]);
+                wait_listening(port);
+                s
+            };
+            let mut args = vec![
+                "--iperf2",
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &p,
+                "-t",
+                "4",
+                "-i",
+                "0.2",
+                "-b",
+                rate,
+            ];
+            if udp {
+                args.push("-u");
+            } else {
+                // Small writes, so intervals are not quantised by them.
+                args.extend(["-l", "8K"]);
+            }
+            let r = run(&wirespeed(), &args, T);
+            assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+            let rates = interval_rates(&r.stdout);
+            assert!(rates.len() >= 18, "{}", r.stdout);
+            let (m, s) = mean_stdev(&rates);
+            assert!(
+                (m / 20e6 - 1.0).abs() < 0.25,
+                "udp={udp} -b {rate}: mean {m}\n{}",
+                r.stdout
+            );
+            if udp {
+                let report = r.stdout.split("Server Report:").nth(1).unwrap_or_default();
+                assert!(report.contains(" 0/"), "{}", r.stdout);
+            }
+            spread.push(s);
+        }
+        // Each 0.2 s interval averages two draws: about 10/√2 Mbit/s apart.
+        assert!(spread[0] > 2.5e6, "udp={udp}: a varying load barely varies: {spread:?}");
+        assert!(spread[1] < 1.5e6, "udp={udp}: a steady load varies: {spread:?}");
+    }
+}

@@ -5,6 +5,10 @@
 //! drift. When the sender falls behind (a stall), it may catch up by at most
 //! the bucket depth, not by the whole backlog, so a stall never turns into a
 //! long line-rate burst.
+//!
+//! A varying rate (iperf 2's `-b mean,stdev`) is drawn anew every
+//! [`VARY_PERIOD`] from a log-normal distribution with that mean and
+//! standard deviation; the schedule then runs at the drawn rate.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -16,6 +20,58 @@ pub enum PaceRate {
     Bits(u64),
     /// Packets (blocks) per second.
     Packets(u64),
+    /// Bits per second drawn every [`VARY_PERIOD`] from a log-normal
+    /// distribution of this mean and standard deviation.
+    Varying {
+        /// Mean, bits/s.
+        mean: u64,
+        /// Standard deviation, bits/s.
+        stdev: u64,
+    },
+}
+
+/// How often a varying rate is drawn again (iperf 2's 0.1 s).
+pub const VARY_PERIOD: Duration = Duration::from_millis(100);
+
+/// A varying rate's state: the distribution, when to draw next, and the
+/// generator (xorshift64*, seeded from the system's random source).
+#[derive(Debug, Clone)]
+struct Vary {
+    /// ln-space mean and standard deviation.
+    mu: f64,
+    sigma: f64,
+    next_draw: Instant,
+    state: u64,
+}
+
+impl Vary {
+    fn new(mean: u64, stdev: u64, start: Instant) -> Vary {
+        let m = (mean as f64).max(1.0);
+        let s = stdev as f64;
+        let sigma2 = (1.0 + (s * s) / (m * m)).ln();
+        Vary {
+            mu: m.ln() - sigma2 / 2.0,
+            sigma: sigma2.sqrt(),
+            next_draw: start,
+            state: crate::util::random_u64() | 1,
+        }
+    }
+
+    fn uniform(&mut self) -> f64 {
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        let x = self.state.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        // (0, 1]: never 0, so its logarithm is finite.
+        ((x >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+    }
+
+    /// A draw from the log-normal distribution (Box–Muller for the normal).
+    fn draw(&mut self) -> f64 {
+        let (u1, u2) = (self.uniform(), self.uniform());
+        let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+        (self.mu + self.sigma * z).exp()
+    }
 }
 
 /// Paces one stream's sends.
@@ -31,6 +87,8 @@ pub struct Pacer {
     in_burst: u32,
     /// A catching-up batch sender waits until then ([`Pacer::take`]).
     hold: Instant,
+    /// A varying rate's generator (`rate` holds the current draw).
+    vary: Option<Vary>,
 }
 
 /// Debt a batch sender may build up and pay back ([`Pacer::take`]); a longer
@@ -41,6 +99,10 @@ impl Pacer {
     /// A pacer starting at `start`. `burst` blocks go back-to-back (0 or 1 =
     /// no bursting); `block_len` sizes the catch-up allowance.
     pub fn new(rate: PaceRate, burst: u32, block_len: usize, start: Instant) -> Pacer {
+        let (rate, vary) = match rate {
+            PaceRate::Varying { mean, stdev } => (PaceRate::Bits(mean.max(1)), Some(Vary::new(mean, stdev, start))),
+            r => (r, None),
+        };
         let per_block = Self::cost(rate, block_len);
         // Allow catching up a little (a few blocks, at least 2 ms), never more.
         let depth = (per_block * burst.max(1))
@@ -53,14 +115,39 @@ impl Pacer {
             burst: burst.max(1),
             in_burst: 0,
             hold: start,
+            vary,
         }
+    }
+
+    /// A varying rate: draws the next rate when its period has come. The
+    /// schedule is kept within one period of now, so a slow draw cannot
+    /// hold the next one back.
+    fn redraw(&mut self, now: Instant) {
+        let Some(v) = self.vary.as_mut() else { return };
+        if now < v.next_draw {
+            return;
+        }
+        while v.next_draw <= now {
+            v.next_draw += VARY_PERIOD;
+        }
+        let bps = v.draw().clamp(1.0, u64::MAX as f64 / 2.0);
+        self.rate = PaceRate::Bits(bps as u64);
+        self.next = self.next.min(now + VARY_PERIOD);
+        self.hold = self.hold.min(now + VARY_PERIOD);
+    }
+
+    /// The rate in force now (a varying rate's latest draw).
+    pub fn current(&self) -> PaceRate {
+        self.rate
     }
 
     /// Time one block of `bytes` occupies at this rate.
     pub fn cost(rate: PaceRate, bytes: usize) -> Duration {
         match rate {
-            PaceRate::Bits(0) | PaceRate::Packets(0) => Duration::ZERO,
-            PaceRate::Bits(bps) => Duration::from_nanos(((bytes as u128 * 8 * 1_000_000_000) / bps as u128) as u64),
+            PaceRate::Bits(0) | PaceRate::Packets(0) | PaceRate::Varying { mean: 0, .. } => Duration::ZERO,
+            PaceRate::Bits(bps) | PaceRate::Varying { mean: bps, .. } => {
+                Duration::from_nanos(((bytes as u128 * 8 * 1_000_000_000) / bps as u128) as u64)
+            }
             PaceRate::Packets(pps) => Duration::from_nanos(1_000_000_000 / pps),
         }
     }
@@ -68,6 +155,7 @@ impl Pacer {
     /// When a send of `bytes` may go, given the time is `now`; advances the
     /// schedule. Returns `None` if it may go at once.
     pub fn schedule(&mut self, bytes: usize, now: Instant) -> Option<Instant> {
+        self.redraw(now);
         if self.next + self.depth < now {
             // Fell behind more than the allowance: forgive the rest.
             self.next = now - self.depth;
@@ -107,6 +195,7 @@ impl Pacer {
     /// [`MAX_DEBT`] is forgiven. With a burst size N blocks go in groups of
     /// exactly N, so no burst is ever larger than N.
     pub fn take(&mut self, bytes: usize, now: Instant, max: u32, lookahead: Duration) -> Result<u32, Instant> {
+        self.redraw(now);
         if now < self.hold {
             return Err(self.hold);
         }
@@ -166,6 +255,50 @@ pub fn sleep_until(due: Instant, stop: &AtomicBool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bits sent in each [`VARY_PERIOD`] of a simulated 30 s run, as rates.
+    fn period_rates(rate: PaceRate) -> Vec<f64> {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(rate, 0, 1000, t0);
+        let mut now = t0;
+        let periods = 300;
+        let mut bits = vec![0f64; periods];
+        loop {
+            if let Some(due) = p.schedule(1000, now) {
+                now = due;
+            }
+            let k = ((now - t0).as_nanos() / VARY_PERIOD.as_nanos()) as usize;
+            if k >= periods {
+                break;
+            }
+            bits[k] += 8000.0;
+        }
+        bits.iter().map(|b| b / VARY_PERIOD.as_secs_f64()).collect()
+    }
+
+    fn mean_stdev(v: &[f64]) -> (f64, f64) {
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64;
+        (m, var.sqrt())
+    }
+
+    #[test]
+    fn a_varying_rate_has_the_asked_mean_and_spread() {
+        let (m, s) = mean_stdev(&period_rates(PaceRate::Varying {
+            mean: 8_000_000,
+            stdev: 4_000_000,
+        }));
+        assert!((m / 8e6 - 1.0).abs() < 0.15, "mean {m}");
+        assert!((s / 4e6 - 1.0).abs() < 0.3, "stdev {s}");
+        // Without spread it is the steady rate.
+        let (m, s) = mean_stdev(&period_rates(PaceRate::Varying {
+            mean: 8_000_000,
+            stdev: 0,
+        }));
+        assert!((m / 8e6 - 1.0).abs() < 0.01 && s / 8e6 < 0.02, "{m} {s}");
+        let (m, s) = mean_stdev(&period_rates(PaceRate::Bits(8_000_000)));
+        assert!((m / 8e6 - 1.0).abs() < 0.01 && s / 8e6 < 0.02, "{m} {s}");
+    }
 
     #[test]
     fn cost_arithmetic() {

@@ -89,7 +89,13 @@ impl Plan {
         };
         let pace = match (params.pps, params.rate) {
             (Some(pps), _) if pps > 0 => Some((PaceRate::Packets(pps), params.burst)),
-            (_, r) if r > 0 => Some((PaceRate::Bits(r), params.burst)),
+            (_, r) if r > 0 => Some((
+                match params.rate_stdev {
+                    Some(stdev) => PaceRate::Varying { mean: r, stdev },
+                    None => PaceRate::Bits(r),
+                },
+                params.burst,
+            )),
             _ => None,
         };
         let sink_file = match (&local.file, recvs) {

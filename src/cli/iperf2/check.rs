@@ -218,6 +218,10 @@ fn server_role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
         s.warnings
             .push(format!("WARNING: option {} is not valid for server mode", o.spelled));
     }
+    if cfg.params.rate_stdev.take().is_some() {
+        s.warnings
+            .push("WARN: option of variance per -b is not supported on the server".into());
+    }
     // Client-only settings have no meaning on a server.
     cfg.params.direction = Direction::Forward;
     cfg.params.trip_times = false;

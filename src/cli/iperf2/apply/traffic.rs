@@ -25,10 +25,11 @@ pub fn bandwidth(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if let Some(at) = pps_at.filter(|at| matches!(&lower[*at..], "pps" | "p")) {
         s.rate_pps = true;
         s.cfg.params.pps = Some(unit_value(sp, &v[..at])?.round() as u64);
-    } else if v.contains(',') {
-        return Err(CliError::err(format!(
-            "variable load (-b mean,stdev) is not implemented yet ({sp})"
-        )));
+    } else if let Some((mean, stdev)) = v.split_once(',') {
+        // A log-normal load of that mean and standard deviation, drawn
+        // every 0.1 s (2.1.8 takes the mean for the stdev as well).
+        s.cfg.params.rate = unit_value(sp, mean)? as u64;
+        s.cfg.params.rate_stdev = Some(unit_value(sp, stdev)? as u64);
     } else {
         s.cfg.params.rate = unit_value(sp, v)? as u64;
     }
