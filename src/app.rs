@@ -369,6 +369,9 @@ fn run_client(
     if let Some(opts) = cfg.search {
         return search::run(cfg, opts, out, signal, &mut |pc, r| client(pc, r));
     }
+    if cfg.rpm {
+        return crate::rpm::run(cfg, host, out, signal);
+    }
     let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
     if cfg.output.json {
         for w in warnings {

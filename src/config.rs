@@ -551,6 +551,8 @@ pub struct TestConfig {
     pub search: Option<crate::search::SearchOptions>,
     /// `--latency[=N]`: round-trip probes per second beside the load.
     pub latency: Option<u32>,
+    /// `--rpm`: the responsiveness test instead of one test.
+    pub rpm: bool,
 }
 
 impl Default for TestConfig {
@@ -568,6 +570,7 @@ impl Default for TestConfig {
             iperf2: Iperf2Options::default(),
             search: None,
             latency: None,
+            rpm: false,
         }
     }
 }

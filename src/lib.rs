@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod net;
 pub mod proto;
 pub mod report;
+pub mod rpm;
 pub mod search;
 pub mod server;
 #[cfg(windows)]

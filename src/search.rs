@@ -499,7 +499,7 @@ fn trim_num(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-fn rate_text(bps: f64, fmt: char) -> String {
+pub(crate) fn rate_text(bps: f64, fmt: char) -> String {
     format!("{}s/sec", crate::cli::units::format_iperf3(bps / 8.0, fmt))
 }
 

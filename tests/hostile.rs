@@ -1206,3 +1206,37 @@ fn a_flood_of_round_trip_probes_is_served_and_silent_probers_do_not_block_tests(
     }
     alive(&mut srv);
 }
+
+#[test]
+fn a_client_that_vanishes_mid_rpm_leaves_no_test_behind() {
+    let mport = free_port();
+    let (_srv, port) = server(&["--metrics", &format!("127.0.0.1:{mport}")]);
+    let p = port.to_string();
+    let mut c = Proc::spawn(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "--rpm", "-t", "30"]);
+    // Wait until it has several load flows running, then kill it.
+    assert!(c.wait_for_line("  3 flows", Duration::from_secs(15)), "{}", c.out());
+    let active = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("wirespeed_active_tests "))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+    };
+    assert!(active(&scrape(mport)).unwrap_or(0) >= 3, "{}", scrape(mport));
+    c.signal(9);
+    c.wait(Duration::from_secs(5));
+    // Every test it left ends, and the server serves the next client.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let t = scrape(mport);
+        if active(&t) == Some(0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "tests left running:\n{t}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let r = run(
+        &wirespeed(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}

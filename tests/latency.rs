@@ -292,6 +292,42 @@ impl Path3 {
         json(&c.stdout)["end"]["latency"].clone()
     }
 
+    /// The responsiveness test (`--rpm`, cubic load) through the queue:
+    /// its `end`.
+    fn rpm(&self) -> Value {
+        let [s, _, d] = &self.ns;
+        let ws = wirespeed();
+        let ws = ws.to_str().unwrap();
+        let ip = PathBuf::from("ip");
+        let srv = Proc::spawn(&ip, &["netns", "exec", d, ws, "-s", "-p", "5201"]);
+        assert!(
+            srv.wait_for_line("Server listening", Duration::from_secs(10)),
+            "{}",
+            srv.err()
+        );
+        let c = run(
+            &ip,
+            &[
+                "netns",
+                "exec",
+                s,
+                ws,
+                "-c",
+                "10.202.2.2",
+                "-t",
+                "8",
+                "-C",
+                "cubic",
+                "--rpm",
+                "-J",
+            ],
+            T,
+        );
+        drop(srv);
+        assert_eq!(c.code, Some(0), "{}{}", c.stdout, c.stderr);
+        json(&c.stdout)["end"].clone()
+    }
+
     /// `ping`'s median over the idle path, ms.
     fn ping_ms(&self) -> f64 {
         let out = Command::new("ip")
@@ -341,11 +377,13 @@ fn bufferbloat_through_a_deep_queue_shows_and_a_shallow_one_does_not() {
     let deep = Path3::new(1000);
     let ping = deep.ping_ms();
     let d = deep.loaded();
+    let d_rpm = deep.rpm();
     drop(deep);
     let shallow = Path3::new(8);
     let s = shallow.loaded();
+    let s_rpm = shallow.rpm();
     let p50 = |l: &Value, k: &str| l[k]["p50_ms"].as_f64().unwrap();
-    let report = format!("ping {ping:.3} ms\ndeep: {d}\nshallow: {s}");
+    let report = format!("ping {ping:.3} ms\ndeep: {d}\nshallow: {s}\ndeep --rpm: {d_rpm}\nshallow --rpm: {s_rpm}");
     eprintln!("{report}");
     // The idle probes see what ping sees.
     assert!((p50(&d, "idle") - ping).abs() < 0.2, "{report}");
@@ -353,6 +391,11 @@ fn bufferbloat_through_a_deep_queue_shows_and_a_shallow_one_does_not() {
     // times the idle one, and many times the shallow queue's.
     assert!(p50(&d, "loaded") >= 5.0 * p50(&d, "idle"), "{report}");
     assert!(p50(&d, "loaded") >= 5.0 * p50(&s, "loaded"), "{report}");
+    // --rpm ranks them the same way: the shallow queue's responsiveness is
+    // many times the deep one's.
+    let rpm = |v: &Value| v["rpm"].as_f64().unwrap();
+    assert!(rpm(&s_rpm) >= 5.0 * rpm(&d_rpm), "{report}");
+    assert!(d_rpm["goodput_bits_per_second"].as_f64().unwrap() > 30e6, "{report}");
 }
 
 #[test]
@@ -453,4 +496,82 @@ fn csv_rows_end_with_the_round_trips_of_their_span() {
     );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stdout.lines().all(|l| l.split(',').count() == 9), "{}", r.stdout);
+}
+
+#[test]
+fn rpm_on_loopback_ramps_probes_and_reports() {
+    let port = free_port();
+    let p = port.to_string();
+    let _srv = wirespeed_server(port, &[]);
+    let r = run(
+        &wirespeed(),
+        &["-c", "127.0.0.1", "-p", &p, "--rpm", "-t", "5", "-P", "3", "-J"],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    let d = json(&r.stdout);
+    let iv = d["intervals"].as_array().unwrap();
+    assert!((4..=6).contains(&iv.len()), "{}", r.stdout);
+    // One more flow a second, up to -P.
+    let flows: Vec<u64> = iv.iter().map(|i| i["flows"].as_u64().unwrap()).collect();
+    assert_eq!(&flows[..3], &[1, 2, 3], "{flows:?}");
+    assert!(flows.iter().all(|f| *f <= 3), "{flows:?}");
+    assert!(
+        iv.iter().all(|i| i["goodput_bits_per_second"].as_f64().unwrap() > 1e8),
+        "{}",
+        r.stdout
+    );
+    let end = &d["end"];
+    let rpm = end["rpm"].as_f64().unwrap();
+    assert!(rpm > 0.0, "{end}");
+    assert!(["Poor", "Fair", "Good", "Excellent"].contains(&end["class"].as_str().unwrap()));
+    assert!(["low", "medium", "high"].contains(&end["confidence"].as_str().unwrap()));
+    assert!(end["idle"]["round_trip_ms"].as_f64().unwrap() > 0.0, "{end}");
+    assert!(end["loaded"]["tcp_info_rtt_ms"].as_f64().unwrap() > 0.0, "{end}");
+    assert_eq!(end["probe_failures"].as_u64(), Some(0), "{end}");
+    // The server ran every load flow as a test of its own and is still up.
+    let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // Text: a line a second and the verdict.
+    let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "--rpm", "-t", "3"], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout
+            .lines()
+            .filter(|l| l.starts_with("[RPM] ") && l.contains(" flows "))
+            .count()
+            >= 2,
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("[RPM] Responsiveness: "), "{}", r.stdout);
+    assert!(r.stdout.contains(" RPM ("), "{}", r.stdout);
+}
+
+#[test]
+fn rpm_refusals() {
+    for (extra, why) in [
+        (&["-u"][..], "-u"),
+        (&["-n", "1M"][..], "-n or -k"),
+        (&["--latency"][..], "--latency"),
+        (&["--udp-search"][..], "--udp-search"),
+    ] {
+        let mut a = vec!["-c", "127.0.0.1", "--rpm"];
+        a.extend_from_slice(extra);
+        let r = run(&wirespeed(), &a, T);
+        assert_eq!(r.code, Some(1), "{extra:?}");
+        assert!(
+            r.stderr.contains("--rpm cannot be used with") && r.stderr.contains(why),
+            "{}",
+            r.stderr
+        );
+    }
+    // An iperf3 server answers no probes: one line before any load.
+    let Some(iperf3) = peer("iperf3") else { return };
+    let port = free_port();
+    let p = port.to_string();
+    let _srv = iperf3_server(&iperf3, port, &[]);
+    let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "--rpm", "-t", "3"], T);
+    assert_eq!(r.code, Some(1), "{} {}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("does not answer round-trip probes"), "{}", r.stderr);
 }

@@ -67,7 +67,7 @@ pub struct Prober {
 /// One probe: write a message (telling the server the round trip before
 /// it, `previous`), read it back; its round trip in seconds, or `None`
 /// when `stop` was raised.
-fn probe(
+pub(crate) fn probe(
     sock: &TcpStream,
     id: u32,
     previous: Option<PreviousRtt>,

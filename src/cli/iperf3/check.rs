@@ -25,6 +25,9 @@ pub(super) fn all(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     if s.cfg.search.is_some() {
         crate::search::check_config(&s.cfg, given(Opt::Interval))?;
     }
+    if s.cfg.rpm {
+        rpm_rules(&s.cfg)?;
+    }
     if s.cfg.latency.is_some() && s.cfg.search.is_some() {
         return Err(Error::param_msg(
             Code::UNIMP,
@@ -34,6 +37,31 @@ pub(super) fn all(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     auth_settings(&s.cfg, opts, s.is_server)?;
     json_warnings(s);
     Ok(())
+}
+
+/// `--rpm` runs its own TCP load and probes: what would change that is
+/// refused.
+fn rpm_rules(cfg: &crate::config::TestConfig) -> Result {
+    let clash = if cfg.search.is_some() {
+        Some("--udp-search")
+    } else if cfg.latency.is_some() {
+        Some("--latency (--rpm probes already)")
+    } else if cfg.params.protocol != crate::config::Protocol::Tcp {
+        Some("-u (its load is TCP)")
+    } else if !matches!(cfg.params.end, EndCondition::Time(_)) {
+        Some("-n or -k (it runs for a time)")
+    } else if cfg.output.json_stream {
+        Some("--json-stream")
+    } else {
+        None
+    };
+    match clash {
+        Some(what) => Err(Error::param_msg(
+            Code::UNIMP,
+            format!("--rpm cannot be used with {what}"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Client, server or loopback, and the options that role may not take

@@ -134,6 +134,9 @@ wirespeed additions:
   --max-loss #[%]           loss the search accepts (default 0.1%)
   --latency[=#]             client: measure round trips beside the load, # probes per
                             second (default 10), and before it (the idle RTT)
+  --rpm                     client: the responsiveness test (TCP-only RPM): ramp up
+                            TCP load flows (up to -P, default 16) until goodput
+                            saturates, probe round trips, stop when stable or at -t
   --metrics <addr>:<port>   server: serve Prometheus metrics over HTTP at <addr>:<port>
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
   {prog} report RESULT.json [-o FILE.html]

@@ -41,6 +41,12 @@ pub fn udp_search(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--rpm`: the responsiveness test.
+pub fn rpm(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+    s.cfg.rpm = true;
+    Ok(())
+}
+
 /// `--latency[=N]`: N round-trip probes per second beside the load.
 pub fn latency(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let n = values::latency_rate(o.value.as_deref()).map_err(|m| Error::param_msg(Code::UNITVAL, m))?;

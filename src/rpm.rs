@@ -1,0 +1,576 @@
+//! `--rpm`: responsiveness under working conditions, after
+//! draft-ietf-ippm-responsiveness, adapted to a tool without HTTP or TLS
+//! (`research/responsiveness.md` §9; the result is a TCP-only RPM).
+//!
+//! Load: capacity-seeking TCP flows, each a test of its own against the
+//! server (a wirespeed server runs them side by side): one at first, one
+//! more every interval (ID, 1 s) up to 16 (`-P` sets the most), upload,
+//! download (`-R`) or both (`--bidir`). Goodput is saturated when the
+//! standard deviation of the last MAD (4) moving averages is under SDT
+//! (5 %) of the latest.
+//!
+//! Probes, from the start: "foreign" probes each open a new TCP connection
+//! to the server (its handshake time, `tcp_f`) and make one request/response
+//! on it (an iperf 2 bounceback message, `rr_f`); "self" latency is the
+//! load flows' own smoothed RTT from TCP_INFO (the draft's fallback where
+//! a request cannot ride inside a load connection), which the sending side
+//! has: upload flows, not download ones.
+//!
+//! Each interval's responsiveness comes from the probes of the last MAD
+//! intervals: `Foreign = 60000 / ((TM(tcp_f) + TM(rr_f)) / 2)`, `Loaded =
+//! 60000 / TM(self)`, `RPM = (Foreign + Loaded) / 2` (Foreign alone when no
+//! flow sends), TM being the mean of the fastest 95 %. Once goodput is
+//! saturated and the last MAD values agree within SDT, the result is final
+//! (confidence high); the time limit (`-t`) ends the test otherwise, with
+//! medium (MAD intervals ran) or low confidence.
+
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::config::{Direction, EndCondition, TestConfig};
+use crate::error::{Code, Error};
+use crate::events::Event;
+use crate::report::{Output, Reporter, Sink};
+
+/// The interval between evaluations and added flows (ID).
+pub const INTERVAL: Duration = Duration::from_secs(1);
+/// Moving-average distance, intervals (MAD).
+pub const MAD: usize = 4;
+/// Standard-deviation tolerance (SDT).
+pub const SDT: f64 = 0.05;
+/// Most load flows unless `-P` says (MNP).
+pub const MAX_FLOWS: u32 = 16;
+/// Foreign probes per second.
+pub const PROBES_PER_SECOND: u32 = 20;
+/// Share of the samples the trimmed mean keeps (the fastest).
+pub const TRIM_KEEP: f64 = 0.95;
+/// Foreign probes on the idle path before the load.
+const IDLE_PROBES: usize = 5;
+/// A probe that takes longer is counted as failed.
+const PROBE_WAIT: Duration = Duration::from_secs(5);
+/// How often a load flow reports (its bytes count towards goodput).
+const FLOW_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The single-sided trimmed mean: the mean of the fastest [`TRIM_KEEP`]
+/// of `v` (ms); `None` for no samples.
+pub fn trimmed_mean(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let keep = ((s.len() as f64 * TRIM_KEEP).ceil() as usize).clamp(1, s.len());
+    Some(s[..keep].iter().sum::<f64>() / keep as f64)
+}
+
+/// The draft's words for an RPM.
+pub fn class(rpm: f64) -> &'static str {
+    match rpm {
+        r if r < 300.0 => "Poor",
+        r if r < 1000.0 => "Fair",
+        r if r < 6000.0 => "Good",
+        _ => "Excellent",
+    }
+}
+
+/// Whether the last [`MAD`] values agree within [`SDT`] of the last.
+pub fn stable(values: &[f64]) -> bool {
+    if values.len() < MAD {
+        return false;
+    }
+    let w = &values[values.len() - MAD..];
+    let mean = w.iter().sum::<f64>() / MAD as f64;
+    let var = w.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / MAD as f64;
+    let last = w[MAD - 1];
+    last > 0.0 && var.sqrt() < SDT * last
+}
+
+/// One foreign probe's times, ms, and when it ended.
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    at: Instant,
+    tcp_ms: f64,
+    rr_ms: f64,
+}
+
+/// Latency samples, one source each.
+#[derive(Debug, Clone, Copy)]
+struct SelfRtt {
+    at: Instant,
+    ms: f64,
+}
+
+/// What the load flows and the probes share with the controller.
+#[derive(Default)]
+struct Shared {
+    /// Payload bytes the load flows moved (their reports').
+    bytes: AtomicU64,
+    probes: Mutex<Vec<Probe>>,
+    selfs: Mutex<Vec<SelfRtt>>,
+    failures: AtomicU64,
+    /// The first load flow's failure, which ends the test.
+    failed: Mutex<Option<Error>>,
+}
+
+/// A load flow's sink: adds its bytes and its senders' RTTs.
+struct LoadSink(Arc<Shared>);
+
+impl Sink for LoadSink {
+    fn event(&mut self, ev: &Event) {
+        if let Event::Interval(r) = ev {
+            let now = Instant::now();
+            for s in &r.streams {
+                self.0.bytes.fetch_add(s.bytes, Relaxed);
+                if let Some(t) = s.tcp.filter(|t| s.sender && t.rtt > 0)
+                    && let Ok(mut v) = self.0.selfs.lock()
+                {
+                    v.push(SelfRtt {
+                        at: now,
+                        ms: t.rtt as f64 / 1e3,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// One interval's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpmInterval {
+    /// Seconds since the load started (end of the interval).
+    pub at: f64,
+    /// Load flows running.
+    pub flows: u32,
+    /// Goodput in the interval, bit/s.
+    pub goodput: f64,
+    /// Moving average of the last MAD intervals' goodput.
+    pub goodput_avg: f64,
+    /// Foreign RPM from the last MAD intervals' probes.
+    pub foreign: Option<f64>,
+    /// Loaded RPM from the load flows' RTTs.
+    pub loaded: Option<f64>,
+    /// The responsiveness.
+    pub rpm: Option<f64>,
+    /// Goodput saturated.
+    pub saturated: bool,
+}
+
+/// The result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpmResult {
+    /// Every interval.
+    pub intervals: Vec<RpmInterval>,
+    /// Idle foreign RPM (before the load).
+    pub idle_rpm: Option<f64>,
+    /// Idle probes' trimmed means, ms (tcp, rr).
+    pub idle_ms: Option<(f64, f64)>,
+    /// Loaded trimmed means, ms: tcp_f, rr_f, self.
+    pub tm_ms: (Option<f64>, Option<f64>, Option<f64>),
+    /// 90th percentile of the foreign probes' round trip, ms.
+    pub p90_ms: Option<f64>,
+    /// "high", "medium" or "low".
+    pub confidence: &'static str,
+    /// Probes that failed.
+    pub failures: u64,
+}
+
+impl RpmResult {
+    /// The final responsiveness.
+    pub fn rpm(&self) -> Option<f64> {
+        self.intervals.last().and_then(|i| i.rpm)
+    }
+}
+
+fn rpm_of(ms: f64) -> f64 {
+    60_000.0 / ms.max(1e-6)
+}
+
+/// One foreign probe: a new connection, one request/response, closed.
+fn foreign_probe(cfg: &TestConfig, host: &str, stop: &AtomicBool) -> Result<Probe, String> {
+    let t0 = Instant::now();
+    let sock: TcpStream = crate::net::connect_client(&cfg.net, host, cfg.port).map_err(|e| e.text())?;
+    let tcp_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let _ = sock.set_nodelay(true);
+    let rr = crate::engine::latency::probe(&sock, 1, None, PROBE_WAIT, stop)?.ok_or("stopped")?;
+    Ok(Probe {
+        at: Instant::now(),
+        tcp_ms,
+        rr_ms: rr * 1e3,
+    })
+}
+
+/// The load flow's own test: one stream, the test's direction, until
+/// `until` (or the stop).
+fn load_config(cfg: &TestConfig, remaining: Duration) -> TestConfig {
+    let mut c = cfg.clone();
+    c.params.streams = 1;
+    c.params.end = EndCondition::Time(remaining.max(Duration::from_millis(500)));
+    c.output.json = false;
+    c.output.json_stream = false;
+    c.output.interval = Some(FLOW_INTERVAL);
+    c.output.html_report = None;
+    c.rpm = false;
+    c.latency = None;
+    c
+}
+
+/// Runs the responsiveness test and prints it; a failure is printed as a
+/// client's (one line, or a `-J` document with `error`).
+pub fn run(cfg: &TestConfig, host: &str, out: &Output, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
+    let r = measure(cfg, host, out, signal);
+    if let Err(e) = &r {
+        let mut rep = Reporter::for_config(cfg, out.clone(), crate::events::Side::Client);
+        rep.emit(Event::Error(e.clone()));
+        rep.emit(Event::Done);
+    }
+    r
+}
+
+fn measure(cfg: &TestConfig, host: &str, out: &Output, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
+    let limit = match cfg.params.end {
+        EndCondition::Time(t) if !t.is_zero() => t,
+        _ => Duration::from_secs(10),
+    };
+    let max_flows = if cfg.params.streams > 1 {
+        cfg.params.streams
+    } else {
+        MAX_FLOWS
+    };
+    let printer = Printer::new(cfg, out.clone());
+    printer.begin(host, cfg.port, max_flows, limit);
+    let stop = Arc::new(AtomicBool::new(false));
+    // Idle: a few probes on the quiet path.
+    let mut idle = Vec::new();
+    for _ in 0..IDLE_PROBES {
+        match foreign_probe(cfg, host, &stop) {
+            Ok(p) => idle.push(p),
+            Err(why) => {
+                return Err(Error::msg(
+                    Code::CONNECT,
+                    format!(
+                        "--rpm: the server at {host} port {} does not answer round-trip probes ({why}); \
+                         a wirespeed server does, an iperf3 server cannot",
+                        cfg.port
+                    ),
+                ));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let idle_tm = (
+        trimmed_mean(&idle.iter().map(|p| p.tcp_ms).collect::<Vec<_>>()),
+        trimmed_mean(&idle.iter().map(|p| p.rr_ms).collect::<Vec<_>>()),
+    );
+    let idle_ms = match idle_tm {
+        (Some(a), Some(b)) => Some((a, b)),
+        _ => None,
+    };
+    let shared = Arc::new(Shared::default());
+    let load_signal = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let result = std::thread::scope(|scope| {
+        // The probes, beside the load.
+        let (sh, st) = (shared.clone(), stop.clone());
+        scope.spawn(move || {
+            let period = Duration::from_secs_f64(1.0 / f64::from(PROBES_PER_SECOND));
+            let mut next = Instant::now();
+            while !st.load(Relaxed) {
+                match foreign_probe(cfg, host, &st) {
+                    Ok(p) => {
+                        if let Ok(mut v) = sh.probes.lock() {
+                            v.push(p);
+                        }
+                    }
+                    Err(_) if st.load(Relaxed) => break,
+                    Err(_) => {
+                        sh.failures.fetch_add(1, Relaxed);
+                    }
+                }
+                next += period;
+                let now = Instant::now();
+                if next < now {
+                    next = now;
+                }
+                while !st.load(Relaxed) && Instant::now() < next {
+                    std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
+                }
+            }
+        });
+        let mut flows = 0u32;
+        let mut intervals: Vec<RpmInterval> = Vec::new();
+        let mut goodputs: Vec<f64> = Vec::new();
+        let mut averages: Vec<f64> = Vec::new();
+        let mut rpms: Vec<f64> = Vec::new();
+        let mut last_bytes = 0u64;
+        let mut confidence = "low";
+        let mut k = 0u32;
+        let r = loop {
+            // Add the interval's load flows.
+            let remaining = limit.saturating_sub(started.elapsed());
+            if flows < max_flows && !remaining.is_zero() {
+                flows += 1;
+                let c = load_config(cfg, remaining);
+                let (sh, sig) = (shared.clone(), load_signal.clone());
+                scope.spawn(move || {
+                    let mut rep = Reporter::new();
+                    rep.add(Box::new(LoadSink(sh.clone())));
+                    if let Err(e) = crate::client::run(&c, host, c.port, &mut rep, &sig)
+                        && sig.load(Relaxed) == 0
+                        && let Ok(mut f) = sh.failed.lock()
+                    {
+                        f.get_or_insert(e);
+                    }
+                });
+            }
+            k += 1;
+            let due = started + INTERVAL * k;
+            while Instant::now() < due && signal.load(Relaxed) == 0 {
+                std::thread::sleep((due - Instant::now()).min(Duration::from_millis(20)));
+            }
+            if signal.load(Relaxed) != 0 {
+                break Err(Error::interrupted(Code::CLIENTTERM, "client", signal.load(Relaxed)));
+            }
+            if let Some(e) = shared.failed.lock().ok().and_then(|mut f| f.take()) {
+                break Err(e);
+            }
+            let bytes = shared.bytes.load(Relaxed);
+            let goodput = (bytes - last_bytes) as f64 * 8.0 / INTERVAL.as_secs_f64();
+            last_bytes = bytes;
+            goodputs.push(goodput);
+            let w = &goodputs[goodputs.len().saturating_sub(MAD)..];
+            let avg = w.iter().sum::<f64>() / w.len() as f64;
+            averages.push(avg);
+            let saturated = stable(&averages);
+            // The probes of the last MAD intervals.
+            let since = Instant::now().checked_sub(INTERVAL * MAD as u32).unwrap_or(started);
+            let (tcp_f, rr_f): (Vec<f64>, Vec<f64>) = shared
+                .probes
+                .lock()
+                .map(|v| v.iter().filter(|p| p.at >= since).map(|p| (p.tcp_ms, p.rr_ms)).unzip())
+                .unwrap_or_default();
+            let selfs: Vec<f64> = shared
+                .selfs
+                .lock()
+                .map(|v| v.iter().filter(|s| s.at >= since).map(|s| s.ms).collect())
+                .unwrap_or_default();
+            let foreign = match (trimmed_mean(&tcp_f), trimmed_mean(&rr_f)) {
+                (Some(a), Some(b)) => Some(rpm_of((a + b) / 2.0)),
+                _ => None,
+            };
+            let loaded = trimmed_mean(&selfs).map(rpm_of);
+            let rpm = match (foreign, loaded) {
+                (Some(f), Some(l)) => Some((f + l) / 2.0),
+                (f, l) => f.or(l),
+            };
+            if let (true, Some(r)) = (saturated, rpm) {
+                rpms.push(r);
+            }
+            let iv = RpmInterval {
+                at: started.elapsed().as_secs_f64(),
+                flows,
+                goodput,
+                goodput_avg: avg,
+                foreign,
+                loaded,
+                rpm,
+                saturated,
+            };
+            printer.interval(&iv);
+            intervals.push(iv);
+            if saturated && stable(&rpms) {
+                confidence = "high";
+                break Ok(intervals);
+            }
+            if started.elapsed() + INTERVAL / 2 >= limit {
+                confidence = if intervals.len() >= MAD { "medium" } else { "low" };
+                break Ok(intervals);
+            }
+        };
+        // End the probes and whatever load still runs; the scope then
+        // waits for their threads.
+        stop.store(true, Relaxed);
+        load_signal.store(libc::SIGTERM as usize, Relaxed);
+        r.map(|iv| (iv, confidence))
+    });
+    let (intervals, confidence) = result?;
+    let since = started + limit.saturating_sub(INTERVAL * MAD as u32);
+    let probes = shared.probes.lock().map(|v| v.clone()).unwrap_or_default();
+    let window: Vec<&Probe> = probes.iter().filter(|p| p.at >= since).collect();
+    let mut rr: Vec<f64> = window.iter().map(|p| p.rr_ms).collect();
+    rr.sort_by(f64::total_cmp);
+    let selfs = shared.selfs.lock().map(|v| v.clone()).unwrap_or_default();
+    let res = RpmResult {
+        idle_rpm: idle_ms.map(|(a, b)| rpm_of((a + b) / 2.0)),
+        idle_ms,
+        tm_ms: (
+            trimmed_mean(&window.iter().map(|p| p.tcp_ms).collect::<Vec<_>>()),
+            trimmed_mean(&rr),
+            trimmed_mean(&selfs.iter().filter(|s| s.at >= since).map(|s| s.ms).collect::<Vec<_>>()),
+        ),
+        p90_ms: (!rr.is_empty()).then(|| rr[((rr.len() as f64 * 0.9).ceil() as usize).clamp(1, rr.len()) - 1]),
+        intervals,
+        confidence,
+        failures: shared.failures.load(Relaxed),
+    };
+    printer.end(&res, cfg.params.direction);
+    Ok(())
+}
+
+/// Prints the test as text or as one JSON document (`-J`).
+struct Printer {
+    out: Output,
+    json: bool,
+    doc: Mutex<Value>,
+}
+
+impl Printer {
+    fn new(cfg: &TestConfig, out: Output) -> Printer {
+        Printer {
+            out,
+            json: cfg.output.json,
+            doc: Mutex::new(json!({"intervals": []})),
+        }
+    }
+
+    fn begin(&self, host: &str, port: u16, flows: u32, limit: Duration) {
+        if self.json {
+            if let Ok(mut d) = self.doc.lock() {
+                d["start"] = json!({
+                    "host": host, "port": port, "method": "TCP-only RPM (draft-ietf-ippm-responsiveness)",
+                    "interval_seconds": INTERVAL.as_secs_f64(), "mad": MAD, "sdt": SDT,
+                    "max_flows": flows, "probes_per_second": PROBES_PER_SECOND,
+                    "trimmed_mean_keep": TRIM_KEEP, "time_limit_seconds": limit.as_secs_f64(),
+                });
+            }
+            return;
+        }
+        self.out.write(&format!(
+            "Responsiveness test (TCP-only RPM, after draft-ietf-ippm-responsiveness) with {host} port {port}: \
+             up to {flows} load flows, one more every {:.0} s, {} probes/s, for at most {:.0} s\n",
+            INTERVAL.as_secs_f64(),
+            PROBES_PER_SECOND,
+            limit.as_secs_f64()
+        ));
+    }
+
+    fn interval(&self, iv: &RpmInterval) {
+        if self.json {
+            if let Ok(mut d) = self.doc.lock()
+                && let Some(a) = d["intervals"].as_array_mut()
+            {
+                a.push(json!({
+                    "seconds": iv.at, "flows": iv.flows, "goodput_bits_per_second": iv.goodput,
+                    "goodput_moving_average": iv.goodput_avg, "saturated": iv.saturated,
+                    "rpm": iv.rpm, "foreign_rpm": iv.foreign, "loaded_rpm": iv.loaded,
+                }));
+            }
+            return;
+        }
+        let n = |v: Option<f64>| v.map_or("-".to_string(), |r| format!("{r:.0}"));
+        self.out.write(&format!(
+            "[RPM] {:6.2} sec  {:2} flows  goodput {} (avg {}){}  RPM {} (foreign {}, loaded {})\n",
+            iv.at,
+            iv.flows,
+            crate::search::rate_text(iv.goodput, 'a'),
+            crate::search::rate_text(iv.goodput_avg, 'a'),
+            if iv.saturated { " saturated" } else { "" },
+            n(iv.rpm),
+            n(iv.foreign),
+            n(iv.loaded)
+        ));
+    }
+
+    fn end(&self, r: &RpmResult, direction: Direction) {
+        let last = r.intervals.last();
+        let goodput = last.map_or(0.0, |i| i.goodput_avg);
+        let flows = last.map_or(0, |i| i.flows);
+        let dir = match direction {
+            Direction::Reverse => "download",
+            Direction::Bidir => "upload and download",
+            _ => "upload",
+        };
+        if self.json {
+            if let Ok(mut d) = self.doc.lock() {
+                d["end"] = json!({
+                    "rpm": r.rpm(), "class": r.rpm().map(class), "confidence": r.confidence,
+                    "direction": dir, "goodput_bits_per_second": goodput, "flows": flows,
+                    "idle_rpm": r.idle_rpm,
+                    "idle": r.idle_ms.map(|(t, rr)| json!({"tcp_handshake_ms": t, "round_trip_ms": rr})),
+                    "loaded": {"tcp_handshake_ms": r.tm_ms.0, "round_trip_ms": r.tm_ms.1,
+                               "tcp_info_rtt_ms": r.tm_ms.2, "round_trip_p90_ms": r.p90_ms},
+                    "probe_failures": r.failures,
+                });
+                self.out.write(&format!("{}\n", crate::json::to_formatted(&d)));
+            }
+            return;
+        }
+        let ms = |v: Option<f64>| v.map_or("-".to_string(), |m| format!("{m:.3} ms"));
+        let mut s = String::new();
+        match r.rpm() {
+            Some(rpm) => s.push_str(&format!(
+                "[RPM] Responsiveness: {rpm:.0} RPM ({}), TCP-only, {dir}; confidence {}\n",
+                class(rpm),
+                r.confidence
+            )),
+            None => s.push_str("[RPM] Responsiveness: no probe came back under load\n"),
+        }
+        s.push_str(&format!(
+            "[RPM] goodput {} with {flows} load flows\n",
+            crate::search::rate_text(goodput, 'a')
+        ));
+        if let (Some(rpm), Some((t, rr))) = (r.idle_rpm, r.idle_ms) {
+            s.push_str(&format!(
+                "[RPM] idle:   {rpm:.0} RPM (TCP handshake {t:.3} ms, round trip {rr:.3} ms)\n"
+            ));
+        }
+        s.push_str(&format!(
+            "[RPM] loaded: TCP handshake {}, round trip {} (p90 {}), load flows' RTT {}{}\n",
+            ms(r.tm_ms.0),
+            ms(r.tm_ms.1),
+            ms(r.p90_ms),
+            ms(r.tm_ms.2),
+            if r.failures > 0 {
+                format!(" ({} probes failed)", r.failures)
+            } else {
+                String::new()
+            }
+        ));
+        self.out.write(&s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trimmed_mean_drops_the_slowest_five_percent() {
+        let mut v: Vec<f64> = (1..=19).map(f64::from).collect();
+        v.push(1000.0);
+        // 20 samples: the slowest one goes.
+        assert_eq!(trimmed_mean(&v), Some(10.0));
+        assert_eq!(trimmed_mean(&[4.0]), Some(4.0));
+        assert_eq!(trimmed_mean(&[]), None);
+    }
+
+    #[test]
+    fn stability_needs_mad_values_within_the_tolerance() {
+        assert!(!stable(&[100.0, 100.0, 100.0]));
+        assert!(stable(&[100.0, 101.0, 99.0, 100.0]));
+        assert!(!stable(&[60.0, 80.0, 100.0, 120.0]));
+        assert!(stable(&[10.0, 60.0, 100.0, 101.0, 99.0, 100.0]));
+    }
+
+    #[test]
+    fn classes_follow_the_draft() {
+        assert_eq!(class(250.0), "Poor");
+        assert_eq!(class(300.0), "Fair");
+        assert_eq!(class(5999.0), "Good");
+        assert_eq!(class(6000.0), "Excellent");
+        assert_eq!(rpm_of(60.0), 1000.0);
+    }
+}
