@@ -102,6 +102,9 @@ pub struct TestParams {
     /// iperf 2's `-b mean,stdev`: the rate varies around `rate` with this
     /// standard deviation (bit/s), drawn anew every 0.1 s.
     pub rate_stdev: Option<u64>,
+    /// iperf 2's `--burst-size`/`--burst-period`: this many bytes back to
+    /// back, once per period.
+    pub periodic_burst: Option<(u32, Duration)>,
     /// Target rate per stream in packets/s, when given as `Npps`.
     pub pps: Option<u64>,
     /// Blocks per pacing burst (0 = no burst given).
@@ -159,6 +162,7 @@ impl Default for TestParams {
             block_len: None,
             rate: 0,
             rate_stdev: None,
+            periodic_burst: None,
             pps: None,
             burst: 0,
             fq_rate: 0,

@@ -73,7 +73,9 @@ fn default_bursts(out: &str) {
     assert!(lines.len() >= 2, "{out}");
     let last = lines.last().unwrap();
     assert_eq!(last.start, 0.0, "{out}");
-    assert!((18..=22).contains(&last.count), "{out}");
+    // Two bursts of ten, and a third when the sender's tick at 2.0 s wins
+    // the race with its own end of test (2.1.8's does on a busy machine).
+    assert!((18..=22).contains(&last.count) || last.count == 30, "{out}");
     for l in &lines {
         sane(l);
     }

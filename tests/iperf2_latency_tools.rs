@@ -29,16 +29,12 @@ fn handshakes(out: &str) -> (usize, Option<(u64, u64)>) {
 
 #[test]
 fn our_connect_only_client_against_the_real_server() {
-    let Some(iperf) = peer("iperf") else { return };
+    if peer("iperf").is_none() {
+        return;
+    }
     let port = free_port();
-    let p = port.to_string();
-    let mut srv = Proc::spawn(&iperf, &["-s", "-p", &p]);
-    wait_listening(port);
-    let r = run(
-        &wirespeed(),
-        &["--iperf2", "-c", "127.0.0.1", "-p", &p, "--connect-only=3", "-e"],
-        T,
-    );
+    let mut srv = iperf2_server(Iperf2::Real, port, &[]).unwrap();
+    let r = iperf2_client(Iperf2::Ours, port, "--connect-only=3 -e", T).unwrap();
     assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
     assert!(
         r.stdout.contains("TCP three-way-handshake (3WHS) only\n"),
@@ -48,11 +44,7 @@ fn our_connect_only_client_against_the_real_server() {
     assert!(!r.stdout.contains("TCP window size"), "{}", r.stdout);
     assert_eq!(handshakes(&r.stdout), (3, Some((3, 0))), "{}", r.stdout);
     // Without -e: the lines still carry ct= and the date, no [ CT].
-    let r = run(
-        &wirespeed(),
-        &["--iperf2", "-c", "127.0.0.1", "-p", &p, "--connect-only=2"],
-        T,
-    );
+    let r = iperf2_client(Iperf2::Ours, port, "--connect-only=2", T).unwrap();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(handshakes(&r.stdout), (2, None), "{}", r.stdout);
     assert!(
@@ -62,41 +54,11 @@ fn our_connect_only_client_against_the_real_server() {
             .all(|l| l.ends_with("(UTC)") || l.contains(" on "))
     );
     // -P 2 with the default 10 each.
-    let r = run(
-        &wirespeed(),
-        &[
-            "--iperf2",
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "--connect-only",
-            "-P",
-            "2",
-            "-e",
-        ],
-        T,
-    );
+    let r = iperf2_client(Iperf2::Ours, port, "--connect-only -P 2 -e", T).unwrap();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(handshakes(&r.stdout), (20, Some((20, 0))), "{}", r.stdout);
     // -i: one per interval until -t.
-    let r = run(
-        &wirespeed(),
-        &[
-            "--iperf2",
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "--connect-only",
-            "-i",
-            "0.5",
-            "-t",
-            "2",
-            "-e",
-        ],
-        T,
-    );
+    let r = iperf2_client(Iperf2::Ours, port, "--connect-only -i 0.5 -t 2 -e", T).unwrap();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(handshakes(&r.stdout), (4, Some((4, 0))), "{}", r.stdout);
     // The real server saw every handshake and no data: 2.1.8 prints a
@@ -110,27 +72,26 @@ fn our_connect_only_client_against_the_real_server() {
 
 #[test]
 fn the_real_connect_only_client_against_our_server() {
-    let Some(iperf) = peer("iperf") else { return };
+    if peer("iperf").is_none() {
+        return;
+    }
     let port = free_port();
-    let p = port.to_string();
-    let srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-p", &p]);
-    wait_listening(port);
-    let r = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "--connect-only=5", "-e"], T);
+    let srv = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let r = iperf2_client(Iperf2::Real, port, "--connect-only=5 -e", T).unwrap();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(handshakes(&r.stdout), (5, Some((5, 0))), "{}", r.stdout);
     // The server takes them in its stride and still serves a test.
-    let r = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
+    let r = iperf2_client(Iperf2::Real, port, "-t 1", T).unwrap();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stdout.contains("bits/sec"), "{}", r.stdout);
     let out = stop_server(srv);
     assert!(!out.contains("panicked"), "{out}");
     // And on the shared port of a default (iperf3-dialect) server.
     let port = free_port();
-    let p = port.to_string();
     let _srv = wirespeed_server(port, &[]);
-    let r = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "--connect-only=3", "-e"], T);
+    let r = iperf2_client(Iperf2::Real, port, "--connect-only=3 -e", T).unwrap();
     assert_eq!(handshakes(&r.stdout), (3, Some((3, 0))), "{}", r.stdout);
-    let r = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
+    let r = iperf2_client(Iperf2::Real, port, "-t 1", T).unwrap();
     assert!(r.stdout.contains("bits/sec"), "{}", r.stdout);
 }
 
@@ -272,24 +233,8 @@ fn txstart_time_checks_and_a_past_time() {
     assert_eq!(r.code, Some(1));
     // A time already past: a warning, and the test runs at once.
     let port = free_port();
-    let p = port.to_string();
-    let _srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-p", &p]);
-    wait_listening(port);
-    let r = run(
-        &wirespeed(),
-        &[
-            "--iperf2",
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "-t",
-            "1",
-            "--txstart-time",
-            "1000000000.5",
-        ],
-        T,
-    );
+    let _srv = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let r = iperf2_client(Iperf2::Ours, port, "-t 1 --txstart-time 1000000000.5", T).unwrap();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
         r.stdout.contains("WARNING: --txstart-time (1000000000.500000) "),
@@ -383,7 +328,9 @@ fn mean_stdev(v: &[f64]) -> (f64, f64) {
 
 #[test]
 fn a_varying_load_against_the_real_server() {
-    let Some(iperf) = peer("iperf") else { return };
+    if peer("iperf").is_none() {
+        return;
+    }
     for udp in [true, false] {
         let mut spread = Vec::new();
         for rate in ["20m,10m", "20m"] {
@@ -391,15 +338,7 @@ fn a_varying_load_against_the_real_server() {
             // after one whose rate it did not expect).
             let port = free_port();
             let p = port.to_string();
-            let _srv = if udp {
-                let s = Proc::spawn(&iperf, &["-s", "-u", "-p", &p]);
-                wait_bound_udp(port);
-                s
-            } else {
-                let s = Proc::spawn(&iperf, &["-s", "-p", &p]);
-                wait_listening(port);
-                s
-            };
+            let _srv = iperf2_server(Iperf2::Real, port, if udp { &["-u"] } else { &[] }).unwrap();
             let mut args = vec![
                 "--iperf2",
                 "-c",
@@ -438,5 +377,80 @@ fn a_varying_load_against_the_real_server() {
         // Each 0.2 s interval averages two draws: about 10/√2 Mbit/s apart.
         assert!(spread[0] > 2.5e6, "udp={udp}: a varying load barely varies: {spread:?}");
         assert!(spread[1] < 1.5e6, "udp={udp}: a steady load varies: {spread:?}");
+    }
+}
+
+#[test]
+fn periodic_bursts_both_ways() {
+    let Some(iperf) = peer("iperf") else { return };
+    let args = "--burst-size 100K --burst-period 0.5 -l 10K -t 2 -e";
+    // Our client, the real server: four bursts of 100 KBytes, each its
+    // own line there.
+    let port = free_port();
+    let mut srv = iperf2_server(Iperf2::Real, port, &["-e"]).unwrap();
+    let r = iperf2_client(Iperf2::Ours, port, args, T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("Bursting:  100 KByte every 0.50 second(s)"),
+        "{}",
+        r.stdout
+    );
+    let total = r
+        .stdout
+        .lines()
+        .find(|l| l.contains(" sec ") && l.contains("Write") || l.contains("/0 "));
+    assert!(
+        r.stdout.contains("  400 KBytes ") && r.stdout.contains(" 40/0 "),
+        "{total:?}\n{}",
+        r.stdout
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    srv.signal(15);
+    srv.wait(T);
+    let out = srv.out();
+    assert!(out.contains("(burst-period=0.5000s)"), "{out}");
+    let bursts = out
+        .lines()
+        .filter(|l| l.contains("[  1] 0.0000-") && l.contains("   100 KBytes "))
+        .count();
+    assert_eq!(bursts, 4, "{out}");
+    // The real client, our server: every burst's bytes, and the tag.
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &["-e"]).unwrap();
+    let r = run(
+        &iperf,
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "--burst-size",
+            "100K",
+            "--burst-period",
+            "0.5",
+            "-l",
+            "10K",
+            "-t",
+            "2",
+        ],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = stop_server(srv);
+    assert!(out.contains("(burst-period=0.5000s)"), "{out}");
+    assert!(out.contains("   400 KBytes "), "{out}");
+    // Refusals.
+    for (a, why) in [
+        (
+            "--burst-size 64K",
+            "must be equal or larger to write length (-l) 131072",
+        ),
+        ("--burst-size 100K -l 30K", "whole number of writes"),
+        ("--burst-period 0.5 -b 10m", "cannot be used with -b"),
+        ("--burst-period 0.5 -R", "the client must be the sender"),
+    ] {
+        let r = iperf2_client(Iperf2::Ours, 9, a, T).unwrap();
+        assert_eq!(r.code, Some(1), "{a}");
+        assert!(r.stderr.contains(why), "{a}: {}", r.stderr);
     }
 }

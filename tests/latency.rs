@@ -84,23 +84,7 @@ fn iperf2_dialect_probes_our_server_and_the_real_iperf2() {
         let Some(_srv) = iperf2_server(who, port, &[]) else {
             continue;
         };
-        let p = port.to_string();
-        let r = run(
-            &wirespeed(),
-            &[
-                "--iperf2",
-                "-c",
-                "127.0.0.1",
-                "-p",
-                &p,
-                "-t",
-                "2",
-                "-i",
-                "1",
-                "--latency=20",
-            ],
-            T,
-        );
+        let r = iperf2_client(Iperf2::Ours, port, "-t 2 -i 1 --latency=20", T).unwrap();
         assert_eq!(r.code, Some(0), "{who:?}: {}{}", r.stdout, r.stderr);
         assert_eq!(
             r.stdout.matches("[LAT]   1.00-2.00   sec  RTT").count(),
@@ -114,11 +98,7 @@ fn iperf2_dialect_probes_our_server_and_the_real_iperf2() {
             r.stdout
         );
         // And the iperf 2 JSON.
-        let r = run(
-            &wirespeed(),
-            &["--iperf2", "-c", "127.0.0.1", "-p", &p, "-t", "1", "--latency", "-J"],
-            T,
-        );
+        let r = iperf2_client(Iperf2::Ours, port, "-t 1 --latency -J", T).unwrap();
         let d = json(&r.stdout);
         assert_eq!(d["end"]["latency"]["idle"]["probes"], 10, "{who:?}: {d}");
     }
@@ -257,44 +237,9 @@ impl Path3 {
         p
     }
 
-    /// A cubic TCP test with `--latency=20` through the queue: end.latency.
-    fn loaded(&self) -> Value {
-        let [s, _, d] = &self.ns;
-        let ws = wirespeed();
-        let ws = ws.to_str().unwrap();
-        let ip = PathBuf::from("ip");
-        let mut srv = Proc::spawn(&ip, &["netns", "exec", d, ws, "-s", "-1", "-p", "5201"]);
-        assert!(
-            srv.wait_for_line("Server listening", Duration::from_secs(10)),
-            "{}",
-            srv.err()
-        );
-        let c = run(
-            &ip,
-            &[
-                "netns",
-                "exec",
-                s,
-                ws,
-                "-c",
-                "10.202.2.2",
-                "-t",
-                "4",
-                "-C",
-                "cubic",
-                "--latency=20",
-                "-J",
-            ],
-            T,
-        );
-        srv.wait(Duration::from_secs(10));
-        assert_eq!(c.code, Some(0), "{}{}", c.stdout, c.stderr);
-        json(&c.stdout)["end"]["latency"].clone()
-    }
-
-    /// The responsiveness test (`--rpm`, cubic load) through the queue:
-    /// its `end`.
-    fn rpm(&self) -> Value {
+    /// A cubic TCP client through the queue (`extra` its own options)
+    /// against a wirespeed server started for it: its `-J` document.
+    fn through(&self, extra: &[&str]) -> Value {
         let [s, _, d] = &self.ns;
         let ws = wirespeed();
         let ws = ws.to_str().unwrap();
@@ -305,27 +250,22 @@ impl Path3 {
             "{}",
             srv.err()
         );
-        let c = run(
-            &ip,
-            &[
-                "netns",
-                "exec",
-                s,
-                ws,
-                "-c",
-                "10.202.2.2",
-                "-t",
-                "8",
-                "-C",
-                "cubic",
-                "--rpm",
-                "-J",
-            ],
-            T,
-        );
+        let mut args = vec!["netns", "exec", s, ws, "-c", "10.202.2.2", "-C", "cubic", "-J"];
+        args.extend_from_slice(extra);
+        let c = run(&ip, &args, T);
         drop(srv);
         assert_eq!(c.code, Some(0), "{}{}", c.stdout, c.stderr);
-        json(&c.stdout)["end"].clone()
+        json(&c.stdout)
+    }
+
+    /// A test with `--latency=20`: its end.latency.
+    fn loaded(&self) -> Value {
+        self.through(&["-t", "4", "--latency=20"])["end"]["latency"].clone()
+    }
+
+    /// The responsiveness test (`--rpm`): its `end`.
+    fn rpm(&self) -> Value {
+        self.through(&["-t", "8", "--rpm"])["end"].clone()
     }
 
     /// `ping`'s median over the idle path, ms.
@@ -448,27 +388,8 @@ fn the_probes_are_not_a_test_of_their_own_on_our_server() {
 #[test]
 fn csv_rows_end_with_the_round_trips_of_their_span() {
     let port = free_port();
-    let p = port.to_string();
-    let srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-p", &p]);
-    wait_listening(port);
-    let r = run(
-        &wirespeed(),
-        &[
-            "--iperf2",
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "-t",
-            "2",
-            "-i",
-            "1",
-            "-y",
-            "C",
-            "--latency=20",
-        ],
-        T,
-    );
+    let srv = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let r = iperf2_client(Iperf2::Ours, port, "-t 2 -i 1 -y C --latency=20", T).unwrap();
     drop(srv);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let rows: Vec<Vec<&str>> = r.stdout.lines().map(|l| l.split(',').collect()).collect();
@@ -486,14 +407,8 @@ fn csv_rows_end_with_the_round_trips_of_their_span() {
     assert!(total >= intervals, "the final row counts every loaded probe: {rows:?}");
     // Without --latency the rows are iperf 2's own.
     let port = free_port();
-    let p = port.to_string();
-    let _srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-p", &p]);
-    wait_listening(port);
-    let r = run(
-        &wirespeed(),
-        &["--iperf2", "-c", "127.0.0.1", "-p", &p, "-t", "1", "-y", "C"],
-        T,
-    );
+    let _srv = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let r = iperf2_client(Iperf2::Ours, port, "-t 1 -y C", T).unwrap();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stdout.lines().all(|l| l.split(',').count() == 9), "{}", r.stdout);
 }

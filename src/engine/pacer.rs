@@ -20,6 +20,16 @@ pub enum PaceRate {
     Bits(u64),
     /// Packets (blocks) per second.
     Packets(u64),
+    /// Bits per second, sent as periodic bursts: each group of `burst`
+    /// blocks goes at once when its time comes (iperf 2's
+    /// `--burst-period`), rather than spread over its slot; no group
+    /// starts at or after `until` (the test's end).
+    Bursts {
+        /// Bits per second.
+        bps: u64,
+        /// When the test ends, if it ends by time.
+        until: Option<Instant>,
+    },
     /// Bits per second drawn every [`VARY_PERIOD`] from a log-normal
     /// distribution of this mean and standard deviation.
     Varying {
@@ -89,6 +99,10 @@ pub struct Pacer {
     hold: Instant,
     /// A varying rate's generator (`rate` holds the current draw).
     vary: Option<Vary>,
+    /// Groups wait at their first block and then go whole ([`PaceRate::Bursts`]).
+    leading: bool,
+    /// No group starts from then on.
+    until: Option<Instant>,
 }
 
 /// Debt a batch sender may build up and pay back ([`Pacer::take`]); a longer
@@ -99,8 +113,13 @@ impl Pacer {
     /// A pacer starting at `start`. `burst` blocks go back-to-back (0 or 1 =
     /// no bursting); `block_len` sizes the catch-up allowance.
     pub fn new(rate: PaceRate, burst: u32, block_len: usize, start: Instant) -> Pacer {
+        let (leading, until) = match rate {
+            PaceRate::Bursts { until, .. } => (true, until),
+            _ => (false, None),
+        };
         let (rate, vary) = match rate {
             PaceRate::Varying { mean, stdev } => (PaceRate::Bits(mean.max(1)), Some(Vary::new(mean, stdev, start))),
+            PaceRate::Bursts { bps, .. } => (PaceRate::Bits(bps), None),
             r => (r, None),
         };
         let per_block = Self::cost(rate, block_len);
@@ -116,6 +135,8 @@ impl Pacer {
             in_burst: 0,
             hold: start,
             vary,
+            leading,
+            until,
         }
     }
 
@@ -144,8 +165,11 @@ impl Pacer {
     /// Time one block of `bytes` occupies at this rate.
     pub fn cost(rate: PaceRate, bytes: usize) -> Duration {
         match rate {
-            PaceRate::Bits(0) | PaceRate::Packets(0) | PaceRate::Varying { mean: 0, .. } => Duration::ZERO,
-            PaceRate::Bits(bps) | PaceRate::Varying { mean: bps, .. } => {
+            PaceRate::Bits(0)
+            | PaceRate::Bursts { bps: 0, .. }
+            | PaceRate::Packets(0)
+            | PaceRate::Varying { mean: 0, .. } => Duration::ZERO,
+            PaceRate::Bits(bps) | PaceRate::Bursts { bps, .. } | PaceRate::Varying { mean: bps, .. } => {
                 Duration::from_nanos(((bytes as u128 * 8 * 1_000_000_000) / bps as u128) as u64)
             }
             PaceRate::Packets(pps) => Duration::from_nanos(1_000_000_000 / pps),
@@ -156,6 +180,25 @@ impl Pacer {
     /// schedule. Returns `None` if it may go at once.
     pub fn schedule(&mut self, bytes: usize, now: Instant) -> Option<Instant> {
         self.redraw(now);
+        if self.leading {
+            // A group's first block waits for the group's time; the rest
+            // follow at once.
+            let first = self.in_burst == 0;
+            self.in_burst = (self.in_burst + 1) % self.burst;
+            if !first {
+                return None;
+            }
+            if self.next + self.depth < now {
+                self.next = now - self.depth;
+            }
+            let due = self.next;
+            self.next += Self::cost(self.rate, bytes) * self.burst;
+            if let Some(u) = self.until.filter(|u| due >= *u) {
+                // The test ends first: wait for its stop instead.
+                return Some(u + Duration::from_secs(86_400));
+            }
+            return (due > now).then_some(due);
+        }
         if self.next + self.depth < now {
             // Fell behind more than the allowance: forgive the rest.
             self.next = now - self.depth;
@@ -298,6 +341,33 @@ mod tests {
         assert!((m / 8e6 - 1.0).abs() < 0.01 && s / 8e6 < 0.02, "{m} {s}");
         let (m, s) = mean_stdev(&period_rates(PaceRate::Bits(8_000_000)));
         assert!((m / 8e6 - 1.0).abs() < 0.01 && s / 8e6 < 0.02, "{m} {s}");
+    }
+
+    #[test]
+    fn periodic_bursts_go_whole_at_the_start_of_each_period() {
+        // 10 blocks of 1000 bytes every 0.5 s = 160 kbit/s.
+        let t0 = Instant::now();
+        let mut p = Pacer::new(
+            PaceRate::Bursts {
+                bps: 160_000,
+                until: Some(t0 + Duration::from_millis(1000)),
+            },
+            10,
+            1000,
+            t0,
+        );
+        let mut now = t0;
+        let mut sent = Vec::new();
+        for _ in 0..21 {
+            if let Some(due) = p.schedule(1000, now) {
+                now = due;
+            }
+            sent.push((now - t0).as_millis());
+        }
+        assert!(sent[..10].iter().all(|t| *t == 0), "{sent:?}");
+        assert!(sent[10..20].iter().all(|t| *t == 500), "{sent:?}");
+        // The group due at the end waits for the stop instead.
+        assert!(sent[20] > 86_400_000, "{sent:?}");
     }
 
     #[test]

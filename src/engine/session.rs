@@ -88,6 +88,15 @@ impl Plan {
             EndCondition::Time(_) => (None, None),
         };
         let pace = match (params.pps, params.rate) {
+            // Periodic bursts: a burst's blocks back to back, once a period.
+            _ if params.periodic_burst.is_some() && sends => params.periodic_burst.map(|(size, period)| {
+                let bps = (f64::from(size) * 8.0 / period.as_secs_f64()).max(1.0) as u64;
+                let until = match params.end {
+                    EndCondition::Time(d) if !d.is_zero() => Some(now + d),
+                    _ => None,
+                };
+                (PaceRate::Bursts { bps, until }, (size / block_len.max(1) as u32).max(1))
+            }),
             (Some(pps), _) if pps > 0 => Some((PaceRate::Packets(pps), params.burst)),
             (_, r) if r > 0 => Some((
                 match params.rate_stdev {

@@ -59,6 +59,9 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
         if let Some(p) = pacer.as_mut()
             && !p.wait(n, stop)
         {
+            // Stopped while waiting for its pace (a periodic burst's next
+            // period): the stream ran until the stop, not its last write.
+            last_write = 0;
             break;
         }
         if let Some(h) = hook.as_deref_mut() {

@@ -299,8 +299,16 @@ fn tcp_notes(cfg: &TestConfig) -> Vec<BannerNote> {
         )));
         return notes;
     }
-    super::pacing_note(p)
+    let bursts = p.periodic_burst.map(|(size, period)| {
+        BannerNote::Early(format!(
+            "Bursting: {} every {:.2} second(s)",
+            format_iperf2(f64::from(size), 'A'),
+            period.as_secs_f64()
+        ))
+    });
+    bursts
         .into_iter()
+        .chain(super::pacing_note(p))
         .chain(
             cfg.iperf2
                 .write_prefetch

@@ -50,6 +50,54 @@ impl StreamHook for TripTimesStamp {
     }
 }
 
+/// Writes a burst header at the start of every periodic burst
+/// (`--burst-size`/`--burst-period`): the first of each `blocks` writes
+/// carries it, with the whole burst's size, so a receiver frames bursts by
+/// that size.
+pub struct PeriodicStamp {
+    start: (u32, u32),
+    blocks: u32,
+    size: u32,
+    nth: u32,
+    burst_id: u32,
+    seq: u64,
+}
+
+impl PeriodicStamp {
+    /// Bursts of `blocks` writes, `size` bytes in all, for a test that
+    /// started at `start`.
+    pub fn new(start: (u32, u32), blocks: u32, size: u32) -> PeriodicStamp {
+        PeriodicStamp {
+            start,
+            blocks: blocks.max(1),
+            size,
+            nth: 0,
+            burst_id: 0,
+            seq: 0,
+        }
+    }
+}
+
+impl StreamHook for PeriodicStamp {
+    fn before_write(&mut self, block: &mut [u8]) {
+        self.seq += block.len() as u64;
+        let first = self.nth == 0;
+        self.nth = (self.nth + 1) % self.blocks;
+        if !first || block.len() < BURST_HEADER_LEN {
+            return;
+        }
+        self.burst_id = self.burst_id.wrapping_add(1);
+        BurstHeader {
+            start: self.start,
+            write: wall_clock(),
+            burst_id: self.burst_id,
+            burst_size: self.size,
+            seq: self.seq,
+        }
+        .write(block);
+    }
+}
+
 /// Receiver work: read-size histogram, burst latency, read pacing.
 pub struct RecvHook {
     counters: Arc<DetailCounters>,

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use super::conn_line;
-use super::hooks::{RecvHook, TripTimesStamp, wall_clock};
+use super::hooks::{PeriodicStamp, RecvHook, TripTimesStamp, wall_clock};
 use super::runner::Flow;
 use crate::config::{Direction, EndCondition, TestConfig, TestParams};
 use crate::engine::StreamKind;
@@ -48,6 +48,17 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
     if cfg.iperf2.txstart.is_some() {
         upper |= flags::upper::EPOCH_START;
     }
+    // Periodic bursts: the settings block says how often and how much
+    // (frames per second as integer and millionths, the size in bytes).
+    let settings = p.periodic_burst.map(|(size, period)| {
+        upper |= flags::upper::PERIODICBURST;
+        let fps = 1.0 / period.as_secs_f64();
+        let mut b = vec![0u8; 32];
+        b[0..4].copy_from_slice(&(fps.trunc() as u32).to_be_bytes());
+        b[4..8].copy_from_slice(&((fps.fract() * 1e6).round() as u32).to_be_bytes());
+        b[8..12].copy_from_slice(&size.to_be_bytes());
+        b
+    });
     if p.fq_rate > 0 {
         // The server paces its own sending (-R, --full-duplex) with it.
         upper |= flags::upper::FQRATESET;
@@ -98,7 +109,7 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
                 fq_rate: p.fq_rate / 8,
             }
         }),
-        isoch: None,
+        isoch: settings,
         key: cfg.iperf2.permit_key.as_ref().map(|k| k.as_bytes().to_vec()),
     }
 }
@@ -361,9 +372,16 @@ fn flows_of(cfg: &TestConfig, id: u32, c: &Connected, hdr_len: u64, start: (u32,
         flows.push(Flow::new(data_stream(id, StreamRole::Recv, take()?, c), extras));
     }
     if sends {
-        let hook: Option<Box<dyn crate::engine::StreamHook>> = p
-            .trip_times
-            .then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>);
+        let hook: Option<Box<dyn crate::engine::StreamHook>> = match p.periodic_burst {
+            Some((size, _)) => Some(Box::new(PeriodicStamp::new(
+                start,
+                size / p.block_len_or_default().max(1),
+                size,
+            ))),
+            None => p
+                .trip_times
+                .then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>),
+        };
         let mut f = Flow::new(
             data_stream(id, StreamRole::Send, take()?, c),
             // Like 2.1.8, the header counts as sent bytes.

@@ -371,3 +371,20 @@ pub(super) fn over_limits(limits: &crate::config::ServerOptions, h: &ClientHeade
     }
     None
 }
+
+/// Prints a flow's connection line, tagged `(epoch-start)` for a client's
+/// `--txstart-time` (or, for a time more than an hour off, 2.1.8's
+/// warning instead).
+pub(super) fn announce(ctx: &ServerCtx, m: &Member, mut line: crate::events::ConnInfo) {
+    let cfg = flow_cfg(ctx, m.enhanced);
+    let mut rep = ctx.reporter(&cfg, side(ctx));
+    match m.epoch_start() {
+        Some(true) => line.epoch_start = true,
+        Some(false) => rep.emit(Event::Warning(
+            "WARN: ignore --txstart-time because client didn't provide valid start timestamp within 3600 seconds of now"
+                .into(),
+        )),
+        None => {}
+    }
+    rep.emit(Event::StreamConnected(Box::new(line)));
+}

@@ -256,6 +256,18 @@ fn write_prefetch(h: &ClientHeader) -> Option<u32> {
     (h.upper() & flags::upper::WRITEPREFETCH != 0 && n > 0).then_some(n)
 }
 
+/// A client's periodic bursts (`--burst-period`): the period, from the
+/// settings block's frames per second.
+fn burst_period(h: &ClientHeader) -> Option<f64> {
+    if h.upper() & flags::upper::PERIODICBURST == 0 {
+        return None;
+    }
+    let s = h.isoch.as_deref().filter(|s| s.len() >= 8)?;
+    let fps = f64::from(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+        + f64::from(u32::from_be_bytes([s[4], s[5], s[6], s[7]])) / 1e6;
+    (fps > 0.0).then(|| 1.0 / fps)
+}
+
 fn print_connection(ctx: &ServerCtx, m: &Member) {
     let DataSock::Tcp(sock) = &m.sock else { return };
     let h = &m.header;
@@ -270,9 +282,9 @@ fn print_connection(ctx: &ServerCtx, m: &Member) {
     } else if m.trip {
         Some("trip-times".into())
     } else {
-        None
+        burst_period(h).map(|p| format!("burst-period={p:.4}s"))
     };
-    if line.mode.is_none() || m.trip {
+    if line.mode.is_none() || m.trip || burst_period(h).is_some() {
         line.when = Some(crate::clock::epoch_now() as i64);
     }
     // 2.1.8 tags a paced reverse flow; a paced full-duplex one is not tagged.
@@ -282,17 +294,7 @@ fn print_connection(ctx: &ServerCtx, m: &Member) {
     // The server re-arms quick acks where it reads (not on a -R flow).
     line.qack = quickack(h) && !reverse;
     line.peer_version = h.version().and_then(|(u, l)| version_string(u, l));
-    let cfg = iperf2_flows::flow_cfg(ctx, m.enhanced);
-    let mut rep = ctx.reporter(&cfg, iperf2_flows::side(ctx));
-    match m.epoch_start() {
-        Some(true) => line.epoch_start = true,
-        Some(false) => rep.emit(Event::Warning(
-            "WARN: ignore --txstart-time because client didn't provide valid start timestamp within 3600 seconds of now"
-                .into(),
-        )),
-        None => {}
-    }
-    rep.emit(Event::StreamConnected(Box::new(line)));
+    iperf2_flows::announce(ctx, m, line);
 }
 
 /// iperf 2's TCP flows.

@@ -260,17 +260,7 @@ fn print_connection(ctx: &ServerCtx, m: &Member) {
         line.no_udp_fin = true;
     }
     line.peer_version = m.header.version().and_then(|(u, l)| version_string(u, l));
-    let cfg = iperf2_flows::flow_cfg(ctx, m.enhanced);
-    let mut rep = ctx.reporter(&cfg, iperf2_flows::side(ctx));
-    match m.epoch_start() {
-        Some(true) => line.epoch_start = true,
-        Some(false) => rep.emit(Event::Warning(
-            "WARN: ignore --txstart-time because client didn't provide valid start timestamp within 3600 seconds of now"
-                .into(),
-        )),
-        None => {}
-    }
-    rep.emit(Event::StreamConnected(Box::new(line)));
+    iperf2_flows::announce(ctx, m, line);
 }
 
 /// Receivers answering their senders' FINs: (stream id, whether the

@@ -87,6 +87,14 @@ impl<T: std::os::windows::io::AsSocket> AsSock for T {
     }
 }
 
+/// Seconds since the epoch, now (the same on every platform).
+pub fn epoch_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
 /// Fills `buf` from the system's random source: `/dev/urandom`, or
 /// Windows' preferred generator.
 pub fn os_random(buf: &mut [u8]) -> std::io::Result<()> {

@@ -34,6 +34,7 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
     }
     bounceback_test(&mut s)?;
     block_length(&mut s)?;
+    periodic_bursts(&mut s)?;
     tcp_and_file(&mut s)?;
     if s.cfg.search.is_some() {
         search_limits(&s)?;
@@ -386,6 +387,58 @@ fn block_length(s: &mut ParseState) -> Result {
         return Err(CliError::err("-l above 64 MBytes is not supported"));
     }
     cfg.params.block_len = Some(block as u32);
+    Ok(())
+}
+
+/// `--burst-size`/`--burst-period` (a TCP client's): either enables
+/// periodic bursts, 1 MiB every second unless told.
+fn periodic_bursts(s: &mut ParseState) -> Result {
+    let (size, period) = (s.burst_size.take(), s.burst_period.take());
+    if size.is_none() && period.is_none() || s.server {
+        return Ok(());
+    }
+    let cfg = &mut s.cfg;
+    let period = match period {
+        Some(p) if p <= 1e-5 => {
+            s.warnings
+                .push("WARN: burst-period too small, must be greater than 10 usecs".into());
+            return Ok(());
+        }
+        Some(p) => p,
+        None => {
+            s.warnings
+                .push("WARN: option of --burst-size without --burst-period defaults --burst-period to 1 second".into());
+            1.0
+        }
+    };
+    let size = size.unwrap_or(1024.0 * 1024.0) as u64;
+    let len = u64::from(cfg.params.block_len.unwrap_or_default()).max(1);
+    if size < len {
+        return Err(CliError::err(format!(
+            "option of --burst-size {size} must be equal or larger to write length (-l) {len}"
+        )));
+    }
+    if !size.is_multiple_of(len) {
+        return Err(CliError::err(format!(
+            "--burst-size {size} must be a whole number of writes (-l {len}) here"
+        )));
+    }
+    if cfg.params.rate > 0 {
+        return Err(CliError::err(
+            "option --burst-period cannot be used with -b (the bursts set the rate)",
+        ));
+    }
+    if cfg.iperf2.bounceback.is_some() {
+        return Err(CliError::err(
+            "option --burst-period cannot be used with --bounceback (use --bounceback-period)",
+        ));
+    }
+    if matches!(cfg.params.direction, Direction::Reverse | Direction::FullDuplex) {
+        return Err(CliError::err(
+            "--burst-period: the client must be the sender here (not -R or --full-duplex)",
+        ));
+    }
+    cfg.params.periodic_burst = Some((size as u32, Duration::from_secs_f64(period)));
     Ok(())
 }
 

@@ -44,6 +44,9 @@ pub struct ParseState {
     pub(super) rate_given: bool,
     /// `-T`.
     pub(super) ttl: Option<u32>,
+    /// `--burst-size` (bytes) and `--burst-period` (s), checked later.
+    pub(super) burst_size: Option<f64>,
+    pub(super) burst_period: Option<f64>,
     /// The last access-policy option given (`--allow`, `--deny`).
     pub(super) policy_opt: Option<String>,
     /// `--tcp-rx-window-clamp` (a server's).
@@ -100,6 +103,8 @@ impl ParseState {
             rate_pps: false,
             rate_given: false,
             ttl: None,
+            burst_size: None,
+            burst_period: None,
             policy_opt: None,
             clamp: None,
             tos_override: None,

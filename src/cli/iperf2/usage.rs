@@ -68,6 +68,8 @@ Client specific:
       --bounceback-hold #  server holds each message # ms before replying
       --bounceback-no-quickack  do not set TCP_QUICKACK on bounceback sockets
       --bounceback-period #  seconds between bounceback bursts (default 1; 0 = back to back)
+      --burst-period #     TCP: send a burst (--burst-size, default 1M) every # seconds (default 1)
+      --burst-size #[KMG]  TCP: bytes per periodic burst, a whole number of -l writes
       --connect-only[=n]   run a connect only test (n connects per flow, default 10)
       --connect-retries #  number of times to retry tcp connect
   -d, --dualtest           Do a bidirectional test simultaneously (multiple sockets)

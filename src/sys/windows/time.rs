@@ -64,10 +64,4 @@ pub fn strftime(fmt: &str, epoch_secs: i64, utc: bool) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-/// Seconds since the epoch, now.
-pub fn epoch_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
+pub use super::epoch_now;

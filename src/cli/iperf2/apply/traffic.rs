@@ -274,3 +274,24 @@ pub fn txstart_time(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.cfg.output.enhanced = true;
     Ok(())
 }
+
+/// `--burst-size bytes[KMG]`: bytes per periodic burst (checked with the
+/// period and `-l` later).
+pub fn burst_size(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let v = unit_value(&o.spelled, value(o))?;
+    if !(1.0..=f64::from(u32::MAX)).contains(&v) {
+        return Err(CliError::err(format!("--burst-size of {v} is out of range")));
+    }
+    s.burst_size = Some(v);
+    Ok(())
+}
+
+/// `--burst-period seconds`: the time between periodic bursts.
+pub fn burst_period(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let (v, sp) = (value(o), o.spelled.as_str());
+    let p = parse_seconds(v)
+        .filter(|p| (0.0..=3600.0).contains(p))
+        .ok_or_else(|| CliError::err(format!("{sp} value of '{v}' not recognized (seconds, at most 3600)")))?;
+    s.burst_period = Some(p);
+    Ok(())
+}
