@@ -454,3 +454,38 @@ fn periodic_bursts_both_ways() {
         assert!(r.stderr.contains(why), "{a}: {}", r.stderr);
     }
 }
+
+#[test]
+fn dscp_and_tcp_cca_reach_the_socket() {
+    let Some(strace) = peer("strace") else { return };
+    let port = free_port();
+    let _srv = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let ws = wirespeed();
+    let p = port.to_string();
+    let r = run(
+        &strace,
+        &[
+            "-f",
+            "-e",
+            "trace=setsockopt",
+            ws.to_str().unwrap(),
+            "--iperf2",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "0.3",
+            "--tcp-cca",
+            "reno",
+            "--dscp",
+            "46",
+        ],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // DSCP 46 is TOS 184; "reno" as the 4-byte value strace shows.
+    assert!(r.stderr.contains("IP_TOS, [184]"), "{}", r.stderr);
+    let reno = i32::from_le_bytes(*b"reno");
+    assert!(r.stderr.contains(&format!("TCP_CONGESTION, [{reno}]")), "{}", r.stderr);
+}

@@ -183,6 +183,8 @@ const LACKING: &[(&str, &str)] = &[
     ("linux-congestion", "setting the congestion control algorithm"),
     #[cfg(not(target_os = "freebsd"))]
     ("tcp-congestion", "setting the congestion control algorithm"),
+    #[cfg(not(target_os = "freebsd"))]
+    ("tcp-cca", "setting the congestion control algorithm"),
     #[cfg(unix)]
     ("affinity", "CPU affinity"),
     #[cfg(windows)]

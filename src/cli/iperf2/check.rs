@@ -32,6 +32,14 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
     if s.rate_pps && s.cfg.params.protocol == Protocol::Tcp {
         return Err(CliError::err("units of pps not supported with TCP"));
     }
+    if let Some(cca) = s.tcp_cca.take() {
+        if s.cfg.params.congestion.is_some() {
+            s.warnings
+                .push("Option --tcp-cca ignored because --tcp-congestion or -Z set".into());
+        } else {
+            s.cfg.params.congestion = Some(cca);
+        }
+    }
     bounceback_test(&mut s)?;
     block_length(&mut s)?;
     periodic_bursts(&mut s)?;

@@ -484,6 +484,19 @@ mod tests {
     }
 
     #[test]
+    fn iperf_2_2_dscp_and_tcp_cca() {
+        assert_eq!(run("-c h --dscp 46").params.tos, 0xb8);
+        assert_eq!(run("-c h --dscp ef").params.tos, 0xb8);
+        assert_eq!(run("-c h -S 0x10 --dscp 10").params.tos, 40);
+        assert!(err("-c h --dscp 64").contains("not recognized"));
+        assert_eq!(run("-c h --tcp-cca reno").params.congestion.as_deref(), Some("reno"));
+        let (c, w) = run_env("-c h -Z cubic --tcp-cca reno", &[]).unwrap();
+        assert_eq!(c.params.congestion.as_deref(), Some("cubic"));
+        assert!(w.iter().any(|l| l.contains("--tcp-cca ignored")), "{w:?}");
+        assert!(err("-c h -u --tcp-cca reno").contains("not with -u"));
+    }
+
+    #[test]
     fn incr_dstport_is_a_tcp_client_option() {
         assert!(run("-c h -P 3 --incr-dstport").iperf2.incr_dstport);
         assert!(!run("-c h").iperf2.incr_dstport);

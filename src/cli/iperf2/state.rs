@@ -44,6 +44,8 @@ pub struct ParseState {
     pub(super) rate_given: bool,
     /// `-T`.
     pub(super) ttl: Option<u32>,
+    /// `--tcp-cca`, applied unless `-Z` was given.
+    pub(super) tcp_cca: Option<String>,
     /// `--burst-size` (bytes) and `--burst-period` (s), checked later.
     pub(super) burst_size: Option<f64>,
     pub(super) burst_period: Option<f64>,
@@ -103,6 +105,7 @@ impl ParseState {
             rate_pps: false,
             rate_given: false,
             ttl: None,
+            tcp_cca: None,
             burst_size: None,
             burst_period: None,
             policy_opt: None,

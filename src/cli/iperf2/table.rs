@@ -47,6 +47,8 @@ pub enum Opt {
     Parallel,
     Reverse,
     Tos,
+    Dscp,
+    TcpCca,
     Ttl,
     SingleUdp,
     Ipv6Domain,
@@ -260,6 +262,9 @@ pub const TABLE: &[Row] = &[
     // wirespeed additions: aliases, the access policy, output and the UDP search
     row!(X, Enhanced,             -,   "enhancedreports",        None,     Any,       F(output::enhanced)),
     row!(X, Congestion,           -,   "linux-congestion",       Required, Tcp,       F(traffic::congestion)),
+    // iperf 2.2's: --dscp (the TOS's upper six bits), --tcp-cca (-Z's other name)
+    row!(X, Dscp,                 -,   "dscp",                   Required, Any,       F(network::dscp)),
+    row!(X, TcpCca,               -,   "tcp-cca",                Required, Tcp,       F(traffic::tcp_cca)),
     row!(X, Allow,                -,   "allow",                  Required, Any,       F(server::allow)),
     row!(X, Deny,                 -,   "deny",                   Required, Any,       F(server::deny)),
     row!(X, MaxTests,             -,   "max-tests",              Required, Any,       F(server::max_tests)),

@@ -39,6 +39,7 @@ Client/Server:
   -N, --nodelay            set TCP no delay, disabling Nagle's Algorithm
   -S, --tos       #        set the socket's IP_TOS (byte) field
   -Z, --tcp-congestion <algo>  set TCP congestion control algorithm (Linux only)
+      --tcp-cca <algo>     the same (iperf 2.2's name; -Z wins when both are given)
   -W, --suggest_win_size   after a TCP test, say what limited the sender and suggest a window (-w)
   -4, -6                   only use IPv4, only use IPv6
 
@@ -71,6 +72,7 @@ Client specific:
       --burst-period #     TCP: send a burst (--burst-size, default 1M) every # seconds (default 1)
       --burst-size #[KMG]  TCP: bytes per periodic burst, a whole number of -l writes
       --connect-only[=n]   run a connect only test (n connects per flow, default 10)
+      --dscp #             set the IP DSCP (the TOS byte's upper six bits; iperf 2.2)
       --connect-retries #  number of times to retry tcp connect
   -d, --dualtest           Do a bidirectional test simultaneously (multiple sockets)
       --full-duplex        run full duplex test using same socket

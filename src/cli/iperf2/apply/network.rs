@@ -101,6 +101,18 @@ pub fn tos(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--dscp n` (iperf 2.2): the TOS byte's DSCP bits, ECN bits zero.
+pub fn dscp(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let v = value(o);
+    let n = dscp_by_name(v)
+        .map(i64::from)
+        .or_else(|| parse_int(v, true))
+        .filter(|n| (0..=63).contains(n))
+        .ok_or_else(|| CliError::err(format!("--dscp value of '{v}' not recognized (0-63 or a class name)")))?;
+    s.cfg.params.tos = (n as u8) << 2;
+    Ok(())
+}
+
 /// `-T ttl`: below 255.
 pub fn ttl(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let t = int_value(&o.spelled, value(o))?;

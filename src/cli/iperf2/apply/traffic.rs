@@ -182,6 +182,13 @@ pub fn congestion(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--tcp-cca algo` (iperf 2.2): `-Z`'s other name; `-Z` wins when both
+/// are given.
+pub fn tcp_cca(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    s.tcp_cca = Some(value(o).to_string());
+    Ok(())
+}
+
 /// `--permit-key=key`: 4 to 128 characters (a generated key is not built).
 pub fn permit_key(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let Some(k) = &o.value else {
