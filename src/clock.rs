@@ -12,6 +12,13 @@ pub fn wall_clock() -> (u32, u32) {
     (s as u32, n / 1000)
 }
 
+/// The wall clock `d` from now, as (seconds, µs).
+pub fn wall_clock_after(d: std::time::Duration) -> (u32, u32) {
+    let (s, n) = realtime();
+    let us = u64::from(n / 1000) + d.as_micros() as u64;
+    ((s + us / 1_000_000) as u32, (us % 1_000_000) as u32)
+}
+
 /// Wall clock in nanoseconds since the epoch.
 pub fn wall_ns() -> i64 {
     let (s, n) = realtime();

@@ -514,6 +514,12 @@ pub struct Bounceback {
     pub hold_us: u32,
     /// TCP_QUICKACK on both ends (off with `--bounceback-no-quickack`).
     pub quickack: bool,
+    /// `--bounceback-congest`/`--working-load[=up|down|bidir][,n]`:
+    /// n TCP load flows beside the bounceback flow, in that direction.
+    pub working_load: Option<(Direction, u32)>,
+    /// `--bounceback-txdelay`: the bounceback flow waits this long after
+    /// connecting (the load already runs).
+    pub txdelay: Duration,
 }
 
 /// What this process is asked to be.

@@ -489,3 +489,87 @@ fn dscp_and_tcp_cca_reach_the_socket() {
     let reno = i32::from_le_bytes(*b"reno");
     assert!(r.stderr.contains(&format!("TCP_CONGESTION, [{reno}]")), "{}", r.stderr);
 }
+
+/// Connection lines of a server's output with `tag`.
+fn tagged(out: &str, tag: &str) -> usize {
+    out.lines()
+        .filter(|l| l.contains(" connected with ") && l.contains(tag))
+        .count()
+}
+
+/// The count of a bounceback client's final `BB cnt=` line.
+fn bb_total(out: &str) -> u64 {
+    out.lines()
+        .rev()
+        .find(|l| l.contains("] 0.0000-") && l.contains(" rps"))
+        .and_then(|l| l.split_whitespace().find(|w| w.contains('=') && w.contains('/')))
+        .and_then(|w| w.split('=').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_working_load_beside_bounceback_both_ways() {
+    let Some(iperf) = peer("iperf") else { return };
+    for (dir, tag) in [
+        ("up", None),
+        ("down", Some("(reverse)")),
+        ("bidir", Some("(full-duplex)")),
+    ] {
+        let port = free_port();
+        let mut srv = iperf2_server(Iperf2::Real, port, &[]).unwrap();
+        let args = format!("--bounceback --bounceback-congest={dir},2 -t 2");
+        let r = iperf2_client(Iperf2::Ours, port, &args, T).unwrap();
+        assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+        assert!((18..=30).contains(&bb_total(&r.stdout)), "{dir}: {}", r.stdout);
+        std::thread::sleep(Duration::from_millis(300));
+        srv.signal(15);
+        srv.wait(T);
+        let out = srv.out();
+        assert_eq!(tagged(&out, "(bb w/quickack"), 1, "{dir}: {out}");
+        let load = out
+            .lines()
+            .filter(|l| l.contains(" connected with ") && !l.contains("(bb "))
+            .count();
+        assert_eq!(load, 2, "{dir}: {out}");
+        if let Some(t) = tag {
+            assert_eq!(tagged(&out, t), 2, "{dir}: {out}");
+        }
+    }
+    // The real client with its load, against our server.
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let r = run(
+        &iperf,
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "--bounceback",
+            "--bounceback-congest",
+            "-t",
+            "2",
+        ],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!((18..=30).contains(&bb_total(&r.stdout)), "{}", r.stdout);
+    let out = stop_server(srv);
+    assert_eq!(tagged(&out, "(full-duplex)"), 1, "{out}");
+    // A transmit delay: said, waited, and the load still runs.
+    let port = free_port();
+    let _srv = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let t0 = std::time::Instant::now();
+    let r = iperf2_client(
+        Iperf2::Ours,
+        port,
+        "--bounceback --bounceback-congest=up --bounceback-txdelay 1 -t 2",
+        T,
+    )
+    .unwrap();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("] Client traffic to start in "), "{}", r.stdout);
+    assert!(t0.elapsed() > Duration::from_secs(3), "{:?}", t0.elapsed());
+    let r = iperf2_client(Iperf2::Ours, port, "--bounceback-congest=sideways -t 1", T).unwrap();
+    assert_eq!(r.code, Some(1));
+}

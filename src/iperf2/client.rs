@@ -46,9 +46,9 @@ pub fn run(cfg: &TestConfig, host: &str, reporter: &mut Reporter, signal: &Arc<A
             resolve(host, cfg).and_then(|addrs| super::connect_only::run(cfg, host, &addrs, reporter, signal))
         }
         Protocol::Udp => {
-            super::udp_client::transport(cfg, host).and_then(|mut t| test(cfg, host, &mut *t, reporter, signal))
+            super::udp_client::transport(cfg, host).and_then(|mut t| test(cfg, host, &mut *t, reporter, signal, true))
         }
-        _ => test(cfg, host, &mut Tcp::default(), reporter, signal),
+        _ => test(cfg, host, &mut Tcp::default(), reporter, signal, true),
     };
     if let Err(e) = &r {
         reporter.emit(Event::Error(e.clone()));
@@ -57,13 +57,14 @@ pub fn run(cfg: &TestConfig, host: &str, reporter: &mut Reporter, signal: &Arc<A
     r
 }
 
-/// The test itself.
+/// The test itself (`banner`: print the client's settings banner first).
 fn test(
     cfg: &TestConfig,
     host: &str,
     t: &mut dyn Transport,
     reporter: &mut Reporter,
     signal: &Arc<AtomicUsize>,
+    banner: bool,
 ) -> Result<(), Error> {
     let p = &cfg.params;
     let addrs = resolve(host, cfg)?;
@@ -72,26 +73,75 @@ fn test(
     let shared = Arc::new(Mutex::new(std::mem::take(reporter)));
     let mut local = Reporter::forwarding(shared.clone());
     let back = connect_back_server(cfg, &mut local, shared.clone());
-    let (window, notes) = t.banner(cfg, addrs[0]);
-    local.emit(Event::Connecting(Box::new(Connecting {
-        host: host.to_string(),
-        port: cfg.port,
-        direction: p.direction,
-        settings: settings(cfg, window, notes),
-        control: None,
-    })));
+    if banner {
+        let (window, notes) = t.banner(cfg, addrs[0]);
+        local.emit(Event::Connecting(Box::new(Connecting {
+            host: host.to_string(),
+            port: cfg.port,
+            direction: p.direction,
+            settings: settings(cfg, window, notes),
+            control: None,
+        })));
+    }
+    // A bounceback test's working load: its own flows, beside ours.
+    let load = cfg
+        .iperf2
+        .bounceback
+        .as_ref()
+        .and_then(|b| b.working_load)
+        .map(|(dir, n)| {
+            let lc = load_config(cfg, dir, n);
+            let (host, signal) = (host.to_string(), signal.clone());
+            let mut rep = Reporter::forwarding(shared.clone());
+            std::thread::spawn(move || {
+                if let Err(e) = test(&lc, &host, &mut Tcp::default(), &mut rep, &signal, false) {
+                    rep.emit(Event::Warning(format!("working load: {}", e.text())));
+                }
+            })
+        });
     let r = t.connect(cfg, &addrs, &mut local).and_then(|flows| {
+        let ids: Vec<u32> = flows.iter().map(|f| f.ds.id).collect();
         if let Some(at) = cfg.iperf2.txstart {
-            let ids: Vec<u32> = flows.iter().map(|f| f.ds.id).collect();
+            wait_for_start(at, &ids, &mut local, signal);
+        }
+        let txdelay = cfg.iperf2.bounceback.as_ref().map_or(Duration::ZERO, |b| b.txdelay);
+        if !txdelay.is_zero() {
+            let at = crate::clock::wall_clock_after(txdelay);
             wait_for_start(at, &ids, &mut local, signal);
         }
         run_all(cfg, host, t, flows, back, &mut local, signal)
     });
+    if let Some(l) = load {
+        let _ = l.join();
+    }
     drop(local);
     if let Ok(m) = Arc::try_unwrap(shared) {
         *reporter = m.into_inner().unwrap_or_default();
     }
     r
+}
+
+/// A bounceback test's working load: plain TCP flows in `dir` (`n` of
+/// them) for the bounceback's time and its transmit delay, without its
+/// request size, TOS or bursts. (2.1.8's load flows keep the bounceback's
+/// 100-byte writes and quick acks, which makes them a weak load; these
+/// write the TCP default.)
+fn load_config(cfg: &TestConfig, dir: Direction, n: u32) -> TestConfig {
+    let mut lc = cfg.clone();
+    let txdelay = lc.iperf2.bounceback.take().map_or(Duration::ZERO, |b| b.txdelay);
+    lc.params.direction = dir;
+    lc.params.streams = n;
+    if let crate::config::EndCondition::Time(t) = lc.params.end {
+        lc.params.end = crate::config::EndCondition::Time(t + txdelay);
+    }
+    lc.params.block_len = None;
+    lc.iperf2.len_given = false;
+    lc.params.nodelay = false;
+    lc.params.tos = 0;
+    lc.iperf2.quickack = false;
+    lc.latency = None;
+    lc.output.html_report = None;
+    lc
 }
 
 /// `--txstart-time`: says when the flows will start (or that the time has

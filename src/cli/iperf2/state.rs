@@ -44,6 +44,10 @@ pub struct ParseState {
     pub(super) rate_given: bool,
     /// `-T`.
     pub(super) ttl: Option<u32>,
+    /// `--bounceback-congest`/`--working-load`.
+    pub(super) bb_load: Option<(crate::config::Direction, u32)>,
+    /// `--bounceback-txdelay`.
+    pub(super) bb_txdelay: Duration,
     /// `--tcp-cca`, applied unless `-Z` was given.
     pub(super) tcp_cca: Option<String>,
     /// `--burst-size` (bytes) and `--burst-period` (s), checked later.
@@ -106,6 +110,8 @@ impl ParseState {
             rate_given: false,
             ttl: None,
             tcp_cca: None,
+            bb_load: None,
+            bb_txdelay: Duration::ZERO,
             burst_size: None,
             burst_period: None,
             policy_opt: None,

@@ -202,8 +202,8 @@ pub const TABLE: &[Row] = &[
     row!(N, Awdl,                 'A', "awdl",                   None,     Any,       No(NOT_YET)),
     row!(N, Bind,                 'B', "bind",                   Required, Any,       F(network::bind)),
     row!(N, Bounceback,           -,   "bounceback",             Optional, Client,    F(bounceback::bounceback)),
-    row!(N, BouncebackCongest,    -,   "bounceback-congest",     Optional, Any,       No("bounceback with a congesting flow")),
-    row!(N, BouncebackTxDelay,    -,   "bounceback-txdelay",     Required, Any,       No("bounceback transmit delays")),
+    row!(N, BouncebackCongest,    -,   "bounceback-congest",     Optional, TcpClient, F(bounceback::working_load)),
+    row!(N, BouncebackTxDelay,    -,   "bounceback-txdelay",     Required, TcpClient, F(bounceback::txdelay)),
     row!(N, BouncebackHold,       -,   "bounceback-hold",        Required, Client,    F(bounceback::hold)),
     row!(N, BouncebackNoQuickack, -,   "bounceback-no-quickack", None,     Client,    F(bounceback::no_quickack)),
     row!(N, BouncebackPeriod,     -,   "bounceback-period",      Required, Client,    F(bounceback::period)),
@@ -265,6 +265,7 @@ pub const TABLE: &[Row] = &[
     // iperf 2.2's: --dscp (the TOS's upper six bits), --tcp-cca (-Z's other name)
     row!(X, Dscp,                 -,   "dscp",                   Required, Any,       F(network::dscp)),
     row!(X, TcpCca,               -,   "tcp-cca",                Required, Tcp,       F(traffic::tcp_cca)),
+    row!(X, BouncebackCongest,    -,   "working-load",           Optional, TcpClient, F(bounceback::working_load)),
     row!(X, Allow,                -,   "allow",                  Required, Any,       F(server::allow)),
     row!(X, Deny,                 -,   "deny",                   Required, Any,       F(server::deny)),
     row!(X, MaxTests,             -,   "max-tests",              Required, Any,       F(server::max_tests)),

@@ -66,9 +66,11 @@ Server specific:
 Client specific:
   -c, --client    <host>   run in client mode, connecting to <host>
       --bounceback[=n]     request/response test: bursts of n (default 10) -l byte writes (default 100) echoed back
+      --bounceback-congest[=up|down|bidir][,n]  n TCP load flows beside the bounceback (default bidir,1; also --working-load)
       --bounceback-hold #  server holds each message # ms before replying
       --bounceback-no-quickack  do not set TCP_QUICKACK on bounceback sockets
       --bounceback-period #  seconds between bounceback bursts (default 1; 0 = back to back)
+      --bounceback-txdelay #  seconds the bounceback flow waits after connecting (the load runs)
       --burst-period #     TCP: send a burst (--burst-size, default 1M) every # seconds (default 1)
       --burst-size #[KMG]  TCP: bytes per periodic burst, a whole number of -l writes
       --connect-only[=n]   run a connect only test (n connects per flow, default 10)

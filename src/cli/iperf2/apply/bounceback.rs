@@ -28,6 +28,8 @@ pub fn bounceback(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         period: Duration::ZERO,
         hold_us: 0,
         quickack: true,
+        working_load: None,
+        txdelay: Duration::ZERO,
     });
     Ok(())
 }
@@ -63,5 +65,44 @@ pub fn period(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 pub fn no_quickack(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.bb_quickack = false;
     s.bb_opts.push(o.spelled.clone());
+    Ok(())
+}
+
+/// `--bounceback-congest[=up|down|bidir][,n]` (2.1.8) and its later name
+/// `--working-load`: n TCP load flows (default 1, both ways) beside the
+/// bounceback flow.
+pub fn working_load(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let v = o.value.as_deref().unwrap_or("");
+    let (dir, n) = v.split_once(',').unwrap_or((v, ""));
+    let direction = match dir {
+        "" | "bidir" => crate::config::Direction::FullDuplex,
+        "up" => crate::config::Direction::Forward,
+        "down" => crate::config::Direction::Reverse,
+        other => {
+            return Err(CliError::err(format!(
+                "Unrecognized value of {other} for bounceback-congestion, use 'up', 'down' or 'bidir'"
+            )));
+        }
+    };
+    let n = if n.is_empty() { 1 } else { int_value(&o.spelled, n)? };
+    if !(1..=128).contains(&n) {
+        return Err(CliError::err(format!(
+            "{} flow count of {n} is out of range (1-128)",
+            o.spelled
+        )));
+    }
+    s.bb_load = Some((direction, n as u32));
+    s.bb_opts.push(o.spelled.clone());
+    Ok(())
+}
+
+/// `--bounceback-txdelay secs`: the bounceback flow's wait after connecting.
+pub fn txdelay(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let (v, sp) = (value(o), o.spelled.as_str());
+    let secs = parse_seconds(v)
+        .filter(|s| (0.0..=3600.0).contains(s))
+        .ok_or_else(|| CliError::err(format!("{sp} value of '{v}' not recognized (0-3600 seconds)")))?;
+    s.bb_txdelay = Duration::from_secs_f64(secs);
+    s.bb_opts.push(sp.into());
     Ok(())
 }
