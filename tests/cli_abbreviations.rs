@@ -91,14 +91,14 @@ const IPERF3_312_HELP: &[&str] = &[
 #[rustfmt::skip]
 const IPERF2_EXTRAS: &[&str] = &[
     "enhancedreports", "linux-congestion", "allow", "deny", "json", "json-stream", "report", "live", "udp-search",
-    "latency",    "max-loss", "max-tests",
+    "latency",    "max-loss", "max-tests", "dscp", "tcp-cca", "working-load",
 ];
 
 /// wirespeed's own long options in the iperf3 dialect.
 #[rustfmt::skip]
 const IPERF3_EXTRAS: &[&str] = &[
     "max-tests", "max-streams", "loopback", "live", "report", "udp-search", "latency", "max-loss", "metrics", "allow",
-    "deny", "csv",
+    "deny", "csv", "rpm",
 ];
 
 /// What a peer program does with `--prefix`.
