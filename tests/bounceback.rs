@@ -191,8 +191,9 @@ fn bounceback_lengths_below_64_bytes_and_other_modes_are_refused() {
         "--bounceback -R",
         "--bounceback-hold 1",
         "--bounceback --bounceback-period 61",
-        "--bounceback --bounceback-congest",
-        "--bounceback --bounceback-txdelay 1",
+        "--bounceback-congest=up",
+        "--bounceback --bounceback-congest=sideways",
+        "--bounceback-txdelay 1",
     ] {
         let r = iperf2_client(Iperf2::Ours, free_port(), args, T).unwrap();
         assert_eq!(r.code, Some(1), "{args}: {}{}", r.stdout, r.stderr);

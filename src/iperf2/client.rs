@@ -83,23 +83,25 @@ fn test(
             control: None,
         })));
     }
-    // A bounceback test's working load: its own flows, beside ours.
-    let load = cfg
-        .iperf2
-        .bounceback
-        .as_ref()
-        .and_then(|b| b.working_load)
-        .map(|(dir, n)| {
-            let lc = load_config(cfg, dir, n);
-            let (host, signal) = (host.to_string(), signal.clone());
-            let mut rep = Reporter::forwarding(shared.clone());
-            std::thread::spawn(move || {
-                if let Err(e) = test(&lc, &host, &mut Tcp::default(), &mut rep, &signal, false) {
-                    rep.emit(Event::Warning(format!("working load: {}", e.text())));
-                }
-            })
-        });
+    let mut load = None;
     let r = t.connect(cfg, &addrs, &mut local).and_then(|flows| {
+        // A bounceback test's working load: its own flows, beside ours,
+        // once ours are connected.
+        load = cfg
+            .iperf2
+            .bounceback
+            .as_ref()
+            .and_then(|b| b.working_load)
+            .map(|(dir, n)| {
+                let lc = load_config(cfg, dir, n);
+                let (host, signal) = (host.to_string(), signal.clone());
+                let mut rep = Reporter::forwarding(shared.clone());
+                std::thread::spawn(move || {
+                    if let Err(e) = test(&lc, &host, &mut Tcp::default(), &mut rep, &signal, false) {
+                        rep.emit(Event::Warning(format!("working load: {}", e.text())));
+                    }
+                })
+            });
         let ids: Vec<u32> = flows.iter().map(|f| f.ds.id).collect();
         if let Some(at) = cfg.iperf2.txstart {
             wait_for_start(at, &ids, &mut local, signal);
