@@ -3,7 +3,8 @@
 //! (`research/responsiveness.md` §9; the result is a TCP-only RPM).
 //!
 //! Load: capacity-seeking TCP flows, each a test of its own against the
-//! server (a wirespeed server runs them side by side): one at first, one
+//! server (a wirespeed server runs them side by side, in either dialect,
+//! and so does a real iperf 2 server in the iperf 2 dialect): one at first, one
 //! more every interval (ID, 1 s) up to 16 (`-P` sets the most), upload,
 //! download (`-R`) or both (`--bidir`). Goodput is saturated when the
 //! standard deviation of the last MAD (4) moving averages is under SDT
@@ -215,6 +216,9 @@ fn load_config(cfg: &TestConfig, remaining: Duration) -> TestConfig {
     c.output.html_report = None;
     c.rpm = false;
     c.latency = None;
+    // iperf 2's clients sample TCP_INFO in enhanced reports.
+    c.output.enhanced = true;
+    c.output.csv = false;
     c
 }
 
@@ -318,7 +322,11 @@ fn measure(cfg: &TestConfig, host: &str, out: &Output, signal: &Arc<AtomicUsize>
                 scope.spawn(move || {
                     let mut rep = Reporter::new();
                     rep.add(Box::new(LoadSink(sh.clone())));
-                    if let Err(e) = crate::client::run(&c, host, c.port, &mut rep, &sig)
+                    let r = match c.dialect {
+                        crate::config::Dialect::Iperf3 => crate::client::run(&c, host, c.port, &mut rep, &sig),
+                        crate::config::Dialect::Iperf2 => crate::iperf2::client::run(&c, host, &mut rep, &sig),
+                    };
+                    if let Err(e) = r
                         && sig.load(Relaxed) == 0
                         && let Ok(mut f) = sh.failed.lock()
                     {

@@ -490,3 +490,26 @@ fn rpm_refusals() {
     assert_eq!(r.code, Some(1), "{} {}", r.stdout, r.stderr);
     assert!(r.stderr.contains("does not answer round-trip probes"), "{}", r.stderr);
 }
+
+#[test]
+fn rpm_in_the_iperf2_dialect_against_the_real_iperf2_server() {
+    let port = free_port();
+    let Some(_srv) = iperf2_server(Iperf2::Real, port, &[]) else { return };
+    let r = iperf2_client(Iperf2::Ours, port, "--rpm -t 4 -P 3", T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    let lines = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("[RPM] ") && l.contains(" flows "))
+        .count();
+    assert!(lines >= 3, "{}", r.stdout);
+    assert!(r.stdout.contains("[RPM] Responsiveness: "), "{}", r.stdout);
+    assert!(r.stdout.contains("with 3 load flows"), "{}", r.stdout);
+    let r = iperf2_client(Iperf2::Ours, port, "--rpm --bounceback", T).unwrap();
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("--rpm cannot be used with --bounceback"),
+        "{}",
+        r.stderr
+    );
+}

@@ -47,6 +47,27 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
     if s.cfg.search.is_some() {
         search_limits(&s)?;
     }
+    if s.cfg.rpm {
+        let c = &s.cfg;
+        let clash = if c.latency.is_some() {
+            Some("--latency (--rpm probes already)")
+        } else if c.iperf2.bounceback.is_some() {
+            Some("--bounceback")
+        } else if c.iperf2.connect_only.is_some() {
+            Some("--connect-only")
+        } else if c.search.is_some() {
+            Some("--udp-search")
+        } else if !matches!(c.params.end, EndCondition::Time(_)) {
+            Some("-n (it runs for a time)")
+        } else if c.output.csv || c.output.json_stream {
+            Some("-y C or --json-stream")
+        } else {
+            None
+        };
+        if let Some(what) = clash {
+            return Err(CliError::err(format!("--rpm cannot be used with {what}")));
+        }
+    }
     if s.cfg.latency.is_some() {
         if s.cfg.search.is_some() {
             return Err(CliError::err("--latency cannot be used with --udp-search"));

@@ -49,6 +49,7 @@ pub enum Opt {
     Tos,
     Dscp,
     TcpCca,
+    Rpm,
     Ttl,
     SingleUdp,
     Ipv6Domain,
@@ -276,6 +277,7 @@ pub const TABLE: &[Row] = &[
     row!(X, UdpSearch,            -,   "udp-search",             None,     Client,    F(extras::udp_search)),
     row!(X, MaxLoss,              -,   "max-loss",               Required, Client,    F(extras::max_loss)),
     row!(X, Latency,              -,   "latency",                Optional, Client,    F(extras::latency)),
+    row!(X, Rpm,                  -,   "rpm",                    None,     TcpClient, F(extras::rpm)),
 ];
 
 /// Whether an option of [`TABLE`] works (rather than being refused as not

@@ -110,6 +110,8 @@ wirespeed additions:
       --max-loss #[%]      loss the search accepts (default 0.1%)
       --latency[=#]        client: measure round trips beside the load, # probes per
                            second (default 10), and before it (the idle RTT)
+      --rpm                client: the responsiveness test (TCP-only RPM): TCP load flows,
+                           one more a second up to -P (16), until goodput saturates
 
 Miscellaneous:
   -x, --reportexclude [CDMSV]   exclude C(connection) D(data) M(multicast) S(settings) V(server) reports

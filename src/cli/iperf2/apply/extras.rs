@@ -50,6 +50,12 @@ pub fn latency(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--rpm`: the responsiveness test.
+pub fn rpm(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+    s.cfg.rpm = true;
+    Ok(())
+}
+
 /// `--max-loss P[%]`: the loss the search accepts.
 pub fn max_loss(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.search.max_loss = Some(values::max_loss(value(o)).map_err(CliError::err)?);
