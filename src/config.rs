@@ -492,6 +492,9 @@ pub struct Iperf2Options {
     /// `--txstart-time`: when (wall clock: seconds, µs) the flows start
     /// sending, after connecting at once.
     pub txstart: Option<(u32, u32)>,
+    /// `--working-load[=up|down|bidir][,n]` (2.1.8's
+    /// `--bounceback-congest`): n TCP load flows beside the test.
+    pub working_load: Option<(Direction, u32)>,
     /// `-U`: a UDP server serving one client at a time, refusing others.
     pub single_udp: bool,
     /// `--no-udp-fin`: end a UDP test without the FIN/report exchange.
@@ -514,9 +517,6 @@ pub struct Bounceback {
     pub hold_us: u32,
     /// TCP_QUICKACK on both ends (off with `--bounceback-no-quickack`).
     pub quickack: bool,
-    /// `--bounceback-congest`/`--working-load[=up|down|bidir][,n]`:
-    /// n TCP load flows beside the bounceback flow, in that direction.
-    pub working_load: Option<(Direction, u32)>,
     /// `--bounceback-txdelay`: the bounceback flow waits this long after
     /// connecting (the load already runs).
     pub txdelay: Duration,

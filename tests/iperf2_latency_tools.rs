@@ -573,3 +573,34 @@ fn a_working_load_beside_bounceback_both_ways() {
     let r = iperf2_client(Iperf2::Ours, port, "--bounceback-congest=sideways -t 1", T).unwrap();
     assert_eq!(r.code, Some(1));
 }
+
+#[test]
+fn a_working_load_beside_any_test() {
+    // A rate-limited TCP test with a download load, against the real server.
+    let port = free_port();
+    let Some(mut srv) = iperf2_server(Iperf2::Real, port, &[]) else {
+        return;
+    };
+    let r = iperf2_client(Iperf2::Ours, port, "-t 2 -b 50m --working-load=down,2", T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    // The test's own flow keeps its rate; the load's is far above it.
+    let own = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("[  1] 0.0000-"))
+        .unwrap_or_default();
+    assert!(own.contains(" Mbits/sec"), "{}", r.stdout);
+    std::thread::sleep(Duration::from_millis(300));
+    srv.signal(15);
+    srv.wait(T);
+    let out = srv.out();
+    assert_eq!(tagged(&out, "(reverse)"), 2, "{out}");
+    assert_eq!(tagged(&out, " connected with "), 3, "{out}");
+    // A UDP test gets a TCP load on a server that has both (wirespeed's).
+    let port = free_port();
+    let _srv = wirespeed_server(port, &[]);
+    let r = iperf2_client(Iperf2::Ours, port, "-u -t 2 -b 10m --working-load", T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("Server Report:"), "{}", r.stdout);
+    assert!(r.stdout.contains("(full-duplex)"), "the bidir load's connection: {}", r.stdout);
+}

@@ -494,7 +494,9 @@ fn rpm_refusals() {
 #[test]
 fn rpm_in_the_iperf2_dialect_against_the_real_iperf2_server() {
     let port = free_port();
-    let Some(_srv) = iperf2_server(Iperf2::Real, port, &[]) else { return };
+    let Some(_srv) = iperf2_server(Iperf2::Real, port, &[]) else {
+        return;
+    };
     let r = iperf2_client(Iperf2::Ours, port, "--rpm -t 4 -P 3", T).unwrap();
     assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
     let lines = r

@@ -85,23 +85,18 @@ fn test(
     }
     let mut load = None;
     let r = t.connect(cfg, &addrs, &mut local).and_then(|flows| {
-        // A bounceback test's working load: its own flows, beside ours,
-        // once ours are connected.
-        load = cfg
-            .iperf2
-            .bounceback
-            .as_ref()
-            .and_then(|b| b.working_load)
-            .map(|(dir, n)| {
-                let lc = load_config(cfg, dir, n);
-                let (host, signal) = (host.to_string(), signal.clone());
-                let mut rep = Reporter::forwarding(shared.clone());
-                std::thread::spawn(move || {
-                    if let Err(e) = test(&lc, &host, &mut Tcp::default(), &mut rep, &signal, false) {
-                        rep.emit(Event::Warning(format!("working load: {}", e.text())));
-                    }
-                })
-            });
+        // A working load: TCP flows of their own beside ours, once ours
+        // are connected.
+        load = cfg.iperf2.working_load.map(|(dir, n)| {
+            let lc = load_config(cfg, dir, n);
+            let (host, signal) = (host.to_string(), signal.clone());
+            let mut rep = Reporter::forwarding(shared.clone());
+            std::thread::spawn(move || {
+                if let Err(e) = test(&lc, &host, &mut Tcp::default(), &mut rep, &signal, false) {
+                    rep.emit(Event::Warning(format!("working load: {}", e.text())));
+                }
+            })
+        });
         let ids: Vec<u32> = flows.iter().map(|f| f.ds.id).collect();
         if let Some(at) = cfg.iperf2.txstart {
             wait_for_start(at, &ids, &mut local, signal);
@@ -123,14 +118,22 @@ fn test(
     r
 }
 
-/// A bounceback test's working load: plain TCP flows in `dir` (`n` of
-/// them) for the bounceback's time and its transmit delay, without its
-/// request size, TOS or bursts. (2.1.8's load flows keep the bounceback's
-/// 100-byte writes and quick acks, which makes them a weak load; these
-/// write the TCP default.)
+/// A working load: plain TCP flows in `dir` (`n` of them) for the test's
+/// time (and a bounceback's transmit delay), without its request size,
+/// rate, TOS or bursts. (2.1.8's load flows keep a bounceback's 100-byte
+/// writes and quick acks, which makes them a weak load; these write the
+/// TCP default.)
 fn load_config(cfg: &TestConfig, dir: Direction, n: u32) -> TestConfig {
     let mut lc = cfg.clone();
     let txdelay = lc.iperf2.bounceback.take().map_or(Duration::ZERO, |b| b.txdelay);
+    lc.iperf2.working_load = None;
+    lc.params.protocol = Protocol::Tcp;
+    lc.params.rate = 0;
+    lc.params.rate_stdev = None;
+    lc.params.pps = None;
+    lc.params.periodic_burst = None;
+    lc.params.trip_times = false;
+    lc.iperf2.txstart = None;
     lc.params.direction = dir;
     lc.params.streams = n;
     if let crate::config::EndCondition::Time(t) = lc.params.end {

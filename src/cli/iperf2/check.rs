@@ -88,7 +88,6 @@ fn bounceback_settings(s: &mut ParseState) -> Result {
         b.period = s.bb_period;
         b.hold_us = s.bb_hold;
         b.quickack = s.bb_quickack;
-        b.working_load = s.bb_load;
         b.txdelay = s.bb_txdelay;
     } else if let (false, Some(o)) = (s.server, s.bb_opts.first()) {
         return Err(CliError::err(format!("option {o} needs --bounceback")));

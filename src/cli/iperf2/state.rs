@@ -44,8 +44,6 @@ pub struct ParseState {
     pub(super) rate_given: bool,
     /// `-T`.
     pub(super) ttl: Option<u32>,
-    /// `--bounceback-congest`/`--working-load`.
-    pub(super) bb_load: Option<(crate::config::Direction, u32)>,
     /// `--bounceback-txdelay`.
     pub(super) bb_txdelay: Duration,
     /// `--tcp-cca`, applied unless `-Z` was given.
@@ -110,7 +108,6 @@ impl ParseState {
             rate_given: false,
             ttl: None,
             tcp_cca: None,
-            bb_load: None,
             bb_txdelay: Duration::ZERO,
             burst_size: None,
             burst_period: None,

@@ -50,6 +50,7 @@ pub enum Opt {
     Dscp,
     TcpCca,
     Rpm,
+    WorkingLoad,
     Ttl,
     SingleUdp,
     Ipv6Domain,
@@ -266,7 +267,7 @@ pub const TABLE: &[Row] = &[
     // iperf 2.2's: --dscp (the TOS's upper six bits), --tcp-cca (-Z's other name)
     row!(X, Dscp,                 -,   "dscp",                   Required, Any,       F(network::dscp)),
     row!(X, TcpCca,               -,   "tcp-cca",                Required, Tcp,       F(traffic::tcp_cca)),
-    row!(X, BouncebackCongest,    -,   "working-load",           Optional, TcpClient, F(bounceback::working_load)),
+    row!(X, WorkingLoad,          -,   "working-load",           Optional, Client,    F(bounceback::working_load)),
     row!(X, Allow,                -,   "allow",                  Required, Any,       F(server::allow)),
     row!(X, Deny,                 -,   "deny",                   Required, Any,       F(server::deny)),
     row!(X, MaxTests,             -,   "max-tests",              Required, Any,       F(server::max_tests)),

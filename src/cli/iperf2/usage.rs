@@ -66,7 +66,8 @@ Server specific:
 Client specific:
   -c, --client    <host>   run in client mode, connecting to <host>
       --bounceback[=n]     request/response test: bursts of n (default 10) -l byte writes (default 100) echoed back
-      --bounceback-congest[=up|down|bidir][,n]  n TCP load flows beside the bounceback (default bidir,1; also --working-load)
+      --bounceback-congest[=up|down|bidir][,n]  n TCP load flows beside the bounceback (default bidir,1)
+      --working-load[=up|down|bidir][,n]  the same beside any client test (iperf 2.2)
       --bounceback-hold #  server holds each message # ms before replying
       --bounceback-no-quickack  do not set TCP_QUICKACK on bounceback sockets
       --bounceback-period #  seconds between bounceback bursts (default 1; 0 = back to back)

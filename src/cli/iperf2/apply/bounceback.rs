@@ -28,7 +28,6 @@ pub fn bounceback(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         period: Duration::ZERO,
         hold_us: 0,
         quickack: true,
-        working_load: None,
         txdelay: Duration::ZERO,
     });
     Ok(())
@@ -91,8 +90,11 @@ pub fn working_load(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
             o.spelled
         )));
     }
-    s.bb_load = Some((direction, n as u32));
-    s.bb_opts.push(o.spelled.clone());
+    s.cfg.iperf2.working_load = Some((direction, n as u32));
+    // 2.1.8's name is a bounceback option; 2.2's works with any test.
+    if o.spelled.starts_with("--bounceback") {
+        s.bb_opts.push(o.spelled.clone());
+    }
     Ok(())
 }
 
