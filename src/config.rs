@@ -520,6 +520,9 @@ pub struct Bounceback {
     /// `--bounceback-txdelay`: the bounceback flow waits this long after
     /// connecting (the load already runs).
     pub txdelay: Duration,
+    /// iperf 2.2's `--bounceback-reply`: the server's reply size, when it
+    /// differs from the request's (`-l`, or `--bounceback-request`).
+    pub reply: Option<u32>,
 }
 
 /// What this process is asked to be.

@@ -91,7 +91,8 @@ const IPERF3_312_HELP: &[&str] = &[
 #[rustfmt::skip]
 const IPERF2_EXTRAS: &[&str] = &[
     "enhancedreports", "linux-congestion", "allow", "deny", "json", "json-stream", "report", "live", "udp-search",
-    "latency",    "max-loss", "max-tests", "dscp", "tcp-cca", "working-load", "rpm",
+    "latency",    "max-loss", "max-tests", "dscp", "tcp-cca", "working-load", "rpm", "bounceback-request",
+    "bounceback-reply",
 ];
 
 /// wirespeed's own long options in the iperf3 dialect.

@@ -499,12 +499,7 @@ fn tagged(out: &str, tag: &str) -> usize {
 
 /// The count of a bounceback client's final `BB cnt=` line.
 fn bb_total(out: &str) -> u64 {
-    out.lines()
-        .rev()
-        .find(|l| l.contains("] 0.0000-") && l.contains(" rps"))
-        .and_then(|l| l.split_whitespace().find(|w| w.contains('=') && w.contains('/')))
-        .and_then(|w| w.split('=').next()?.parse().ok())
-        .unwrap_or(0)
+    bb_final(out).0
 }
 
 #[test]
@@ -602,5 +597,93 @@ fn a_working_load_beside_any_test() {
     let r = iperf2_client(Iperf2::Ours, port, "-u -t 2 -b 10m --working-load", T).unwrap();
     assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
     assert!(r.stdout.contains("Server Report:"), "{}", r.stdout);
-    assert!(r.stdout.contains("(full-duplex)"), "the bidir load's connection: {}", r.stdout);
+    assert!(
+        r.stdout.contains("(full-duplex)"),
+        "the bidir load's connection: {}",
+        r.stdout
+    );
+}
+
+/// iperf 2.2.x built from its sources (`WIRESPEED_IPERF2_NEW`), or `None`
+/// with a notice.
+fn iperf2_new() -> Option<std::path::PathBuf> {
+    match std::env::var_os("WIRESPEED_IPERF2_NEW") {
+        Some(p) if !p.is_empty() => Some(p.into()),
+        _ => {
+            eprintln!("NOTICE: WIRESPEED_IPERF2_NEW not set; skipping the iperf 2.2 part");
+            None
+        }
+    }
+}
+
+/// (round trips, bytes text) of a bounceback client's whole-test line.
+fn bb_final(out: &str) -> (u64, String) {
+    let line = out
+        .lines()
+        .rev()
+        .find(|l| l.contains("] 0.0") && (l.contains(" rps") || l.contains("RPS=")))
+        .unwrap_or_default();
+    let bytes = line.split(" sec ").nth(1).unwrap_or_default().trim_start();
+    let bytes = bytes.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+    (bb_total_any(line), bytes)
+}
+
+fn bb_total_any(line: &str) -> u64 {
+    line.split_whitespace()
+        .find(|w| w.contains('=') && w.contains('/') && !w.starts_with("RPS"))
+        .and_then(|w| w.split('=').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn bounceback_request_and_reply_sizes() {
+    // Ours against ours: 20 round trips of 200 bytes out, 1 KiB back.
+    let args = "--bounceback --bounceback-request 200 --bounceback-reply 1K -t 2";
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let r = iperf2_client(Iperf2::Ours, port, args, T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("Bounce-back test (req/reply size = 200 Byte/1.00 KByte)"),
+        "{}",
+        r.stdout
+    );
+    let (n, bytes) = bb_final(&r.stdout);
+    assert!((18..=30).contains(&n), "{}", r.stdout);
+    assert_eq!(
+        bytes,
+        format!("{:.1} KBytes", n as f64 * 1224.0 / 1024.0),
+        "{}",
+        r.stdout
+    );
+    drop(srv);
+    // A 2.1.8 server echoes the request's size: a reply size is 2.2's.
+    let r = iperf2_client(Iperf2::Ours, 9, "--bounceback-reply 1K", T).unwrap();
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("needs --bounceback"), "{}", r.stderr);
+    // With the real iperf 2.2 both ways.
+    let Some(i22) = iperf2_new() else { return };
+    let port = free_port();
+    let p = port.to_string();
+    let mut srv = Proc::spawn(&i22, &["-s", "-p", &p]);
+    wait_listening(port);
+    let r = iperf2_client(Iperf2::Ours, port, args, T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    let (n, _) = bb_final(&r.stdout);
+    assert!((18..=30).contains(&n), "{}", r.stdout);
+    srv.signal(15);
+    srv.wait(T);
+    let port = free_port();
+    let p = port.to_string();
+    let srv = iperf2_server(Iperf2::Ours, port, &[]).unwrap();
+    let mut a = vec!["-c", "127.0.0.1", "-p", &p];
+    a.extend(args.split_whitespace());
+    let r = run(&i22, &a, T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let (n, _) = bb_final(&r.stdout);
+    assert!((18..=30).contains(&n), "{}", r.stdout);
+    // 2.2 counts what came back: 1 KiB per reply.
+    assert!(r.stdout.contains(&format!("Rx={:.1} KByte", n as f64)), "{}", r.stdout);
+    drop(srv);
 }

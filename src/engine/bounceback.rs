@@ -20,7 +20,9 @@ use socket2::SockRef;
 use super::StreamTask;
 use crate::clock::wall_clock;
 use crate::error::{Code, Error};
-use crate::proto::iperf2::bounceback::{BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader};
+use crate::proto::iperf2::bounceback::{
+    BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader, FILLER, REPLY_SIZE_AT,
+};
 use crate::proto::iperf2::join_secs;
 use crate::stats::BouncebackCounters;
 
@@ -57,6 +59,9 @@ pub struct BouncebackSpec {
     pub tos: u8,
     /// Clocks are synchronised (`--trip-times`): one-way delays too.
     pub synced: bool,
+    /// iperf 2.2's `--bounceback-reply`: the reply's size, when it is not
+    /// the request's.
+    pub reply: Option<u32>,
     /// Where the round trips go.
     pub counters: Arc<BouncebackCounters>,
 }
@@ -132,7 +137,14 @@ pub fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSpec) -> 
         ..BbHeader::default()
     }
     .client_message();
-    let mut reply = vec![0u8; bb.size as usize];
+    let reply_len = match bb.reply.filter(|r| *r != bb.size) {
+        Some(r) => {
+            BbHeader::set_reply_size(&mut msg, r);
+            r
+        }
+        None => bb.size,
+    };
+    let mut reply = vec![0u8; reply_len as usize];
     let stop = &task.control.stop;
     let t0 = task.control.epoch;
     let never = AtomicBool::new(false);
@@ -174,7 +186,7 @@ pub fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSpec) -> 
                 let secs = |(s, u): (u32, u32)| join_secs(s, u);
                 (secs(r.server_rx) - secs(tx), secs(rx) - secs(r.server_tx))
             });
-            let bytes = 2 * bb.size as u64;
+            let bytes = u64::from(bb.size) + u64::from(reply_len);
             bb.counters
                 .record(sent.duration_since(t0).as_secs_f64(), rtt, bytes, owd);
             let c = &task.counters;
@@ -213,6 +225,7 @@ pub fn echo_loop(sock: &TcpStream, task: &StreamTask, echo: &EchoSpec) -> Result
     let mut have = msg.len().min(size);
     msg.resize(size, 0);
     let mut hdr = first;
+    let mut reply_buf = Vec::new();
     loop {
         // The rest of the current message.
         if have < size && !read_by(sock, &mut msg[have..], Instant::now() + MESSAGE_WAIT, stop) {
@@ -227,10 +240,24 @@ pub fn echo_loop(sock: &TcpStream, task: &StreamTask, echo: &EchoSpec) -> Result
         }
         hold(hdr.hold_us, stop);
         BbHeader::stamp_server(&mut msg, rx, wall_clock());
-        if (&*sock).write_all(&msg).is_err() {
+        // iperf 2.2's asymmetric reply: the request's first 64 bytes
+        // (stamped) and the rest filler, to the size it asks for.
+        let reply_len = BbHeader::reply_size(&msg).map_or(msg.len(), |n| n as usize);
+        let sent = match BbHeader::reply_size(&msg) {
+            Some(n) if n as usize != msg.len() => {
+                let n = n as usize;
+                let keep = msg.len().min(n).min(REPLY_SIZE_AT + 4);
+                reply_buf.clear();
+                reply_buf.extend_from_slice(&msg[..keep]);
+                reply_buf.resize(n, FILLER);
+                (&*sock).write_all(&reply_buf)
+            }
+            _ => (&*sock).write_all(&msg),
+        };
+        if sent.is_err() {
             break;
         }
-        let bytes = 2 * size as u64;
+        let bytes = (size + reply_len) as u64;
         // Binned by the client's send time.
         let sent = join_secs(hdr.client_tx.0, hdr.client_tx.1) - first_tx + BOUNDARY_SLACK;
         echo.counters.record(sent, 0.0, bytes, None);

@@ -347,8 +347,17 @@ fn tcp_notes(cfg: &TestConfig) -> Vec<BannerNote> {
                 bb.period.as_secs_f64()
             )));
         }
+        // 2.2's words when the reply's size differs from the request's.
+        let sizes = match bb.reply.filter(|r| *r != p.block_len_or_default()) {
+            Some(r) => format!(
+                "req/reply size = {}/{}",
+                format_iperf2(p.block_len_or_default() as f64, 'A').trim(),
+                format_iperf2(f64::from(r), 'A').trim()
+            ),
+            None => format!("size={size}"),
+        };
         notes.push(BannerNote::Early(format!(
-            "Bounce-back test (size={size}) (server hold req={} usecs{})",
+            "Bounce-back test ({sizes}) (server hold req={} usecs{})",
             bb.hold_us,
             if bb.quickack { " & tcp_quickack" } else { "" }
         )));

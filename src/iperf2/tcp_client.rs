@@ -351,6 +351,7 @@ fn flows_of(cfg: &TestConfig, id: u32, c: &Connected, hdr_len: u64, start: (u32,
             quickack: b.quickack,
             tos: p.tos,
             synced: p.trip_times,
+            reply: b.reply,
             counters: counters.clone(),
         };
         let extras = StreamExtras {

@@ -89,6 +89,18 @@ fn bounceback_settings(s: &mut ParseState) -> Result {
         b.hold_us = s.bb_hold;
         b.quickack = s.bb_quickack;
         b.txdelay = s.bb_txdelay;
+        // 2.2's request size stands for -l unless -l is given (which wins,
+        // with 2.2's warning when it is smaller).
+        if let Some(r) = s.bb_request {
+            match s.len {
+                Some(l) if l < f64::from(r) => s
+                    .warnings
+                    .push("WARN: bounceback request will use -l length and not --bounceback-request value".into()),
+                Some(_) => {}
+                None => s.len = Some(f64::from(r)),
+            }
+        }
+        b.reply = s.bb_reply;
     } else if let (false, Some(o)) = (s.server, s.bb_opts.first()) {
         return Err(CliError::err(format!("option {o} needs --bounceback")));
     }

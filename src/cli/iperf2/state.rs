@@ -46,6 +46,9 @@ pub struct ParseState {
     pub(super) ttl: Option<u32>,
     /// `--bounceback-txdelay`.
     pub(super) bb_txdelay: Duration,
+    /// `--bounceback-request`, `--bounceback-reply` (iperf 2.2).
+    pub(super) bb_request: Option<u32>,
+    pub(super) bb_reply: Option<u32>,
     /// `--tcp-cca`, applied unless `-Z` was given.
     pub(super) tcp_cca: Option<String>,
     /// `--burst-size` (bytes) and `--burst-period` (s), checked later.
@@ -109,6 +112,8 @@ impl ParseState {
             ttl: None,
             tcp_cca: None,
             bb_txdelay: Duration::ZERO,
+            bb_request: None,
+            bb_reply: None,
             burst_size: None,
             burst_period: None,
             policy_opt: None,

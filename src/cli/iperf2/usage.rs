@@ -72,6 +72,8 @@ Client specific:
       --bounceback-no-quickack  do not set TCP_QUICKACK on bounceback sockets
       --bounceback-period #  seconds between bounceback bursts (default 1; 0 = back to back)
       --bounceback-txdelay #  seconds the bounceback flow waits after connecting (the load runs)
+      --bounceback-request #  request size in bytes (iperf 2.2; -l wins)
+      --bounceback-reply #  reply size in bytes (iperf 2.2; default the request's)
       --burst-period #     TCP: send a burst (--burst-size, default 1M) every # seconds (default 1)
       --burst-size #[KMG]  TCP: bytes per periodic burst, a whole number of -l writes
       --connect-only[=n]   run a connect only test (n connects per flow, default 10)

@@ -29,6 +29,12 @@ pub const BB_MAX_SIZE: u32 = 16 << 20;
 /// The default message size (`-l` with `--bounceback`).
 pub const BB_DEFAULT_SIZE: u32 = 100;
 
+/// bbflags (iperf 2.2): the reply's size is at [`REPLY_SIZE_AT`] and
+/// differs from the request's.
+pub const BB_REPLY_SIZE: u16 = 0x0800;
+/// Where iperf 2.2 puts the reply size (its 64-byte header's last word).
+pub const REPLY_SIZE_AT: usize = 60;
+
 /// bbflags: the server should set TCP_QUICKACK.
 pub const BB_QUICKACK: u16 = 0x8000;
 /// bbflags: clocks are synchronised (--trip-times).
@@ -197,6 +203,26 @@ impl BbHeader {
             server_tx: (be32(b, 36), be32(b, 40)),
             hold_us: be32(b, 44),
         })
+    }
+
+    /// The reply size an iperf 2.2 request asks for, when it differs
+    /// from the request's own (`--bounceback-reply`); `None` for a
+    /// symmetric message or a size out of range.
+    pub fn reply_size(msg: &[u8]) -> Option<u32> {
+        if msg.len() < REPLY_SIZE_AT + 4 || be16(msg, 12) & BB_REPLY_SIZE == 0 {
+            return None;
+        }
+        let n = be32(msg, REPLY_SIZE_AT);
+        (BB_MIN_SIZE..=BB_MAX_SIZE).contains(&n).then_some(n)
+    }
+
+    /// Asks for a reply of `reply` bytes (iperf 2.2's request/reply sizes).
+    pub fn set_reply_size(msg: &mut [u8], reply: u32) {
+        if msg.len() >= REPLY_SIZE_AT + 4 {
+            let f = be16(msg, 12) | BB_REPLY_SIZE;
+            msg[12..14].copy_from_slice(&f.to_be_bytes());
+            put32(msg, REPLY_SIZE_AT, reply);
+        }
     }
 
     /// Stamps the server's receive and send times into a message.

@@ -29,6 +29,7 @@ pub fn bounceback(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         hold_us: 0,
         quickack: true,
         txdelay: Duration::ZERO,
+        reply: None,
     });
     Ok(())
 }
@@ -106,5 +107,37 @@ pub fn txdelay(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         .ok_or_else(|| CliError::err(format!("{sp} value of '{v}' not recognized (0-3600 seconds)")))?;
     s.bb_txdelay = Duration::from_secs_f64(secs);
     s.bb_opts.push(sp.into());
+    Ok(())
+}
+
+/// A 2.2 bounceback size (`--bounceback-request`, `--bounceback-reply`):
+/// 64 bytes to 16 MiB.
+fn bb_size(o: &Occurrence<Opt>) -> std::result::Result<u32, CliError> {
+    let v = super::unit_value(&o.spelled, value(o))?;
+    let (lo, hi) = (
+        crate::proto::iperf2::bounceback::BB_MIN_SIZE,
+        crate::proto::iperf2::bounceback::BB_MAX_SIZE,
+    );
+    if !(f64::from(lo)..=f64::from(hi)).contains(&v) {
+        return Err(CliError::err(format!(
+            "{} of {v} bytes is out of range ({lo} to {hi})",
+            o.spelled
+        )));
+    }
+    Ok(v as u32)
+}
+
+/// `--bounceback-request n` (iperf 2.2): the request's size.
+pub fn request(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    s.bb_request = Some(bb_size(o)?);
+    s.bb_opts.push(o.spelled.clone());
+    Ok(())
+}
+
+/// `--bounceback-reply n` (iperf 2.2): the reply's size (the request's by
+/// default).
+pub fn reply(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    s.bb_reply = Some(bb_size(o)?);
+    s.bb_opts.push(o.spelled.clone());
     Ok(())
 }
