@@ -687,3 +687,24 @@ fn bounceback_request_and_reply_sizes() {
     assert!(r.stdout.contains(&format!("Rx={:.1} KByte", n as f64)), "{}", r.stdout);
     drop(srv);
 }
+
+#[test]
+fn iperf_2_2_sync_transfer_id_clients_are_served() {
+    let Some(i22) = iperf2_new() else { return };
+    for udp in [false, true] {
+        let port = free_port();
+        let p = port.to_string();
+        let srv = iperf2_server(Iperf2::Ours, port, if udp { &["-u"] } else { &[] }).unwrap();
+        let mut a = vec!["-c", "127.0.0.1", "-p", &p, "--sync-transfer-id", "-P", "2", "-t", "1"];
+        if udp {
+            a.extend(["-u", "-b", "10m"]);
+        }
+        let r = run(&i22, &a, T);
+        assert_eq!(r.code, Some(0), "udp={udp}: {} {}", r.stdout, r.stderr);
+        let out = stop_server(srv);
+        // Two flows summed, no connect-back (its VERSION1 is not a -r).
+        assert_eq!(tagged(&out, " connected with "), 2, "udp={udp}: {out}");
+        assert!(out.contains("[SUM] "), "udp={udp}: {out}");
+        assert!(!out.contains("(reverse)"), "udp={udp}: {out}");
+    }
+}

@@ -83,6 +83,7 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
     ClientHeader {
         flags: base,
         num_threads: p.streams,
+        transfer_id: None,
         port: cfg.iperf2.listen_port.unwrap_or(cfg.port) as u32,
         buf_len: if cfg.iperf2.len_given {
             p.block_len_or_default()

@@ -78,10 +78,12 @@ impl Member {
         self.v2() && self.upper() & flags::upper::FULLDUPLEX != 0
     }
 
-    /// `-d` (`Some(true)`) or `-r` (`Some(false)`).
+    /// `-d` (`Some(true)`) or `-r` (`Some(false)`). iperf 2.2's TCP
+    /// `--sync-transfer-id` sets VERSION1 too, and is not one.
     pub fn connect_back(&self) -> Option<bool> {
         let f = self.header.flags;
-        (self.has_header && f & flags::VERSION1 != 0 && f & flags::VERSION2 == 0).then_some(f & flags::RUN_NOW != 0)
+        (self.has_header && f & flags::VERSION1 != 0 && f & flags::VERSION2 == 0 && self.header.transfer_id.is_none())
+            .then_some(f & flags::RUN_NOW != 0)
     }
 
     /// The header's `-n`, which each of our senders for it sends.

@@ -90,6 +90,9 @@ pub struct StartTime {
     pub fq_rate: u64,
 }
 
+/// The threads word's flag for an iperf 2.2 transfer id.
+const TRANSFER_ID_BIT: u32 = 0x8000_0000;
+
 /// A decoded (or to-be-encoded) client header.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ClientHeader {
@@ -98,6 +101,9 @@ pub struct ClientHeader {
     pub flags: u32,
     /// The client's `-P`.
     pub num_threads: u32,
+    /// iperf 2.2's `--sync-transfer-id`: the flow's id, carried in the
+    /// threads word (bit 31 set, the id in bits 20–30, the count below).
+    pub transfer_id: Option<u32>,
     /// Port to connect back to for -d/-r.
     pub port: u32,
     /// The client's `-l` if given explicitly, else 0.
@@ -197,7 +203,11 @@ impl ClientHeader {
     }
 
     fn encode_v1_rest(&self, b: &mut [u8]) {
-        put32(b, 4, self.num_threads);
+        let threads = match self.transfer_id {
+            Some(id) => TRANSFER_ID_BIT | ((id & 0x7FF) << 20) | (self.num_threads & 0xF_FFFF),
+            None => self.num_threads,
+        };
+        put32(b, 4, threads);
         put32(b, 8, self.port);
         put32(b, 12, self.buf_len);
         put32(b, 16, self.win_band);
@@ -278,9 +288,16 @@ impl ClientHeader {
 
     fn decode_v1(b: &[u8]) -> ClientHeader {
         let amount = be32(b, 20);
+        let threads = be32(b, 4);
+        let (num_threads, transfer_id) = if threads & TRANSFER_ID_BIT != 0 {
+            (threads & 0xF_FFFF, Some((threads >> 20) & 0x7FF))
+        } else {
+            (threads, None)
+        };
         ClientHeader {
             flags: be32(b, 0),
-            num_threads: be32(b, 4),
+            num_threads,
+            transfer_id,
             port: be32(b, 8),
             buf_len: be32(b, 12),
             win_band: be32(b, 16),
@@ -438,6 +455,19 @@ fn decode_start(b: &[u8]) -> StartTime {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_2_2_transfer_id_is_not_a_thread_count() {
+        // 2.2.1 --sync-transfer-id -P 2, flow 2: `80200002`, and VERSION1.
+        let mut b = vec![0u8; V1_LEN];
+        b[0..4].copy_from_slice(&flags::VERSION1.to_be_bytes());
+        b[4..8].copy_from_slice(&0x8020_0002u32.to_be_bytes());
+        let h = ClientHeader::decode_v1(&b);
+        assert_eq!((h.num_threads, h.transfer_id), (2, Some(2)));
+        let mut again = vec![0u8; V1_LEN];
+        h.encode_v1_rest(&mut again);
+        assert_eq!(&again[4..8], &b[4..8]);
+    }
     use super::*;
     use crate::proto::iperf2::{VERSION_L, VERSION_U};
 
