@@ -243,16 +243,14 @@ pub fn echo_loop(sock: &TcpStream, task: &StreamTask, echo: &EchoSpec) -> Result
         // iperf 2.2's asymmetric reply: the request's first 64 bytes
         // (stamped) and the rest filler, to the size it asks for.
         let reply_len = BbHeader::reply_size(&msg).map_or(msg.len(), |n| n as usize);
-        let sent = match BbHeader::reply_size(&msg) {
-            Some(n) if n as usize != msg.len() => {
-                let n = n as usize;
-                let keep = msg.len().min(n).min(REPLY_SIZE_AT + 4);
-                reply_buf.clear();
-                reply_buf.extend_from_slice(&msg[..keep]);
-                reply_buf.resize(n, FILLER);
-                (&*sock).write_all(&reply_buf)
-            }
-            _ => (&*sock).write_all(&msg),
+        let sent = if reply_len == msg.len() {
+            (&*sock).write_all(&msg)
+        } else {
+            let keep = msg.len().min(reply_len).min(REPLY_SIZE_AT + 4);
+            reply_buf.clear();
+            reply_buf.extend_from_slice(&msg[..keep]);
+            reply_buf.resize(reply_len, FILLER);
+            (&*sock).write_all(&reply_buf)
         };
         if sent.is_err() {
             break;

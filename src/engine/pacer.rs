@@ -157,11 +157,6 @@ impl Pacer {
         self.hold = self.hold.min(now + VARY_PERIOD);
     }
 
-    /// The rate in force now (a varying rate's latest draw).
-    pub fn current(&self) -> PaceRate {
-        self.rate
-    }
-
     /// Time one block of `bytes` occupies at this rate.
     pub fn cost(rate: PaceRate, bytes: usize) -> Duration {
         match rate {

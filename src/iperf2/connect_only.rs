@@ -52,12 +52,7 @@ pub(super) fn run(
         for i in 0..p.streams {
             let (shared, tally) = (shared.clone(), tally.clone());
             // `-p m-n` and --incr-dstport: flow i goes to port m + i.
-            let to: Vec<_> = if cfg.iperf2.port_last.is_some() || cfg.iperf2.incr_dstport {
-                let port = cfg.port.saturating_add(i as u16);
-                addrs.iter().map(|a| std::net::SocketAddr::new(a.ip(), port)).collect()
-            } else {
-                addrs.to_vec()
-            };
+            let to = super::flow_addrs(cfg, addrs, i);
             scope.spawn(move || flow(cfg, &to, started, &shared, &tally, signal));
         }
     });

@@ -13,61 +13,30 @@ use crate::stats::{DetailCounters, Welford};
 
 pub use crate::clock::wall_clock;
 
-/// Writes a burst header at the start of every block (one block = one
-/// burst, as a 2.1.8 client does with `--trip-times`).
-pub struct TripTimesStamp {
-    start: (u32, u32),
-    burst_id: u32,
-    seq: u64,
-}
-
-impl TripTimesStamp {
-    /// Stamps for a test that started at `start` (wall clock).
-    pub fn new(start: (u32, u32)) -> TripTimesStamp {
-        TripTimesStamp {
-            start,
-            burst_id: 0,
-            seq: 0,
-        }
-    }
-}
-
-impl StreamHook for TripTimesStamp {
-    fn before_write(&mut self, block: &mut [u8]) {
-        if block.len() < BURST_HEADER_LEN {
-            return;
-        }
-        self.burst_id = self.burst_id.wrapping_add(1);
-        self.seq += block.len() as u64;
-        BurstHeader {
-            start: self.start,
-            write: wall_clock(),
-            burst_id: self.burst_id,
-            burst_size: block.len() as u32,
-            seq: self.seq,
-        }
-        .write(block);
-    }
-}
-
-/// Writes a burst header at the start of every periodic burst
-/// (`--burst-size`/`--burst-period`): the first of each `blocks` writes
-/// carries it, with the whole burst's size, so a receiver frames bursts by
-/// that size.
-pub struct PeriodicStamp {
+/// Writes 2.1.8's burst header at the start of each burst. With
+/// `--trip-times` every block is a burst of its own (its own length); with
+/// `--burst-size`/`--burst-period` the first of each `blocks` writes opens
+/// a burst of the whole burst's size, so a receiver frames bursts by it.
+pub struct BurstStamp {
     start: (u32, u32),
     blocks: u32,
-    size: u32,
+    /// The burst's size; `None`: each block's own length.
+    size: Option<u32>,
     nth: u32,
     burst_id: u32,
     seq: u64,
 }
 
-impl PeriodicStamp {
-    /// Bursts of `blocks` writes, `size` bytes in all, for a test that
-    /// started at `start`.
-    pub fn new(start: (u32, u32), blocks: u32, size: u32) -> PeriodicStamp {
-        PeriodicStamp {
+impl BurstStamp {
+    /// Every block a burst (`--trip-times`), for a test that started at
+    /// `start` (wall clock).
+    pub fn per_block(start: (u32, u32)) -> BurstStamp {
+        BurstStamp::periodic(start, 1, None)
+    }
+
+    /// Bursts of `blocks` writes, `size` bytes in all.
+    pub fn periodic(start: (u32, u32), blocks: u32, size: Option<u32>) -> BurstStamp {
+        BurstStamp {
             start,
             blocks: blocks.max(1),
             size,
@@ -78,7 +47,7 @@ impl PeriodicStamp {
     }
 }
 
-impl StreamHook for PeriodicStamp {
+impl StreamHook for BurstStamp {
     fn before_write(&mut self, block: &mut [u8]) {
         self.seq += block.len() as u64;
         let first = self.nth == 0;
@@ -91,7 +60,7 @@ impl StreamHook for PeriodicStamp {
             start: self.start,
             write: wall_clock(),
             burst_id: self.burst_id,
-            burst_size: self.size,
+            burst_size: self.size.unwrap_or(block.len() as u32),
             seq: self.seq,
         }
         .write(block);
@@ -202,7 +171,7 @@ mod tests {
     #[test]
     fn stamped_blocks_parse_back_with_latency() {
         let start = wall_clock();
-        let mut stamp = TripTimesStamp::new(start);
+        let mut stamp = BurstStamp::per_block(start);
         let counters = DetailCounters::new(1000, true);
         let mut hook = RecvHook::new(counters.clone(), Some(BurstTracker::new()), 0, 1000);
         let stop = AtomicBool::new(false);

@@ -1,6 +1,6 @@
 //! What only the iperf 2 dialect has: its clients (TCP and UDP, with the
 //! server's connect-back for `-d`/`-r` received through the one server),
-//! the hooks its streams run (trip-times stamps, read histograms, UDP
+//! the hooks its streams run (burst stamps, read histograms, UDP
 //! latency), its UDP end of test (FIN and report), and how its flows end
 //! in the one test loop. Its server side lives in `server`.
 
@@ -23,6 +23,17 @@ use crate::events::{BannerNote, ConnInfo};
 pub fn next_id() -> u32 {
     static IDS: AtomicU32 = AtomicU32::new(1);
     IDS.fetch_add(1, Relaxed)
+}
+
+/// Where flow `i` connects: with `-p m-n` or `--incr-dstport`, the same
+/// addresses at port m + i; otherwise the addresses themselves.
+pub(crate) fn flow_addrs(cfg: &crate::config::TestConfig, addrs: &[SocketAddr], i: u32) -> Vec<SocketAddr> {
+    if cfg.iperf2.port_last.is_some() || cfg.iperf2.incr_dstport {
+        let port = cfg.port.saturating_add(i as u16);
+        addrs.iter().map(|a| SocketAddr::new(a.ip(), port)).collect()
+    } else {
+        addrs.to_vec()
+    }
 }
 
 /// TCP_INFO right after connect, as iperf 2 prints it: (initial cwnd in

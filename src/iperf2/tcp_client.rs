@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use super::conn_line;
-use super::hooks::{PeriodicStamp, RecvHook, TripTimesStamp, wall_clock};
+use super::hooks::{BurstStamp, RecvHook, wall_clock};
 use super::runner::Flow;
 use crate::config::{Direction, EndCondition, TestConfig, TestParams};
 use crate::engine::StreamKind;
@@ -48,16 +48,10 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
     if cfg.iperf2.txstart.is_some() {
         upper |= flags::upper::EPOCH_START;
     }
-    // Periodic bursts: the settings block says how often and how much
-    // (frames per second as integer and millionths, the size in bytes).
+    // Periodic bursts: the settings block says how often and how much.
     let settings = p.periodic_burst.map(|(size, period)| {
         upper |= flags::upper::PERIODICBURST;
-        let fps = 1.0 / period.as_secs_f64();
-        let mut b = vec![0u8; 32];
-        b[0..4].copy_from_slice(&(fps.trunc() as u32).to_be_bytes());
-        b[4..8].copy_from_slice(&((fps.fract() * 1e6).round() as u32).to_be_bytes());
-        b[8..12].copy_from_slice(&size.to_be_bytes());
-        b
+        crate::proto::iperf2::header::burst_settings(period, size)
     });
     if p.fq_rate > 0 {
         // The server paces its own sending (-R, --full-duplex) with it.
@@ -286,13 +280,7 @@ pub(super) fn connect_flows(
     let mut connect_times = Welford::default();
     for i in 0..p.streams {
         // `-p m-n` and --incr-dstport: flow i goes to port m + i.
-        let c = if cfg.iperf2.port_last.is_some() || cfg.iperf2.incr_dstport {
-            let port = cfg.port.saturating_add(i as u16);
-            let to: Vec<SocketAddr> = addrs.iter().map(|a| SocketAddr::new(a.ip(), port)).collect();
-            connect_one(cfg, &to)?
-        } else {
-            connect_one(cfg, addrs)?
-        };
+        let c = connect_one(cfg, &super::flow_addrs(cfg, addrs, i))?;
         let id = super::next_id();
         // TCP_INFO before the header goes out, as 2.1.8 reads it.
         let mut line = conn_line(id, &c.sock, c.local, c.remote);
@@ -374,16 +362,15 @@ fn flows_of(cfg: &TestConfig, id: u32, c: &Connected, hdr_len: u64, start: (u32,
         flows.push(Flow::new(data_stream(id, StreamRole::Recv, take()?, c), extras));
     }
     if sends {
-        let hook: Option<Box<dyn crate::engine::StreamHook>> = match p.periodic_burst {
-            Some((size, _)) => Some(Box::new(PeriodicStamp::new(
+        let stamp = match p.periodic_burst {
+            Some((size, _)) => Some(BurstStamp::periodic(
                 start,
                 size / p.block_len_or_default().max(1),
-                size,
-            ))),
-            None => p
-                .trip_times
-                .then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn crate::engine::StreamHook>),
+                Some(size),
+            )),
+            None => p.trip_times.then(|| BurstStamp::per_block(start)),
         };
+        let hook = stamp.map(|s| Box::new(s) as Box<dyn crate::engine::StreamHook>);
         let mut f = Flow::new(
             data_stream(id, StreamRole::Send, take()?, c),
             // Like 2.1.8, the header counts as sent bytes.

@@ -197,11 +197,7 @@ impl Transport for Udp {
         let mut flows = Vec::new();
         for i in 0..p.streams {
             // `-p m-n` and --incr-dstport: flow i goes to port m + i.
-            let addr = if cfg.iperf2.port_last.is_some() || cfg.iperf2.incr_dstport {
-                SocketAddr::new(addr.ip(), cfg.port.saturating_add(i as u16))
-            } else {
-                addr
-            };
+            let addr = super::flow_addrs(cfg, &[addr], i)[0];
             let sock = net::connect_udp(addr, &opts, |s| prepare(s, cfg, addr))
                 .map_err(|e| Error::msg(Code::CONNECT, format!("udp connect failed: {}", e.why())))?;
             let local = sock.local_addr().map_err(|e| Error::io(Code::CONNECT, &e))?;

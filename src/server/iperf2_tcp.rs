@@ -19,7 +19,7 @@ use crate::config::{Protocol, TestParams};
 use crate::engine::StreamHook;
 use crate::engine::{DataSock, DataStream, StreamExtras};
 use crate::events::{Event, Settings};
-use crate::iperf2::hooks::{RecvHook, TripTimesStamp};
+use crate::iperf2::hooks::{BurstStamp, RecvHook};
 use crate::iperf2::runner::Flow;
 use crate::metrics::Refusal;
 use crate::net;
@@ -256,18 +256,6 @@ fn write_prefetch(h: &ClientHeader) -> Option<u32> {
     (h.upper() & flags::upper::WRITEPREFETCH != 0 && n > 0).then_some(n)
 }
 
-/// A client's periodic bursts (`--burst-period`): the period, from the
-/// settings block's frames per second.
-fn burst_period(h: &ClientHeader) -> Option<f64> {
-    if h.upper() & flags::upper::PERIODICBURST == 0 {
-        return None;
-    }
-    let s = h.isoch.as_deref().filter(|s| s.len() >= 8)?;
-    let fps = f64::from(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
-        + f64::from(u32::from_be_bytes([s[4], s[5], s[6], s[7]])) / 1e6;
-    (fps > 0.0).then(|| 1.0 / fps)
-}
-
 fn print_connection(ctx: &ServerCtx, m: &Member) {
     let DataSock::Tcp(sock) = &m.sock else { return };
     let h = &m.header;
@@ -282,9 +270,9 @@ fn print_connection(ctx: &ServerCtx, m: &Member) {
     } else if m.trip {
         Some("trip-times".into())
     } else {
-        burst_period(h).map(|p| format!("burst-period={p:.4}s"))
+        h.burst_period().map(|p| format!("burst-period={p:.4}s"))
     };
-    if line.mode.is_none() || m.trip || burst_period(h).is_some() {
+    if line.mode.is_none() || m.trip || h.burst_period().is_some() {
         line.when = Some(crate::clock::epoch_now() as i64);
     }
     // 2.1.8 tags a paced reverse flow; a paced full-duplex one is not tagged.
@@ -360,7 +348,7 @@ impl Transport for Tcp {
         } else {
             0
         };
-        let hook = trip.then(|| Box::new(TripTimesStamp::new(start)) as Box<dyn StreamHook>);
+        let hook = trip.then(|| Box::new(BurstStamp::per_block(start)) as Box<dyn StreamHook>);
         let mut f = Flow::new(
             DataStream::new(id, StreamRole::Send, DataSock::Tcp(sock), local, peer),
             StreamExtras {

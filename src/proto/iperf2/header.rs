@@ -93,6 +93,18 @@ pub struct StartTime {
 /// The threads word's flag for an iperf 2.2 transfer id.
 const TRANSFER_ID_BIT: u32 = 0x8000_0000;
 
+/// The settings block of a periodic-burst client (`--burst-period`):
+/// frames per second as an integer and millionths, then the burst's size
+/// in bytes as the mean; the rest zero.
+pub fn burst_settings(period: std::time::Duration, size: u32) -> Vec<u8> {
+    let fps = 1.0 / period.as_secs_f64();
+    let mut b = vec![0u8; ISOCH_LEN];
+    put32(&mut b, 0, fps.trunc() as u32);
+    put32(&mut b, 4, (fps.fract() * 1e6).round() as u32);
+    put32(&mut b, 8, size);
+    b
+}
+
 /// A decoded (or to-be-encoded) client header.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ClientHeader {
@@ -387,6 +399,17 @@ impl ClientHeader {
         Some(h)
     }
 
+    /// A periodic-burst client's period (`--burst-period`), from the
+    /// settings block's frames per second; `None` without one.
+    pub fn burst_period(&self) -> Option<f64> {
+        if self.upper() & upper::PERIODICBURST == 0 {
+            return None;
+        }
+        let s = self.isoch.as_deref().filter(|s| s.len() >= 8)?;
+        let fps = f64::from(be32(s, 0)) + f64::from(be32(s, 4)) / 1e6;
+        (fps > 0.0).then(|| 1.0 / fps)
+    }
+
     /// Upper flags (0 without the extension).
     pub fn upper(&self) -> u16 {
         self.ext.map(|e| e.upper).unwrap_or(0)
@@ -455,6 +478,26 @@ fn decode_start(b: &[u8]) -> StartTime {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_burst_period_travels_as_frames_per_second() {
+        let mut h = ClientHeader {
+            isoch: Some(burst_settings(std::time::Duration::from_millis(500), 102_400)),
+            ext: Some(HeaderExt {
+                upper: upper::PERIODICBURST,
+                ..HeaderExt::default()
+            }),
+            ..ClientHeader::default()
+        };
+        // 2.1.8's words for `--burst-size 100K --burst-period 0.5`.
+        assert_eq!(
+            &h.isoch.as_deref().unwrap()[..12],
+            &[0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0x90, 0]
+        );
+        assert_eq!(h.burst_period(), Some(0.5));
+        h.ext = Some(HeaderExt::default());
+        assert_eq!(h.burst_period(), None);
+    }
 
     #[test]
     fn a_2_2_transfer_id_is_not_a_thread_count() {
