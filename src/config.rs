@@ -105,6 +105,9 @@ pub struct TestParams {
     /// iperf 2's `--burst-size`/`--burst-period`: this many bytes back to
     /// back, once per period.
     pub periodic_burst: Option<(u32, Duration)>,
+    /// iperf 2's `--isochronous`: frames at a steady rate, of log-normal
+    /// sizes (senders only).
+    pub frames: Option<FrameSpec>,
     /// Target rate per stream in packets/s, when given as `Npps`.
     pub pps: Option<u64>,
     /// Blocks per pacing burst (0 = no burst given).
@@ -151,6 +154,42 @@ pub struct TestParams {
     pub trip_times: bool,
 }
 
+/// Isochronous traffic (iperf 2's `--isochronous fps:mean,stdev` and
+/// `--ipg`): a frame every `1/fps` seconds, its size drawn from a
+/// log-normal distribution of `mean`/`stdev` bits per second (divided by
+/// `fps × 8`), sent as `-l`-sized pieces `ipg` apart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameSpec {
+    /// Frames per second.
+    pub fps: f64,
+    /// Mean rate, bit/s.
+    pub mean: f64,
+    /// Standard deviation of the rate, bit/s.
+    pub stdev: f64,
+    /// Gap between the pieces of a frame (UDP datagrams).
+    pub ipg: Duration,
+}
+
+impl FrameSpec {
+    /// iperf 2's defaults: 60 frames/s, 20 Mbit/s, no spread, no gap.
+    pub const DEFAULT: FrameSpec = FrameSpec {
+        fps: 60.0,
+        mean: 20e6,
+        stdev: 0.0,
+        ipg: Duration::ZERO,
+    };
+
+    /// The frame period, in whole microseconds (as iperf 2 keeps it).
+    pub fn period(&self) -> Duration {
+        Duration::from_micros((1e6 / self.fps.max(1e-6)) as u64)
+    }
+
+    /// Mean bytes per frame.
+    pub fn mean_bytes(&self) -> f64 {
+        self.mean / (self.fps * 8.0)
+    }
+}
+
 impl Default for TestParams {
     fn default() -> Self {
         TestParams {
@@ -163,6 +202,7 @@ impl Default for TestParams {
             rate: 0,
             rate_stdev: None,
             periodic_burst: None,
+            frames: None,
             pps: None,
             burst: 0,
             fq_rate: 0,
@@ -462,6 +502,9 @@ pub struct Iperf2Options {
     /// `--tcp-quickack`: TCP_QUICKACK after every read, on the client's
     /// receiving flows and (through the header) the server's.
     pub quickack: bool,
+    /// iperf 2.2's `--sync-transfer-id`: each flow's header carries its
+    /// transfer id, so the server numbers flows as the client does.
+    pub sync_transfer_id: bool,
     /// `--tcp-rx-window-clamp`: TCP_WINDOW_CLAMP on a server's listener
     /// (the largest receive window it advertises).
     pub rx_window_clamp: Option<u32>,

@@ -335,7 +335,7 @@ fn command_line_help_version_and_refusals() {
     let r = run(&w, &["--iperf2"], T);
     assert_eq!(r.code, Some(0));
     assert!(r.stderr.contains("Try `iperf --help'"), "{}", r.stderr);
-    let r = run(&w, &["--iperf2", "-c", "127.0.0.1", "--isochronous"], T);
+    let r = run(&w, &["--iperf2", "-c", "127.0.0.1", "-u", "--l2checks"], T);
     assert_eq!(r.code, Some(1));
     assert!(r.stderr.contains("not implemented yet"), "{}", r.stderr);
     let r = run(&w, &["--iperf2", "-c", "127.0.0.1", "--bogus"], T);

@@ -708,3 +708,208 @@ fn iperf_2_2_sync_transfer_id_clients_are_served() {
         assert!(!out.contains("(reverse)"), "udp={udp}: {out}");
     }
 }
+
+/// The frame columns of the last data line that has them: what follows
+/// `pps` (`tx/miss/slip` on a sender, `rx/lost` on a receiver) and, on a
+/// receiver, the mean frame latency (ms).
+fn frame_cols(out: &str) -> Option<(Vec<u64>, Option<f64>)> {
+    let line = out
+        .lines()
+        .filter(|l| l.contains(" sec ") && l.contains(" pps "))
+        .rfind(|l| {
+            let after = l.split(" pps ").nth(1).unwrap_or("");
+            after
+                .split_whitespace()
+                .next()
+                .is_some_and(|t| t.contains('/') && !t.contains('('))
+        })?;
+    let mut after = line.split(" pps ").nth(1)?.split_whitespace();
+    let counts = after.next()?.split('/').map(|x| x.parse().unwrap()).collect();
+    let latency = after
+        .next()
+        .and_then(|t| t.split('/').next())
+        .and_then(|m| m.parse().ok());
+    Some((counts, latency))
+}
+
+#[test]
+fn isochronous_udp_both_ways() {
+    if peer("iperf").is_none() {
+        return;
+    }
+    let args = "-u --isochronous=60:10m,1m --trip-times -t 2 -i 1";
+    // Our client, the real server: every frame we sent completed there.
+    let port = free_port();
+    let mut srv = iperf2_server(Iperf2::Real, port, &["-u", "-e"]).unwrap();
+    let r = iperf2_client(Iperf2::Ours, port, args, T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("Isochronous: 60.00 frames/sec mean=10.0 Mbit/s, stddev=1.00 Mbit/s, Period/IPG=16.67/0.000 ms"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("IPG target"), "{}", r.stdout);
+    assert!(r.stdout.contains("(isoch) (trip-times)"), "{}", r.stdout);
+    assert!(r.stdout.contains("Write/Err  PPS  isoch:tx/miss/slip"), "{}", r.stdout);
+    let (sent, _) = frame_cols(&r.stdout).expect("isoch columns");
+    assert!((118..=121).contains(&sent[0]) && sent[1] == 0, "{}", r.stdout);
+    std::thread::sleep(Duration::from_millis(300));
+    srv.signal(15);
+    srv.wait(T);
+    let out = srv.out();
+    assert!(out.contains("(isoch) (trip-times)"), "{out}");
+    assert!(out.contains("Frame:rx/lost  latency"), "{out}");
+    let (got, lat) = frame_cols(&out).expect("frame columns");
+    // 2.1.8 counts one frame more than it completed.
+    assert!(got[0] == sent[0] + 1 || got[0] == sent[0], "{sent:?} {got:?} {out}");
+    assert_eq!(got[1], 0, "{out}");
+    assert!(lat.is_some_and(|l| l > 0.0 && l < 50.0), "{out}");
+    // The real client, our server: its frames complete here, none lost,
+    // and each has a latency.
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &["-u", "-e"]).unwrap();
+    let r = iperf2_client(Iperf2::Real, port, args, T).unwrap();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let (claimed, _) = frame_cols(&r.stdout).expect("2.1.8's isoch columns");
+    let out = stop_server(srv);
+    assert!(out.contains("(isoch) (trip-times)"), "{out}");
+    assert!(out.contains("Frame:rx/lost  latency"), "{out}");
+    let (got, lat) = frame_cols(&out).expect("our frame columns");
+    // 2.1.8's client counts one more than it sent, too.
+    assert!(
+        got[0] + 1 == claimed[0] || got[0] == claimed[0],
+        "{claimed:?} {got:?} {out}"
+    );
+    assert_eq!(got[1], 0, "{out}");
+    assert!(lat.is_some_and(|l| l > 0.0 && l < 50.0), "{out}");
+}
+
+#[test]
+fn isochronous_tcp_both_ways() {
+    if peer("iperf").is_none() {
+        return;
+    }
+    let args = "--isochronous=60:10m,1m --trip-times -t 2 -i 1";
+    // Our client, the real server: the bytes arrive, and it tags the flow.
+    let port = free_port();
+    let mut srv = iperf2_server(Iperf2::Real, port, &["-e"]).unwrap();
+    let r = iperf2_client(Iperf2::Ours, port, args, T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("Rtry     Cwnd/RTT     isoch:tx/miss/slip  NetPwr"),
+        "{}",
+        r.stdout
+    );
+    let last = r
+        .stdout
+        .lines()
+        .rfind(|l| l.contains("0.0000-2.0"))
+        .unwrap()
+        .to_string();
+    let tx: u64 = last
+        .split(" us ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|t| t.split('/').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{last}"));
+    assert!((118..=121).contains(&tx), "{last}");
+    std::thread::sleep(Duration::from_millis(300));
+    srv.signal(15);
+    srv.wait(T);
+    let out = srv.out();
+    assert!(out.contains("(isoch) (trip-times)"), "{out}");
+    // The real client, our server: each frame is a burst whose latency we
+    // measure (2.1.8's own server prints zeros there).
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &["-e"]).unwrap();
+    let r = iperf2_client(Iperf2::Real, port, args, T).unwrap();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = stop_server(srv);
+    assert!(out.contains("(isoch) (trip-times)"), "{out}");
+    let last = out.lines().rfind(|l| l.contains("[  1] 0.0000-")).unwrap();
+    let cnt: u64 = last
+        .split(" ms (")
+        .nth(1)
+        .and_then(|t| t.split('/').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!((118..=122).contains(&cnt), "{out}");
+    assert!(!last.contains(" 0.000/0.000/0.000/0.000 ms"), "{out}");
+}
+
+#[test]
+fn isochronous_frames_and_gaps_between_our_ends() {
+    // 20 frames/s of 12,500 bytes in 1000-byte datagrams 2 ms apart: each
+    // frame takes 12 gaps (24 ms) to send, so its latency is at least that.
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &["-u", "-e", "-J"]).unwrap();
+    let args = "-u -l 1000 --isochronous=20:2m,0 --ipg 2 --trip-times -t 2 -J";
+    let r = iperf2_client(Iperf2::Ours, port, args, T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    let client: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let sent = &client["end"]["streams"][0]["iperf2"]["isochronous"];
+    let out = stop_server(srv);
+    let server: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let got = &server["end"]["streams"][0]["iperf2"]["isochronous"];
+    assert_eq!(sent["frames_sent"], 40, "{sent}");
+    assert_eq!(got["frames_received"], sent["frames_sent"], "{got} {sent}");
+    assert_eq!(got["frames_lost"], 0, "{got}");
+    let lat = got["latency"]["min_ms"].as_f64().unwrap();
+    assert!((24.0..45.0).contains(&lat), "{got}");
+    // 13 datagrams a frame (12 of 1000 bytes, one of 500).
+    assert_eq!(client["end"]["streams"][0]["iperf2"]["writes"], 40 * 13, "{client}");
+    assert_eq!(client["end"]["streams"][0]["udp"]["bytes"], 40 * 12_500, "{client}");
+}
+
+#[test]
+fn our_sync_transfer_id_client() {
+    // Against our server: the flows keep the client's numbers (a second
+    // client's are 1 and 2 again, not 3 and 4), and TCP's VERSION1 is not
+    // taken for -r.
+    for udp in [false, true] {
+        let port = free_port();
+        let srv = iperf2_server(Iperf2::Ours, port, if udp { &["-u"] } else { &[] }).unwrap();
+        let args = format!("--sync-transfer-id -P 2 -t 1{}", if udp { " -u -b 10m" } else { "" });
+        for _ in 0..2 {
+            let r = iperf2_client(Iperf2::Ours, port, &args, T).unwrap();
+            assert_eq!(r.code, Some(0), "udp={udp}: {} {}", r.stdout, r.stderr);
+        }
+        let out = stop_server(srv);
+        assert_eq!(tagged(&out, " connected with "), 4, "udp={udp}: {out}");
+        assert_eq!(tagged(&out, "[  1] local"), 2, "udp={udp}: {out}");
+        assert_eq!(tagged(&out, "[  2] local"), 2, "udp={udp}: {out}");
+        assert!(!out.contains("(reverse)"), "udp={udp}: {out}");
+    }
+    // A 2.1.8 UDP server reads no id and serves the flows as usual.
+    if peer("iperf").is_some() {
+        let port = free_port();
+        let mut srv = iperf2_server(Iperf2::Real, port, &["-u"]).unwrap();
+        let r = iperf2_client(Iperf2::Ours, port, "--sync-transfer-id -P 2 -t 1 -u", T).unwrap();
+        assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+        assert_eq!(r.stdout.matches("Server Report:").count(), 2, "{}", r.stdout);
+        std::thread::sleep(Duration::from_millis(300));
+        srv.signal(15);
+        srv.wait(T);
+        assert_eq!(tagged(&srv.out(), " connected with "), 2, "{}", srv.out());
+    }
+    // iperf 2.2's server takes our numbers: the second client's flows are
+    // remapped to 1 and 2.
+    if let Some(i22) = iperf2_new() {
+        let port = free_port();
+        let p = port.to_string();
+        let mut srv = Proc::spawn(&i22, &["-s", "-p", &p, "-e"]);
+        wait_listening(port);
+        for _ in 0..2 {
+            let r = iperf2_client(Iperf2::Ours, port, "--sync-transfer-id -P 2 -t 1", T).unwrap();
+            assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        srv.signal(15);
+        srv.wait(T);
+        let out = srv.out();
+        assert!(out.contains("Transfer ID 3 remapped to 1"), "{out}");
+        assert!(out.contains("Transfer ID 4 remapped to 2"), "{out}");
+    }
+}

@@ -4,6 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use wirespeed::iperf2::hooks::FrameTracker;
 use wirespeed::proto::iperf2::{self, ClientHeader, ServerReport};
 use wirespeed::proto::iperf3::udp::{self as udp3, DatagramHeader};
 use wirespeed::stats::udp::UdpAccounting;
@@ -23,6 +24,16 @@ fuzz_target!(|data: &[u8]| {
         let _ = iperf2::DatagramHeader::read(data, seq64);
     }
     let _ = ClientHeader::decode_udp(data);
+    // An isochronous sender's frame fields, at both versions' offsets, and
+    // the receiver's frame accounting fed them.
+    let frames = std::sync::Arc::new(wirespeed::stats::FrameCounters::default());
+    for at in [iperf2::udp::ISOCH_AT_21, iperf2::udp::ISOCH_AT_22] {
+        let _ = iperf2::IsochPayload::read(data, at);
+        let mut t = FrameTracker::new(at, true, frames.clone());
+        for d in data.chunks(120) {
+            t.feed(d, i64::from_le_bytes([d[0]; 8]));
+        }
+    }
     if let Some(r) = ServerReport::decode(data) {
         let _ = (r.duration_secs(), r.jitter_secs());
         let _ = ServerReport::decode(&r.encode());

@@ -7,6 +7,7 @@
 //! [`mio::Waker`] when a stream ends or a byte/block target is reached.
 
 pub mod bounceback;
+pub mod frames;
 pub mod latency;
 pub mod mux;
 pub mod pacer;
@@ -283,6 +284,8 @@ pub struct StreamTask {
     /// When a timed test ends (a stream that schedules its own work, such
     /// as bounceback bursts, starts none at or after it).
     pub until: Option<Instant>,
+    /// An isochronous sender's frames, and the counters its clock feeds.
+    pub frames: Option<(crate::config::FrameSpec, Arc<crate::stats::FrameCounters>)>,
 }
 
 /// A running stream.
@@ -333,14 +336,22 @@ pub trait StreamHook: Send {
     /// Called before a block is written, with the block about to go out
     /// (the last one may be short); it may overwrite the block's bytes.
     fn before_write(&mut self, _block: &mut [u8]) {}
+    /// Isochronous senders: the header each frame starts with is this long
+    /// (frames are never shorter).
+    fn frame_header_len(&self) -> usize {
+        0
+    }
+    /// Isochronous senders: `frame` begins with the next block written.
+    fn frame_start(&mut self, _frame: &frames::Frame) {}
     /// Called after each successful read with the bytes read. Returns false
     /// when the stream should stop reading (`stop` raised while pacing).
     fn after_read(&mut self, _data: &[u8], _stop: &AtomicBool) -> bool {
         true
     }
-    /// UDP receivers: called for each data datagram with its transit time
-    /// (arrival clock - the sender's timestamp, ns).
-    fn on_datagram(&mut self, _transit_ns: i64) {}
+    /// UDP receivers: called for each data datagram `d` with its arrival
+    /// time (wall clock, ns) and its transit time (arrival − the sender's
+    /// timestamp, ns).
+    fn on_datagram(&mut self, _d: &[u8], _rx_ns: i64, _transit_ns: i64) {}
     /// UDP receivers: called after each batch of datagrams (a place to
     /// publish what `on_datagram` gathered, once per batch, not per datagram).
     fn after_batch(&mut self) {}

@@ -491,6 +491,7 @@ mod tests {
             affinity: None,
             drain_idle: Duration::from_millis(50),
             until: None,
+            frames: None,
         }
     }
 

@@ -43,26 +43,25 @@ pub enum PaceRate {
 /// How often a varying rate is drawn again (iperf 2's 0.1 s).
 pub const VARY_PERIOD: Duration = Duration::from_millis(100);
 
-/// A varying rate's state: the distribution, when to draw next, and the
-/// generator (xorshift64*, seeded from the system's random source).
+/// A log-normal distribution of a given mean and standard deviation,
+/// with its own generator (xorshift64*, seeded from the system's random
+/// source). iperf 2 draws its varying rates and frame sizes from one.
 #[derive(Debug, Clone)]
-struct Vary {
+pub struct LogNormal {
     /// ln-space mean and standard deviation.
     mu: f64,
     sigma: f64,
-    next_draw: Instant,
     state: u64,
 }
 
-impl Vary {
-    fn new(mean: u64, stdev: u64, start: Instant) -> Vary {
-        let m = (mean as f64).max(1.0);
-        let s = stdev as f64;
-        let sigma2 = (1.0 + (s * s) / (m * m)).ln();
-        Vary {
+impl LogNormal {
+    /// The distribution whose draws have this mean and standard deviation.
+    pub fn new(mean: f64, stdev: f64) -> LogNormal {
+        let m = mean.max(1e-9);
+        let sigma2 = (1.0 + (stdev * stdev) / (m * m)).ln();
+        LogNormal {
             mu: m.ln() - sigma2 / 2.0,
             sigma: sigma2.sqrt(),
-            next_draw: start,
             state: crate::util::random_u64() | 1,
         }
     }
@@ -76,11 +75,27 @@ impl Vary {
         ((x >> 11) as f64 + 1.0) / (1u64 << 53) as f64
     }
 
-    /// A draw from the log-normal distribution (Box–Muller for the normal).
-    fn draw(&mut self) -> f64 {
+    /// One draw (Box–Muller for the normal).
+    pub fn draw(&mut self) -> f64 {
         let (u1, u2) = (self.uniform(), self.uniform());
         let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
         (self.mu + self.sigma * z).exp()
+    }
+}
+
+/// A varying rate's state: the distribution and when to draw next.
+#[derive(Debug, Clone)]
+struct Vary {
+    dist: LogNormal,
+    next_draw: Instant,
+}
+
+impl Vary {
+    fn new(mean: u64, stdev: u64, start: Instant) -> Vary {
+        Vary {
+            dist: LogNormal::new((mean as f64).max(1.0), stdev as f64),
+            next_draw: start,
+        }
     }
 }
 
@@ -151,7 +166,7 @@ impl Pacer {
         while v.next_draw <= now {
             v.next_draw += VARY_PERIOD;
         }
-        let bps = v.draw().clamp(1.0, u64::MAX as f64 / 2.0);
+        let bps = v.dist.draw().clamp(1.0, u64::MAX as f64 / 2.0);
         self.rate = PaceRate::Bits(bps as u64);
         self.next = self.next.min(now + VARY_PERIOD);
         self.hold = self.hold.min(now + VARY_PERIOD);

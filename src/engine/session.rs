@@ -131,7 +131,8 @@ impl Plan {
             origin: Some(now),
             ..UdpOptions::default()
         };
-        let multiplex = multiplexed(streams, local.file.is_some())?;
+        // A frame clock needs a thread of its own.
+        let multiplex = multiplexed(streams, local.file.is_some())? && params.frames.is_none();
         crate::debug!(
             3,
             "{} streams: {}",
@@ -191,6 +192,10 @@ impl Plan {
             affinity: local.affinity,
             drain_idle: Duration::from_millis(100),
             until: self.end_at,
+            frames: params
+                .frames
+                .filter(|_| ds.role == StreamRole::Send)
+                .map(|spec| (spec, Arc::new(crate::stats::FrameCounters::default()))),
         }
     }
 }
@@ -230,6 +235,9 @@ impl Launch {
         let fd = ds.sock.sock_num();
         let mut meta = extras.meta;
         meta.addrs = Some((ds.info.local(), ds.info.remote()));
+        if let Some((_, c)) = &task.frames {
+            meta.frames = Some(c.clone());
+        }
         let counters = task.counters.clone();
         self.connected.push(ds.info);
         if plan.multiplex

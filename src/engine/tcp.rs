@@ -6,6 +6,7 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
+use super::frames::FrameClock;
 use super::pacer::Pacer;
 use super::{Payload, Sinkhole, StreamHook, StreamTask, is_timeout};
 use crate::error::{Code, Error};
@@ -39,17 +40,40 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
     // When the last byte went out: the stream's true end, however long the
     // final blocked write took to notice the stop.
     let mut last_write = 0u64;
+    // Isochronous: each frame's bytes go as blocks once its slot comes.
+    let mut frames = task.frames.as_ref().map(|(spec, c)| {
+        let header = hook.as_deref().map_or(0, |h| h.frame_header_len());
+        FrameClock::new(spec, header, c.clone())
+    });
+    let mut frame_left = 0usize;
     'blocks: loop {
         if stop.load(Relaxed) {
             break;
         }
+        let mut want = buf.len();
+        if let Some(fc) = frames.as_mut() {
+            if frame_left == 0 {
+                let Some(f) = fc.next(stop, task.until) else {
+                    // Stopped while waiting for the next frame: the stream
+                    // ran until the stop.
+                    last_write = 0;
+                    break;
+                };
+                frame_left = f.size as usize;
+                if let Some(h) = hook.as_deref_mut() {
+                    h.frame_start(&f);
+                }
+            }
+            want = want.min(frame_left);
+        }
         let mut n = match &task.budget {
-            Some(b) if !task.control.omitting.load(Relaxed) => b.claim(buf.len()),
-            _ => buf.len(),
+            Some(b) if !task.control.omitting.load(Relaxed) => b.claim(want),
+            _ => want,
         };
         if n == 0 {
             break;
         }
+        frame_left = frame_left.saturating_sub(n);
         if let Some(f) = file.as_mut() {
             n = read_full(f, &mut buf[..n]).map_err(|e| Error::io(Code::FILE, &e))?;
             if n == 0 {

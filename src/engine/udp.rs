@@ -15,6 +15,7 @@ use std::net::UdpSocket;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
+use super::frames::{Frame, FrameClock, pieces};
 use super::pacer::{Pacer, sleep_until};
 use super::{StreamHandle, StreamHook, StreamTask, is_timeout};
 use crate::error::{Code, Error};
@@ -51,6 +52,14 @@ pub trait DatagramFormat: Send + Sync + 'static {
     fn fin(&self, _buf: &[u8]) -> Option<u64> {
         None
     }
+    /// Isochronous senders: the shortest datagram that carries a frame's
+    /// fields.
+    fn frame_min_len(&self) -> usize {
+        self.header_len()
+    }
+    /// Isochronous senders: writes datagram `buf`'s frame fields (`frame`,
+    /// with `remaining` bytes of it left including this datagram).
+    fn stamp_frame(&self, _buf: &mut [u8], _frame: &Frame, _remaining: u32) {}
 }
 
 /// A format chosen at run time (the iperf 2 dialect's, through the session).
@@ -81,6 +90,14 @@ impl DatagramFormat for std::sync::Arc<dyn DatagramFormat> {
     #[inline]
     fn fin(&self, buf: &[u8]) -> Option<u64> {
         (**self).fin(buf)
+    }
+
+    fn frame_min_len(&self) -> usize {
+        (**self).frame_min_len()
+    }
+
+    fn stamp_frame(&self, buf: &mut [u8], frame: &Frame, remaining: u32) {
+        (**self).stamp_frame(buf, frame, remaining)
     }
 }
 
@@ -216,6 +233,10 @@ fn realtime_ns() -> i64 {
 
 /// Sends until stopped, past `until`, or the budget is spent.
 fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, opts: &UdpOptions) -> Result<(), Error> {
+    if let Some((spec, counters)) = &task.frames {
+        let clock = FrameClock::new(spec, fmt.frame_min_len(), counters.clone());
+        return send_frames(sock, task, fmt, opts, clock, spec.ipg);
+    }
     let len = task.block_len.clamp(fmt.header_len(), MAX_UDP_PAYLOAD);
     let _ = sock.set_write_timeout(Some(POLL));
     let mut per_send = 1;
@@ -319,6 +340,101 @@ fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
     let end_ns = match ended {
         Some(t) => ns_since(control, t),
         // Stopped from outside (or the budget ran out).
+        None => stream_end(control, last_send, opts.nominal_end),
+    };
+    c.ended_ns.store(end_ns.max(1), Relaxed);
+    Ok(())
+}
+
+/// An isochronous sender: at each frame's slot, the frame's datagrams
+/// (`-l` bytes, the last one shorter) back to back, or `ipg` apart.
+fn send_frames<F: DatagramFormat>(
+    sock: &UdpSocket,
+    task: &StreamTask,
+    fmt: &F,
+    opts: &UdpOptions,
+    mut clock: FrameClock,
+    ipg: Duration,
+) -> Result<(), Error> {
+    let min = fmt.frame_min_len().max(fmt.header_len());
+    let len = task.block_len.clamp(min, MAX_UDP_PAYLOAD);
+    let _ = sock.set_write_timeout(Some(POLL));
+    if !ipg.is_zero() {
+        let _ = sysudp::set_thread_timer_slack(1_000);
+    }
+    let mut template = vec![0u8; len];
+    task.payload.fill(&mut template);
+    let control = &task.control;
+    let c = &task.counters;
+    let mut frame_buf: Vec<u8> = Vec::new();
+    let mut seq: u64 = 1;
+    let mut last_send = 0u64;
+    let mut ended: Option<Instant> = None;
+    'frames: loop {
+        let Some(frame) = clock.next(&control.stop, opts.until) else {
+            ended = opts.until.filter(|u| Instant::now() >= *u);
+            break;
+        };
+        // Lay the frame's datagrams out end to end, stamped.
+        let mut bounds: Vec<(usize, usize)> = Vec::new();
+        frame_buf.clear();
+        for (n, remaining) in pieces(frame.size, len, min) {
+            if let Some(b) = &task.budget
+                && !control.omitting.load(Relaxed)
+                && b.claim_datagrams(n, 1) == 0
+            {
+                break;
+            }
+            let at = frame_buf.len();
+            frame_buf.extend_from_slice(&template[..n]);
+            let d = &mut frame_buf[at..];
+            fmt.stamp(d, seq + bounds.len() as u64, monotonic_ns());
+            fmt.stamp_frame(d, &frame, remaining);
+            bounds.push((at, at + n));
+        }
+        if bounds.is_empty() {
+            break; // the budget is spent
+        }
+        let mut k = 0;
+        while k < bounds.len() {
+            if control.stop.load(Relaxed) {
+                break 'frames;
+            }
+            // Back to back: as many as a batch holds; with a gap: one.
+            let m = if ipg.is_zero() {
+                (bounds.len() - k).min(MAX_BATCH)
+            } else {
+                1
+            };
+            let msgs: Vec<&[u8]> = bounds[k..k + m].iter().map(|&(a, b)| &frame_buf[a..b]).collect();
+            match sysudp::send_batch(sock, &msgs) {
+                Ok(sent) => {
+                    for m in &msgs[..sent] {
+                        c.bytes.fetch_add(m.len() as u64, Relaxed);
+                    }
+                    c.blocks.fetch_add(sent as u64, Relaxed);
+                    c.packets.fetch_add(sent as u64, Relaxed);
+                    seq += sent as u64;
+                    k += sent;
+                    last_send = control.now_ns();
+                }
+                Err(e) if is_timeout(&e) => {}
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::ENOBUFS) | Some(libc::ECONNREFUSED) => {
+                        c.errors.fetch_add(1, Relaxed);
+                        std::thread::sleep(Duration::from_micros(100));
+                    }
+                    _ if control.stop.load(Relaxed) || control.abort.load(Relaxed) => break 'frames,
+                    _ => return Err(Error::io(Code::STREAMWRITE, &e)),
+                },
+            }
+            if !ipg.is_zero() && k < bounds.len() && !sleep_until(Instant::now() + ipg, &control.stop) {
+                break 'frames;
+            }
+        }
+    }
+    let end_ns = match ended {
+        Some(t) => ns_since(control, t),
         None => stream_end(control, last_send, opts.nominal_end),
     };
     c.ended_ns.store(end_ns.max(1), Relaxed);
@@ -439,7 +555,7 @@ impl<F: DatagramFormat> RecvState<'_, '_, F> {
             let transit = rx.wrapping_sub(sent_ns as i64);
             self.acc.on_datagram(seq, transit);
             if let Some(h) = self.hook.as_mut() {
-                h.on_datagram(transit);
+                h.on_datagram(d, rx, transit);
             }
         }
         Some(d.len() as u64)
@@ -609,6 +725,7 @@ mod tests {
             affinity: None,
             drain_idle: Duration::from_millis(100),
             until: None,
+            frames: None,
         }
     }
 

@@ -190,6 +190,8 @@ pub struct ConnInfo {
     pub times_always: bool,
     /// The flow starts at a scheduled time (`--txstart-time`).
     pub epoch_start: bool,
+    /// iperf 2's `(isoch)`: an isochronous flow.
+    pub isoch: bool,
     /// The connection's MSS (iperf 2's `-m` prints it).
     pub mss: Option<u32>,
     /// A clock check made on this connection.

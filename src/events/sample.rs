@@ -147,6 +147,23 @@ pub struct Enhanced {
     pub histogram: Option<HistogramSample>,
     /// Round trips (bounceback streams).
     pub bounceback: Option<BouncebackSample>,
+    /// Isochronous frames (`--isochronous`).
+    pub frames: Option<FrameSample>,
+}
+
+/// Isochronous frames over a span: a sender's frames sent, slots missed
+/// and clock slips (iperf 2's `isoch:tx/miss/slip`); a receiver's frames
+/// completed, lost, and their latency (`Frame:rx/lost`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FrameSample {
+    /// Frames sent or completed.
+    pub frames: u64,
+    /// Slots missed (sender) or frames lost (receiver).
+    pub missed: u64,
+    /// Clock slips (sender).
+    pub slips: u64,
+    /// Frame latency (a receiver of a `--trip-times` sender).
+    pub latency: Option<LatencyStats>,
 }
 
 /// One stream, or a sum of streams, over one span of the test.

@@ -372,6 +372,7 @@ fn tcp_notes(cfg: &TestConfig) -> Vec<BannerNote> {
     });
     bursts
         .into_iter()
+        .chain(super::isoch_note(p))
         .chain(super::pacing_note(p))
         .chain(
             cfg.iperf2

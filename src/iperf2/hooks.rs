@@ -3,20 +3,23 @@
 //! and rate-limiting reads on the receiver.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Instant;
 
 use crate::engine::StreamHook;
+use crate::engine::frames::Frame;
 use crate::engine::pacer::{PaceRate, Pacer};
-use crate::proto::iperf2::{BURST_HEADER_LEN, BurstHeader, BurstTracker, join_secs};
-use crate::stats::{DetailCounters, Welford};
+use crate::proto::iperf2::{BURST_HEADER_LEN, BurstHeader, BurstTracker, IsochPayload, join_secs};
+use crate::stats::{DetailCounters, FrameCounters, Welford};
 
 pub use crate::clock::wall_clock;
 
 /// Writes 2.1.8's burst header at the start of each burst. With
 /// `--trip-times` every block is a burst of its own (its own length); with
 /// `--burst-size`/`--burst-period` the first of each `blocks` writes opens
-/// a burst of the whole burst's size, so a receiver frames bursts by it.
+/// a burst of the whole burst's size; with `--isochronous` each frame is a
+/// burst (the frame clock says where one starts). A receiver frames bursts
+/// by their size.
 pub struct BurstStamp {
     start: (u32, u32),
     blocks: u32,
@@ -25,6 +28,9 @@ pub struct BurstStamp {
     nth: u32,
     burst_id: u32,
     seq: u64,
+    /// Isochronous: bursts are frames, and this one starts next.
+    frames: bool,
+    pending: Option<Frame>,
 }
 
 impl BurstStamp {
@@ -43,6 +49,16 @@ impl BurstStamp {
             nth: 0,
             burst_id: 0,
             seq: 0,
+            frames: false,
+            pending: None,
+        }
+    }
+
+    /// Each isochronous frame a burst.
+    pub fn frames(start: (u32, u32)) -> BurstStamp {
+        BurstStamp {
+            frames: true,
+            ..BurstStamp::per_block(start)
         }
     }
 }
@@ -50,6 +66,22 @@ impl BurstStamp {
 impl StreamHook for BurstStamp {
     fn before_write(&mut self, block: &mut [u8]) {
         self.seq += block.len() as u64;
+        if self.frames {
+            if let Some(f) = self.pending.take()
+                && block.len() >= BURST_HEADER_LEN
+            {
+                BurstHeader {
+                    start: self.start,
+                    write: wall_clock(),
+                    burst_id: f.id,
+                    burst_size: f.size,
+                    seq: self.seq,
+                    period_us: f.period_us,
+                }
+                .write(block);
+            }
+            return;
+        }
         let first = self.nth == 0;
         self.nth = (self.nth + 1) % self.blocks;
         if !first || block.len() < BURST_HEADER_LEN {
@@ -62,8 +94,17 @@ impl StreamHook for BurstStamp {
             burst_id: self.burst_id,
             burst_size: self.size.unwrap_or(block.len() as u32),
             seq: self.seq,
+            period_us: 0,
         }
         .write(block);
+    }
+
+    fn frame_header_len(&self) -> usize {
+        BURST_HEADER_LEN
+    }
+
+    fn frame_start(&mut self, frame: &Frame) {
+        self.pending = Some(*frame);
     }
 }
 
@@ -128,10 +169,12 @@ impl StreamHook for RecvHook {
 
 /// A UDP receiver's work: one-way latency of every datagram (its arrival
 /// time minus the sender's timestamp), gathered per batch and published
-/// once per batch, and the latency histogram.
+/// once per batch, the latency histogram, and an isochronous sender's
+/// frames.
 pub struct UdpRecvHook {
     counters: Arc<DetailCounters>,
     batch: Welford,
+    frames: Option<FrameTracker>,
 }
 
 impl UdpRecvHook {
@@ -140,22 +183,92 @@ impl UdpRecvHook {
         UdpRecvHook {
             counters,
             batch: Welford::default(),
+            frames: None,
         }
+    }
+
+    /// Also follows the frames of an isochronous sender.
+    pub fn with_frames(mut self, frames: FrameTracker) -> UdpRecvHook {
+        self.frames = Some(frames);
+        self
+    }
+}
+
+/// Follows an isochronous sender's frames from the fields its datagrams
+/// carry: a frame completes when the datagram that ends it arrives (the
+/// bytes it says remain are its own length). Frames the sender sent
+/// between two completed ones (it says which one it sent before) and that
+/// never completed are lost. A frame's latency runs from its slot (the
+/// frames' origin + (id − 1) periods) to that last datagram; it needs
+/// clocks in step (the sender's `--trip-times`).
+pub struct FrameTracker {
+    /// Where the frame fields are (by the sender's version).
+    at: usize,
+    /// The last frame completed.
+    last: u32,
+    latency: bool,
+    counters: Arc<FrameCounters>,
+    batch: Welford,
+}
+
+impl FrameTracker {
+    /// A tracker reading the fields at `at`, feeding `counters`; `latency`
+    /// when the clocks are in step.
+    pub fn new(at: usize, latency: bool, counters: Arc<FrameCounters>) -> FrameTracker {
+        FrameTracker {
+            at,
+            last: 0,
+            latency,
+            counters,
+            batch: Welford::default(),
+        }
+    }
+
+    /// Takes one datagram that arrived at `rx_ns` (wall clock).
+    pub fn feed(&mut self, d: &[u8], rx_ns: i64) {
+        let Some(p) = IsochPayload::read(d, self.at) else {
+            return;
+        };
+        if p.id == 0 || p.id <= self.last || p.remaining as usize != d.len() {
+            return;
+        }
+        self.counters.frames.fetch_add(1, Relaxed);
+        if p.prev_id > self.last && p.prev_id < p.id {
+            self.counters
+                .missed
+                .fetch_add(u64::from(p.prev_id - self.last), Relaxed);
+        }
+        self.last = p.id;
+        if self.latency && p.period_us > 0 {
+            let slot = join_secs(p.start.0, p.start.1) + f64::from(p.id - 1) * f64::from(p.period_us) * 1e-6;
+            self.batch.add(rx_ns as f64 * 1e-9 - slot, p.size as u64);
+        }
+    }
+
+    fn publish(&mut self) {
+        self.counters.latency.merge(&self.batch);
+        self.batch = Welford::default();
     }
 }
 
 impl StreamHook for UdpRecvHook {
-    fn on_datagram(&mut self, transit_ns: i64) {
+    fn on_datagram(&mut self, d: &[u8], rx_ns: i64, transit_ns: i64) {
         let secs = transit_ns as f64 * 1e-9;
         self.batch.add(secs, 0);
         if let Some(h) = &self.counters.histogram {
             h.add(secs, None);
+        }
+        if let Some(f) = self.frames.as_mut() {
+            f.feed(d, rx_ns);
         }
     }
 
     fn after_batch(&mut self) {
         self.counters.latency.merge(&self.batch);
         self.batch = Welford::default();
+        if let Some(f) = self.frames.as_mut() {
+            f.publish();
+        }
     }
 
     fn on_end_of_stream(&mut self) {
@@ -194,5 +307,44 @@ mod tests {
         let lat = counters.latency.total();
         assert_eq!((lat.count, lat.bytes), (3, 3000));
         assert!(lat.mean >= 0.0 && lat.mean < 1.0);
+    }
+
+    #[test]
+    fn frames_complete_on_their_last_datagram_and_gaps_are_lost() {
+        let counters = Arc::new(FrameCounters::default());
+        let mut t = FrameTracker::new(76, true, counters.clone());
+        let origin = (1_700_000_000u32, 0u32);
+        let datagram = |id: u32, prev: u32, remaining: u32, len: usize| {
+            let mut d = vec![0u8; len];
+            IsochPayload {
+                period_us: 10_000,
+                start: origin,
+                prev_id: prev,
+                id,
+                size: 2000,
+                remaining,
+            }
+            .write(&mut d, 76);
+            d
+        };
+        // Frame 1 arrives 5 ms after its slot, in two datagrams.
+        let at = |id: u32, ms: i64| {
+            (i64::from(origin.0) * 1_000_000_000) + (i64::from(id) - 1) * 10_000_000 + ms * 1_000_000
+        };
+        t.feed(&datagram(1, 0, 2000, 1000), at(1, 4));
+        assert_eq!(counters.counts(), [0, 0, 0], "not complete yet");
+        t.feed(&datagram(1, 0, 1000, 1000), at(1, 5));
+        // Frame 2 never completes (its last datagram is lost); frame 3 does.
+        t.feed(&datagram(2, 1, 2000, 1000), at(2, 1));
+        t.feed(&datagram(3, 2, 1000, 1000), at(3, 7));
+        // A late duplicate of frame 1's end and a frameless datagram change nothing.
+        t.feed(&datagram(1, 0, 1000, 1000), at(3, 8));
+        t.feed(&datagram(0, 0, 1000, 1000), at(3, 8));
+        t.feed(&[0u8; 50], at(3, 9));
+        t.publish();
+        assert_eq!(counters.counts(), [2, 1, 0]);
+        let l = counters.latency.total().stats().unwrap();
+        assert_eq!(l.count, 2);
+        assert!((l.min - 0.005).abs() < 1e-6 && (l.max - 0.007).abs() < 1e-6, "{l:?}");
     }
 }

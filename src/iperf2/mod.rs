@@ -74,3 +74,17 @@ pub(crate) fn pacing_note(p: &crate::config::TestParams) -> Option<BannerNote> {
         ))
     })
 }
+
+/// The banner line of an `--isochronous` client (2.1.8's wording).
+pub(crate) fn isoch_note(p: &crate::config::TestParams) -> Option<BannerNote> {
+    let f = p.frames?;
+    let bits = |v: f64| crate::cli::units::format_iperf2(v / 8.0, 'a');
+    Some(BannerNote::Early(format!(
+        "Isochronous: {:.2} frames/sec mean={}/s, stddev={}/s, Period/IPG={:.2}/{:.3} ms",
+        f.fps,
+        bits(f.mean),
+        bits(f.stdev),
+        1e3 / f.fps,
+        f.ipg.as_secs_f64() * 1e3
+    )))
+}

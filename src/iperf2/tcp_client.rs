@@ -48,6 +48,9 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
     if cfg.iperf2.txstart.is_some() {
         upper |= flags::upper::EPOCH_START;
     }
+    if p.frames.is_some() {
+        upper |= flags::upper::ISOCH;
+    }
     // Periodic bursts: the settings block says how often and how much.
     let settings = p.periodic_burst.map(|(size, period)| {
         upper |= flags::upper::PERIODICBURST;
@@ -284,13 +287,22 @@ pub(super) fn connect_flows(
         let id = super::next_id();
         // TCP_INFO before the header goes out, as 2.1.8 reads it.
         let mut line = conn_line(id, &c.sock, c.local, c.remote);
-        let ack = match &header {
+        // --sync-transfer-id: each flow's header carries its id, and (as
+        // 2.2 sends it) VERSION1, which 2.2 servers read as "an id here".
+        let own = header.as_ref().filter(|_| cfg.iperf2.sync_transfer_id).map(|_| {
+            let mut h = build_header(cfg, start);
+            h.transfer_id = Some(id);
+            h.flags |= flags::VERSION1;
+            h.encode_tcp()
+        });
+        let ack = match own.as_ref().or(header.as_ref()) {
             Some(h) => send_header(&c.sock, h, cfg.iperf2.peer_detect)?,
             None => None,
         };
         line.connect_ms = Some(c.connect_ms);
         line.mss = Some(net::mss_of(&c.sock));
         line.epoch_start = cfg.iperf2.txstart.is_some();
+        line.isoch = p.frames.is_some();
         match bb {
             Some(b) => {
                 let _ = c.sock.set_nodelay(true);
@@ -363,6 +375,7 @@ fn flows_of(cfg: &TestConfig, id: u32, c: &Connected, hdr_len: u64, start: (u32,
     }
     if sends {
         let stamp = match p.periodic_burst {
+            _ if p.frames.is_some() => Some(BurstStamp::frames(start)),
             Some((size, _)) => Some(BurstStamp::periodic(
                 start,
                 size / p.block_len_or_default().max(1),

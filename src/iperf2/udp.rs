@@ -6,9 +6,12 @@
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
+use crate::engine::frames::Frame;
 use crate::engine::udp::DatagramFormat;
 use crate::events::{Enhanced, LatencyStats, StreamSample, UdpSample};
-use crate::proto::iperf2::udp::{DATAGRAM_HEADER_LEN, ReportLatency, ServerReport};
+use crate::proto::iperf2::udp::{
+    DATAGRAM_HEADER_LEN, ISOCH_AT_21, ISOCH_PAYLOAD_LEN, IsochPayload, ReportLatency, ServerReport,
+};
 use crate::proto::iperf2::{ClientHeader, DatagramHeader, split_secs};
 use crate::stats::net_power;
 
@@ -114,6 +117,27 @@ impl DatagramFormat for Iperf2Format {
     fn parse_time(&self, buf: &[u8]) -> Option<u64> {
         let h = DatagramHeader::read(buf, self.seq64)?;
         Some(h.sec as u64 * 1_000_000_000 + h.usec as u64 * 1000)
+    }
+
+    /// The frame fields sit at 2.1.8's offset (76), where our settings
+    /// (2.1.8's layout) put them.
+    fn frame_min_len(&self) -> usize {
+        ISOCH_AT_21 + ISOCH_PAYLOAD_LEN
+    }
+
+    fn stamp_frame(&self, buf: &mut [u8], frame: &Frame, remaining: u32) {
+        if self.template.is_empty() || buf.len() < ISOCH_AT_21 + ISOCH_PAYLOAD_LEN {
+            return; // no settings (`-C`), so no frame fields either
+        }
+        IsochPayload {
+            period_us: frame.period_us,
+            start: frame.origin,
+            prev_id: frame.prev,
+            id: frame.id,
+            size: frame.size,
+            remaining,
+        }
+        .write(buf, ISOCH_AT_21);
     }
 
     /// A FIN counts as the datagram its (absolute) id says, bytes and all,

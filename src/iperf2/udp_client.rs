@@ -170,12 +170,15 @@ impl Transport for Udp {
                 s.send_buffer_size().unwrap_or(0) as u64
             })
             .unwrap_or(0);
-        let notes = super::pacing_note(p)
+        // An isochronous client announces its frames instead of a gap.
+        let datagrams = BannerNote::Datagrams {
+            len: p.block_len_or_default(),
+            ipg_us: ipg_us(cfg),
+        };
+        let notes = super::isoch_note(p)
             .into_iter()
-            .chain([BannerNote::Datagrams {
-                len: p.block_len_or_default(),
-                ipg_us: ipg_us(cfg),
-            }])
+            .chain(super::pacing_note(p))
+            .chain(p.frames.is_none().then_some(datagrams))
             .collect();
         (probe, notes)
     }
@@ -191,7 +194,7 @@ impl Transport for Udp {
             timeout: None,
             mptcp: false,
         };
-        let format: Arc<dyn crate::engine::udp::DatagramFormat> = Arc::new(self.fmt.clone());
+        let shared: Arc<dyn crate::engine::udp::DatagramFormat> = Arc::new(self.fmt.clone());
         let sends = p.direction != Direction::Reverse;
         let receives = matches!(p.direction, Direction::Reverse | Direction::FullDuplex);
         let mut flows = Vec::new();
@@ -205,6 +208,7 @@ impl Transport for Udp {
             let id = super::next_id();
             let mut line = super::udp_conn_line(id, &sock, local, remote);
             line.epoch_start = cfg.iperf2.txstart.is_some();
+            line.isoch = p.frames.is_some();
             line.mode = match p.direction {
                 Direction::Reverse => Some("reverse".into()),
                 Direction::FullDuplex => Some("full-duplex".into()),
@@ -234,12 +238,21 @@ impl Transport for Udp {
                 self.hellos.push(take()?);
                 continue;
             }
+            // --sync-transfer-id: this flow's datagrams carry its id.
+            let format = if cfg.iperf2.sync_transfer_id && !cfg.iperf2.compat {
+                let mut h = udp_header(cfg, wall_clock());
+                h.transfer_id = Some(id);
+                let d = client_datagram(&h, len as usize);
+                Arc::new(Iperf2Format::sender(Some(&d))) as Arc<dyn crate::engine::udp::DatagramFormat>
+            } else {
+                shared.clone()
+            };
             let slot = Arc::new(Mutex::new(None));
             let s2 = slot.clone();
             let mut f = Flow::new(
                 DataStream::new(id, StreamRole::Send, DataSock::Udp(take()?), local, remote),
                 StreamExtras {
-                    udp_format: Some(format.clone()),
+                    udp_format: Some(format),
                     budget: match p.end {
                         EndCondition::Bytes(n) => Some(n),
                         _ => None,

@@ -388,5 +388,6 @@ pub(super) fn announce(ctx: &ServerCtx, m: &Member, mut line: crate::events::Con
         )),
         None => {}
     }
+    line.isoch = m.upper() & flags::upper::ISOCH != 0;
     rep.emit(Event::StreamConnected(Box::new(line)));
 }

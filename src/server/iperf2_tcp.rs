@@ -127,7 +127,8 @@ fn connection(ctx: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, buf: Vec<
         crate::iperf2::tcp_init(&sock)
     };
     let m = Member {
-        id: ctx.next_id(),
+        // A 2.2 client's --sync-transfer-id: its number for the flow.
+        id: header.transfer_id.filter(|t| *t > 0).unwrap_or_else(|| ctx.next_id()),
         peer,
         local,
         has_header: len > 0,

@@ -22,15 +22,15 @@ use super::{Mode, ServerCtx};
 use crate::config::{EndCondition, Protocol, TestParams};
 use crate::engine::{DataSock, DataStream, StreamExtras};
 use crate::events::{BannerNote, Event, PeerReport, Settings, StreamSample};
-use crate::iperf2::hooks::UdpRecvHook;
+use crate::iperf2::hooks::{FrameTracker, UdpRecvHook};
 use crate::iperf2::runner::Flow;
 use crate::iperf2::udp::{FinOutcome, Iperf2Format, answer_fin, relayed_line, report_of, send_fin};
 use crate::net;
 use crate::proto::iperf2::header::Amount;
-use crate::proto::iperf2::{ClientHeader, DatagramHeader, flags, version_string};
+use crate::proto::iperf2::{ClientHeader, DatagramHeader, IsochPayload, flags, version_string};
 use crate::report::Reporter;
 use crate::stats::histogram::{HistogramSpec, LatencyHistogram};
-use crate::stats::{DetailCounters, StreamMeta, StreamRole};
+use crate::stats::{DetailCounters, FrameCounters, StreamMeta, StreamRole};
 
 /// How long a group waits for the rest of a client's `-P` flows after the
 /// last one arrived (their first datagrams come within milliseconds; a
@@ -229,7 +229,8 @@ fn member(
     let header = header.unwrap_or_default();
     let trip = header.upper() & flags::upper::TRIPTIME != 0;
     Some(Member {
-        id: ctx.next_id(),
+        // A 2.2 client's --sync-transfer-id: its number for the flow.
+        id: header.transfer_id.filter(|t| *t > 0).unwrap_or_else(|| ctx.next_id()),
         peer: from,
         local: sock_local,
         seq64: !has_header || header.flags & flags::SEQNO64B != 0,
@@ -325,14 +326,23 @@ impl Transport for Udp {
             .map(|mut v| std::mem::take(&mut *v))
             .unwrap_or_default();
         let no_report = ctx.multicast || m.full_duplex() || m.upper() & flags::upper::NOUDPFIN != 0;
+        let mut hook = UdpRecvHook::new(counters.clone());
+        // An isochronous client's frames (their fields sit where the
+        // client's version puts them).
+        let frames = (m.upper() & flags::upper::ISOCH != 0).then(|| Arc::new(FrameCounters::default()));
+        if let Some(f) = &frames {
+            let at = IsochPayload::offset_for(m.header.version().map_or(0, |v| v.0));
+            hook = hook.with_frames(FrameTracker::new(at, m.trip, f.clone()));
+        }
         let mut flow = Flow::new(
             DataStream::new(m.id, StreamRole::Recv, DataSock::Udp(sock), m.local, m.peer),
             StreamExtras {
-                hook: Some(Box::new(UdpRecvHook::new(counters.clone()))),
+                hook: Some(Box::new(hook)),
                 udp_format: Some(Arc::new(Iperf2Format::receiver(m.seq64))),
                 udp_prefeed: prefeed,
                 meta: StreamMeta {
                     detail: Some(counters.clone()),
+                    frames,
                     ..StreamMeta::default()
                 },
                 ..StreamExtras::default()

@@ -207,6 +207,32 @@ impl LatencyCounter {
     }
 }
 
+/// Isochronous frames (iperf 2's `--isochronous`): on a sender, frames
+/// sent, frame slots missed and the times the frame clock slipped; on a
+/// receiver, frames completed, frames lost and each frame's latency.
+#[derive(Debug, Default)]
+pub struct FrameCounters {
+    /// Frames sent (sender) or completed (receiver).
+    pub frames: AtomicU64,
+    /// Frame slots skipped (sender) or frames that never completed (receiver).
+    pub missed: AtomicU64,
+    /// Times the sender's frame clock fell behind by a slot or more.
+    pub slips: AtomicU64,
+    /// Receiver: from each frame's scheduled start to its last byte.
+    pub latency: LatencyCounter,
+}
+
+impl FrameCounters {
+    /// `[frames, missed, slips]` so far.
+    pub fn counts(&self) -> [u64; 3] {
+        [
+            self.frames.load(Relaxed),
+            self.missed.load(Relaxed),
+            self.slips.load(Relaxed),
+        ]
+    }
+}
+
 /// The finer counters a stream hook feeds from its data thread: read
 /// sizes, burst (or datagram) latency, a latency histogram, and whether
 /// the sender's end-of-stream marker arrived.

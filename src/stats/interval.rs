@@ -100,6 +100,7 @@ fn stream_interval(
             .flatten(),
         latency,
         histogram,
+        frames: s.frame_interval(),
         ..Enhanced::default()
     };
     let udp = udp.then(|| udp_sample(s.role, &snap, &s.last, s.counters.jitter(), secs, extras.latency.take()));

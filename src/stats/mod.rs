@@ -19,7 +19,7 @@ pub mod udp;
 
 use std::time::{Duration, Instant};
 
-pub use counters::{BouncebackCounters, DetailCounters, LatencyCounter, StreamCounters, Welford};
+pub use counters::{BouncebackCounters, DetailCounters, FrameCounters, LatencyCounter, StreamCounters, Welford};
 pub use stream::{StreamMeta, StreamRole, StreamStats};
 
 use crate::config::Protocol;

@@ -4,9 +4,9 @@
 use crate::sys::RawSock;
 use std::sync::Arc;
 
-use super::counters::{BouncebackCounters, DetailCounters, Snapshot, StreamCounters};
+use super::counters::{BouncebackCounters, DetailCounters, FrameCounters, Snapshot, StreamCounters};
 use super::histogram::HistogramView;
-use crate::events::{Enhanced, RoleTag, StreamSample, TcpSample, TcpTotals, UdpSample};
+use crate::events::{Enhanced, FrameSample, RoleTag, StreamSample, TcpSample, TcpTotals, UdpSample};
 use crate::sys::socket::{TcpInfo, tcp_info_raw};
 
 /// Does this host send or receive on a stream?
@@ -29,6 +29,8 @@ pub struct StreamMeta {
     pub detail: Option<Arc<DetailCounters>>,
     /// Round trips, for a bounceback stream.
     pub bounceback: Option<Arc<BouncebackCounters>>,
+    /// Isochronous frames, sent or received.
+    pub frames: Option<Arc<FrameCounters>>,
 }
 
 /// A stream as the reporter sees it.
@@ -51,6 +53,8 @@ pub struct StreamStats {
     pub(super) last: Snapshot,
     pub(super) base: Snapshot,
     pub(super) last_bins: [u64; 8],
+    /// Frame counts at the last sample.
+    pub(super) last_frames: [u64; 3],
     pub(super) histogram: HistogramView,
     pub(super) last_retrans: u32,
     pub(super) base_retrans: u32,
@@ -85,6 +89,19 @@ pub(super) fn tcp_sample(info: &TcpInfo, retransmits: i64) -> TcpSample {
 }
 
 impl StreamStats {
+    /// Frames since the last interval's sample.
+    pub(super) fn frame_interval(&mut self) -> Option<FrameSample> {
+        let f = self.meta.frames.clone()?;
+        let then = std::mem::replace(&mut self.last_frames, f.counts());
+        Some(frame_sample(&f, then, f.latency.take_interval()))
+    }
+
+    /// Frames over the whole test.
+    pub(super) fn frame_total(&self) -> Option<FrameSample> {
+        let f = self.meta.frames.as_ref()?;
+        Some(frame_sample(f, [0; 3], f.latency.total()))
+    }
+
     /// This stream's sample of the span `(start, end)`: who it is, its
     /// bytes and rate, what the caller measured, and iperf 2's numbers
     /// derived from them.
@@ -147,6 +164,7 @@ impl StreamStats {
             last: Snapshot::default(),
             base: Snapshot::default(),
             last_bins: [0; 8],
+            last_frames: [0; 3],
             histogram: HistogramView::default(),
             last_retrans: retrans,
             base_retrans: retrans,
@@ -265,5 +283,15 @@ impl StreamStats {
         };
         self.rtt_sum = 0;
         self.rtt_n = 0;
+    }
+}
+
+fn frame_sample(f: &FrameCounters, then: [u64; 3], latency: super::Welford) -> FrameSample {
+    let now = f.counts();
+    FrameSample {
+        frames: now[0].saturating_sub(then[0]),
+        missed: now[1].saturating_sub(then[1]),
+        slips: now[2].saturating_sub(then[2]),
+        latency: latency.stats(),
     }
 }

@@ -203,6 +203,7 @@ impl TestStats {
                 .filter(|d| d.trip_times())
                 .map(|d| d.latency.total().stats().unwrap_or_default()),
             histogram,
+            frames: s.frame_total(),
             ..Enhanced::default()
         };
         let udp = udp.then(|| {

@@ -229,7 +229,7 @@ pub fn system_info() -> String {
         return String::new();
     }
     let field = |f: &[libc::c_char]| -> String {
-        let bytes: Vec<u8> = f.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+        let bytes: Vec<u8> = f.iter().take_while(|c| **c != 0).map(|c| c.to_ne_bytes()[0]).collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
     format!(

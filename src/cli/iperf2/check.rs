@@ -42,6 +42,7 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
     }
     bounceback_test(&mut s)?;
     block_length(&mut s)?;
+    isochronous(&mut s)?;
     periodic_bursts(&mut s)?;
     tcp_and_file(&mut s)?;
     if s.cfg.search.is_some() {
@@ -429,6 +430,108 @@ fn block_length(s: &mut ParseState) -> Result {
         return Err(CliError::err("-l above 64 MBytes is not supported"));
     }
     cfg.params.block_len = Some(block as u32);
+    Ok(())
+}
+
+/// `--isochronous fps:mean,stdev` and `--ipg` (a client's), as 2.1.8
+/// reads them: `fps` alone keeps the default mean (20 Mbit/s); the mean and
+/// standard deviation take iperf 2's bit-or-byte units, and for UDP `p`
+/// (packets per frame).
+fn isochronous(s: &mut ParseState) -> Result {
+    let (given, ipg) = (s.isochronous.take(), s.ipg.take());
+    if s.server || given.is_none() && ipg.is_none() {
+        return Ok(());
+    }
+    let cfg = &mut s.cfg;
+    let udp = cfg.params.protocol == Protocol::Udp;
+    let len = f64::from(cfg.params.block_len_or_default());
+    if ipg.is_some() && !udp {
+        return Err(CliError::err("option --ipg requires -u UDP"));
+    }
+    if s.rate_given {
+        let what = if given.is_some() { "--isochronous" } else { "--ipg" };
+        return Err(CliError::err(format!(
+            "options of --b and {what} cannot be applied together"
+        )));
+    }
+    let Some(given) = given else {
+        // --ipg alone paces plain UDP: one datagram per gap.
+        let ms = ipg.unwrap_or_default();
+        cfg.params.rate = if ms > 0.0 {
+            ((len * 8.0 * 1000.0 / ms).round() as u64).max(1)
+        } else {
+            0
+        };
+        return Ok(());
+    };
+    if s.burst_period.is_some() || s.burst_size.is_some() {
+        return Err(CliError::err(
+            "options of --burst-period and --isochronous cannot be applied together",
+        ));
+    }
+    if matches!(
+        cfg.params.direction,
+        Direction::Reverse | Direction::FullDuplex | Direction::Dual | Direction::Tradeoff
+    ) {
+        return Err(CliError::err(
+            "--isochronous: the client must be the sender here (not -R, --full-duplex, -d or -r)",
+        ));
+    }
+    let mut spec = FrameSpec::DEFAULT;
+    spec.ipg = Duration::from_secs_f64(ipg.unwrap_or_default() / 1000.0);
+    let bad = || CliError::err("Invalid --isochronous value, format is <fps>:<mean>,<variance> (e.g. 60:18M,1m)");
+    if let Some(v) = given.as_deref() {
+        let (fps, rest) = match v.split_once(':') {
+            Some((f, r)) => (f, Some(r)),
+            None => (v, None),
+        };
+        spec.fps = fps
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|f| *f > 0.0 && f.is_finite())
+            .ok_or_else(bad)?;
+        if spec.fps > 1e6 {
+            return Err(CliError::err("--isochronous: at most 1000000 frames per second"));
+        }
+        if let Some(rest) = rest {
+            let (mean, stdev) = match rest.split_once(',') {
+                Some((m, d)) => (m, Some(d)),
+                None => (rest, None),
+            };
+            // `Np`: N packets (of -l bytes) per frame.
+            let rate = |x: &str, what: &str| -> Result<f64> {
+                if let Some(n) = x.strip_suffix(['p', 'P']) {
+                    if !udp {
+                        return Err(CliError::err(
+                            "Invalid --isochronous units of 'p' with TCP must be bytes",
+                        ));
+                    }
+                    let n = n.parse::<f64>().ok().filter(|n| *n >= 0.0).ok_or_else(bad)?;
+                    return Ok(n * 8.0 * len * spec.fps);
+                }
+                crate::cli::units::parse_iperf2_bit_or_byte(x)
+                    .map_err(|_| CliError::err(format!("--isochronous {what} of '{x}' not recognized")))
+            };
+            spec.mean = rate(mean, "mean")?;
+            if spec.mean <= 0.0 {
+                return Err(CliError::err(
+                    "Invalid --isochronous mean value, must be greater than zero",
+                ));
+            }
+            spec.stdev = stdev.map(|d| rate(d, "variance")).transpose()?.unwrap_or(0.0);
+        }
+    }
+    if !udp && len < crate::proto::iperf2::BURST_HEADER_LEN as f64 {
+        return Err(CliError::err(format!(
+            "--isochronous over TCP needs -l of at least {} bytes (each frame starts with a burst header)",
+            crate::proto::iperf2::BURST_HEADER_LEN
+        )));
+    }
+    // The frames set the pace.
+    cfg.params.rate = 0;
+    cfg.params.pps = None;
+    cfg.params.frames = Some(spec);
     Ok(())
 }
 

@@ -287,9 +287,50 @@ mod tests {
         assert_eq!(err("-c h -T 300"), "ERROR: option of -ttl (-T) must be less than 255");
         assert!(err("-c h -l 10X").contains("not recognized"));
         assert!(err("-c h -f x").contains("format 'x' not recognized"));
-        assert!(err("-c h --isochronous").contains("not implemented yet"));
-        assert!(err("-c h -u --ipg 0.1").contains("not implemented yet"));
         assert!(err("-c h -u --l2checks").contains("not implemented yet"));
+    }
+
+    #[test]
+    fn isochronous_reads_as_2_1_8_does() {
+        let c = run("-c h --isochronous");
+        let f = c.params.frames.unwrap();
+        assert_eq!((f.fps, f.mean, f.stdev), (60.0, 20e6, 0.0));
+        assert!(c.output.enhanced, "isochronous implies -e");
+        let c = run("-c h -u --isochronous=30:4M,1m --ipg 0.5");
+        let f = c.params.frames.unwrap();
+        assert_eq!((f.fps, f.mean, f.stdev), (30.0, 32e6, 1e6));
+        assert_eq!(f.ipg, Duration::from_micros(500));
+        assert_eq!(c.params.rate, 0, "the frames set the pace, not -b's default");
+        assert_eq!(f.period(), Duration::from_micros(33_333));
+        // Packets per frame (UDP): 5 × 1000 bytes × 10 frames/s.
+        let f = run("-c h -u -l 1000 --isochronous=10:5p,0").params.frames.unwrap();
+        assert_eq!(f.mean, 400_000.0);
+        assert_eq!(run("-c h --isochronous=24").params.frames.unwrap().fps, 24.0);
+        // --ipg alone paces plain UDP: 1470 bytes every 2 ms.
+        let c = run("-c h -u --ipg 2");
+        assert!(c.params.frames.is_none());
+        assert_eq!(c.params.rate, 5_880_000);
+        assert_eq!(
+            err("-c h --isochronous=10:5p"),
+            "ERROR: Invalid --isochronous units of 'p' with TCP must be bytes"
+        );
+        assert_eq!(
+            err("-c h --isochronous=60:0"),
+            "ERROR: Invalid --isochronous mean value, must be greater than zero"
+        );
+        assert!(err("-c h --isochronous=x:1m").contains("format is <fps>:<mean>,<variance>"));
+        assert_eq!(
+            err("-c h -u -b 1m --isochronous"),
+            "ERROR: options of --b and --isochronous cannot be applied together"
+        );
+        assert_eq!(err("-c h --ipg 1"), "ERROR: option --ipg requires -u UDP");
+        assert!(err("-c h -u --ipg -1").contains("non-negative"));
+        assert!(err("-c h --isochronous --burst-period 1").contains("cannot be applied together"));
+        assert!(err("-c h -R --isochronous").contains("must be the sender"));
+        assert!(err("-c h -l 50 --isochronous").contains("at least 92"));
+        let (c, warnings) = run_env("-s --isochronous", &[]).unwrap();
+        assert!(c.params.frames.is_none());
+        assert!(warnings.iter().any(|w| w.contains("--isochronous")), "{warnings:?}");
     }
 
     #[test]

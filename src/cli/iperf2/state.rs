@@ -54,6 +54,10 @@ pub struct ParseState {
     /// `--burst-size` (bytes) and `--burst-period` (s), checked later.
     pub(super) burst_size: Option<f64>,
     pub(super) burst_period: Option<f64>,
+    /// `--isochronous[=fps:mean,stdev]` as given, checked later.
+    pub(super) isochronous: Option<Option<String>>,
+    /// `--ipg`, milliseconds.
+    pub(super) ipg: Option<f64>,
     /// The last access-policy option given (`--allow`, `--deny`).
     pub(super) policy_opt: Option<String>,
     /// `--tcp-rx-window-clamp` (a server's).
@@ -116,6 +120,8 @@ impl ParseState {
             bb_reply: None,
             burst_size: None,
             burst_period: None,
+            isochronous: None,
+            ipg: None,
             policy_opt: None,
             clamp: None,
             tos_override: None,

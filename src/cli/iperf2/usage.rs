@@ -40,6 +40,7 @@ Client/Server:
   -S, --tos       #        set the socket's IP_TOS (byte) field
   -Z, --tcp-congestion <algo>  set TCP congestion control algorithm (Linux only)
       --tcp-cca <algo>     the same (iperf 2.2's name; -Z wins when both are given)
+      --sync-transfer-id   tell the server each flow's id (iperf 2.2; a TCP one makes a 2.1.8 server connect back)
   -W, --suggest_win_size   after a TCP test, say what limited the sender and suggest a window (-w)
   -4, -6                   only use IPv4, only use IPv6
 
@@ -76,6 +77,8 @@ Client specific:
       --bounceback-reply #  reply size in bytes (iperf 2.2; default the request's)
       --burst-period #     TCP: send a burst (--burst-size, default 1M) every # seconds (default 1)
       --burst-size #[KMG]  TCP: bytes per periodic burst, a whole number of -l writes
+      --ipg #              UDP: gap in milliseconds between the datagrams of an isochronous frame
+      --isochronous[=fps:mean,stddev]  send frames (video-like bursts), 60:20m,0 by default
       --connect-only[=n]   run a connect only test (n connects per flow, default 10)
       --dscp #             set the IP DSCP (the TOS byte's upper six bits; iperf 2.2)
       --connect-retries #  number of times to retry tcp connect

@@ -23,6 +23,8 @@ pub struct BurstHeader {
     pub burst_size: u32,
     /// Bytes sent before this burst plus its size (2.1.8's running id).
     pub seq: u64,
+    /// An isochronous sender's frame period, µs (0 otherwise).
+    pub period_us: u32,
 }
 
 impl BurstHeader {
@@ -35,6 +37,7 @@ impl BurstHeader {
         put32(b, 16, self.start.1);
         put32(b, 20, self.write.0);
         put32(b, 24, self.write.1);
+        put32(b, 40, self.period_us);
         put32(b, 44, self.burst_id);
         put32(b, 48, self.burst_size);
         put32(b, 52, self.seq as u32);
@@ -49,6 +52,7 @@ impl BurstHeader {
             burst_id: be32(b, 44),
             burst_size: be32(b, 48),
             seq: be32(b, 52) as u64 | ((be32(b, 56) as u64) << 32),
+            period_us: be32(b, 40),
         }
     }
 }
@@ -183,6 +187,7 @@ mod tests {
             burst_id: id,
             burst_size: size as u32,
             seq: id as u64 * size as u64,
+            period_us: 16_666,
         }
         .write(&mut b);
         b
@@ -196,6 +201,7 @@ mod tests {
         assert_eq!(h.burst_size, 200);
         assert_eq!(h.write, (100, 70));
         assert_eq!(h.seq, 1400);
+        assert_eq!(h.period_us, 16_666);
     }
 
     #[test]

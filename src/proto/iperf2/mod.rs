@@ -17,7 +17,7 @@ pub mod udp;
 pub use ack::ClientAck;
 pub use burst::{BURST_HEADER_LEN, BurstHeader, BurstTracker};
 pub use header::{Amount, ClientHeader, HeaderError, HeaderExt, Need, StartTime};
-pub use udp::{DatagramHeader, ServerReport};
+pub use udp::{DatagramHeader, IsochPayload, ServerReport};
 
 /// `version_u` word of iperf 2.1.x: major 2, minor 1.
 pub const VERSION_U: u32 = 0x0002_0001;

@@ -12,6 +12,69 @@ pub const SERVER_HDR_LEN: usize = 112;
 /// Length of a server report datagram.
 pub const SERVER_REPORT_LEN: usize = DATAGRAM_HEADER_LEN + SERVER_HDR_LEN;
 
+/// Where an isochronous datagram's frame fields start: after the 2.1
+/// extension (36 bytes, 2.1.x senders) or 2.2's (40 bytes).
+pub const ISOCH_AT_21: usize = 76;
+/// The 2.2 offset of the frame fields.
+pub const ISOCH_AT_22: usize = 80;
+/// Length of the frame fields (`isoch_payload`).
+pub const ISOCH_PAYLOAD_LEN: usize = 32;
+
+/// The frame fields of an isochronous datagram (`isoch_payload`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IsochPayload {
+    /// Frame period, µs.
+    pub period_us: u32,
+    /// Wall clock (seconds, µs) of frame 1's slot.
+    pub start: (u32, u32),
+    /// The frame sent before this one.
+    pub prev_id: u32,
+    /// This frame (0: no frame, e.g. a first datagram).
+    pub id: u32,
+    /// Bytes in the frame.
+    pub size: u32,
+    /// Bytes of the frame left, this datagram included.
+    pub remaining: u32,
+}
+
+impl IsochPayload {
+    /// Writes the fields at `at` of datagram `d` (which must hold them).
+    pub fn write(&self, d: &mut [u8], at: usize) {
+        let b = &mut d[at..at + ISOCH_PAYLOAD_LEN];
+        put32(b, 0, self.period_us);
+        put32(b, 4, self.start.0);
+        put32(b, 8, self.start.1);
+        put32(b, 12, self.prev_id);
+        put32(b, 16, self.id);
+        put32(b, 20, self.size);
+        put32(b, 24, self.remaining);
+        put32(b, 28, 0);
+    }
+
+    /// Reads the fields at `at`; `None` if the datagram is too short.
+    pub fn read(d: &[u8], at: usize) -> Option<IsochPayload> {
+        let b = d.get(at..at + ISOCH_PAYLOAD_LEN)?;
+        Some(IsochPayload {
+            period_us: be32(b, 0),
+            start: (be32(b, 4), be32(b, 8)),
+            prev_id: be32(b, 12),
+            id: be32(b, 16),
+            size: be32(b, 20),
+            remaining: be32(b, 24),
+        })
+    }
+
+    /// Where a sender of this version (`version_u`, `(major << 16) | minor`)
+    /// puts the fields.
+    pub fn offset_for(version_u: u32) -> usize {
+        if version_u >= 0x0002_0002 {
+            ISOCH_AT_22
+        } else {
+            ISOCH_AT_21
+        }
+    }
+}
+
 /// The start of every datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DatagramHeader {
@@ -230,6 +293,33 @@ impl ServerReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn isoch_payload_matches_a_2_1_8_capture() {
+        // Datagram 2 of `iperf -u --isochronous=60:10m,1m` (2.1.8), words 19-26.
+        let words = [0x0000_411a_u32, 0x6b04_a184, 0x000e_e6d5, 0, 1, 0x5a7a, 0x5a7a, 0];
+        let mut d = vec![0u8; 108];
+        for (i, w) in words.iter().enumerate() {
+            d[76 + 4 * i..80 + 4 * i].copy_from_slice(&w.to_be_bytes());
+        }
+        let p = IsochPayload::read(&d, IsochPayload::offset_for(0x0002_0001)).unwrap();
+        assert_eq!(
+            p,
+            IsochPayload {
+                period_us: 16_666,
+                start: (0x6b04_a184, 0x000e_e6d5),
+                prev_id: 0,
+                id: 1,
+                size: 23_162,
+                remaining: 23_162,
+            }
+        );
+        let mut again = vec![0u8; 108];
+        p.write(&mut again, ISOCH_AT_21);
+        assert_eq!(again[76..], d[76..]);
+        assert_eq!(IsochPayload::offset_for(0x0002_0002), 80);
+        assert!(IsochPayload::read(&d[..100], 76).is_none());
+    }
 
     #[test]
     fn sequence_numbers_use_both_words() {

@@ -42,6 +42,10 @@ const HDR_SUM_ONLY: &str = "[SUM-cnt] Interval       Transfer     Bandwidth\n";
 const HDR_UDP_RECV: &str = "[ ID] Interval       Transfer     Bandwidth        Jitter   Lost/Total Datagrams\n";
 const HDR_UDP_RECV_E: &str = "[ ID] Interval            Transfer     Bandwidth        Jitter   Lost/Total  Latency avg/min/max/stdev PPS  Rx/inP  NetPwr\n";
 const HDR_UDP_SEND_E: &str = "[ ID] Interval            Transfer     Bandwidth      Write/Err  PPS\n";
+const HDR_UDP_SEND_ISOCH: &str =
+    "[ ID] Interval            Transfer     Bandwidth      Write/Err  PPS  isoch:tx/miss/slip\n";
+const HDR_SENDER_ISOCH: &str = "[ ID] Interval            Transfer     Bandwidth      Write/Err  Rtry     Cwnd/RTT     isoch:tx/miss/slip  NetPwr\n";
+const HDR_UDP_RECV_FRAMES: &str = "[ ID] Interval            Transfer     Bandwidth        Jitter   Lost/Total Latency avg/min/max/stdev  PPS  Frame:rx/lost  latency  NetPwr\n";
 const HDR_BB: &str =
     "[ ID] Interval            Transfer    Bandwidth         BB cnt=avg/min/max/stdev         Rtry  Cwnd/RTT    RPS\n";
 
@@ -72,6 +76,11 @@ enum Kind {
     UdpRecvE,
     UdpSendE,
     Bounceback,
+    /// An isochronous sender's lines (`isoch:tx/miss/slip`).
+    SenderIsoch,
+    UdpSendIsoch,
+    /// A receiver of isochronous frames with their latency.
+    UdpRecvFrames,
 }
 
 impl Kind {
@@ -85,6 +94,19 @@ impl Kind {
             Kind::UdpRecvE => HDR_UDP_RECV_E,
             Kind::UdpSendE => HDR_UDP_SEND_E,
             Kind::Bounceback => HDR_BB,
+            Kind::SenderIsoch => HDR_SENDER_ISOCH,
+            Kind::UdpSendIsoch => HDR_UDP_SEND_ISOCH,
+            Kind::UdpRecvFrames => HDR_UDP_RECV_FRAMES,
+        }
+    }
+
+    /// The kind of a sum of such lines (sums carry no frames).
+    fn without_frames(self) -> Kind {
+        match self {
+            Kind::SenderIsoch => Kind::Sender,
+            Kind::UdpSendIsoch => Kind::UdpSendE,
+            Kind::UdpRecvFrames => Kind::UdpRecvE,
+            k => k,
         }
     }
 }
@@ -176,6 +198,20 @@ fn hidden(host: &str) -> String {
 }
 
 /// `avg/min/max/stdev` in ms.
+/// An enhanced UDP receiver line up to its packet rate: jitter, loss,
+/// latency, pps.
+fn udp_recv_head(base: &str, u: &UdpSample) -> String {
+    format!(
+        "{base}  {:6.3} ms {}/{} ({}%) {} ms {:.0} pps",
+        u.jitter_ms,
+        u.lost.max(0),
+        u.packets,
+        loss_pct(u),
+        ms4(&u.latency.unwrap_or_default()),
+        u.pps
+    )
+}
+
 fn ms4(l: &LatencyStats) -> String {
     format!(
         "{:.3}/{:.3}/{:.3}/{:.3}",
@@ -352,6 +388,9 @@ impl Iperf2Text {
         if c.epoch_start {
             s.push_str(" (epoch-start)");
         }
+        if c.isoch {
+            s.push_str(" (isoch)");
+        }
         if let Some(m) = &c.mode {
             s.push_str(&format!(" ({m})"));
         }
@@ -424,8 +463,11 @@ impl Iperf2Text {
         if l.both_ways {
             return Kind::Plain;
         }
+        let frames = l.extras.frames.as_ref();
         if let Some(u) = &l.udp {
             return match (l.sender, self.enhanced || u.latency.is_some()) {
+                (false, true) if frames.is_some_and(|f| f.latency.is_some()) => Kind::UdpRecvFrames,
+                (true, true) if frames.is_some() => Kind::UdpSendIsoch,
                 (false, true) => Kind::UdpRecvE,
                 (false, false) => Kind::UdpRecv,
                 (true, true) => Kind::UdpSendE,
@@ -436,6 +478,8 @@ impl Iperf2Text {
             Kind::Trip
         } else if !self.enhanced {
             Kind::Plain
+        } else if l.sender && frames.is_some() {
+            Kind::SenderIsoch
         } else if l.sender {
             Kind::Sender
         } else {
@@ -487,22 +531,48 @@ impl Iperf2Text {
             }
             Kind::UdpRecvE => {
                 let u = l.udp.unwrap_or_default();
-                let lat = u.latency.unwrap_or_default();
                 let (rx, inp, var) = u.in_flight.unwrap_or((u.packets - u.lost.max(0), 0.0, 0.0));
                 format!(
-                    "{base}  {:6.3} ms {}/{} ({}%) {} ms {:.0} pps {rx}/{inp:.0}({var:.0}) pkts {}\n",
-                    u.jitter_ms,
-                    u.lost.max(0),
-                    u.packets,
-                    loss_pct(&u),
-                    ms4(&lat),
-                    u.pps,
+                    "{} {rx}/{inp:.0}({var:.0}) pkts {}\n",
+                    udp_recv_head(&base, &u),
                     net_power(e.net_power)
                 )
             }
             Kind::UdpSendE => {
                 let pps = l.udp.map(|u| u.pps).unwrap_or(0.0);
                 format!("{base}  {}/{} {pps:8.0} pps\n", e.calls, e.errors)
+            }
+            Kind::UdpSendIsoch => {
+                let pps = l.udp.map(|u| u.pps).unwrap_or(0.0);
+                let f = e.frames.unwrap_or_default();
+                format!(
+                    "{base}  {}/{} {pps:8.0} pps  {:3}/{}/{}\n",
+                    e.calls, e.errors, f.frames, f.missed, f.slips
+                )
+            }
+            Kind::SenderIsoch => {
+                let f = e.frames.unwrap_or_default();
+                let (cwnd, rtt) = l.tcp.map_or((0, 0), |t| (t.snd_cwnd / 1024, t.rtt));
+                format!(
+                    "{base}  {}/{} {retr:>8} {cwnd:>8}K/{rtt} us  {:>9}/{}/{}        {}\n",
+                    e.calls,
+                    e.errors,
+                    f.frames,
+                    f.missed,
+                    f.slips,
+                    net_power(e.net_power)
+                )
+            }
+            Kind::UdpRecvFrames => {
+                let f = e.frames.unwrap_or_default();
+                format!(
+                    "{}  {:3}/{}  {} ms {}\n",
+                    udp_recv_head(&base, &l.udp.unwrap_or_default()),
+                    f.frames,
+                    f.missed,
+                    ms4(&f.latency.unwrap_or_default()),
+                    net_power(e.net_power)
+                )
             }
             Kind::Trip => {
                 let lat = e.latency.unwrap_or_default();
@@ -637,7 +707,7 @@ impl Iperf2Text {
         if r.flows.len() <= 1 || fd_alone {
             return;
         }
-        let kinds: Vec<Kind> = r.flows.iter().map(|l| self.kind(l)).collect();
+        let kinds: Vec<Kind> = r.flows.iter().map(|l| self.kind(l).without_frames()).collect();
         let kind = match kinds.first() {
             Some(k) if kinds.iter().all(|x| x == k) && *k != Kind::Trip => *k,
             _ => Kind::Plain,

@@ -105,6 +105,23 @@ pub fn stream_extras(s: &StreamSample) -> Value {
     if let Some(b) = &e.bounceback {
         m.insert("bounceback".into(), bounceback(b));
     }
+    if let Some(f) = &e.frames {
+        let mut o = obj();
+        let (count, missed) = if s.sender {
+            ("frames_sent", "slots_missed")
+        } else {
+            ("frames_received", "frames_lost")
+        };
+        o.insert(count.into(), Value::from(f.frames));
+        o.insert(missed.into(), Value::from(f.missed));
+        if s.sender {
+            o.insert("slips".into(), Value::from(f.slips));
+        }
+        if let Some(l) = &f.latency {
+            o.insert("latency".into(), latency(l));
+        }
+        m.insert("isochronous".into(), Value::Object(o));
+    }
     if s.both_ways {
         m.insert("bytes_both_ways".into(), Value::Bool(true));
     }

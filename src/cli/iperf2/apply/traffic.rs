@@ -189,6 +189,12 @@ pub fn tcp_cca(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--sync-transfer-id` (iperf 2.2): flows carry their ids to the server.
+pub fn sync_transfer_id(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+    s.cfg.iperf2.sync_transfer_id = true;
+    Ok(())
+}
+
 /// `--permit-key=key`: 4 to 128 characters (a generated key is not built).
 pub fn permit_key(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let Some(k) = &o.value else {
@@ -300,5 +306,36 @@ pub fn burst_period(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         .filter(|p| (0.0..=3600.0).contains(p))
         .ok_or_else(|| CliError::err(format!("{sp} value of '{v}' not recognized (seconds, at most 3600)")))?;
     s.burst_period = Some(p);
+    Ok(())
+}
+
+/// `--isochronous[=fps:mean,stdev]`: checked once the protocol and `-l`
+/// are known.
+pub fn isochronous(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    s.isochronous = Some(o.value.clone());
+    s.cfg.output.enhanced = true;
+    Ok(())
+}
+
+/// `--ipg ms`: the gap between the datagrams of an isochronous frame (or
+/// between all datagrams without `--isochronous`).
+pub fn ipg(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let (v, sp) = (value(o), o.spelled.as_str());
+    let ms = v
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .ok_or_else(|| CliError::err(format!("{sp} value of '{v}' not recognized (milliseconds)")))?;
+    if ms < 0.0 {
+        return Err(CliError::err("IPG delay target must be non-negative"));
+    }
+    if ms > 60_000.0 {
+        return Err(CliError::err(format!(
+            "IPG delay target of {:.1} secs too large (max value is 60 secs)",
+            ms / 1000.0
+        )));
+    }
+    s.ipg = Some(ms);
     Ok(())
 }
