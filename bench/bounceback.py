@@ -11,11 +11,17 @@ Prints Markdown tables: round trips per second and mean RTT (each tool's
 own final bounceback line: `N=avg/min/max/stdev ms ... R rps`), medians
 with (min-max) over alternating rounds, and the ratio to the best peer
 (goal: at least its rate, a lower RTT); then receiver Gbit/s with and
-without `--latency` (goal: under 1 % apart). Every process is bounded in
-time and ended by its pid (bench.py's helpers).
+without `--latency` (goal: under 1 % apart); and, since that difference is
+smaller than this machine's noise, what the probes cost directly: the CPU
+both ends spend in a near-idle test (`-b 1k`) with and without them, per
+second, as a share of the two CPUs a saturated test keeps busy. At full
+speed the CPU is what runs out, so that share is what the probes can take
+from a saturated test. Every process is bounded in time and ended by its
+pid (bench.py's helpers).
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -103,6 +109,25 @@ def main():
                 gbps[label] += [x for x in g[label] if x is not None]
     finally:
         srv.stop()
+    # The probes' own CPU: a near-idle test with and without them.
+    port = bench.free_port()
+    srv = bench.Server([a.wirespeed, "-s", "-p", str(port)], port)
+    idle_secs = 10
+    cpu_s = {"plain": [], "--latency": []}
+    try:
+        for _ in range(max(2, a.rounds // 2)):
+            for label, extra in [("plain", []), ("--latency", ["--latency"])]:
+                before = srv.cpu()
+                argv = [a.wirespeed, "-c", "127.0.0.1", "-p", str(port), "-b", "1k", "-t", str(idle_secs)]
+                r = bench.run_client(argv + extra, idle_secs + 30)
+                if r["rc"] != 0:
+                    print(f"  cpu {label}: failed ({r['rc']}): {r['err'][-200:]}", file=sys.stderr)
+                    continue
+                # Per second of the test (the idle probes before it included).
+                cpu_s[label].append((r["cpu"] + srv.cpu() - before) / idle_secs * 1e3)
+                print(f"  cpu {label}: {cpu_s[label][-1]:.2f} CPU ms/s", file=sys.stderr)
+    finally:
+        srv.stop()
     print("\n| TCP, 1 stream | receiver Gbit/s |")
     print("|---|---|")
     for label in gbps:
@@ -110,6 +135,14 @@ def main():
     if gbps["plain"] and gbps["--latency"]:
         cost = 1 - bench.med(gbps["--latency"]) / bench.med(gbps["plain"])
         print(f"\n--latency costs {100 * cost:.1f} % of the median (goal < 1 %)")
+    print(f"\n| TCP at 1 kbit/s, {idle_secs} s | CPU ms per second, both ends |")
+    print("|---|---|")
+    for label in cpu_s:
+        print(f"| `{label}` | {bench.cell(cpu_s[label], 2)} |")
+    if cpu_s["plain"] and cpu_s["--latency"]:
+        probes = bench.med(cpu_s["--latency"]) - bench.med(cpu_s["plain"])
+        print(f"\nthe probes use {probes:.2f} CPU ms per second: {probes / 2000 * 100:.3f} % of the two CPUs "
+              f"a saturated test keeps busy (goal < 1 %)")
 
 
 if __name__ == "__main__":

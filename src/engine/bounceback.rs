@@ -94,25 +94,74 @@ fn set_quickack(s: &TcpStream) {
     let _ = crate::sys::socket::set_quickack(&SockRef::from(s));
 }
 
+/// How long a blocked read waits before it looks at the stop flag again.
+const POLL_STOP: Duration = Duration::from_millis(100);
+
 /// Reads exactly `buf.len()` bytes by `deadline`; false on EOF, error,
 /// timeout, or `stop`.
 pub(crate) fn read_by(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBool) -> bool {
+    read_within(s, buf, deadline, stop, false)
+}
+
+/// Sets the read timeout [`read_by_armed`] expects.
+fn arm(s: &TcpStream) {
+    let _ = s.set_read_timeout(Some(POLL_STOP));
+}
+
+/// [`read_by`] on a socket [`arm`]ed once: the hot loops' reads cost no
+/// timeout change each, except near the deadline.
+fn read_by_armed(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBool) -> bool {
+    read_within(s, buf, deadline, stop, true)
+}
+
+/// Reads at least `min` bytes into `buf` (as many as arrive, up to its
+/// length) by `deadline`, on an [`arm`]ed socket; how many, or `None` on
+/// EOF, error, timeout or `stop`.
+fn read_at_least(s: &TcpStream, buf: &mut [u8], min: usize, deadline: Instant, stop: &AtomicBool) -> Option<usize> {
     let mut got = 0;
-    while got < buf.len() {
+    while got < min {
         let now = Instant::now();
         if now >= deadline || stop.load(Relaxed) {
-            return false;
+            return None;
         }
-        // Wake at least every tenth of a second to see a stop.
-        let _ = s.set_read_timeout(Some((deadline - now).min(Duration::from_millis(100))));
         match (&*s).read(&mut buf[got..]) {
-            Ok(0) => return false,
+            Ok(0) => return None,
             Ok(n) => got += n,
             Err(e) if super::is_timeout(&e) => {}
-            Err(_) => return false,
+            Err(_) => return None,
         }
     }
-    true
+    Some(got)
+}
+
+fn read_within(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBool, armed: bool) -> bool {
+    let mut got = 0;
+    let mut shortened = false;
+    let done = loop {
+        if got == buf.len() {
+            break true;
+        }
+        let now = Instant::now();
+        if now >= deadline || stop.load(Relaxed) {
+            break false;
+        }
+        // Wake at least every tenth of a second to see a stop.
+        let left = deadline - now;
+        if !armed || left < POLL_STOP {
+            let _ = s.set_read_timeout(Some(left.min(POLL_STOP)));
+            shortened = armed;
+        }
+        match (&*s).read(&mut buf[got..]) {
+            Ok(0) => break false,
+            Ok(n) => got += n,
+            Err(e) if super::is_timeout(&e) => {}
+            Err(_) => break false,
+        }
+    };
+    if shortened {
+        arm(s);
+    }
+    done
 }
 
 /// The client: bursts of round trips until the test stops.
@@ -122,6 +171,7 @@ pub fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSpec) -> 
         set_quickack(sock);
     }
     let _ = sock.set_write_timeout(Some(REPLY_WAIT));
+    arm(sock);
     let mut msg = BbHeader {
         size: bb.size,
         bbflags: if bb.quickack { BB_QUICKACK } else { 0 }
@@ -173,7 +223,7 @@ pub fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSpec) -> 
                     format!("tcp bounce-back write failed: {}", crate::error::errno_text(&e)),
                 ));
             }
-            if !read_by(sock, &mut reply, sent + REPLY_WAIT, &never) {
+            if !read_by_armed(sock, &mut reply, sent + REPLY_WAIT, &never) {
                 break 'test Err(Error::msg(Code::STREAMREAD, "tcp bounce-back read failed: no reply"));
             }
             let rtt = sent.elapsed().as_secs_f64();
@@ -220,6 +270,7 @@ pub fn echo_loop(sock: &TcpStream, task: &StreamTask, echo: &EchoSpec) -> Result
     let quickack = first.bbflags & BB_QUICKACK != 0;
     let _ = sock.set_nodelay(true);
     let _ = sock.set_write_timeout(Some(REPLY_WAIT));
+    arm(sock);
     let first_tx = join_secs(first.client_tx.0, first.client_tx.1);
     let mut msg = echo.first.clone();
     let mut have = msg.len().min(size);
@@ -228,11 +279,13 @@ pub fn echo_loop(sock: &TcpStream, task: &StreamTask, echo: &EchoSpec) -> Result
     let mut reply_buf = Vec::new();
     loop {
         // The rest of the current message.
-        if have < size && !read_by(sock, &mut msg[have..], Instant::now() + MESSAGE_WAIT, stop) {
+        if have < size && !read_by_armed(sock, &mut msg[have..], Instant::now() + MESSAGE_WAIT, stop) {
             break;
         }
         let rx = wall_clock();
-        if quickack {
+        // The reply acknowledges the request when it goes at once; a held
+        // reply needs the quick ack.
+        if quickack && hdr.hold_us > 0 {
             set_quickack(sock);
         }
         if let Some(f) = &echo.on_message {
@@ -263,26 +316,29 @@ pub fn echo_loop(sock: &TcpStream, task: &StreamTask, echo: &EchoSpec) -> Result
         c.bytes.fetch_add(bytes, Relaxed);
         c.blocks.fetch_add(1, Relaxed);
         c.last_rx_ns.store(control.now_ns(), Relaxed);
-        // The next message's header.
-        let mut next = [0u8; BB_HEADER_LEN];
-        if !read_by(sock, &mut next, Instant::now() + IDLE_LIMIT, stop) {
+        // The next message: its header at least, and as much of the rest
+        // as came with it (usually all: one read a message). A client waits
+        // for each reply, so nothing of a later message is there yet.
+        let Some(got) = read_at_least(sock, &mut msg, BB_HEADER_LEN, Instant::now() + IDLE_LIMIT, stop) else {
             break;
-        }
-        let Ok(h) = BbHeader::decode(&next) else { break };
+        };
+        let Ok(h) = BbHeader::decode(&msg[..BB_HEADER_LEN]) else {
+            break;
+        };
         if h.size as usize != size {
             // 2.1.8's clients never change the size mid-test: finish the
             // message, echo it, and end the connection.
-            msg.resize(h.size as usize, 0);
-            msg[..BB_HEADER_LEN].copy_from_slice(&next);
-            if read_by(sock, &mut msg[BB_HEADER_LEN..], Instant::now() + MESSAGE_WAIT, stop) {
+            let new = h.size as usize;
+            msg.resize(new.max(got), 0);
+            if got >= new || read_by(sock, &mut msg[got..new], Instant::now() + MESSAGE_WAIT, stop) {
+                msg.truncate(new);
                 let t = wall_clock();
                 BbHeader::stamp_server(&mut msg, t, t);
                 let _ = (&*sock).write_all(&msg);
             }
             break;
         }
-        msg[..BB_HEADER_LEN].copy_from_slice(&next);
-        have = BB_HEADER_LEN;
+        have = got;
         hdr = h;
     }
     task.counters.ended_ns.store(control.now_ns(), Relaxed);
