@@ -913,3 +913,80 @@ fn our_sync_transfer_id_client() {
         assert!(out.contains("Transfer ID 4 remapped to 2"), "{out}");
     }
 }
+
+#[test]
+fn isochronous_frames_from_the_server_both_ways() {
+    let Some(iperf) = peer("iperf") else { return };
+    let udp = "-u -R --isochronous=30:4m,1m --ipg 0.5 --trip-times -t 2 -e";
+    // Our client, the real server sending: every frame completes here.
+    let port = free_port();
+    let mut srv = iperf2_server(Iperf2::Real, port, &["-u"]).unwrap();
+    let r = iperf2_client(Iperf2::Ours, port, udp, T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    let (got, lat) = frame_cols(&r.stdout).expect("frame columns");
+    assert!((58..=62).contains(&got[0]) && got[1] == 0, "{}", r.stdout);
+    // A frame's datagrams go 0.5 ms apart, so it takes some milliseconds.
+    assert!(lat.is_some_and(|l| l > 1.0 && l < 60.0), "{}", r.stdout);
+    srv.signal(15);
+    srv.wait(T);
+    // The real client, our server sending (and its start time in the
+    // datagrams, which a receiving 2.1.8 client reads).
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &["-u"]).unwrap();
+    let r = iperf2_client(Iperf2::Real, port, udp, T).unwrap();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.stdout.contains("ignore --trip-times"), "{}", r.stdout);
+    let (got, lat) = frame_cols(&r.stdout).expect("2.1.8's frame columns");
+    // 2.1.8 counts one frame more than it completed.
+    assert!((59..=62).contains(&got[0]) && got[1] == 0, "{}", r.stdout);
+    assert!(lat.is_some_and(|l| l > 1.0 && l < 60.0), "{}", r.stdout);
+    let last = r.stdout.lines().rfind(|l| l.starts_with("[ *1] 0.0000-")).unwrap_or("");
+    assert!(last.starts_with("[ *1] 0.0000-2.0"), "{}", r.stdout);
+    // Plain -R --trip-times too: the report spans the test, not the epoch.
+    let r = iperf2_client(Iperf2::Real, port, "-u -R --trip-times -t 1 -e", T).unwrap();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.stdout.contains("ignore --trip-times"), "{}", r.stdout);
+    assert!(r.stdout.contains("[ *1] 0.0000-1.0"), "{}", r.stdout);
+    let out = stop_server(srv);
+    assert!(out.contains("isoch:tx/miss/slip"), "{out}");
+    // TCP: each frame a burst of 4 Mbit/s / 20 = 25,000 bytes.
+    let port = free_port();
+    let mut srv = iperf2_server(Iperf2::Real, port, &[]).unwrap();
+    let tcp = "-R --isochronous=20:4m,0 --trip-times -t 2 -e";
+    let r = iperf2_client(Iperf2::Ours, port, tcp, T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    let last = r.stdout.lines().rfind(|l| l.contains("[ *1] 0.0000-")).unwrap_or("");
+    let (cnt, size) = last
+        .split(" ms (")
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .and_then(|t| t.split_once('/'))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    let cnt: u64 = cnt.parse().unwrap();
+    assert!((39..=42).contains(&cnt) && size == "25000", "{}", r.stdout);
+    srv.signal(15);
+    srv.wait(T);
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &["-e"]).unwrap();
+    let r = run(
+        &iperf,
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-R",
+            "--isochronous=20:4m,0",
+            "-t",
+            "2",
+        ],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = stop_server(srv);
+    assert!(out.contains("(isoch) (reverse)"), "{out}");
+    let (tx, _) = frame_cols(&out.replace(" us ", " pps ")).expect("our sender's frames");
+    assert!((39..=41).contains(&tx[0]), "{out}");
+    // 2.1.8's client received them (it prints no frame numbers over TCP).
+    assert!(r.stdout.contains(" KBytes "), "{}", r.stdout);
+}

@@ -203,7 +203,7 @@ pub fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSpec) -> 
         burst += 1;
         let burst_start = t0 + bb.period * (burst - 1);
         let writes = if bb.period.is_zero() { u32::MAX } else { bb.count };
-        for _ in 0..writes {
+        for k in 0..writes {
             if stop.load(Relaxed) || task.until.is_some_and(|u| Instant::now() >= u) {
                 break 'test Ok(());
             }
@@ -228,7 +228,9 @@ pub fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSpec) -> 
             }
             let rtt = sent.elapsed().as_secs_f64();
             let rx = wall_clock();
-            if bb.quickack {
+            // The next request acknowledges this reply when it follows at
+            // once; the last of a burst needs the quick ack.
+            if bb.quickack && k + 1 == writes {
                 set_quickack(sock);
             }
             // One-way delays from the server's stamps (clocks in sync).

@@ -32,8 +32,10 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
     } else {
         None
     };
+    // Frames keep their own time: no rate besides.
     let mut pacer = task
         .pace
+        .filter(|_| task.frames.is_none())
         .map(|(rate, burst)| Pacer::new(rate, burst, buf.len(), std::time::Instant::now()));
     let stop = &task.control.stop;
     let c = &task.counters;

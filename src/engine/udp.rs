@@ -376,7 +376,7 @@ fn send_frames<F: DatagramFormat>(
             break;
         };
         // Lay the frame's datagrams out end to end, stamped.
-        let mut bounds: Vec<(usize, usize)> = Vec::new();
+        let mut bounds: Vec<(usize, usize, u32)> = Vec::new();
         frame_buf.clear();
         for (n, remaining) in pieces(frame.size, len, min) {
             if let Some(b) = &task.budget
@@ -387,10 +387,7 @@ fn send_frames<F: DatagramFormat>(
             }
             let at = frame_buf.len();
             frame_buf.extend_from_slice(&template[..n]);
-            let d = &mut frame_buf[at..];
-            fmt.stamp(d, seq + bounds.len() as u64, monotonic_ns());
-            fmt.stamp_frame(d, &frame, remaining);
-            bounds.push((at, at + n));
+            bounds.push((at, at + n, remaining));
         }
         if bounds.is_empty() {
             break; // the budget is spent
@@ -406,7 +403,14 @@ fn send_frames<F: DatagramFormat>(
             } else {
                 1
             };
-            let msgs: Vec<&[u8]> = bounds[k..k + m].iter().map(|&(a, b)| &frame_buf[a..b]).collect();
+            // Each is stamped as it goes.
+            let now = monotonic_ns();
+            for (j, &(a, b, remaining)) in bounds[k..k + m].iter().enumerate() {
+                let d = &mut frame_buf[a..b];
+                fmt.stamp(d, seq + j as u64, now);
+                fmt.stamp_frame(d, &frame, remaining);
+            }
+            let msgs: Vec<&[u8]> = bounds[k..k + m].iter().map(|&(a, b, _)| &frame_buf[a..b]).collect();
             match sysudp::send_batch(sock, &msgs) {
                 Ok(sent) => {
                     for m in &msgs[..sent] {

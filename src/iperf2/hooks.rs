@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::engine::StreamHook;
 use crate::engine::frames::Frame;
 use crate::engine::pacer::{PaceRate, Pacer};
+use crate::proto::iperf2::udp::{ISOCH_AT_21, ISOCH_AT_22};
 use crate::proto::iperf2::{BURST_HEADER_LEN, BurstHeader, BurstTracker, IsochPayload, join_secs};
 use crate::stats::{DetailCounters, FrameCounters, Welford};
 
@@ -202,8 +203,11 @@ impl UdpRecvHook {
 /// frames' origin + (id − 1) periods) to that last datagram; it needs
 /// clocks in step (the sender's `--trip-times`).
 pub struct FrameTracker {
-    /// Where the frame fields are (by the sender's version).
+    /// Where the frame fields are (by the sender's version); 0 until found
+    /// by the frame period ([`FrameTracker::finding`]).
     at: usize,
+    /// The period the sender was asked for, µs (to find the fields by).
+    period_us: u32,
     /// The last frame completed.
     last: u32,
     latency: bool,
@@ -217,6 +221,7 @@ impl FrameTracker {
     pub fn new(at: usize, latency: bool, counters: Arc<FrameCounters>) -> FrameTracker {
         FrameTracker {
             at,
+            period_us: 0,
             last: 0,
             latency,
             counters,
@@ -224,8 +229,27 @@ impl FrameTracker {
         }
     }
 
+    /// A tracker for frames of `period_us` from a sender of unknown
+    /// version (a client's `-R`): the fields are where that period is
+    /// found, at 2.1's offset or 2.2's.
+    pub fn finding(period_us: u32, latency: bool, counters: Arc<FrameCounters>) -> FrameTracker {
+        FrameTracker {
+            period_us,
+            ..FrameTracker::new(0, latency, counters)
+        }
+    }
+
     /// Takes one datagram that arrived at `rx_ns` (wall clock).
     pub fn feed(&mut self, d: &[u8], rx_ns: i64) {
+        if self.at == 0 {
+            let found = [ISOCH_AT_21, ISOCH_AT_22].into_iter().find(|at| {
+                IsochPayload::read(d, *at).is_some_and(|p| p.id > 0 && p.period_us.abs_diff(self.period_us) <= 1)
+            });
+            match found {
+                Some(at) => self.at = at,
+                None => return,
+            }
+        }
         let Some(p) = IsochPayload::read(d, self.at) else {
             return;
         };

@@ -51,11 +51,24 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
     if p.frames.is_some() {
         upper |= flags::upper::ISOCH;
     }
-    // Periodic bursts: the settings block says how often and how much.
-    let settings = p.periodic_burst.map(|(size, period)| {
-        upper |= flags::upper::PERIODICBURST;
-        crate::proto::iperf2::header::burst_settings(period, size)
-    });
+    // Periodic bursts: the settings block says how often and how much;
+    // an isochronous client whose server sends says which frames.
+    let server_sends = matches!(p.direction, Direction::Reverse | Direction::FullDuplex);
+    let settings = p
+        .periodic_burst
+        .map(|(size, period)| {
+            upper |= flags::upper::PERIODICBURST;
+            crate::proto::iperf2::header::burst_settings(period, size)
+        })
+        .or_else(|| {
+            let f = p.frames.filter(|_| server_sends)?;
+            Some(crate::proto::iperf2::header::isoch_settings(
+                f.fps,
+                f.mean,
+                f.stdev,
+                f.ipg.as_secs_f64() * 1e3,
+            ))
+        });
     if p.fq_rate > 0 {
         // The server paces its own sending (-R, --full-duplex) with it.
         upper |= flags::upper::FQRATESET;

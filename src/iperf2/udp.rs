@@ -12,7 +12,7 @@ use crate::events::{Enhanced, LatencyStats, StreamSample, UdpSample};
 use crate::proto::iperf2::udp::{
     DATAGRAM_HEADER_LEN, ISOCH_AT_21, ISOCH_PAYLOAD_LEN, IsochPayload, ReportLatency, ServerReport,
 };
-use crate::proto::iperf2::{ClientHeader, DatagramHeader, split_secs};
+use crate::proto::iperf2::{ClientHeader, DatagramHeader, put32, split_secs};
 use crate::stats::net_power;
 
 /// How much of a datagram 2.1.8 reserves for headers (zeroed, then the
@@ -34,6 +34,10 @@ const REPORT_QUIET: Duration = Duration::from_millis(250);
 
 use crate::clock::{mono_ns, wall_ns};
 
+/// Where a datagram's start time sits (the start block's seconds, then
+/// microseconds).
+const START_AT: usize = 112;
+
 /// iperf 2's datagrams: a 16-byte prefix (64-bit sequence number in two
 /// words around the sender's wall-clock time), then for a client the test
 /// settings in every datagram, then the `0123...` pattern.
@@ -46,6 +50,10 @@ pub struct Iperf2Format {
     wall_offset_ns: i64,
     /// The peer sends 64-bit sequence numbers (2.1's SEQNO64B).
     seq64: bool,
+    /// A server's sender to a `--trip-times` client: its start time, where
+    /// a client's datagrams carry theirs (bytes 112..120), which the
+    /// receiving 2.x client reads from the first datagram.
+    start: Option<(u32, u32)>,
 }
 
 impl Iperf2Format {
@@ -58,7 +66,15 @@ impl Iperf2Format {
                 .unwrap_or_default(),
             wall_offset_ns: wall_ns() - mono_ns(),
             seq64: true,
+            start: None,
         }
+    }
+
+    /// A server's sender that stamps its start time (`start`, wall clock)
+    /// into every datagram, for a `--trip-times` client that receives.
+    pub fn with_start(mut self, start: Option<(u32, u32)>) -> Iperf2Format {
+        self.start = start;
+        self
     }
 
     /// A receiver's format; `seq64` from the first datagram's flags.
@@ -67,6 +83,7 @@ impl Iperf2Format {
             template: Vec::new(),
             wall_offset_ns: 0,
             seq64,
+            start: None,
         }
     }
 
@@ -90,6 +107,12 @@ impl Iperf2Format {
         let room = buf.len() - DATAGRAM_HEADER_LEN;
         let n = self.template.len().min(room);
         buf[DATAGRAM_HEADER_LEN..DATAGRAM_HEADER_LEN + n].copy_from_slice(&self.template[..n]);
+        if let Some((sec, usec)) = self.start
+            && buf.len() >= START_AT + 8
+        {
+            put32(buf, START_AT, sec);
+            put32(buf, START_AT + 4, usec);
+        }
     }
 }
 
@@ -126,8 +149,10 @@ impl DatagramFormat for Iperf2Format {
     }
 
     fn stamp_frame(&self, buf: &mut [u8], frame: &Frame, remaining: u32) {
-        if self.template.is_empty() || buf.len() < ISOCH_AT_21 + ISOCH_PAYLOAD_LEN {
-            return; // no settings (`-C`), so no frame fields either
+        // A server's sender has no settings to carry, but the frame fields
+        // sit at the same place.
+        if buf.len() < ISOCH_AT_21 + ISOCH_PAYLOAD_LEN {
+            return;
         }
         IsochPayload {
             period_us: frame.period_us,

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::client::Transport;
-use super::hooks::{UdpRecvHook, wall_clock};
+use super::hooks::{FrameTracker, UdpRecvHook, wall_clock};
 use super::runner::Flow;
 use super::udp::{FinOutcome, Iperf2Format, client_datagram, relayed_line, send_fin};
 use crate::config::{Direction, EndCondition, TestConfig};
@@ -19,7 +19,7 @@ use crate::events::{BannerNote, Event, PeerReport, StreamSample};
 use crate::net::{self, ConnectOpts};
 use crate::proto::iperf2::{ClientHeader, flags};
 use crate::report::Reporter;
-use crate::stats::{DetailCounters, StreamMeta, StreamRole};
+use crate::stats::{DetailCounters, FrameCounters, StreamMeta, StreamRole};
 
 /// How many times a `-R` client sends its settings before giving up on
 /// the server's traffic (2.1.8: 100, 0-20 ms apart).
@@ -40,6 +40,10 @@ pub fn udp_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
     };
     if let Some(e) = h.ext.as_mut() {
         e.rate = rate;
+        // The server sends the frames: the settings block says which.
+        if p.frames.is_some() && server_sends {
+            e.upper |= flags::upper::ISOCH_SETTINGS;
+        }
         // 2.1.8's full-duplex client asks for no FIN exchange too.
         if cfg.iperf2.no_udp_fin || p.direction == Direction::FullDuplex {
             e.upper |= flags::upper::NOUDPFIN;
@@ -220,14 +224,22 @@ impl Transport for Udp {
             let take = || sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e));
             if receives {
                 let counters = DetailCounters::new(len as usize, cfg.output.enhanced);
+                let mut hook = UdpRecvHook::new(counters.clone());
+                // The server sends our frames: follow them.
+                let frames = p.frames.map(|_| Arc::new(FrameCounters::default()));
+                if let (Some(f), Some(spec)) = (&frames, p.frames) {
+                    let period = spec.period().as_micros() as u32;
+                    hook = hook.with_frames(FrameTracker::finding(period, p.trip_times, f.clone()));
+                }
                 flows.push(Flow::new(
                     DataStream::new(id, StreamRole::Recv, DataSock::Udp(take()?), local, remote),
                     StreamExtras {
-                        hook: Some(Box::new(UdpRecvHook::new(counters.clone()))),
+                        hook: Some(Box::new(hook)),
                         udp_format: Some(Arc::new(Iperf2Format::receiver(true))),
                         meta: StreamMeta {
                             detail: Some(counters),
                             reversed: true,
+                            frames,
                             ..StreamMeta::default()
                         },
                         ..StreamExtras::default()

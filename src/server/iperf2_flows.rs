@@ -357,6 +357,15 @@ pub(super) fn base_params(ctx: &ServerCtx, h: &ClientHeader, streams: usize, tri
         // Byte counts are per stream (StreamExtras::budget).
         Some(Amount::Bytes(_)) | None => crate::config::EndCondition::Time(Duration::ZERO),
     };
+    // An isochronous client that has us send (-R, --full-duplex): its frames.
+    p.frames = h
+        .isoch_frames()
+        .map(|(fps, mean, stdev, ipg_ms)| crate::config::FrameSpec {
+            fps: fps.min(1e6),
+            mean,
+            stdev,
+            ipg: Duration::from_secs_f64((ipg_ms / 1e3).min(60.0)),
+        });
     p
 }
 

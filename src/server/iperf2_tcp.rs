@@ -349,7 +349,13 @@ impl Transport for Tcp {
         } else {
             0
         };
-        let hook = trip.then(|| Box::new(BurstStamp::per_block(start)) as Box<dyn StreamHook>);
+        // An isochronous client's frames go as bursts, each with its header.
+        let frames = m.header.isoch_frames().is_some() && why != Sending::ConnectBack;
+        let hook = if frames {
+            Some(Box::new(BurstStamp::frames(start)) as Box<dyn StreamHook>)
+        } else {
+            trip.then(|| Box::new(BurstStamp::per_block(start)) as Box<dyn StreamHook>)
+        };
         let mut f = Flow::new(
             DataStream::new(id, StreamRole::Send, DataSock::Tcp(sock), local, peer),
             StreamExtras {
@@ -398,7 +404,19 @@ impl Transport for Tcp {
             timeout: Some(Duration::from_secs(10)),
             ..net::ConnectOpts::default()
         };
-        match net::connect_tcp(addr, &opts, apply, crate::error::Code::CONNECT) {
+        // The client's listener may come up just after its header: a
+        // refused connect is tried again for up to a second.
+        let mut tries = 10;
+        let connected = loop {
+            match net::connect_tcp(addr, &opts, apply, crate::error::Code::CONNECT) {
+                Err(e) if tries > 1 && e.errno == Some(libc::ECONNREFUSED) => {
+                    tries -= 1;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                r => break r,
+            }
+        };
+        match connected {
             Ok(s) => {
                 let local = s.local_addr().ok()?;
                 let id = ctx.next_id();

@@ -395,7 +395,11 @@ impl Transport for Udp {
             DataStream::new(id, StreamRole::Send, DataSock::Udp(sock), local, peer),
             StreamExtras {
                 budget: m.bytes(),
-                udp_format: Some(Arc::new(Iperf2Format::sender(None))),
+                // A receiving --trip-times client takes our start time
+                // from the first datagram.
+                udp_format: Some(Arc::new(
+                    Iperf2Format::sender(None).with_start(m.trip.then(crate::clock::wall_clock)),
+                )),
                 meta: StreamMeta {
                     reversed: starred,
                     ..StreamMeta::default()

@@ -469,12 +469,9 @@ fn isochronous(s: &mut ParseState) -> Result {
             "options of --burst-period and --isochronous cannot be applied together",
         ));
     }
-    if matches!(
-        cfg.params.direction,
-        Direction::Reverse | Direction::FullDuplex | Direction::Dual | Direction::Tradeoff
-    ) {
+    if matches!(cfg.params.direction, Direction::Dual | Direction::Tradeoff) {
         return Err(CliError::err(
-            "--isochronous: the client must be the sender here (not -R, --full-duplex, -d or -r)",
+            "--isochronous cannot be used with -d or -r (use -R or --full-duplex for frames from the server)",
         ));
     }
     let mut spec = FrameSpec::DEFAULT;

@@ -326,7 +326,8 @@ mod tests {
         assert_eq!(err("-c h --ipg 1"), "ERROR: option --ipg requires -u UDP");
         assert!(err("-c h -u --ipg -1").contains("non-negative"));
         assert!(err("-c h --isochronous --burst-period 1").contains("cannot be applied together"));
-        assert!(err("-c h -R --isochronous").contains("must be the sender"));
+        assert!(err("-c h -d --isochronous").contains("-R or --full-duplex"));
+        assert!(run("-c h -u -R --isochronous").params.frames.is_some());
         assert!(err("-c h -l 50 --isochronous").contains("at least 92"));
         let (c, warnings) = run_env("-s --isochronous", &[]).unwrap();
         assert!(c.params.frames.is_none());

@@ -105,6 +105,30 @@ pub fn burst_settings(period: std::time::Duration, size: u32) -> Vec<u8> {
     b
 }
 
+/// The settings block of an isochronous client whose server sends the
+/// frames (`-R`, `--full-duplex`): frames per second, mean and standard
+/// deviation (bit/s), and the gap between a frame's datagrams (ms), each
+/// as an integer part and millionths.
+pub fn isoch_settings(fps: f64, mean: f64, stdev: f64, ipg_ms: f64) -> Vec<u8> {
+    let mut b = vec![0u8; ISOCH_LEN];
+    for (i, v) in [fps, mean, stdev, ipg_ms].into_iter().enumerate() {
+        let v = v.clamp(0.0, f64::from(u32::MAX));
+        put32(&mut b, 8 * i, v.trunc() as u32);
+        put32(&mut b, 8 * i + 4, (v.fract() * 1e6).round().min(999_999.0) as u32);
+    }
+    b
+}
+
+/// What an isochronous settings block asks for: (fps, mean bit/s, stdev
+/// bit/s, gap ms).
+pub fn decode_isoch_settings(b: &[u8]) -> Option<(f64, f64, f64, f64)> {
+    if b.len() < ISOCH_LEN {
+        return None;
+    }
+    let pair = |i: usize| f64::from(be32(b, 8 * i)) + f64::from(be32(b, 8 * i + 4)) / 1e6;
+    Some((pair(0), pair(1), pair(2), pair(3)))
+}
+
 /// A decoded (or to-be-encoded) client header.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ClientHeader {
@@ -286,7 +310,11 @@ impl ClientHeader {
             if blocks.len() >= START_LEN {
                 h.start = Some(decode_start(&blocks[..START_LEN]));
             }
-            if ext.upper & (upper::ISOCH_SETTINGS | upper::PERIODICBURST) != 0 && blocks.len() > START_LEN {
+            // 2.1.8's TCP isochronous client sends the block (with -R or
+            // --full-duplex) without the ISOCH_SETTINGS flag.
+            if ext.upper & (upper::ISOCH_SETTINGS | upper::PERIODICBURST | upper::ISOCH) != 0
+                && blocks.len() > START_LEN
+            {
                 let iso = &blocks[START_LEN..];
                 h.isoch = Some(iso[..iso.len().min(ISOCH_LEN)].to_vec());
             }
@@ -410,6 +438,15 @@ impl ClientHeader {
         (fps > 0.0).then(|| 1.0 / fps)
     }
 
+    /// The frames an isochronous client asks its server to send (`-R`,
+    /// `--full-duplex`), from the settings block; `None` without one.
+    pub fn isoch_frames(&self) -> Option<(f64, f64, f64, f64)> {
+        if self.upper() & upper::ISOCH == 0 {
+            return None;
+        }
+        decode_isoch_settings(self.isoch.as_deref()?).filter(|s| s.0 > 0.0 && s.1 > 0.0)
+    }
+
     /// Upper flags (0 without the extension).
     pub fn upper(&self) -> u16 {
         self.ext.map(|e| e.upper).unwrap_or(0)
@@ -478,6 +515,16 @@ fn decode_start(b: &[u8]) -> StartTime {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn isoch_settings_match_a_2_1_8_capture() {
+        // `iperf -u -R --isochronous=30:4m,1m --ipg 0.5`, bytes 128..160.
+        let words = [30u32, 0, 0x003d_0900, 0, 0x000f_4240, 0, 0, 0x0007_a120];
+        let b = super::isoch_settings(30.0, 4e6, 1e6, 0.5);
+        let got: Vec<u32> = b.chunks(4).map(|w| u32::from_be_bytes(w.try_into().unwrap())).collect();
+        assert_eq!(got, words);
+        assert_eq!(super::decode_isoch_settings(&b), Some((30.0, 4e6, 1e6, 0.5)));
+        assert_eq!(super::decode_isoch_settings(&b[..31]), None);
+    }
 
     #[test]
     fn a_burst_period_travels_as_frames_per_second() {
