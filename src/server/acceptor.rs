@@ -124,6 +124,9 @@ struct Acceptor {
     sockets_banner: Sockets,
     /// The listeners failed (out of descriptors): try again each turn.
     accept_again: bool,
+    /// The pending set was full at the last accept: this turn's reads ran
+    /// before any more were taken. Full again now, the oldest make room.
+    waited_full: bool,
     /// Datagrams were left unread last turn.
     udp_more: bool,
 }
@@ -256,6 +259,7 @@ impl Acceptor {
             next_token: CONN_BASE,
             sockets_banner: sockets,
             accept_again: false,
+            waited_full: false,
             udp_more: false,
         })
     }
@@ -302,17 +306,22 @@ impl Acceptor {
                 _ => self.accept_again = true,
             }
         }
-        if self.accept_again && !self.gated() {
-            self.accept_again = self.accept();
-        }
-        if self.udp_more {
-            self.udp_more = self.datagrams();
-        }
+        // What the pending connections sent first: it may make room for
+        // more of a burst.
         for t in conns {
             if let Some(p) = self.pending.get_mut(&t) {
                 let r = read_pending(p);
                 self.advance(t, r);
             }
+        }
+        if self.pending.len() < MAX_PENDING {
+            self.waited_full = false;
+        }
+        if self.accept_again && !self.gated() {
+            self.accept_again = self.accept();
+        }
+        if self.udp_more {
+            self.udp_more = self.datagrams();
         }
         // Deadlines on connections that have not said what they want.
         let now = Instant::now();
@@ -337,6 +346,12 @@ impl Acceptor {
             loop {
                 if self.gated() {
                     // One client at a time: the rest stay in the backlog.
+                    return true;
+                }
+                if self.pending.len() >= MAX_PENDING && !self.waited_full {
+                    // Full (a burst of many streams): read what these
+                    // sent first; the rest wait in the backlog a turn.
+                    self.waited_full = true;
                     return true;
                 }
                 match self.tcp[i].accept() {
