@@ -382,7 +382,9 @@ fn a_varying_load_against_the_real_server() {
 
 #[test]
 fn periodic_bursts_both_ways() {
-    let Some(iperf) = peer("iperf") else { return };
+    if peer("iperf").is_none() {
+        return;
+    }
     let args = "--burst-size 100K --burst-period 0.5 -l 10K -t 2 -e";
     // Our client, the real server: four bursts of 100 KBytes, each its
     // own line there.
@@ -417,24 +419,8 @@ fn periodic_bursts_both_ways() {
     // The real client, our server: every burst's bytes, and the tag.
     let port = free_port();
     let srv = iperf2_server(Iperf2::Ours, port, &["-e"]).unwrap();
-    let r = run(
-        &iperf,
-        &[
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "--burst-size",
-            "100K",
-            "--burst-period",
-            "0.5",
-            "-l",
-            "10K",
-            "-t",
-            "2",
-        ],
-        T,
-    );
+    let real = "--burst-size 100K --burst-period 0.5 -l 10K -t 2";
+    let r = iperf2_client(Iperf2::Real, port, real, T).unwrap();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let out = stop_server(srv);
     assert!(out.contains("(burst-period=0.5000s)"), "{out}");
@@ -916,7 +902,9 @@ fn our_sync_transfer_id_client() {
 
 #[test]
 fn isochronous_frames_from_the_server_both_ways() {
-    let Some(iperf) = peer("iperf") else { return };
+    if peer("iperf").is_none() {
+        return;
+    }
     let udp = "-u -R --isochronous=30:4m,1m --ipg 0.5 --trip-times -t 2 -e";
     // Our client, the real server sending: every frame completes here.
     let port = free_port();
@@ -968,20 +956,7 @@ fn isochronous_frames_from_the_server_both_ways() {
     srv.wait(T);
     let port = free_port();
     let srv = iperf2_server(Iperf2::Ours, port, &["-e"]).unwrap();
-    let r = run(
-        &iperf,
-        &[
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-R",
-            "--isochronous=20:4m,0",
-            "-t",
-            "2",
-        ],
-        T,
-    );
+    let r = iperf2_client(Iperf2::Real, port, "-R --isochronous=20:4m,0 -t 2", T).unwrap();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let out = stop_server(srv);
     assert!(out.contains("(isoch) (reverse)"), "{out}");

@@ -203,9 +203,9 @@ impl UdpRecvHook {
 /// frames' origin + (id − 1) periods) to that last datagram; it needs
 /// clocks in step (the sender's `--trip-times`).
 pub struct FrameTracker {
-    /// Where the frame fields are (by the sender's version); 0 until found
-    /// by the frame period ([`FrameTracker::finding`]).
-    at: usize,
+    /// Where the frame fields are (by the sender's version); `None` until
+    /// found by the frame period ([`FrameTracker::finding`]).
+    at: Option<usize>,
     /// The period the sender was asked for, µs (to find the fields by).
     period_us: u32,
     /// The last frame completed.
@@ -220,7 +220,7 @@ impl FrameTracker {
     /// when the clocks are in step.
     pub fn new(at: usize, latency: bool, counters: Arc<FrameCounters>) -> FrameTracker {
         FrameTracker {
-            at,
+            at: Some(at),
             period_us: 0,
             last: 0,
             latency,
@@ -234,6 +234,7 @@ impl FrameTracker {
     /// found, at 2.1's offset or 2.2's.
     pub fn finding(period_us: u32, latency: bool, counters: Arc<FrameCounters>) -> FrameTracker {
         FrameTracker {
+            at: None,
             period_us,
             ..FrameTracker::new(0, latency, counters)
         }
@@ -241,16 +242,16 @@ impl FrameTracker {
 
     /// Takes one datagram that arrived at `rx_ns` (wall clock).
     pub fn feed(&mut self, d: &[u8], rx_ns: i64) {
-        if self.at == 0 {
-            let found = [ISOCH_AT_21, ISOCH_AT_22].into_iter().find(|at| {
-                IsochPayload::read(d, *at).is_some_and(|p| p.id > 0 && p.period_us.abs_diff(self.period_us) <= 1)
-            });
-            match found {
-                Some(at) => self.at = at,
-                None => return,
-            }
-        }
-        let Some(p) = IsochPayload::read(d, self.at) else {
+        let period = self.period_us;
+        let Some(at) = self.at.or_else(|| {
+            [ISOCH_AT_21, ISOCH_AT_22]
+                .into_iter()
+                .find(|at| IsochPayload::read(d, *at).is_some_and(|p| p.id > 0 && p.period_us.abs_diff(period) <= 1))
+        }) else {
+            return;
+        };
+        self.at = Some(at);
+        let Some(p) = IsochPayload::read(d, at) else {
             return;
         };
         if p.id == 0 || p.id <= self.last || p.remaining as usize != d.len() {

@@ -290,7 +290,6 @@ pub(super) fn connect_flows(
 ) -> Result<(Vec<Flow>, Vec<TcpStream>), Error> {
     let p = &cfg.params;
     let bb = cfg.iperf2.bounceback.as_ref();
-    let header = (!cfg.iperf2.compat && bb.is_none()).then(|| build_header(cfg, start).encode_tcp());
     let mut flows = Vec::new();
     let mut keep = Vec::new();
     let mut connect_times = Welford::default();
@@ -300,15 +299,16 @@ pub(super) fn connect_flows(
         let id = super::next_id();
         // TCP_INFO before the header goes out, as 2.1.8 reads it.
         let mut line = conn_line(id, &c.sock, c.local, c.remote);
-        // --sync-transfer-id: each flow's header carries its id, and (as
-        // 2.2 sends it) VERSION1, which 2.2 servers read as "an id here".
-        let own = header.as_ref().filter(|_| cfg.iperf2.sync_transfer_id).map(|_| {
-            let mut h = build_header(cfg, start);
-            h.transfer_id = Some(id);
-            h.flags |= flags::VERSION1;
-            h.encode_tcp()
+        // --sync-transfer-id: each flow's header carries its id.
+        let header = (!cfg.iperf2.compat && bb.is_none()).then(|| {
+            let h = build_header(cfg, start);
+            if cfg.iperf2.sync_transfer_id {
+                h.with_transfer_id(id, true).encode_tcp()
+            } else {
+                h.encode_tcp()
+            }
         });
-        let ack = match own.as_ref().or(header.as_ref()) {
+        let ack = match header.as_ref() {
             Some(h) => send_header(&c.sock, h, cfg.iperf2.peer_detect)?,
             None => None,
         };

@@ -252,8 +252,7 @@ impl Transport for Udp {
             }
             // --sync-transfer-id: this flow's datagrams carry its id.
             let format = if cfg.iperf2.sync_transfer_id && !cfg.iperf2.compat {
-                let mut h = udp_header(cfg, wall_clock());
-                h.transfer_id = Some(id);
+                let h = udp_header(cfg, wall_clock()).with_transfer_id(id, false);
                 let d = client_datagram(&h, len as usize);
                 Arc::new(Iperf2Format::sender(Some(&d))) as Arc<dyn crate::engine::udp::DatagramFormat>
             } else {

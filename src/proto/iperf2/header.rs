@@ -97,12 +97,22 @@ const TRANSFER_ID_BIT: u32 = 0x8000_0000;
 /// frames per second as an integer and millionths, then the burst's size
 /// in bytes as the mean; the rest zero.
 pub fn burst_settings(period: std::time::Duration, size: u32) -> Vec<u8> {
-    let fps = 1.0 / period.as_secs_f64();
     let mut b = vec![0u8; ISOCH_LEN];
-    put32(&mut b, 0, fps.trunc() as u32);
-    put32(&mut b, 4, (fps.fract() * 1e6).round() as u32);
+    put_pair(&mut b, 0, 1.0 / period.as_secs_f64());
     put32(&mut b, 8, size);
     b
+}
+
+/// Reads settings pair `i` (`b` holds it).
+fn get_pair(b: &[u8], i: usize) -> f64 {
+    f64::from(be32(b, 8 * i)) + f64::from(be32(b, 8 * i + 4)) / 1e6
+}
+
+/// Settings pair `i`: the integer part, then millionths.
+fn put_pair(b: &mut [u8], i: usize, v: f64) {
+    let v = v.clamp(0.0, f64::from(u32::MAX));
+    put32(b, 8 * i, v.trunc() as u32);
+    put32(b, 8 * i + 4, (v.fract() * 1e6).round().min(999_999.0) as u32);
 }
 
 /// The settings block of an isochronous client whose server sends the
@@ -112,9 +122,7 @@ pub fn burst_settings(period: std::time::Duration, size: u32) -> Vec<u8> {
 pub fn isoch_settings(fps: f64, mean: f64, stdev: f64, ipg_ms: f64) -> Vec<u8> {
     let mut b = vec![0u8; ISOCH_LEN];
     for (i, v) in [fps, mean, stdev, ipg_ms].into_iter().enumerate() {
-        let v = v.clamp(0.0, f64::from(u32::MAX));
-        put32(&mut b, 8 * i, v.trunc() as u32);
-        put32(&mut b, 8 * i + 4, (v.fract() * 1e6).round().min(999_999.0) as u32);
+        put_pair(&mut b, i, v);
     }
     b
 }
@@ -125,8 +133,7 @@ pub fn decode_isoch_settings(b: &[u8]) -> Option<(f64, f64, f64, f64)> {
     if b.len() < ISOCH_LEN {
         return None;
     }
-    let pair = |i: usize| f64::from(be32(b, 8 * i)) + f64::from(be32(b, 8 * i + 4)) / 1e6;
-    Some((pair(0), pair(1), pair(2), pair(3)))
+    Some((get_pair(b, 0), get_pair(b, 1), get_pair(b, 2), get_pair(b, 3)))
 }
 
 /// A decoded (or to-be-encoded) client header.
@@ -434,8 +441,19 @@ impl ClientHeader {
             return None;
         }
         let s = self.isoch.as_deref().filter(|s| s.len() >= 8)?;
-        let fps = f64::from(be32(s, 0)) + f64::from(be32(s, 4)) / 1e6;
+        let fps = get_pair(s, 0);
         (fps > 0.0).then(|| 1.0 / fps)
+    }
+
+    /// iperf 2.2's `--sync-transfer-id`: the flow's id in the threads
+    /// word; over TCP also VERSION1, as 2.2 sends it (2.2 servers look for
+    /// an id only then; 2.1.8 servers take it for `-r`).
+    pub fn with_transfer_id(mut self, id: u32, tcp: bool) -> ClientHeader {
+        self.transfer_id = Some(id);
+        if tcp {
+            self.flags |= flags::VERSION1;
+        }
+        self
     }
 
     /// The frames an isochronous client asks its server to send (`-R`,
