@@ -768,7 +768,11 @@ fn isochronous_udp_both_ways() {
         "{claimed:?} {got:?} {out}"
     );
     assert_eq!(got[1], 0, "{out}");
-    assert!(lat.is_some_and(|l| l > 0.0 && l < 50.0), "{out}");
+    // 2.1.8's client stamps its start after its first frame's wake, so on
+    // a busy machine its frames look early by that wake's delay: a mean a
+    // little below zero is its own clock's doing (its own server prints
+    // the same), not ours.
+    assert!(lat.is_some_and(|l| l > -5.0 && l < 50.0), "{out}");
 }
 
 #[test]
