@@ -115,6 +115,7 @@ pub fn run(args: Vec<OsString>) -> i32 {
     // wirespeed's own commands, which no iperf command line can start with.
     match rest.first().map(String::as_str) {
         Some("report") => return cli::report::run(&rest[1..], &prog),
+        Some("ui") => return crate::ui::run(&rest[1..], &prog),
         Some("--completions") => return cli::completions::run(&rest[1..], &prog),
         _ => {}
     }
@@ -319,11 +320,21 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
         },
         _ => None,
     };
+    let ui = match (&cfg.role, &cfg.server.ui) {
+        (Role::Server, Some(addr)) => match crate::ui::Endpoint::bind(addr, None) {
+            Ok(ep) => Some(ep),
+            Err(e) => {
+                print_failure(&cfg, &out, &e);
+                return 1;
+            }
+        },
+        _ => None,
+    };
     let signal = install_signals(hangup_for(&cfg));
     let result = match &cfg.role {
         Role::Client(host) => run_client(&cfg, host, &out, &signal, warnings),
         Role::Loopback => run_loopback(&cfg, out.clone(), &signal),
-        Role::Server => run_server(&cfg, out.clone(), signal.clone(), metrics),
+        Role::Server => run_server(&cfg, out.clone(), signal.clone(), metrics, ui),
     };
     match result {
         Ok(()) => 0,
@@ -398,6 +409,7 @@ fn run_server(
     out: Output,
     signal: Arc<AtomicUsize>,
     metrics: Option<metrics::http::Endpoint>,
+    ui: Option<crate::ui::Endpoint>,
 ) -> Result<(), Error> {
     crate::engine::MuxMode::from_env()?;
     // -A n: the server and every thread it starts run on CPU n (a test
@@ -426,16 +438,32 @@ fn run_server(
     if let Some(r) = &registry {
         server = server.with_metrics(r.clone());
     }
+    let board = ui
+        .as_ref()
+        .map(|_| crate::ui::board::Board::new(crate::ui::board::Mode::Server));
+    if let Some(b) = &board {
+        server = server.with_ui(b.clone());
+    }
     let started = (|| -> Result<_, Error> {
         let serving = match (metrics, registry) {
             (Some(ep), Some(r)) => Some(ep.serve(r)?),
+            _ => None,
+        };
+        let page = match (ui, board) {
+            (Some(ep), Some(b)) => {
+                let s = ep.serve(b)?;
+                if !cfg.output.json {
+                    out.write_err(&format!("Watch the tests at {}\n", s.url));
+                }
+                Some(s)
+            }
             _ => None,
         };
         let pid = match &cfg.server.pidfile {
             Some(p) => Some(PidFile::create(p)?),
             None => None,
         };
-        Ok((serving, pid))
+        Ok((serving, page, pid))
     })();
     let _running = match (started, detached) {
         (Ok(r), Some(d)) => {

@@ -424,6 +424,8 @@ pub struct ServerOptions {
     pub deny: Vec<String>,
     /// `--metrics ADDR:PORT`.
     pub metrics: Option<String>,
+    /// `--ui ADDR:PORT`: the web page watching this server's tests.
+    pub ui: Option<String>,
     /// iperf2 `-P n` on a server: exit after n connections.
     pub max_connections: Option<u32>,
     /// iperf2 `-t` on a server: stop listening after this long.
@@ -450,6 +452,7 @@ impl Default for ServerOptions {
             allow: Vec::new(),
             deny: Vec::new(),
             metrics: None,
+            ui: None,
             max_connections: None,
             listen_time: None,
         }

@@ -18,6 +18,7 @@ pub mod debug;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod http;
 pub mod iperf2;
 pub mod json;
 pub mod metrics;
@@ -32,6 +33,7 @@ pub mod service;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod ui;
 pub mod util;
 
 pub use app::{CLIENT_VERSION, VERSION, run, version_string};

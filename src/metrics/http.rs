@@ -1,21 +1,18 @@
-//! A minimal HTTP/1.1 endpoint for the metrics: `GET /metrics` (and `/`),
-//! one request per connection, on one thread, every read and write with a
-//! deadline — a scraper that stalls costs at most a few seconds, and a
-//! request is capped in size before it is read.
+//! The metrics endpoint: `GET /metrics` (and `/`) over [`crate::http`], one
+//! request per connection, on one thread — a scraper that stalls costs at
+//! most a few seconds.
 
-use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::Metrics;
 use crate::config::Family;
 use crate::error::{Code, Error};
+use crate::http::{self, Reject, Request, Response};
 
-/// Longest request head read.
-const MAX_REQUEST: usize = 8 * 1024;
 /// Time a client has to send its request, and to take the answer.
 const IO_DEADLINE: Duration = Duration::from_secs(2);
 
@@ -123,107 +120,33 @@ impl Endpoint {
     }
 }
 
-/// Reads the request head, up to [`MAX_REQUEST`] bytes and [`IO_DEADLINE`].
-fn read_head(s: &mut TcpStream) -> Option<String> {
-    let deadline = Instant::now() + IO_DEADLINE;
-    let mut buf = Vec::with_capacity(512);
-    let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && !buf.windows(2).any(|w| w == b"\n\n") {
-        let left = deadline.checked_duration_since(Instant::now())?;
-        s.set_read_timeout(Some(left.max(Duration::from_millis(1)))).ok()?;
-        match s.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-        if buf.len() > MAX_REQUEST {
-            return None;
-        }
+/// What to answer a request with (`HEAD` gets the head only).
+pub fn route(req: &Request, metrics: &Metrics) -> Response {
+    if req.method != "GET" && req.method != "HEAD" {
+        return Response::text("405 Method Not Allowed", "GET or HEAD only\n").with_header("Allow: GET, HEAD");
     }
-    String::from_utf8(buf).ok()
-}
-
-/// What to answer a request line with: (status, content type, body, head only).
-pub fn route(request_line: &str, metrics: &Metrics) -> (&'static str, &'static str, String, bool) {
-    let mut parts = request_line.split_whitespace();
-    let (method, target, version) = (parts.next(), parts.next(), parts.next());
-    let (Some(method), Some(target), Some(version)) = (method, target, version) else {
-        return (
-            "400 Bad Request",
-            "text/plain; charset=utf-8",
-            "bad request\n".into(),
-            false,
-        );
-    };
-    if !version.starts_with("HTTP/1.") {
-        return (
-            "505 HTTP Version Not Supported",
-            "text/plain; charset=utf-8",
-            "HTTP/1.x only\n".into(),
-            false,
-        );
-    }
-    let head_only = method == "HEAD";
-    if method != "GET" && !head_only {
-        return (
-            "405 Method Not Allowed",
-            "text/plain; charset=utf-8",
-            "GET or HEAD only\n".into(),
-            false,
-        );
-    }
-    let path = target.split('?').next().unwrap_or("");
-    match path {
-        "/metrics" => (
-            "200 OK",
-            "text/plain; version=0.0.4; charset=utf-8",
-            metrics.render(),
-            head_only,
-        ),
-        "/" => (
+    match req.path.as_str() {
+        "/metrics" => Response::new("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics.render()),
+        "/" => Response::new(
             "200 OK",
             "text/html; charset=utf-8",
             format!(
                 "<!DOCTYPE html><html><head><title>wirespeed</title></head><body><h1>{}</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n",
                 crate::report::html::escape(&crate::version_string())
             ),
-            head_only,
         ),
-        _ => (
-            "404 Not Found",
-            "text/plain; charset=utf-8",
-            "not found: try /metrics\n".into(),
-            head_only,
-        ),
+        _ => Response::text("404 Not Found", "not found: try /metrics\n"),
     }
 }
 
 fn answer(mut s: TcpStream, metrics: &Metrics) {
     let _ = s.set_nonblocking(false);
     let _ = s.set_write_timeout(Some(IO_DEADLINE));
-    let (status, ctype, body, head_only) = match read_head(&mut s) {
-        Some(head) => route(head.lines().next().unwrap_or(""), metrics),
-        None => (
-            "400 Bad Request",
-            "text/plain; charset=utf-8",
-            "bad request\n".to_string(),
-            false,
-        ),
-    };
-    let mut reply = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    if status.starts_with("405") {
-        reply.push_str("Allow: GET, HEAD\r\n");
+    match http::read_request(&mut s, 0, IO_DEADLINE) {
+        Ok(req) => route(&req, metrics).send(&mut s, req.method == "HEAD"),
+        Err(Reject::Timeout) => {}
+        Err(r) => Response::text(r.status(), "bad request\n").send(&mut s, false),
     }
-    reply.push_str("\r\n");
-    if !head_only {
-        reply.push_str(&body);
-    }
-    let _ = s.write_all(reply.as_bytes());
-    let _ = s.shutdown(std::net::Shutdown::Write);
 }
 
 #[cfg(test)]
@@ -244,11 +167,15 @@ mod tests {
     #[test]
     fn routes_answer_like_a_small_http_server() {
         let m = Metrics::new();
-        assert!(route("GET /metrics HTTP/1.1", &m).2.contains("wirespeed_up 1"));
-        assert!(route("HEAD /metrics HTTP/1.0", &m).3);
-        assert_eq!(route("POST /metrics HTTP/1.1", &m).0, "405 Method Not Allowed");
-        assert_eq!(route("GET /nope HTTP/1.1", &m).0, "404 Not Found");
-        assert_eq!(route("GET /metrics", &m).0, "400 Bad Request");
-        assert_eq!(route("GET /metrics?x=1 HTTP/1.1", &m).0, "200 OK");
+        let get = |line: &str| route(&http::parse_head(line.as_bytes()).unwrap(), &m);
+        assert!(
+            String::from_utf8(get("GET /metrics HTTP/1.1").body)
+                .unwrap()
+                .contains("wirespeed_up 1")
+        );
+        assert_eq!(get("HEAD /metrics HTTP/1.0").status, "200 OK");
+        assert_eq!(get("POST /metrics HTTP/1.1").status, "405 Method Not Allowed");
+        assert_eq!(get("GET /nope HTTP/1.1").status, "404 Not Found");
+        assert_eq!(get("GET /metrics?x=1 HTTP/1.1").status, "200 OK");
     }
 }

@@ -16,7 +16,7 @@ use crate::engine::run::{Ended, RunSpec, Steering, Turn};
 use crate::engine::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 use crate::error::{Code, Error};
 use crate::events::*;
-use crate::metrics::{MetricsSink, Refusal};
+use crate::metrics::Refusal;
 use crate::net;
 use crate::proto::iperf3::framing::server_error_frame;
 use crate::proto::iperf3::machine::{ServerAction, ServerMachine};
@@ -164,12 +164,7 @@ fn serve_test(
             .then(|| JsonSink::new(&test_cfg, Output::discard(), Side::Server)),
     };
     let (ph, pp) = crate::net::split_addr(&peer);
-    if let Some(m) = ctx.metrics.get() {
-        let labels = crate::metrics::labels(test_cfg.dialect, params.protocol);
-        output
-            .reporter
-            .add(Box::new(MetricsSink::new(m.clone(), labels, ph.clone())));
-    }
+    ctx.watch(&mut output.reporter, &test_cfg, params.protocol, ph.clone());
     output.emit(Event::Accepted {
         host: ph.clone(),
         port: pp,

@@ -97,6 +97,8 @@ pub(crate) struct ServerCtx {
     /// Why UDP tests cannot run, if the UDP port could not be opened.
     pub udp_error: Option<Error>,
     pub metrics: OnceLock<Arc<Metrics>>,
+    /// The web page's board (`--ui`).
+    pub ui: OnceLock<Arc<crate::ui::board::Board>>,
     pub policy: AccessPolicy,
     pub auth: Option<crate::auth::ServerAuth>,
     /// On a shared port, headerless iperf 2 data must start with 2.1.8's
@@ -124,19 +126,28 @@ impl ServerCtx {
         }
     }
 
-    /// A test's reporter: `reporter`, plus the metrics sink when the
-    /// server has `--metrics`.
+    /// A test's reporter: `reporter`, plus the watchers (`watch`).
     pub fn test_reporter(&self, cfg: &TestConfig, protocol: Protocol, client: std::net::IpAddr) -> Reporter {
         let mut r = self.reporter(cfg, Side::Server);
+        self.watch(&mut r, cfg, protocol, crate::net::host_string(client));
+        r
+    }
+
+    /// Adds to a test's reporter the sinks that watch the server: the
+    /// metrics (`--metrics`) and the web page (`--ui`).
+    pub fn watch(&self, r: &mut Reporter, cfg: &TestConfig, protocol: Protocol, client: String) {
         if let Some(m) = self.metrics.get() {
             let labels = crate::metrics::labels(cfg.dialect, protocol);
-            r.add(Box::new(MetricsSink::new(
-                m.clone(),
-                labels,
-                crate::net::host_string(client),
-            )));
+            r.add(Box::new(MetricsSink::new(m.clone(), labels, client.clone())));
         }
-        r
+        if let Some(b) = self.ui.get() {
+            let who = match cfg.dialect {
+                crate::config::Dialect::Iperf3 => "iperf3",
+                crate::config::Dialect::Iperf2 => "iperf 2",
+            };
+            let title = format!("{} {who} test from {client}", protocol_word(protocol));
+            r.add(Box::new(b.serve(title, cfg.dialect)));
+        }
     }
 
     /// Counts a refusal (`--metrics`).
@@ -245,6 +256,7 @@ impl Server {
             port: sockets.port,
             udp_error: sockets.udp_error.clone(),
             metrics: OnceLock::new(),
+            ui: OnceLock::new(),
             policy,
             auth,
             strict: mode == Mode::Shared,
@@ -272,6 +284,12 @@ impl Server {
     /// reporter, for its connect-back). Call before `run`.
     pub fn forwarding_to(self, shared: Arc<Mutex<Reporter>>) -> Server {
         let _ = self.ctx.forward.set(shared);
+        self
+    }
+
+    /// Shows each test on `board` (`--ui`). Call before `run`.
+    pub fn with_ui(self, board: Arc<crate::ui::board::Board>) -> Server {
+        let _ = self.ctx.ui.set(board);
         self
     }
 
@@ -310,4 +328,12 @@ fn iperf2_defaults(cfg3: &TestConfig) -> TestConfig {
     cfg.server.max_duration = cfg3.server.max_duration;
     cfg.server.max_tests = cfg3.server.max_tests;
     cfg
+}
+
+fn protocol_word(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Tcp => "TCP",
+        Protocol::Udp => "UDP",
+        Protocol::Sctp => "SCTP",
+    }
 }

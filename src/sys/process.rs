@@ -242,6 +242,19 @@ pub fn system_info() -> String {
     )
 }
 
+/// Asks the child process `pid` to stop as Ctrl-C would (SIGINT), so it
+/// ends its test and prints its summary. The caller owns the child and
+/// has not reaped it, so the pid is still that child's.
+pub fn interrupt_child(pid: u32) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: kill(2) takes any pid and signal number and only reports
+    // errors; a positive pid names one process, never a group.
+    if pid <= 0 || unsafe { libc::kill(pid, libc::SIGINT) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

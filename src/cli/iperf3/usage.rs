@@ -138,7 +138,10 @@ wirespeed additions:
                             TCP load flows (up to -P, default 16) until goodput
                             saturates, probe round trips, stop when stable or at -t
   --metrics <addr>:<port>   server: serve Prometheus metrics over HTTP at <addr>:<port>
+  --ui <addr>:<port>        server: serve a web page watching its tests live
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
+  {prog} ui [--listen <addr>:<port>]
+                            serve a web page to run tests and watch them live
   {prog} report RESULT.json [-o FILE.html]
                             render saved -J output (ours or iperf3's) as an HTML report
   {prog} --completions bash|zsh|fish

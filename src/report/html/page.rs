@@ -7,7 +7,8 @@ use super::chart;
 use super::escape;
 use super::model::{Table, TestView};
 
-const CSS: &str = r#"
+/// The report's style sheet (the web UI uses it too).
+pub const CSS: &str = r#"
 :root{color-scheme:light;--fg:#1d2433;--muted:#5b6476;--line:#d9dee7;--bg:#f6f7fa;--card:#fff;--accent:#0072B2}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
@@ -71,7 +72,8 @@ fn table(t: &Table) -> String {
     s
 }
 
-fn section(i: usize, v: &TestView) -> String {
+/// One test's section: heading, headline numbers, charts and tables.
+pub fn section(i: usize, v: &TestView) -> String {
     let mut s = String::with_capacity(16 * 1024);
     let _ = write!(
         s,

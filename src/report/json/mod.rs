@@ -214,28 +214,33 @@ impl JsonStreamSink {
             dialect: cfg.dialect,
         }
     }
+}
 
-    fn line(&self, event: &str, data: Value) {
-        let mut m = obj();
-        m.insert("event".into(), Value::from(event));
-        m.insert("data".into(), data);
-        self.out.write(&format!("{}\n", to_compact(&Value::Object(m))));
-    }
+/// The `--json-stream` line (`{"event": .., "data": ..}`) an event makes,
+/// if it makes one: what the stream prints, and what the web UI keeps.
+pub fn stream_event(ev: &Event, side: Side, dialect: Dialect) -> Option<Value> {
+    let (name, data) = match ev {
+        Event::Start(s) => ("start", start_json(s, side)),
+        Event::Interval(r) => ("interval", dialect_interval(r, dialect)),
+        Event::End(s) => ("end", dialect_end(s, dialect)),
+        Event::PeerReport(PeerReport::Report(l)) => ("peer_report", enhanced::sample(l)),
+        Event::ServerOutput(ServerOutput::Json(j)) => ("server_output_json", j.clone()),
+        Event::ServerOutput(ServerOutput::Text(t)) => ("server_output_text", Value::from(t.clone())),
+        Event::Error(e) => ("error", Value::from(error_text(e, side, dialect))),
+        Event::Notice(n) if dialect == Dialect::Iperf3 => ("error", Value::from(n.clone())),
+        Event::Warning(w) => ("warning", Value::from(w.clone())),
+        _ => return None,
+    };
+    let mut m = obj();
+    m.insert("event".into(), Value::from(name));
+    m.insert("data".into(), data);
+    Some(Value::Object(m))
 }
 
 impl Sink for JsonStreamSink {
     fn event(&mut self, ev: &Event) {
-        match ev {
-            Event::Start(s) => self.line("start", start_json(s, self.side)),
-            Event::Interval(r) => self.line("interval", dialect_interval(r, self.dialect)),
-            Event::End(s) => self.line("end", dialect_end(s, self.dialect)),
-            Event::PeerReport(PeerReport::Report(l)) => self.line("peer_report", enhanced::sample(l)),
-            Event::ServerOutput(ServerOutput::Json(j)) => self.line("server_output_json", j.clone()),
-            Event::ServerOutput(ServerOutput::Text(t)) => self.line("server_output_text", Value::from(t.clone())),
-            Event::Error(e) => self.line("error", Value::from(error_text(e, self.side, self.dialect))),
-            Event::Notice(n) if self.dialect == Dialect::Iperf3 => self.line("error", Value::from(n.clone())),
-            Event::Warning(w) => self.line("warning", Value::from(w.clone())),
-            _ => {}
+        if let Some(v) = stream_event(ev, self.side, self.dialect) {
+            self.out.write(&format!("{}\n", to_compact(&v)));
         }
     }
 }

@@ -99,3 +99,9 @@ pub fn system_info() -> String {
     let host = std::env::var("COMPUTERNAME").unwrap_or_default();
     format!("Windows {host} {}", std::env::consts::ARCH)
 }
+
+/// Windows has no SIGINT for another console's process: the caller ends
+/// the child instead.
+pub fn interrupt_child(_pid: u32) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}

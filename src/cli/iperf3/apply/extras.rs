@@ -67,6 +67,12 @@ pub fn metrics(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--ui ADDR:PORT` (server).
+pub fn ui(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    s.cfg.server.ui = Some(value(o).to_string());
+    Ok(())
+}
+
 /// `--allow list` (server).
 pub fn allow(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let list = crate::server::access::split_list("--allow", value(o)).map_err(|m| Error::param_msg(Code::NONE, m))?;

@@ -1,0 +1,233 @@
+//! The web UI: `wirespeed ui` serves a page on which a user sets up a test
+//! in either dialect, runs it, and watches it draw itself; `wirespeed -s
+//! --ui ADDR` serves the same page watching the server's tests. Runs are
+//! kept on a [`board::Board`]; the page is rendered from their
+//! `--json-stream` events by the HTML report's code (`docs/ui.md`).
+
+pub mod board;
+pub mod export;
+pub mod form;
+mod web;
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::thread::JoinHandle;
+
+use board::{Board, Mode};
+
+use crate::config::Family;
+use crate::error::{Code, Error};
+
+/// Where `wirespeed ui` listens unless told.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:5280";
+
+/// A bound UI, not yet serving.
+pub struct Endpoint {
+    listener: TcpListener,
+    token: String,
+}
+
+/// The serving thread; stops when dropped.
+pub struct Serving {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    /// The page's address (with the token when one is needed to open it).
+    pub url: String,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn random_token() -> Result<String, Error> {
+    let mut b = [0u8; 16];
+    crate::sys::os_random(&mut b).map_err(|e| Error::io(Code::NONE, &e))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+impl Endpoint {
+    /// Binds `spec` (`ADDR:PORT`, `[V6]:PORT`, or `:PORT` for every
+    /// address). `token` is the one requests must carry (a random one if
+    /// none is given).
+    pub fn bind(spec: &str, token: Option<String>) -> Result<Endpoint, Error> {
+        let (host, port) = crate::metrics::http::split_address(spec).ok_or_else(|| {
+            Error::param_msg(
+                Code::NONE,
+                format!("--ui/--listen wants ADDR:PORT (or :PORT, or [IPv6]:PORT), not '{spec}'"),
+            )
+        })?;
+        let token = match token {
+            Some(t) if t.len() >= 16 && t.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_') => t,
+            Some(_) => {
+                return Err(Error::param_msg(
+                    Code::NONE,
+                    "--token wants at least 16 letters, digits, '-' or '_'",
+                ));
+            }
+            None => random_token()?,
+        };
+        let listener = crate::net::listen_tcp(host.as_deref(), port, Family::Any, false, 64).map_err(|e| {
+            let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
+            Error::msg(Code::LISTEN, format!("unable to start the web UI on {spec}: {why}"))
+        })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::io(Code::LISTEN, &e))?;
+        Ok(Endpoint { listener, token })
+    }
+
+    /// Serves `board` on a thread until the handle is dropped.
+    pub fn serve(self, board: Arc<Board>) -> Result<Serving, Error> {
+        let addr = self.listener.local_addr().map_err(|e| Error::io(Code::LISTEN, &e))?;
+        let shown = match addr.ip() {
+            ip if ip.is_unspecified() => format!("{}:{}", crate::net::host_string(ip), addr.port()),
+            _ => addr.to_string(),
+        };
+        let url = if addr.ip().is_loopback() {
+            format!("http://{shown}/")
+        } else {
+            format!("http://{shown}/?token={}", self.token)
+        };
+        let site = Arc::new(web::Site {
+            board,
+            token: self.token,
+            addr,
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let listener = self.listener;
+        let thread = std::thread::Builder::new()
+            .name("ws-ui-accept".into())
+            .spawn(move || web::serve(site, listener, stop2))
+            .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
+        Ok(Serving {
+            stop,
+            thread: Some(thread),
+            url,
+        })
+    }
+}
+
+/// Usage of the `ui` command.
+pub fn usage(prog: &str) -> String {
+    format!(
+        "Usage: {prog} ui [--listen ADDR:PORT] [--token TOKEN] [--max-running N]\n\
+         \n\
+         Serves a web page on which you set up a test (either dialect, against a\n\
+         wirespeed, iperf3 or iperf 2 server), run it, watch it live, and keep,\n\
+         download and compare the results. Open the address it prints.\n\
+         \n\
+         \x20 --listen ADDR:PORT  where to listen (default {DEFAULT_LISTEN}); any address\n\
+         \x20                     but loopback needs the token, which the printed\n\
+         \x20                     address carries\n\
+         \x20 --token TOKEN       the token (default: a random one); 16+ characters\n\
+         \x20 --max-running N     tests that may run at once (default 1)\n\
+         \x20 -h, --help          show this message and quit\n"
+    )
+}
+
+struct UiArgs {
+    listen: String,
+    token: Option<String>,
+    max_running: usize,
+}
+
+fn parse(args: &[String]) -> Result<Option<UiArgs>, Error> {
+    let perr = |m: String| Error::param_msg(Code::NONE, m);
+    let mut a = UiArgs {
+        listen: DEFAULT_LISTEN.into(),
+        token: None,
+        max_running: 1,
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| perr(format!("option '{name}' requires an argument")))
+        };
+        match name {
+            "-h" | "--help" => return Ok(None),
+            "--listen" => a.listen = value()?,
+            "--token" => a.token = Some(value()?),
+            "--max-running" => {
+                let v = value()?;
+                a.max_running = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=64).contains(n))
+                    .ok_or_else(|| perr(format!("--max-running wants 1 to 64, not '{v}'")))?;
+            }
+            _ => return Err(perr(format!("ui: unrecognized argument '{arg}'"))),
+        }
+    }
+    Ok(Some(a))
+}
+
+/// `wirespeed ui ...`: serves until interrupted.
+pub fn run(args: &[String], prog: &str) -> i32 {
+    let a = match parse(args) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            print!("{}", usage(prog));
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("{prog}: {}", e.line());
+            return 1;
+        }
+    };
+    let serving = Endpoint::bind(&a.listen, a.token).and_then(|ep| {
+        ep.serve(Board::new(Mode::Client {
+            max_running: a.max_running,
+        }))
+    });
+    let serving = match serving {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{prog}: {}", e.line());
+            return 1;
+        }
+    };
+    println!("wirespeed UI at {}", serving.url);
+    println!("(Ctrl-C to quit)");
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    while !stop.load(Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_takes_its_three_options() {
+        let a = parse(&["--listen".into(), ":0".into(), "--max-running=2".into()])
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.listen.as_str(), a.max_running), (":0", 2));
+        assert!(parse(&["--max-running".into(), "0".into()]).is_err());
+        assert!(parse(&["--bogus".into()]).is_err());
+        assert!(parse(&["--token".into()]).is_err());
+        assert!(parse(&["-h".into()]).unwrap().is_none());
+        assert!(Endpoint::bind("127.0.0.1:0", Some("short".into())).is_err());
+        assert!(Endpoint::bind("nonsense", None).is_err());
+        assert_eq!(random_token().unwrap().len(), 32);
+    }
+}
