@@ -99,7 +99,7 @@ const IPERF2_EXTRAS: &[&str] = &[
 #[rustfmt::skip]
 const IPERF3_EXTRAS: &[&str] = &[
     "max-tests", "max-streams", "loopback", "live", "report", "udp-search", "latency", "max-loss", "metrics", "allow",
-    "deny", "csv", "rpm",
+    "deny", "csv", "rpm", "ui",
 ];
 
 /// What a peer program does with `--prefix`.
