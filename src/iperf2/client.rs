@@ -15,7 +15,7 @@ use crate::config::{Direction, EndCondition, Protocol, TestConfig, TestParams};
 use crate::error::{Code, Error};
 use crate::events::{BannerNote, Connecting, Event, Settings, Side, StartInfo};
 use crate::net;
-use crate::report::{Output, Reporter};
+use crate::report::{Gate, GateKey, Output, Reporter};
 use crate::server::{Mode, Server};
 
 pub use super::tcp_client::{bb_mode, build_header};
@@ -191,7 +191,7 @@ fn run_all(
     host: &str,
     t: &mut dyn Transport,
     flows: Vec<Flow>,
-    back: Option<Server>,
+    back: Option<(Server, Option<GateKey>)>,
     reporter: &mut Reporter,
     signal: &Arc<AtomicUsize>,
 ) -> Result<(), Error> {
@@ -223,7 +223,7 @@ fn run_all(
         // The connect-back listener accepts from the start, for -r too:
         // the server may connect (and send) the moment our flows end,
         // before we are done with them.
-        (Direction::Dual | Direction::Tradeoff, Some(server)) => {
+        (Direction::Dual | Direction::Tradeoff, Some((server, gate))) => {
             let signal2 = signal.clone();
             let listen = std::thread::Builder::new()
                 .name("ws-iperf2-listen".into())
@@ -231,6 +231,10 @@ fn run_all(
                 .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
             let r = run_flows(&params, Side::Client, flows, &opts, reporter);
             t.after_run(reporter, signal);
+            // -r: what the connect-back printed meanwhile follows our report.
+            if let Some(g) = gate {
+                g.open();
+            }
             let r2 = listen.join().unwrap_or(Ok(()));
             r.and(r2)
         }
@@ -270,8 +274,13 @@ fn resolve(host: &str, cfg: &TestConfig) -> Result<Vec<SocketAddr>, Error> {
 /// For `-d`/`-r`: the server that receives the connect-back on `-L`, its
 /// banner printed now (before the client's, as 2.1.8 prints them). It
 /// waits for the server's flows up to the test's length and a little
-/// more.
-fn connect_back_server(cfg: &TestConfig, reporter: &mut Reporter, shared: Arc<Mutex<Reporter>>) -> Option<Server> {
+/// more. With `-r` its reports are held until ours are out (the gate's
+/// key).
+fn connect_back_server(
+    cfg: &TestConfig,
+    reporter: &mut Reporter,
+    shared: Arc<Mutex<Reporter>>,
+) -> Option<(Server, Option<GateKey>)> {
     let p = &cfg.params;
     if !matches!(p.direction, Direction::Dual | Direction::Tradeoff) {
         return None;
@@ -284,7 +293,14 @@ fn connect_back_server(cfg: &TestConfig, reporter: &mut Reporter, shared: Arc<Mu
     match Server::bind_mode(&bcfg, Output::discard(), Mode::ConnectBack { expect: p.streams }) {
         Ok(s) => {
             reporter.emit(Event::Listening(Box::new(s.listening())));
-            Some(s.forwarding_to(shared))
+            if p.direction == Direction::Tradeoff {
+                let (gate, key) = Gate::new(shared);
+                let mut held = Reporter::new();
+                held.add(Box::new(gate));
+                Some((s.forwarding_to(Arc::new(Mutex::new(held))), Some(key)))
+            } else {
+                Some((s.forwarding_to(shared), None))
+            }
         }
         Err(e) => {
             reporter.emit(Event::Warning(e.text()));

@@ -287,6 +287,58 @@ impl Reporter {
     }
 }
 
+/// Holds events back until its [`GateKey`] opens it, then hands them, and
+/// every later one, to a shared reporter in order (iperf 2's `-r`: the
+/// connect-back is reported after the client's own flows).
+pub struct Gate {
+    state: Arc<Mutex<(bool, Vec<Event>)>>,
+    to: Arc<Mutex<Reporter>>,
+}
+
+/// Opens a [`Gate`].
+pub struct GateKey(Arc<Mutex<(bool, Vec<Event>)>>, Arc<Mutex<Reporter>>);
+
+impl Gate {
+    /// A closed gate in front of `to`, and its key.
+    pub fn new(to: Arc<Mutex<Reporter>>) -> (Gate, GateKey) {
+        let state = Arc::new(Mutex::new((false, Vec::new())));
+        (
+            Gate {
+                state: state.clone(),
+                to: to.clone(),
+            },
+            GateKey(state, to),
+        )
+    }
+}
+
+impl Sink for Gate {
+    fn event(&mut self, ev: &Event) {
+        let Ok(mut st) = self.state.lock() else { return };
+        if st.0 {
+            if let Ok(mut r) = self.to.lock() {
+                r.emit(ev.clone());
+            }
+        } else {
+            st.1.push(ev.clone());
+        }
+    }
+}
+
+impl GateKey {
+    /// Lets the held events through, in order, and every later one.
+    pub fn open(&self) {
+        let Ok(mut st) = self.0.lock() else { return };
+        st.0 = true;
+        let held = std::mem::take(&mut st.1);
+        if let Ok(mut r) = self.1.lock() {
+            for ev in held {
+                r.emit(ev);
+            }
+        }
+    }
+}
+
 /// Hands events on to a shared reporter.
 struct Forward(Arc<Mutex<Reporter>>);
 
