@@ -176,7 +176,7 @@ fn the_endpoint_is_a_careful_http_server() {
     let _ = s.write_all(big.as_bytes());
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
-    assert!(out.is_empty() || out.starts_with("HTTP/1.1 400"), "{out}");
+    assert!(out.is_empty() || out.starts_with("HTTP/1.1 431"), "{out}");
 }
 
 #[test]
