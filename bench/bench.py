@@ -21,6 +21,13 @@ Scenarios (--only takes a comma-separated subset):
   zerocopy  wirespeed alone: plain vs -Z vs --skip-rx-copy (Gbit/s, CPU/GB)
   mux       wirespeed alone: a thread per stream vs multiplexing workers
 
+The newest peers run beside Debian's when their paths are given:
+IPERF3_BIN=/opt/peers/iperf3-new/bin/iperf3 and IPERF2_BIN=.../iperf (columns
+"iperf3 new" and "iperf 2 new"). The machine's own ceilings are measured in
+the same run (`cargo build --release --example ceiling`: a TCP write/read
+loop, UDP sendmmsg/recvmmsg and UDP GSO/GRO, no tool around them), and each
+figure is also shown as a fraction of its ceiling.
+
 Writes BENCHMARKS.md and bench/results.json (paths configurable). Needs
 iperf3 and iperf (Debian: apt-get install iperf3 iperf), root for the
 ttfb capture (an AF_PACKET socket on lo; skipped otherwise), and a release
@@ -48,7 +55,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TICK = os.sysconf("SC_CLK_TCK")
-TOOLS = ("wirespeed", "iperf3", "iperf2")
+TOOLS = ("wirespeed", "iperf3", "iperf2", "iperf3-new", "iperf2-new")
+LABELS = {"wirespeed": "wirespeed", "iperf3": "iperf3", "iperf2": "iperf 2",
+          "iperf3-new": "iperf3 new", "iperf2-new": "iperf 2 new"}
 
 
 def free_port():
@@ -256,8 +265,9 @@ class Wirespeed(Tool):
 class Iperf3(Tool):
     name = "iperf3"
 
-    def __init__(self, path):
+    def __init__(self, path, name="iperf3"):
         self.path = path
+        self.name = name
 
     def server_argv(self, port):
         return [self.path, "-s", "-p", str(port)]
@@ -272,8 +282,9 @@ class Iperf3(Tool):
 class Iperf2(Tool):
     name = "iperf2"
 
-    def __init__(self, path):
+    def __init__(self, path, name="iperf2"):
         self.path = path
+        self.name = name
         self.udp = False
 
     def server_argv(self, port):
@@ -418,6 +429,32 @@ def one_run(tool, server, args, dur, timeout, watch_rss=False):
     return res
 
 
+def scenario_ceiling(rounds, dur):
+    """The kernel's own figures: examples/ceiling.rs, `rounds` times each."""
+    subprocess.check_call(["cargo", "build", "--release", "--quiet", "--example", "ceiling"], cwd=ROOT)
+    exe = os.path.join(ROOT, "target", "release", "examples", "ceiling")
+    out = {"tcp_gbps": [], "tcp_cpu_per_gb": [], "udp64_mmsg_kpps": [], "udp64_gso_kpps": [],
+           "udp1400_mmsg_kpps": [], "udp1400_gso_kpps": []}
+    for _ in range(rounds):
+        for what, size, key in (("tcp", 131072, "tcp"), ("udp-mmsg", 64, "udp64_mmsg"), ("udp-gso", 64, "udp64_gso"),
+                                ("udp-mmsg", 1400, "udp1400_mmsg"), ("udp-gso", 1400, "udp1400_gso")):
+            try:
+                p = subprocess.run([exe, what, str(size), str(dur)], capture_output=True, timeout=dur + 30)
+                r = json.loads(p.stdout)
+            except (subprocess.TimeoutExpired, ValueError) as e:
+                print(f"  ceiling {what} {size}: {e}", file=sys.stderr)
+                continue
+            if what == "tcp":
+                out["tcp_gbps"].append(r["bits_per_second"] / 1e9)
+                out["tcp_cpu_per_gb"].append(r["cpu_seconds"] / (r["bytes"] / 1e9))
+                print(f"  tcp: {r['bits_per_second'] / 1e9:.2f} Gbit/s, "
+                      f"{r['cpu_seconds'] / (r['bytes'] / 1e9):.3f} CPU s/GB", file=sys.stderr)
+            else:
+                out[key + "_kpps"].append(r["datagrams_per_second"] / 1e3)
+                print(f"  {what} {size}: {r['datagrams_per_second'] / 1e3:.0f} kpps", file=sys.stderr)
+    return out
+
+
 def scenario_tcp(tools, servers, rounds, dur, parallel, extra=()):
     samples = {t.name: [] for t in tools}
     cpu = {t.name: [] for t in tools}
@@ -444,7 +481,7 @@ def scenario_udp(tools, udp_servers, rounds, dur, length):
     loss = {t.name: [] for t in tools}
     for _ in range(rounds):
         for t in tools:
-            if t.name == "iperf2":
+            if isinstance(t, Iperf2):
                 args = ["-u", "-t", str(dur), "-l", str(length), "-b", "100G"]
             else:
                 args = ["-u", "-t", str(dur), "-l", str(length), "-b", "0"]
@@ -467,7 +504,7 @@ def scenario_many_flows(tools, servers, rounds, dur, flows):
     for _ in range(rounds):
         for t in tools:
             args = ["-t", str(dur), "-P", str(flows)]
-            if t.name == "iperf2":
+            if isinstance(t, Iperf2):
                 # Text report: its CSV has no [SUM] row to check.
                 srv = servers[t.name]
                 before = len(srv.output())
@@ -541,7 +578,7 @@ def scenario_many_clients(tools, servers, rounds, dur, clients):
                 except subprocess.TimeoutExpired:
                     p.kill()
                     o, e = p.communicate()
-                if t.name == "iperf2":
+                if isinstance(t, Iperf2):
                     if p.returncode == 0 and o.strip():
                         ok += 1
                     elif p.returncode != 0:
@@ -556,7 +593,7 @@ def scenario_many_clients(tools, servers, rounds, dur, clients):
                     k = r.get("error", (e or b"").decode(errors="replace"))[:80]
                     errors[k] = errors.get(k, 0) + 1
             wall = time.monotonic() - t0
-            if t.name == "iperf2":
+            if isinstance(t, Iperf2):
                 time.sleep(1.0)
                 r = parse_iperf2_csv(srv.output()[before:])
                 gbps = r.get("rx_bps", 0) / 1e9
@@ -691,7 +728,7 @@ def fmt(v, unit="", digits=2):
 
 def ratio_row(samples, higher_is_better=True):
     ws = med(samples.get("wirespeed", []))
-    peers = [med(v) for k, v in samples.items() if k in ("iperf3", "iperf2")]
+    peers = [med(v) for k, v in samples.items() if k != "wirespeed"]
     peers = [p for p in peers if p is not None]
     if ws is None or not peers:
         return None
@@ -726,6 +763,8 @@ def machine():
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "iperf3": version(["iperf3", "--version"]),
         "iperf2": version(["iperf", "-v"]),
+        "iperf3-new": version([os.environ["IPERF3_BIN"], "--version"]) if os.environ.get("IPERF3_BIN") else None,
+        "iperf2-new": version([os.environ["IPERF2_BIN"], "-v"]) if os.environ.get("IPERF2_BIN") else None,
     }
 
 
@@ -745,7 +784,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=5)
-    ap.add_argument("--only", default="tcp1,tcp4,udp64,udp1400,p1000,clients50,ttfb,zerocopy,mux")
+    ap.add_argument("--only", default="ceiling,tcp1,tcp4,udp64,udp1400,p1000,clients50,ttfb,zerocopy,mux")
     ap.add_argument("--quick", action="store_true", help="1 round, 2 s runs, small scale")
     ap.add_argument("--preliminary", default="", help="a note printed at the top of the table")
     ap.add_argument("--md", default=os.path.join(ROOT, "BENCHMARKS.md"))
@@ -769,6 +808,10 @@ def main():
     base_env = {k: v for k, v in os.environ.items() if k != "WIRESPEED_MUX"}
     ws = Wirespeed(a.wirespeed, env=base_env)
     tools = [ws, Iperf3(shutil.which("iperf3")), Iperf2(shutil.which("iperf"))]
+    if os.environ.get("IPERF3_BIN"):
+        tools.append(Iperf3(os.environ["IPERF3_BIN"], "iperf3-new"))
+    if os.environ.get("IPERF2_BIN"):
+        tools.append(Iperf2(os.environ["IPERF2_BIN"], "iperf2-new"))
     dur = a.duration
     m = machine()
     res = {
@@ -780,6 +823,7 @@ def main():
     }
     if a.preliminary:
         res["preliminary"] = a.preliminary
+    res["tools"] = [t.name for t in tools]
 
     def save():
         m["load_after"] = os.getloadavg()
@@ -789,6 +833,10 @@ def main():
             json.dump(res, f, indent=2)
         write_markdown(res, a.md)
 
+    if "ceiling" in only:
+        print("the machine's ceilings (examples/ceiling.rs)", file=sys.stderr)
+        res["ceiling"] = scenario_ceiling(a.rounds, dur)
+        save()
     servers = {}
     try:
         for t in tools:
@@ -874,7 +922,7 @@ def main():
         try:
             for t in tools:
                 port = free_port()
-                if t.name == "iperf2":
+                if isinstance(t, Iperf2):
                     t.udp = True
                     udp_servers[t.name] = Server(t.server_argv(port), port, proto="udp")
                 else:
@@ -1000,34 +1048,48 @@ def write_markdown(r, path):
         f"load average before {m['load_before'][0]:.2f}, after {la[0]:.2f}"
         + (f", highest seen between scenarios {m['load_max']:.2f}" if "load_max" in m else "")
         + ". "
-        f"Peers: {m.get('iperf3', '?')}; {m.get('iperf2', '?')}.\n"
+        f"Peers: {m.get('iperf3', '?')}; {m.get('iperf2', '?')}"
+        + "".join(f"; {LABELS[k]}: {m[k]}" for k in ("iperf3-new", "iperf2-new") if m.get(k))
+        + ".\n"
     )
+    cols = [t for t in TOOLS if t in r.get("tools", ("wirespeed", "iperf3", "iperf2"))]
+    ceil = r.get("ceiling", {})
     if r.get("preliminary"):
         L.append(f"**Preliminary:** {r['preliminary']}\n")
-    L.append("Values are medians with the (min–max) spread over the rounds; ratio = wirespeed ÷ the better peer.\n")
-    L.append("| scenario | metric | wirespeed | iperf3 | iperf 2 | ratio | goal | met |")
-    L.append("|---|---|---|---|---|---|---|---|")
+    L.append("Values are medians with the (min–max) spread over the rounds; ratio = wirespeed ÷ the best peer; "
+             "ceiling = the same figure for a plain program with no tool around it, measured in the same run "
+             "(`examples/ceiling.rs`: TCP 128 KiB write/read; UDP: GSO/GRO, the best the kernel does), "
+             "and ÷ ceiling = wirespeed ÷ that.\n")
+    L.append("| scenario | metric | " + " | ".join(LABELS[t] for t in cols) + " | ratio | ceiling | ÷ ceiling | goal | met |")
+    L.append("|---" * (len(cols) + 7) + "|")
 
-    def row(name, metric, samples, digits, goal, target, higher=True):
-        cells = [cell(samples.get(t, []), digits) for t in TOOLS]
-        rt = ratio_row(samples, higher)
+    def row(name, metric, samples, digits, goal, target, higher=True, ceiling=None):
+        cells = [cell(samples.get(t, []), digits) for t in cols]
+        rt = ratio_row({k: v for k, v in samples.items() if k in cols}, higher)
         met = "—" if rt is None else ("yes" if (rt >= target if higher else rt <= target) else "no")
-        L.append(f"| {name} | {metric} | {' | '.join(cells)} | {fmt(rt, '', 2)} | {goal} | {met} |")
+        c, w = med(ceiling or []), med(samples.get("wirespeed", []))
+        of = fmt(w / c, "", 2) if c and w is not None else "—"
+        L.append(f"| {name} | {metric} | {' | '.join(cells)} | {fmt(rt, '', 2)} | "
+                 f"{cell(ceiling or [], digits)} | {of} | {goal} | {met} |")
 
     if "tcp1" in r:
-        row("TCP 1 stream", "receiver Gbit/s", r["tcp1"], 2, "≥ 1.05", 1.05)
+        row("TCP 1 stream", "receiver Gbit/s", r["tcp1"], 2, "≥ 1.05", 1.05, ceiling=ceil.get("tcp_gbps"))
     if "tcp4" in r:
         row("TCP `-P 4`", "receiver Gbit/s", r["tcp4"], 2, "≥ 1.15", 1.15)
     if "tcp1_cpu_per_gb" in r:
-        row("TCP 1 stream", "CPU s per GB moved (both ends)", r["tcp1_cpu_per_gb"], 3, "≤ 0.9", 0.9, higher=False)
+        row("TCP 1 stream", "CPU s per GB moved (both ends)", r["tcp1_cpu_per_gb"], 3, "≤ 0.91 (1.1x GB per CPU-s)", 0.91,
+            higher=False, ceiling=ceil.get("tcp_cpu_per_gb"))
+    if "tcp4_cpu_per_gb" in r:
+        row("TCP `-P 4`", "CPU s per GB moved (both ends)", r["tcp4_cpu_per_gb"], 3, "≤ 0.91 (1.1x GB per CPU-s)", 0.91,
+            higher=False)
     for key, name in (("udp64", "UDP 64 B, `-b 0`"), ("udp1400", "UDP 1400 B, `-b 0`")):
         if key in r:
             kpps = {k: [None if x is None else x / 1e3 for x in v] for k, v in r[key].items()}
-            row(name, "received kpps", kpps, 0, "≥ 2.0", 2.0)
+            row(name, "received kpps", kpps, 0, "≥ 2.0; ≥ 0.8 of ceiling", 2.0, ceiling=ceil.get(key + "_gso_kpps"))
     if "p1000" in r:
         f, secs = r["p1000_flows"], r["p1000_seconds"]
         cells = []
-        for t in TOOLS:
+        for t in cols:
             xs = r["p1000"].get(t, [])
             if not xs:
                 cells.append("—")
@@ -1051,11 +1113,11 @@ def write_markdown(r, path):
                 f"ok {oks}/{len(xs)}: {f} flows all with data, [SUM] right; {g:.1f} Gbit/s; "
                 f"wall {wall:.1f} s; peak RSS client {crss:.0f} MB, server {srss:.0f} MB")
         L.append(f"| TCP `-P {f}`, {secs} s | completes, every flow reported, [SUM] right | "
-                 f"{' | '.join(cells)} | — | iperf3 cannot; iperf 2 one thread per flow | — |")
+                 f"{' | '.join(cells)} | — | — | — | iperf3 cannot; iperf 2 one thread per flow | — |")
     if "clients50" in r:
         n = r["clients"]
         cells = []
-        for t in TOOLS:
+        for t in cols:
             xs = r["clients50"].get(t, [])
             if not xs:
                 cells.append("—")
@@ -1070,14 +1132,14 @@ def write_markdown(r, path):
             cells.append(f"{statistics.median(done):.0f}/{n} done ({min(done)}–{max(done)}), "
                          f"{g:.1f} Gbit/s aggregate, wall {wall:.1f} s{e}")
         L.append(f"| {n} clients at once, 1 stream each | all complete, aggregate Gbit/s | "
-                 f"{' | '.join(cells)} | — | all complete (iperf3 serves one at a time) | — |")
+                 f"{' | '.join(cells)} | — | — | — | all complete (iperf3 serves one at a time) | — |")
     if "ttfb_ms" in r:
         row("start to first byte", "ms, client launch → first data segment", r["ttfb_ms"], 2,
             "≤ 1.0 (no worse than iperf3)", 1.0, higher=False)
         # The goal compares with iperf3 alone.
         ws_, i3 = med(r["ttfb_ms"].get("wirespeed", [])), med(r["ttfb_ms"].get("iperf3", []))
         if ws_ is not None and i3:
-            L[-1] = L[-1].rsplit("|", 4)[0] + f"| {ws_ / i3:.2f} vs iperf3 | ≤ 1.0 vs iperf3 | " + \
+            L[-1] = L[-1].rsplit("|", 6)[0] + f"| {ws_ / i3:.2f} vs iperf3 | — | — | ≤ 1.0 vs iperf3 | " + \
                 ("yes" if ws_ <= i3 else "no") + " |"
     L.append("")
     if "zerocopy" in r:
