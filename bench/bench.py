@@ -345,8 +345,9 @@ def parse_iperf2_csv(server_out):
     rows = [l.split(",") for l in server_out.strip().splitlines() if l.count(",") >= 8]
     if not rows:
         return {"error": "no iperf2 server report"}
-    # Final rows start at 0.0 (per-flow totals).
-    finals = [r for r in rows if r[6].startswith("0.0-")]
+    # Final rows start at 0.0 (per-flow totals); iperf 2.2 adds a sum row
+    # (id -1) to a -P test's rows, which would count every byte twice.
+    finals = [r for r in rows if r[6].startswith("0.0-") and not r[5].strip().startswith("-")]
     r = {"rx_bytes": 0, "rx_bps": 0.0, "streams": 0, "stream_bytes": []}
     longest = 0.0
     for row in finals:

@@ -138,12 +138,17 @@ impl Board {
     }
 
     fn open(&self, title: String, dialect: Dialect, child: Option<Arc<Mutex<Child>>>) -> u64 {
+        let mut runs = self.runs();
+        self.open_in(&mut runs, title, dialect, child)
+    }
+
+    /// Adds a run to `runs` (the board's, locked by the caller).
+    fn open_in(&self, runs: &mut Vec<Run>, title: String, dialect: Dialect, child: Option<Arc<Mutex<Child>>>) -> u64 {
         let id = {
             let mut n = self.next.lock().unwrap_or_else(|p| p.into_inner());
             *n += 1;
             *n
         };
-        let mut runs = self.runs();
         while runs.len() >= MAX_RUNS {
             match runs.iter().position(|r| r.state != State::Running) {
                 Some(i) => {
@@ -189,8 +194,9 @@ impl Board {
         let Mode::Client { max_running } = self.mode else {
             return Err("this page watches a server; it runs no tests".into());
         };
-        // Held while spawning, so two requests cannot both take the last place.
-        let runs = self.runs();
+        // Held while spawning and adding the run, so two requests cannot
+        // both take the last place.
+        let mut runs = self.runs();
         let running = runs.iter().filter(|r| r.state == State::Running).count();
         if running >= max_running {
             return Err(format!(
@@ -209,8 +215,8 @@ impl Board {
         let out = child.stdout.take();
         let err = child.stderr.take();
         let child = Arc::new(Mutex::new(child));
+        let id = self.open_in(&mut runs, plan.command_line(), plan.dialect, Some(child.clone()));
         drop(runs);
-        let id = self.open(plan.command_line(), plan.dialect, Some(child.clone()));
         let deadline = Instant::now() + Duration::from_secs_f64(plan.time) + GRACE;
         if let Some(err) = err {
             let b = self.clone();
