@@ -18,6 +18,7 @@ Scenarios (--only takes a comma-separated subset):
   p1000     TCP -P 1000 for 10 s: completes? every flow reported? [SUM] right?
   clients50 50 clients at once, 1 stream each: completed, aggregate Gbit/s
   ttfb      start to first byte: client launch to first data segment seen
+  scale     one round of -P 10000 (5 s) and of 500 one-stream clients at once
   zerocopy  wirespeed alone: plain vs -Z vs --skip-rx-copy (Gbit/s, CPU/GB)
   mux       wirespeed alone: a thread per stream vs multiplexing workers
 
@@ -253,7 +254,7 @@ class Wirespeed(Tool):
 
     def server_argv(self, port):
         # 16 tests at once by default; the 50-client row needs more.
-        return [self.path, "-s", "-p", str(port), "--max-tests", "64"]
+        return [self.path, "-s", "-p", str(port), "--max-tests", "512"]
 
     def client(self, port, args, dur=None):
         return [self.path, "-c", "127.0.0.1", "-p", str(port), "-J"] + args
@@ -530,7 +531,9 @@ def scenario_many_flows(tools, servers, rounds, dur, flows):
                     "wall": c["wall"],
                     "client_rss_mb": c["rss_kb"] / 1024,
                     "server_rss_mb": c["server_rss_kb"] / 1024,
-                    "error": died or (None if c["rc"] == 0 else (c["err"] or c["out"]).strip()[-200:]),
+                    "error": died or (None if c["rc"] == 0 else (
+                        f"killed unfinished after {c['wall']:.0f} s (client RSS {c['rss_kb'] / 1024:.0f} MB)"
+                        if c["rc"] < 0 else (c["err"] or c["out"]).strip()[-200:])),
                 }
             else:
                 if t.name == "wirespeed":
@@ -785,7 +788,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=5)
-    ap.add_argument("--only", default="ceiling,tcp1,tcp4,udp64,udp1400,p1000,clients50,ttfb,zerocopy,mux")
+    ap.add_argument("--only", default="ceiling,tcp1,tcp4,udp64,udp1400,p1000,clients50,scale,ttfb,zerocopy,mux")
     ap.add_argument("--quick", action="store_true", help="1 round, 2 s runs, small scale")
     ap.add_argument("--preliminary", default="", help="a note printed at the top of the table")
     ap.add_argument("--md", default=os.path.join(ROOT, "BENCHMARKS.md"))
@@ -870,6 +873,14 @@ def main():
             print(f"{n} clients at once", file=sys.stderr)
             res["clients"] = n
             res["clients50"] = scenario_many_clients(tools, servers, a.rounds, dur, n)
+            save()
+        if "scale" in only:
+            flows, n = (1000, 100) if a.quick else (10000, 500)
+            print(f"scale: TCP -P {flows}, then {n} clients at once", file=sys.stderr)
+            res["scale_flows"], res["scale_seconds"], res["scale_clients"] = flows, 5, n
+            res["scale_p"] = scenario_many_flows(tools, servers, 1, 5, flows)
+            save()
+            res["scale_c"] = scenario_many_clients(tools, servers, 1, 5, n)
             save()
     finally:
         for s in servers.values():
@@ -982,6 +993,17 @@ NOTES = [
     "about 10 MB per end. Why workers cost more per byte on loopback is not understood yet: system calls "
     "per GB are equal (strace -c: ~7,650 sends and ~8,000 reads per GB either way, plus ~1,000 epoll_wait "
     "per GB), as are context switches (perf stat); RTTs in TCP_INFO are higher with workers.",
+    "**Threads vs workers, 2026-11-26:** a system-wide profile of a 5 s `-P 4` test in each mode "
+    "(`perf record -a -F 1999 -e cpu-clock` for 3 s of it; this VM has no PMU, so no cycle counts) has the "
+    "same shape: the two copies (`_copy_to_iter` 19.8/21.3 %, `_copy_from_iter` 19.1/20.4 %, threads/workers), "
+    "`_raw_spin_unlock_irqrestore` 15.2/13.9 %, softirqs 6.9/7.7 %, the worker's own loop 0.4 %. No extra "
+    "code path costs the difference; the same work moves fewer bytes (50.3 against 35.8 Gbit/s), which "
+    "points at slower copies (data waiting longer, out of cache, in deeper socket queues: the higher "
+    "TCP_INFO RTTs with workers fit that) — a hypothesis, not shown. Tried: TCP_NOTSENT_LOWAT on the "
+    "workers' senders (`python3 bench/ab.py` with an experiment variable, not kept): two runs gave "
+    "0.408 → 0.353 (512 KiB) and 0.420 → 0.358 (256 KiB) CPU s/GB at `-P 4`, a third 0.365 → 0.365; "
+    "at `-P 64` 0.440 → 0.428; on one threaded stream 0.504 → 0.478/0.499. Not adopted: not reproducible "
+    "enough to change what every many-flow test does.",
     "**TCP 1 stream, CPU per GB (goal not met):** on loopback both ends' cost is the kernel's — a copy "
     "into the socket, TCP processing, a copy out — and all three tools make the same calls (128 KiB "
     "writes and reads); wirespeed's user-space work per block is a few counter updates (`/usr/bin/time` "
@@ -1013,7 +1035,7 @@ NOTES = [
     "-t 5` (exit 134), and `pthread_mutex_lock.c:450: __pthread_mutex_lock_full: Assertion ... failed` — "
     "or reported 999 of the 1000 flows. The benchmark restarts a dead server and says so in the cell.",
     "**50 clients:** wirespeed's server runs 16 tests at once by default; the benchmark starts it with "
-    "`--max-tests 64`. iperf3 serves one test and answers the others \"the server is busy\". Every "
+    "`--max-tests 64` (512 since the scale rows were added). iperf3 serves one test and answers the others \"the server is busy\". Every "
     "wirespeed test ended on time (a separate check: 50 clients with `-t 5` reported 5.00–5.01 s each, "
     "the last exiting 5.6 s after the start).",
     "**Start to first byte:** iperf3 and wirespeed exchange cookie, parameters and stream setup before "
@@ -1087,11 +1109,10 @@ def write_markdown(r, path):
         if key in r:
             kpps = {k: [None if x is None else x / 1e3 for x in v] for k, v in r[key].items()}
             row(name, "received kpps", kpps, 0, "≥ 2.0; ≥ 0.8 of ceiling", 2.0, ceiling=ceil.get(key + "_gso_kpps"))
-    if "p1000" in r:
-        f, secs = r["p1000_flows"], r["p1000_seconds"]
+    def flows_row(key, f, secs):
         cells = []
         for t in cols:
-            xs = r["p1000"].get(t, [])
+            xs = r[key].get(t, [])
             if not xs:
                 cells.append("—")
                 continue
@@ -1115,11 +1136,11 @@ def write_markdown(r, path):
                 f"wall {wall:.1f} s; peak RSS client {crss:.0f} MB, server {srss:.0f} MB")
         L.append(f"| TCP `-P {f}`, {secs} s | completes, every flow reported, [SUM] right | "
                  f"{' | '.join(cells)} | — | — | — | iperf3 cannot; iperf 2 one thread per flow | — |")
-    if "clients50" in r:
-        n = r["clients"]
+
+    def clients_row(key, n):
         cells = []
         for t in cols:
-            xs = r["clients50"].get(t, [])
+            xs = r[key].get(t, [])
             if not xs:
                 cells.append("—")
                 continue
@@ -1134,6 +1155,15 @@ def write_markdown(r, path):
                          f"{g:.1f} Gbit/s aggregate, wall {wall:.1f} s{e}")
         L.append(f"| {n} clients at once, 1 stream each | all complete, aggregate Gbit/s | "
                  f"{' | '.join(cells)} | — | — | — | all complete (iperf3 serves one at a time) | — |")
+
+    if "p1000" in r:
+        flows_row("p1000", r["p1000_flows"], r["p1000_seconds"])
+    if "clients50" in r:
+        clients_row("clients50", r["clients"])
+    if "scale_p" in r:
+        flows_row("scale_p", r["scale_flows"], r["scale_seconds"])
+    if "scale_c" in r:
+        clients_row("scale_c", r["scale_clients"])
     if "ttfb_ms" in r:
         row("start to first byte", "ms, client launch → first data segment", r["ttfb_ms"], 2,
             "≤ 1.0 (no worse than iperf3)", 1.0, higher=False)
@@ -1170,6 +1200,9 @@ def write_markdown(r, path):
              "(exact in the JSON end totals — wirespeed with `--json-stream`, which does not keep the whole "
              "document in memory; iperf 2's text report within its 3-digit rounding); wall time of the client; "
              "peak VmRSS of both processes sampled every 50 ms; Gbit/s is each tool's own [SUM] (iperf 2 starts its flows one after another, so its flows do not all run at once).")
+    L.append("- Clients at once: each client's own `-J` rate, summed (iperf 2: its server's `-y C` totals); "
+             "the clients start over several seconds, so their tests overlap only in part and the sum is "
+             "more than the machine carried at any moment. A wirespeed server runs them with `--max-tests` above their number.")
     L.append("- Start to first byte: the client is launched for a 1 s test and an AF_PACKET socket on `lo` "
              "(kernel BPF filter on the server's port) timestamps the first TCP segment to the server with "
              "≥ 1024 bytes of payload — control messages are smaller, a data write is 128 KiB.")
