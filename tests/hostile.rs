@@ -1155,8 +1155,8 @@ fn probe_message(id: u32) -> Vec<u8> {
 #[test]
 fn a_flood_of_round_trip_probes_is_served_and_silent_probers_do_not_block_tests() {
     let (mut srv, port) = server(&[]);
-    // 32 probers at full speed, 300 round trips each: more than the
-    // server's 16 tests at once, so some are turned away (closed).
+    // 32 probers at full speed, 300 round trips each (echo connections
+    // are counted apart from tests: 64 at once with 16 test places).
     let busy: Vec<_> = (0..32)
         .map(|_| {
             std::thread::spawn(move || -> bool {
@@ -1174,6 +1174,8 @@ fn a_flood_of_round_trip_probes_is_served_and_silent_probers_do_not_block_tests(
         .collect();
     // And 64 that go silent: after one round trip, or half way through a
     // message (the server gives a message 4 s, a next message 120 s).
+    // Those beyond the echo places are turned away; those in them must
+    // not keep tests out.
     let mut silent = Vec::new();
     for i in 0..64u32 {
         let mut s = connect(port);

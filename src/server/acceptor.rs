@@ -273,7 +273,7 @@ impl Acceptor {
 
     /// No test runs and no iperf 2 flow is being set up.
     fn idle(&self) -> bool {
-        self.ctx.active.load(Relaxed) == 0 && self.ctx.flows.load(Relaxed) == 0
+        self.ctx.active.load(Relaxed) == 0 && self.ctx.flows.load(Relaxed) == 0 && self.ctx.echoes.load(Relaxed) == 0
     }
 
     /// iperf 2's `-1` (and `-U`): one client at a time; the next waits.

@@ -106,12 +106,12 @@ pub(super) fn serve(ctx: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: 
         first.hold_us,
         first.bbflags & BB_CLOCKSYNCED != 0,
     ));
-    if !ctx.has_room() {
+    if !ctx.has_echo_room() {
         super::iperf2_flows::refuse(ctx, local, peer, "server is busy");
         ctx.refused(crate::metrics::Refusal::Busy);
         return;
     }
-    let _running = Running::new(&ctx.active);
+    let _running = Running::new(&ctx.echoes);
     let cfg = &ctx.flow_cfg;
     // A --latency client's probes belong to its test: echoed quietly, not
     // a report (or a JSON document) of their own.

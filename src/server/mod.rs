@@ -85,6 +85,9 @@ pub(crate) struct ServerCtx {
     pub stop_signal: AtomicUsize,
     /// Tests (of both dialects) running now.
     pub active: AtomicUsize,
+    /// Bounceback (echo) connections now: counted apart from tests, so
+    /// echo clients that go silent cannot hold every test's place.
+    pub echoes: AtomicUsize,
     /// iperf 2 connections and UDP flows being set up or run.
     pub flows: AtomicUsize,
     /// Tests started so far (names an iperf3 test's report).
@@ -160,6 +163,13 @@ impl ServerCtx {
     /// Whether another test may start now (`--max-tests`).
     pub fn has_room(&self) -> bool {
         self.active.load(Relaxed) < self.cfg.server.max_tests as usize
+    }
+
+    /// Whether another bounceback connection may be echoed now: four per
+    /// test place (`--max-tests`), at least 64, apart from the tests.
+    pub fn has_echo_room(&self) -> bool {
+        let cap = (self.cfg.server.max_tests as usize).saturating_mul(4).max(64);
+        self.echoes.load(Relaxed) < cap
     }
 
     /// A test ended (or was refused before it started).
@@ -249,6 +259,7 @@ impl Server {
             stop: Arc::new(AtomicBool::new(false)),
             stop_signal: AtomicUsize::new(0),
             active: AtomicUsize::new(0),
+            echoes: AtomicUsize::new(0),
             flows: AtomicUsize::new(0),
             started: std::sync::atomic::AtomicU64::new(0),
             served: AtomicU32::new(0),
