@@ -4,13 +4,100 @@
 //! function of the bytes, so it is tested (and fuzzed) without sockets.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::config::Family;
+use crate::error::{Code, Error};
 
 /// Longest request head read.
 pub const MAX_HEAD: usize = 8 * 1024;
 /// Most headers a request may carry.
 const MAX_HEADERS: usize = 64;
+
+/// Splits `ADDR:PORT`, `[V6]:PORT`, `:PORT` or `PORT` into host and port.
+pub fn split_address(spec: &str) -> Option<(Option<String>, u16)> {
+    let (host, port) = match spec.rsplit_once(':') {
+        Some((h, p)) => (h, p),
+        None => ("", spec),
+    };
+    let port: u16 = port.parse().ok().filter(|p| *p > 0)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.contains(':') && !spec.contains('[') {
+        // "::1:9100" is ambiguous; IPv6 needs brackets.
+        return None;
+    }
+    Some(((!host.is_empty()).then(|| host.to_string()), port))
+}
+
+/// A non-blocking listener on `spec` (`ADDR:PORT`; `:PORT` for every
+/// address) for `option` (named in the refusal of a bad address); `what`
+/// names the service in the error when it cannot listen.
+pub fn listen(spec: &str, option: &str, what: &str) -> Result<TcpListener, Error> {
+    let (host, port) = split_address(spec).ok_or_else(|| {
+        Error::param_msg(
+            Code::NONE,
+            format!("{option} wants ADDR:PORT (or :PORT, or [IPv6]:PORT), not '{spec}'"),
+        )
+    })?;
+    let failed = |e: &Error| {
+        let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
+        Error::msg(Code::LISTEN, format!("unable to start {what} on {spec}: {why}"))
+    };
+    let listener = crate::net::listen_tcp(host.as_deref(), port, Family::Any, false, 64).map_err(|e| failed(&e))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| failed(&Error::io(Code::LISTEN, &e)))?;
+    Ok(listener)
+}
+
+/// A thread accepting connections; stops when dropped.
+pub struct Serving {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Accepts on `listener` (non-blocking) on a thread named `name`, handing
+/// each connection to `answer`, until the returned handle is dropped.
+pub fn serve(
+    listener: TcpListener,
+    name: &str,
+    mut answer: impl FnMut(TcpStream) + Send + 'static,
+) -> Result<Serving, Error> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            while !stop2.load(Relaxed) {
+                match listener.accept() {
+                    Ok((s, _)) => answer(s),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(25));
+                    }
+                    // EMFILE and friends: back off, keep serving.
+                    Err(_) => std::thread::sleep(Duration::from_millis(200)),
+                }
+            }
+        })
+        .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
+    Ok(Serving {
+        stop,
+        thread: Some(thread),
+    })
+}
 
 /// A parsed request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -315,6 +402,17 @@ pub fn sse_event(s: &mut TcpStream, name: &str, data: &str) -> std::io::Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_take_iperf_like_forms() {
+        assert_eq!(split_address("127.0.0.1:9100"), Some((Some("127.0.0.1".into()), 9100)));
+        assert_eq!(split_address(":9100"), Some((None, 9100)));
+        assert_eq!(split_address("9100"), Some((None, 9100)));
+        assert_eq!(split_address("[::1]:9100"), Some((Some("::1".into()), 9100)));
+        assert_eq!(split_address("::1:9100"), None);
+        assert_eq!(split_address("host:0"), None);
+        assert_eq!(split_address("host:http"), None);
+    }
 
     #[test]
     fn heads_parse_into_method_path_query_and_headers() {

@@ -4,14 +4,11 @@
 
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::Metrics;
-use crate::config::Family;
-use crate::error::{Code, Error};
-use crate::http::{self, Reject, Request, Response};
+use crate::error::Error;
+use crate::http::{self, Reject, Request, Response, Serving};
 
 /// Time a client has to send its request, and to take the answer.
 const IO_DEADLINE: Duration = Duration::from_secs(2);
@@ -23,63 +20,11 @@ pub struct Endpoint {
     addr: String,
 }
 
-/// The serving thread; stops when dropped.
-pub struct Serving {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        self.stop.store(true, Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Splits `ADDR:PORT`, `[V6]:PORT`, `:PORT` or `PORT` into host and port.
-pub fn split_address(spec: &str) -> Option<(Option<String>, u16)> {
-    let (host, port) = match spec.rsplit_once(':') {
-        Some((h, p)) => (h, p),
-        None => ("", spec),
-    };
-    let port: u16 = port.parse().ok().filter(|p| *p > 0)?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    if host.contains(':') && !spec.contains('[') {
-        // "::1:9100" is ambiguous; IPv6 needs brackets.
-        return None;
-    }
-    Some(((!host.is_empty()).then(|| host.to_string()), port))
-}
-
-fn bind_error(spec: &str, e: &Error) -> Error {
-    let why = match e.errno {
-        Some(n) => crate::error::strerror(n),
-        None => e.text(),
-    };
-    Error::msg(
-        Code::LISTEN,
-        format!("unable to start the metrics endpoint on {spec}: {why}"),
-    )
-}
-
 impl Endpoint {
     /// Binds `spec` (`ADDR:PORT`; `:PORT` for every address).
     pub fn bind(spec: &str) -> Result<Endpoint, Error> {
-        let (host, port) = split_address(spec).ok_or_else(|| {
-            Error::param_msg(
-                Code::NONE,
-                format!("--metrics wants ADDR:PORT (or :PORT, or [IPv6]:PORT), not '{spec}'"),
-            )
-        })?;
-        let listener =
-            crate::net::listen_tcp(host.as_deref(), port, Family::Any, false, 64).map_err(|e| bind_error(spec, &e))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| bind_error(spec, &Error::io(Code::LISTEN, &e)))?;
         Ok(Endpoint {
-            listener,
+            listener: http::listen(spec, "--metrics", "the metrics endpoint")?,
             addr: spec.to_string(),
         })
     }
@@ -96,27 +41,7 @@ impl Endpoint {
 
     /// Serves `metrics` on a thread until the returned handle is dropped.
     pub fn serve(self, metrics: Arc<Metrics>) -> Result<Serving, Error> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("ws-metrics".into())
-            .spawn(move || {
-                while !stop2.load(Relaxed) {
-                    match self.listener.accept() {
-                        Ok((s, _)) => answer(s, &metrics),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(50));
-                        }
-                        // EMFILE and friends: back off, keep serving.
-                        Err(_) => std::thread::sleep(Duration::from_millis(200)),
-                    }
-                }
-            })
-            .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
-        Ok(Serving {
-            stop,
-            thread: Some(thread),
-        })
+        http::serve(self.listener, "ws-metrics", move |s| answer(s, &metrics))
     }
 }
 
@@ -152,17 +77,6 @@ fn answer(mut s: TcpStream, metrics: &Metrics) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn addresses_take_iperf_like_forms() {
-        assert_eq!(split_address("127.0.0.1:9100"), Some((Some("127.0.0.1".into()), 9100)));
-        assert_eq!(split_address(":9100"), Some((None, 9100)));
-        assert_eq!(split_address("9100"), Some((None, 9100)));
-        assert_eq!(split_address("[::1]:9100"), Some((Some("::1".into()), 9100)));
-        assert_eq!(split_address("::1:9100"), None);
-        assert_eq!(split_address("host:0"), None);
-        assert_eq!(split_address("host:http"), None);
-    }
 
     #[test]
     fn routes_answer_like_a_small_http_server() {

@@ -148,7 +148,7 @@ impl ServerCtx {
                 crate::config::Dialect::Iperf3 => "iperf3",
                 crate::config::Dialect::Iperf2 => "iperf 2",
             };
-            let title = format!("{} {who} test from {client}", protocol_word(protocol));
+            let title = format!("{} {who} test from {client}", protocol.name());
             r.add(Box::new(b.serve(title, cfg.dialect)));
         }
     }
@@ -339,12 +339,4 @@ fn iperf2_defaults(cfg3: &TestConfig) -> TestConfig {
     cfg.server.max_duration = cfg3.server.max_duration;
     cfg.server.max_tests = cfg3.server.max_tests;
     cfg
-}
-
-fn protocol_word(p: Protocol) -> &'static str {
-    match p {
-        Protocol::Tcp => "TCP",
-        Protocol::Udp => "UDP",
-        Protocol::Sctp => "SCTP",
-    }
 }

@@ -80,6 +80,19 @@ impl Run {
             .count()
     }
 
+    /// What the page lists and shows of the run.
+    pub fn summary(&self) -> Value {
+        serde_json::json!({
+            "id": self.id,
+            "title": self.title,
+            "state": self.state.word(),
+            "error": match &self.state { State::Failed(e) => Some(e.clone()), _ => None },
+            "started": self.started,
+            "intervals": self.intervals(),
+            "stderr": self.stderr,
+        })
+    }
+
     /// The run as a `-J` document (start, intervals, end), with its error.
     pub fn document(&self) -> Value {
         let mut doc = crate::report::html::model::from_stream_events(&self.events).unwrap_or(Value::Null);
@@ -346,25 +359,21 @@ pub struct BoardSink {
 
 impl Sink for BoardSink {
     fn event(&mut self, ev: &Event) {
-        if let Some(v) = crate::report::json::stream_event(ev, Side::Server, self.dialect) {
-            self.board.push(self.id, v);
-        }
-        match ev {
-            Event::End(_) => {
-                self.ended = true;
-                self.board.update(self.id, |r| {
-                    if r.state == State::Running {
-                        r.state = State::Done;
-                    }
-                });
-            }
-            Event::Error(_) => {
-                let why = crate::report::json::stream_event(ev, Side::Server, self.dialect)
-                    .and_then(|v| v.get("data").and_then(Value::as_str).map(String::from))
-                    .unwrap_or_default();
-                self.board.update(self.id, |r| r.state = State::Failed(why));
-            }
-            _ => {}
+        let Some(v) = crate::report::json::stream_event(ev, Side::Server, self.dialect) else {
+            return;
+        };
+        // The error's words, as the JSON stream has them.
+        let why = matches!(ev, Event::Error(_)).then(|| v["data"].as_str().unwrap_or("").to_string());
+        self.board.push(self.id, v);
+        if let Some(why) = why {
+            self.board.update(self.id, |r| r.state = State::Failed(why));
+        } else if matches!(ev, Event::End(_)) {
+            self.ended = true;
+            self.board.update(self.id, |r| {
+                if r.state == State::Running {
+                    r.state = State::Done;
+                }
+            });
         }
     }
 }

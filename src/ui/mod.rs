@@ -12,11 +12,9 @@ mod web;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::thread::JoinHandle;
 
 use board::{Board, Mode};
 
-use crate::config::Family;
 use crate::error::{Code, Error};
 
 /// Where `wirespeed ui` listens unless told.
@@ -28,23 +26,15 @@ pub struct Endpoint {
     token: String,
 }
 
-/// The serving thread; stops when dropped.
+/// The page being served; stops when dropped.
 pub struct Serving {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _thread: crate::http::Serving,
     /// The page's address (with the token when one is needed to open it).
     pub url: String,
 }
 
-impl Drop for Serving {
-    fn drop(&mut self) {
-        self.stop.store(true, Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
+/// 128 random bits in hex, from the system's source (no weaker fallback:
+/// tokens and nonces must not be guessable).
 fn random_token() -> Result<String, Error> {
     let mut b = [0u8; 16];
     crate::sys::os_random(&mut b).map_err(|e| Error::io(Code::NONE, &e))?;
@@ -56,12 +46,6 @@ impl Endpoint {
     /// address). `token` is the one requests must carry (a random one if
     /// none is given).
     pub fn bind(spec: &str, token: Option<String>) -> Result<Endpoint, Error> {
-        let (host, port) = crate::metrics::http::split_address(spec).ok_or_else(|| {
-            Error::param_msg(
-                Code::NONE,
-                format!("--ui/--listen wants ADDR:PORT (or :PORT, or [IPv6]:PORT), not '{spec}'"),
-            )
-        })?;
         let token = match token {
             Some(t) if t.len() >= 16 && t.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_') => t,
             Some(_) => {
@@ -72,13 +56,7 @@ impl Endpoint {
             }
             None => random_token()?,
         };
-        let listener = crate::net::listen_tcp(host.as_deref(), port, Family::Any, false, 64).map_err(|e| {
-            let why = e.errno.map(crate::error::strerror).unwrap_or_else(|| e.text());
-            Error::msg(Code::LISTEN, format!("unable to start the web UI on {spec}: {why}"))
-        })?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| Error::io(Code::LISTEN, &e))?;
+        let listener = crate::http::listen(spec, "--ui/--listen", "the web UI")?;
         Ok(Endpoint { listener, token })
     }
 
@@ -99,16 +77,8 @@ impl Endpoint {
             token: self.token,
             addr,
         });
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
-        let listener = self.listener;
-        let thread = std::thread::Builder::new()
-            .name("ws-ui-accept".into())
-            .spawn(move || web::serve(site, listener, stop2))
-            .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
         Ok(Serving {
-            stop,
-            thread: Some(thread),
+            _thread: crate::http::serve(self.listener, "ws-ui-accept", web::answerer(site))?,
             url,
         })
     }

@@ -5,9 +5,9 @@
 //! we never grant); a loopback listener answers only to loopback host
 //! names (no DNS rebinding).
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -98,8 +98,9 @@ fn error(status: &'static str, msg: impl Into<String>) -> Response {
     json_response(status, &json!({ "error": msg.into() }))
 }
 
-/// The page, with what its script needs.
-fn page_html(site: &Site) -> String {
+/// The page, with what its script needs; `nonce` marks the one script
+/// the page's content security policy lets run.
+fn page_html(site: &Site, nonce: &str) -> String {
     let mode = match site.board.mode {
         Mode::Client { .. } => "client",
         Mode::Server => "server",
@@ -107,26 +108,14 @@ fn page_html(site: &Site) -> String {
     let cfg = json!({"token": site.token, "mode": mode, "version": crate::version_string()});
     // Inside <script>, "</" must not appear.
     let cfg = cfg.to_string().replace("</", "<\\/");
-    PAGE.replace("/*REPORT_CSS*/", page::CSS).replace("{/*CONFIG*/}", &cfg)
+    PAGE.replace("/*REPORT_CSS*/", page::CSS)
+        .replace("{/*CONFIG*/}", &cfg)
+        .replace("{/*NONCE*/}", nonce)
 }
 
 fn runs_json(board: &Board) -> Value {
     let runs = board.runs();
-    Value::Array(
-        runs.iter()
-            .rev()
-            .map(|r| {
-                json!({
-                    "id": r.id,
-                    "title": r.title,
-                    "state": r.state.word(),
-                    "error": match &r.state { State::Failed(e) => Some(e.clone()), _ => None },
-                    "started": r.started,
-                    "intervals": r.intervals(),
-                })
-            })
-            .collect(),
-    )
+    Value::Array(runs.iter().rev().map(|r| r.summary()).collect())
 }
 
 fn document(board: &Board, id: u64) -> Option<(Value, String)> {
@@ -163,9 +152,18 @@ pub fn route(site: &Site, req: &Request) -> Answer {
                 "<!DOCTYPE html><title>wirespeed</title><p>Open the address <code>wirespeed ui</code> printed: it carries the token.</p>\n",
             ));
         }
+        // Only the page's own script runs (markup the live reports insert
+        // cannot bring handlers of its own); inline styles are allowed
+        // (the charts' legends carry their colours in them).
+        let Ok(nonce) = super::random_token() else {
+            return whole(Response::text("500 Internal Server Error", "no random numbers\n"));
+        };
+        let csp = format!(
+            "Content-Security-Policy: default-src 'none'; script-src 'nonce-{nonce}'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'"
+        );
         return whole(
-            Response::new("200 OK", "text/html; charset=utf-8", page_html(site))
-                .with_header("Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'")
+            Response::new("200 OK", "text/html; charset=utf-8", page_html(site, &nonce))
+                .with_header(csp)
                 .with_header("X-Frame-Options: DENY"),
         );
     }
@@ -249,14 +247,14 @@ fn parse_form(req: &Request) -> Result<Value, Response> {
 /// `done` when it ends. Ends early when the page goes away.
 fn live(site: &Site, s: &mut TcpStream, id: u64) -> std::io::Result<()> {
     http::sse_start(s)?;
-    let mut seen: Option<(usize, String)> = None;
+    let mut seen: Option<(usize, &str)> = None;
     let mut last_render = Instant::now() - RENDER_EVERY;
     loop {
         let mut runs = site.board.runs();
         let now_of = |runs: &Vec<super::board::Run>| {
             runs.iter()
                 .find(|r| r.id == id)
-                .map(|r| (r.events.len(), r.state.word().to_string()))
+                .map(|r| (r.events.len(), r.state.word()))
         };
         let mut now = now_of(&runs);
         if now == seen {
@@ -279,14 +277,7 @@ fn live(site: &Site, s: &mut TcpStream, id: u64) -> std::io::Result<()> {
             std::thread::sleep(wait);
             continue;
         }
-        let doc = r.document();
-        let state = json!({
-            "id": r.id,
-            "state": r.state.word(),
-            "error": match &r.state { State::Failed(e) => Some(e.clone()), _ => None },
-            "intervals": r.intervals(),
-            "stderr": r.stderr,
-        });
+        let (doc, state) = (r.document(), r.summary());
         seen = now;
         drop(runs);
         last_render = Instant::now();
@@ -315,29 +306,18 @@ fn serve_one(site: &Site, mut s: TcpStream) {
     }
 }
 
-/// Accepts connections until `stop`, each served on its own thread (at
-/// most [`MAX_CONNECTIONS`]; beyond that a 503).
-pub fn serve(site: Arc<Site>, listener: TcpListener, stop: Arc<AtomicBool>) {
+/// What the accepting thread does with each connection: serves it on a
+/// thread of its own (at most [`MAX_CONNECTIONS`] at once; beyond that a
+/// 503).
+pub fn answerer(site: Arc<Site>) -> impl FnMut(TcpStream) + Send + 'static {
     let live = Arc::new(AtomicUsize::new(0));
-    while !stop.load(Relaxed) {
-        let s = match listener.accept() {
-            Ok((s, _)) => s,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(25));
-                continue;
-            }
-            Err(_) => {
-                std::thread::sleep(Duration::from_millis(200));
-                continue;
-            }
-        };
+    move |mut s: TcpStream| {
         if live.fetch_add(1, Relaxed) >= MAX_CONNECTIONS {
             live.fetch_sub(1, Relaxed);
-            let mut s = s;
             let _ = s.set_nonblocking(false);
             let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
             Response::text("503 Service Unavailable", "too many connections\n").send(&mut s, false);
-            continue;
+            return;
         }
         let (site, live2) = (site.clone(), live.clone());
         let spawned = std::thread::Builder::new().name("ws-ui".into()).spawn(move || {
