@@ -21,6 +21,8 @@ use common::*;
 use serde_json::Value;
 use webdriver::{Browser, http};
 
+const T: Duration = Duration::from_secs(30);
+
 fn artifacts() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-artifacts")
 }
@@ -114,6 +116,17 @@ fn download_json(b: &Browser, run: u64) -> Value {
     serde_json::from_str(text.as_str().unwrap()).unwrap()
 }
 
+/// A 3 s test from the form against `port`, drawn live; its JSON (through
+/// the page's link) moved bytes (`end[sum]`); a screenshot named `what`.
+fn live_run(b: &Browser, dialect: &str, port: u16, what: &str, sum: &str) -> (u64, Value) {
+    let run = run_from_form(b, dialect, port, "3", "0.5");
+    assert_live(&trace_until_done(b, Duration::from_secs(30)), what);
+    let doc = download_json(b, run);
+    assert!(doc["end"][sum]["bytes"].as_u64().unwrap() > 0, "{doc}");
+    b.screenshot(&artifacts().join(format!("ui-{what}.png")));
+    (run, doc)
+}
+
 #[test]
 fn the_page_runs_tests_against_three_servers_and_shows_them_live() {
     let Some((driver, chromium)) = webdriver::tools() else {
@@ -141,34 +154,19 @@ fn the_page_runs_tests_against_three_servers_and_shows_them_live() {
     // Our server.
     let port = free_port();
     let _srv = wirespeed_server(port, &[]);
-    let run1 = run_from_form(&b, "iperf3", port, "3", "0.5");
-    let trace = trace_until_done(&b, Duration::from_secs(30));
-    assert_live(&trace, "wirespeed server");
-    let doc = download_json(&b, run1);
+    let (run1, doc) = live_run(&b, "iperf3", port, "wirespeed-server", "sum_received");
     assert_eq!(doc["intervals"].as_array().unwrap().len(), 6, "{doc}");
-    assert!(doc["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0, "{doc}");
-    b.screenshot(&artifacts().join("ui-wirespeed-server.png"));
 
     // The real iperf3 and iperf 2 servers.
     let mut runs = vec![run1];
     if let Some(iperf3) = peer("iperf3") {
         let port = free_port();
         let _srv = iperf3_server(&iperf3, port, &[]);
-        let run = run_from_form(&b, "iperf3", port, "3", "0.5");
-        assert_live(&trace_until_done(&b, Duration::from_secs(30)), "iperf3 server");
-        let doc = download_json(&b, run);
-        assert!(doc["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0, "{doc}");
-        b.screenshot(&artifacts().join("ui-iperf3-server.png"));
-        runs.push(run);
+        runs.push(live_run(&b, "iperf3", port, "iperf3-server", "sum_received").0);
     }
     let port2 = free_port();
     if let Some(_srv) = iperf2_server(Iperf2::Real, port2, &[]) {
-        let run = run_from_form(&b, "iperf2", port2, "3", "0.5");
-        assert_live(&trace_until_done(&b, Duration::from_secs(30)), "iperf 2 server");
-        let doc = download_json(&b, run);
-        assert!(doc["end"]["sum_sent"]["bytes"].as_u64().unwrap() > 0, "{doc}");
-        b.screenshot(&artifacts().join("ui-iperf2-server.png"));
-        runs.push(run);
+        runs.push(live_run(&b, "iperf2", port2, "iperf2-server", "sum_sent").0);
     }
 
     // Two runs on one chart.
@@ -230,6 +228,31 @@ fn the_page_watches_a_server_live() {
     assert_eq!(title.as_str().unwrap(), "TCP iperf3 test from 127.0.0.1");
     b.screenshot(&artifacts().join("ui-server-watch.png"));
     drop(client);
+}
+
+#[test]
+fn an_iperf2_server_is_watched_too() {
+    let port = free_port();
+    let p = port.to_string();
+    let (_srv, ui_port) = start_ui(&["--iperf2", "-s", "-p", &p]);
+    let t = token(ui_port);
+    let r = run(&wirespeed(), &["--iperf2", "-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let runs = || http(ui_port, "GET", &format!("/api/runs?token={t}"), &[], "").1;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !runs().contains("\"done\"") {
+        assert!(std::time::Instant::now() < deadline, "{}", runs());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(runs().contains("TCP iperf 2 test from 127.0.0.1"), "{}", runs());
+    // On a client it is refused, as iperf 2's other server options are.
+    let r = run(&wirespeed(), &["--iperf2", "-c", "127.0.0.1", "--ui", "127.0.0.1:1"], T);
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("option --ui is only valid for a server"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -310,7 +310,7 @@ fn client_role(s: &mut ParseState) -> Result {
     if cfg.server.daemon {
         return Err(CliError::err("option -D is only valid for a server"));
     }
-    if let Some(o) = &s.policy_opt {
+    if let Some(o) = &s.server_opt {
         return Err(CliError::err(format!("option {o} is only valid for a server")));
     }
     if cfg.iperf2.single_client {

@@ -58,8 +58,9 @@ pub struct ParseState {
     pub(super) isochronous: Option<Option<String>>,
     /// `--ipg`, milliseconds.
     pub(super) ipg: Option<f64>,
-    /// The last access-policy option given (`--allow`, `--deny`).
-    pub(super) policy_opt: Option<String>,
+    /// The last server-only wirespeed option given (`--allow`, `--deny`,
+    /// `--ui`): refused on a client.
+    pub(super) server_opt: Option<String>,
     /// `--tcp-rx-window-clamp` (a server's).
     pub(super) clamp: Option<u32>,
     /// `--tos-override` (a server's).
@@ -122,7 +123,7 @@ impl ParseState {
             burst_period: None,
             isochronous: None,
             ipg: None,
-            policy_opt: None,
+            server_opt: None,
             clamp: None,
             tos_override: None,
             bounceback: None,

@@ -62,6 +62,7 @@ Server specific:
                            (comma-separated, repeatable; a wirespeed addition)
       --deny <list>        refuse these clients (wins over --allow and -c)
       --max-tests #        serve at most this many clients at once (default: no limit)
+      --ui <addr>:<port>   serve a web page watching the tests live (a wirespeed addition)
   -V, --ipv6_domain        Enable IPv6 reception by setting the domain and socket to AF_INET6 (Can receive on both IPv4 and IPv6)
 
 Client specific:

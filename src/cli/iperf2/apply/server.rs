@@ -56,7 +56,7 @@ pub fn tos_override(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 pub fn allow(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let list = crate::server::access::split_list("--allow", value(o)).map_err(CliError::err)?;
     s.cfg.server.allow.extend(list);
-    s.policy_opt = Some("--allow".into());
+    s.server_opt = Some("--allow".into());
     Ok(())
 }
 
@@ -64,7 +64,15 @@ pub fn allow(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 pub fn deny(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let list = crate::server::access::split_list("--deny", value(o)).map_err(CliError::err)?;
     s.cfg.server.deny.extend(list);
-    s.policy_opt = Some("--deny".into());
+    s.server_opt = Some("--deny".into());
+    Ok(())
+}
+
+/// `--ui ADDR:PORT` (a wirespeed addition): the web page watching the
+/// server's tests.
+pub fn ui(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    s.cfg.server.ui = Some(value(o).to_string());
+    s.server_opt = Some("--ui".into());
     Ok(())
 }
 
