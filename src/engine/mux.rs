@@ -28,6 +28,14 @@ use crate::sys::mem::AlignedBuf;
 
 /// Blocks a stream may move per turn before the next stream's turn.
 const TURN: usize = 4;
+/// Whether a short read proves a stream's queue empty, so the worker may
+/// wait for its next readiness instead of reading once more for
+/// `WouldBlock`. On Linux, epoll reports every arrival on a socket in
+/// edge-triggered mode, so data that comes after the short read raises a
+/// new event; a FIN that was already queued is seen in the event
+/// (`closing`), and such a stream reads on to EOF. Elsewhere mio asks for
+/// `WouldBlock` before it re-arms.
+const SHORT_READ_DRAINS: bool = cfg!(target_os = "linux");
 /// How often a worker looks at the stop flags when nothing happens.
 const TICK: Duration = Duration::from_millis(20);
 
@@ -194,6 +202,10 @@ struct Flow {
     queued: bool,
     done: bool,
     last_io_ns: u64,
+    /// Whether the peer's FIN (or an error) was reported: from then on a
+    /// short read does not mean the queue is empty for good, so the stream
+    /// reads until `WouldBlock` or EOF.
+    closing: bool,
 }
 
 struct Worker {
@@ -249,6 +261,7 @@ impl Worker {
                 due: None,
                 done: false,
                 last_io_ns: 0,
+                closing: false,
             });
         }
         let live = flows.len();
@@ -284,7 +297,13 @@ impl Worker {
                 return Err(Error::io(Code::SELECT, &e));
             }
             for ev in events.iter() {
-                self.enqueue(ev.token().0);
+                let i = ev.token().0;
+                if (ev.is_read_closed() || ev.is_error())
+                    && let Some(f) = self.flows.get_mut(i)
+                {
+                    f.closing = true;
+                }
+                self.enqueue(i);
             }
             if self.paced {
                 let now = Instant::now();
@@ -421,6 +440,10 @@ impl Worker {
                 }
                 _ => f.sock.io().read(&mut self.recv_buf),
             };
+            let full = match f.task.sinkhole {
+                Sinkhole::Truncate => f.task.block_len.min(self.recv_buf.len()),
+                _ => self.recv_buf.len(),
+            };
             match r {
                 Ok(0) => return Ok(Turn::Done),
                 Ok(n) => {
@@ -433,6 +456,9 @@ impl Worker {
                         && t.add(n as u64)
                     {
                         control.wake();
+                    }
+                    if n < full && SHORT_READ_DRAINS && !f.closing {
+                        return Ok(Turn::Blocked);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Turn::Blocked),
