@@ -6,7 +6,8 @@
 //! hundred bytes of state, not a thread and two blocks of memory. Streams
 //! known to be ready are served round-robin a few blocks at a time (edge-
 //! triggered readiness means a stream stays in the ready queue until it
-//! reports `WouldBlock`), so one fast stream cannot starve the rest.
+//! reports `WouldBlock`, or on Linux until a short read), so one fast
+//! stream cannot starve the rest.
 //! Semantics match the thread loops in `tcp.rs`: exact budgets, pacing,
 //! half-close after the last block, drain-to-EOF-or-quiet after the stop.
 
