@@ -575,6 +575,14 @@ mod tests {
     }
 
     #[test]
+    fn max_tests_is_a_server_option() {
+        assert_eq!(run("-s --max-tests 3").server.max_tests, 3);
+        assert_eq!(run("-s").server.max_tests, u32::MAX);
+        assert!(err("-c h --max-tests 3").contains("option --max-tests is only valid for a server"));
+        assert!(err("-s --max-tests 0").contains("between 1 and 100000"));
+    }
+
+    #[test]
     fn a_tcp_server_takes_a_read_rate() {
         let (c, w) = run_env("-s -b 100m", &[]).unwrap();
         assert_eq!(c.params.rate, 100_000_000);

@@ -84,5 +84,6 @@ pub fn max_tests(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         return Err(CliError::err(format!("{} must be between 1 and 100000", o.spelled)));
     }
     s.cfg.server.max_tests = n as u32;
+    s.server_opt = Some("--max-tests".into());
     Ok(())
 }
