@@ -6,8 +6,7 @@
 //! hundred bytes of state, not a thread and two blocks of memory. Streams
 //! known to be ready are served round-robin a few blocks at a time (edge-
 //! triggered readiness means a stream stays in the ready queue until it
-//! reports `WouldBlock`, or on Linux until a short read), so one fast
-//! stream cannot starve the rest.
+//! reports `WouldBlock`), so one fast stream cannot starve the rest.
 //! Semantics match the thread loops in `tcp.rs`: exact budgets, pacing,
 //! half-close after the last block, drain-to-EOF-or-quiet after the stop.
 
@@ -29,14 +28,6 @@ use crate::sys::mem::AlignedBuf;
 
 /// Blocks a stream may move per turn before the next stream's turn.
 const TURN: usize = 4;
-/// Whether a short read proves a stream's queue empty, so the worker may
-/// wait for its next readiness instead of reading once more for
-/// `WouldBlock`. On Linux, epoll reports every arrival on a socket in
-/// edge-triggered mode, so data that comes after the short read raises a
-/// new event; a FIN that was already queued is seen in the event
-/// (`closing`), and such a stream reads on to EOF. Elsewhere mio asks for
-/// `WouldBlock` before it re-arms.
-const SHORT_READ_DRAINS: bool = cfg!(target_os = "linux");
 /// How often a worker looks at the stop flags when nothing happens.
 const TICK: Duration = Duration::from_millis(20);
 
@@ -203,10 +194,6 @@ struct Flow {
     queued: bool,
     done: bool,
     last_io_ns: u64,
-    /// Whether the peer's FIN (or an error) was reported: from then on a
-    /// short read does not mean the queue is empty for good, so the stream
-    /// reads until `WouldBlock` or EOF.
-    closing: bool,
 }
 
 struct Worker {
@@ -262,7 +249,6 @@ impl Worker {
                 due: None,
                 done: false,
                 last_io_ns: 0,
-                closing: false,
             });
         }
         let live = flows.len();
@@ -298,13 +284,7 @@ impl Worker {
                 return Err(Error::io(Code::SELECT, &e));
             }
             for ev in events.iter() {
-                let i = ev.token().0;
-                if (ev.is_read_closed() || ev.is_error())
-                    && let Some(f) = self.flows.get_mut(i)
-                {
-                    f.closing = true;
-                }
-                self.enqueue(i);
+                self.enqueue(ev.token().0);
             }
             if self.paced {
                 let now = Instant::now();
@@ -315,7 +295,7 @@ impl Worker {
                     }
                 }
             }
-            self.check_stop();
+            self.check_stop()?;
             // One turn for every stream that was ready when this pass began.
             for _ in 0..self.ready.len() {
                 let Some(i) = self.ready.pop_front() else { break };
@@ -350,12 +330,12 @@ impl Worker {
 
     /// Applies the test's stop (senders), drain (quiet receivers) and
     /// abort (everyone) to streams that are not busy.
-    fn check_stop(&mut self) {
+    fn check_stop(&mut self) -> Result<(), Error> {
         let stop = self.control.stop.load(Relaxed);
         let drain = self.control.drain.load(Relaxed);
         let abort = self.control.abort.load(Relaxed);
         if !stop && !drain && !abort {
-            return;
+            return Ok(());
         }
         let now_ns = self.control.now_ns();
         for i in 0..self.flows.len() {
@@ -364,13 +344,21 @@ impl Worker {
                 continue;
             }
             let quiet = Duration::from_nanos(now_ns.saturating_sub(f.last_io_ns.max(1)));
-            let finish = abort
-                || (f.task.role == StreamRole::Send && stop)
-                || (f.task.role == StreamRole::Recv && drain && !f.queued && quiet >= f.task.drain_idle);
-            if finish {
+            if abort || (f.task.role == StreamRole::Send && stop) {
                 self.finish(i);
+            } else if f.task.role == StreamRole::Recv && drain && !f.queued && quiet >= f.task.drain_idle {
+                // Quiet by the clock, but its readiness may not have been
+                // polled yet (more sockets ready than one poll returns):
+                // the socket itself says whether the stream is done.
+                let last = f.last_io_ns;
+                match self.recv_turn(i)? {
+                    Turn::Again => self.enqueue(i),
+                    Turn::Blocked if self.flows[i].last_io_ns != last => {}
+                    _ => self.finish(i),
+                }
             }
         }
+        Ok(())
     }
 
     fn send_turn(&mut self, i: usize) -> Result<Turn, Error> {
@@ -441,10 +429,6 @@ impl Worker {
                 }
                 _ => f.sock.io().read(&mut self.recv_buf),
             };
-            let full = match f.task.sinkhole {
-                Sinkhole::Truncate => f.task.block_len.min(self.recv_buf.len()),
-                _ => self.recv_buf.len(),
-            };
             match r {
                 Ok(0) => return Ok(Turn::Done),
                 Ok(n) => {
@@ -457,9 +441,6 @@ impl Worker {
                         && t.add(n as u64)
                     {
                         control.wake();
-                    }
-                    if n < full && SHORT_READ_DRAINS && !f.closing {
-                        return Ok(Turn::Blocked);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Turn::Blocked),
