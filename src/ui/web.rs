@@ -99,7 +99,7 @@ fn error(status: &'static str, msg: impl Into<String>) -> Response {
 }
 
 /// The page, with what its script needs; `nonce` marks the one script
-/// the page's content security policy lets run.
+/// and the one style sheet the page's content security policy lets apply.
 fn page_html(site: &Site, nonce: &str) -> String {
     let mode = match site.board.mode {
         Mode::Client { .. } => "client",
@@ -152,14 +152,14 @@ pub fn route(site: &Site, req: &Request) -> Answer {
                 "<!DOCTYPE html><title>wirespeed</title><p>Open the address <code>wirespeed ui</code> printed: it carries the token.</p>\n",
             ));
         }
-        // Only the page's own script runs (markup the live reports insert
-        // cannot bring handlers of its own); inline styles are allowed
-        // (the charts' legends carry their colours in them).
+        // Only the page's own script and style sheet apply (markup the
+        // live reports insert cannot bring handlers or styles of its own;
+        // the charts colour their legends with SVG attributes).
         let Ok(nonce) = super::random_token() else {
             return whole(Response::text("500 Internal Server Error", "no random numbers\n"));
         };
         let csp = format!(
-            "Content-Security-Policy: default-src 'none'; script-src 'nonce-{nonce}'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'"
+            "Content-Security-Policy: default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; img-src data:; frame-ancestors 'none'"
         );
         return whole(
             Response::new("200 OK", "text/html; charset=utf-8", page_html(site, &nonce))

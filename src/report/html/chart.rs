@@ -333,7 +333,7 @@ pub fn render(c: &Chart) -> String {
     for se in c.series.iter().filter(|s| s.in_legend) {
         let _ = write!(
             s,
-            r#"<li><span class="swatch{}" style="background:{}"></span>{}</li>"#,
+            r#"<li><svg class="swatch{}" viewBox="0 0 1 1" preserveAspectRatio="none"><rect width="1" height="1" fill="{}"/></svg>{}</li>"#,
             if se.emphasis { " thick" } else { "" },
             se.colour,
             escape(&se.label)
