@@ -57,6 +57,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -488,7 +489,6 @@ def scenario_placement(ws, peer, servers, rounds, dur, mux_servers):
 def scenario_profile(tools, servers, dur):
     """A system-wide cpu-clock profile (this VM has no PMU) of one 1-stream
     test per tool: shares of all samples taken while the test ran."""
-    import tempfile
     out = {}
     for t in tools:
         with tempfile.TemporaryDirectory() as d:
