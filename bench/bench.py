@@ -464,25 +464,43 @@ def scenario_ceiling(rounds, dur):
     return out
 
 
-def scenario_placement(ws, peer, servers, rounds, dur, mux_servers):
+def scenario_mux(wirespeed, base_env, rounds, dur, streams, extra=()):
+    """wirespeed against itself with a thread per stream and with workers
+    (`WIRESPEED_MUX` on both ends), alternating, for each stream count."""
+    modes = ("never", "always")
+    tools, srvs = {}, {}
+    try:
+        for mode in modes:
+            port = free_port()
+            env = dict(base_env, WIRESPEED_MUX=mode)
+            tools[mode] = Wirespeed(wirespeed, env=env, label=mode)
+            srvs[mode] = Server(tools[mode].server_argv(port), port, env=env)
+        out = {}
+        for p in streams:
+            x = out[str(p)] = {"gbps": {m: [] for m in modes}, "cpu_per_gb": {m: [] for m in modes}}
+            for _ in range(rounds):
+                for mode in modes:
+                    g, c = scenario_tcp([tools[mode]], {mode: srvs[mode]}, 1, dur, p, extra)
+                    x["gbps"][mode] += g[mode]
+                    x["cpu_per_gb"][mode] += c[mode]
+        return out
+    finally:
+        for srv in srvs.values():
+            srv.stop()
+
+
+def scenario_placement(ws, peer, servers, rounds, dur):
     """CPU per GB as a function of where the ends run: the same 1-stream test
     unpinned, with both ends on CPU 0 and with client and server apart
-    (`-A n,m`, which both tools take); then threads against workers with
-    the ends apart (a worker per end), as two hosts would run them."""
-    out = {"tcp1": {}, "mux_apart": {}}
+    (`-A n,m`, which both tools take)."""
+    out = {}
     for _ in range(rounds):
         for label, extra in (("unpinned", []), ("-A 0,0", ["-A", "0,0"]), ("-A 0,1", ["-A", "0,1"])):
             g, c = scenario_tcp([ws, peer], servers, 1, dur, 1, extra)
             for t in (ws, peer):
-                x = out["tcp1"].setdefault(label, {}).setdefault(t.name, {"gbps": [], "cpu_per_gb": []})
+                x = out.setdefault(label, {}).setdefault(t.name, {"gbps": [], "cpu_per_gb": []})
                 x["gbps"] += g[t.name]
                 x["cpu_per_gb"] += c[t.name]
-        for p in (4, 64):
-            for mode, (tool, srv) in mux_servers.items():
-                g, c = scenario_tcp([tool], {tool.name: srv}, 1, dur, p, ["-A", "0,1"])
-                x = out["mux_apart"].setdefault(str(p), {}).setdefault(mode, {"gbps": [], "cpu_per_gb": []})
-                x["gbps"] += g[tool.name]
-                x["cpu_per_gb"] += c[tool.name]
     return out
 
 
@@ -962,18 +980,12 @@ def main():
         peer = next(t for t in reversed(tools) if isinstance(t, Iperf3))
         if "placement" in only:
             print(f"where the ends run: wirespeed and {peer.name}", file=sys.stderr)
-            mux_servers = {}
-            try:
-                for mode in ("never", "always"):
-                    port = free_port()
-                    env = dict(base_env, WIRESPEED_MUX=mode)
-                    tool = Wirespeed(a.wirespeed, env=env, label=mode)
-                    mux_servers[mode] = (tool, Server(tool.server_argv(port), port, env=env))
-                res["placement"] = scenario_placement(ws, peer, servers, a.rounds, dur, mux_servers)
-                res["placement_peer"] = peer.name
-            finally:
-                for _, srv in mux_servers.values():
-                    srv.stop()
+            res["placement"] = {"tcp1": scenario_placement(ws, peer, servers, a.rounds, dur)}
+            res["placement_peer"] = peer.name
+            save()
+            # Threads against workers as two hosts would run them: a CPU
+            # (so a worker) per end.
+            res["placement"]["mux_apart"] = scenario_mux(a.wirespeed, base_env, a.rounds, dur, (4, 64), ["-A", "0,1"])
             save()
         if "profile" in only:
             if shutil.which("perf") and os.geteuid() == 0:
@@ -1006,28 +1018,7 @@ def main():
         save()
     if "mux" in only:
         print("wirespeed: a thread per stream vs multiplexing workers", file=sys.stderr)
-        modes = ("never", "always")
-        srvs = {}
-        try:
-            for mode in modes:
-                port = free_port()
-                env = dict(base_env, WIRESPEED_MUX=mode)
-                srvs[mode] = Server(ws.server_argv(port), port, env=env)
-            out = {}
-            for p in (4, 16, 64):
-                vt = [Wirespeed(a.wirespeed, env=dict(base_env, WIRESPEED_MUX=mode), label=mode) for mode in modes]
-                gbps = {mode: [] for mode in modes}
-                cpu = {mode: [] for mode in modes}
-                for _ in range(a.rounds):
-                    for v in vt:
-                        g, c = scenario_tcp([v], {v.name: srvs[v.name]}, 1, dur, p)
-                        gbps[v.name] += g[v.name]
-                        cpu[v.name] += c[v.name]
-                out[str(p)] = {"gbps": gbps, "cpu_per_gb": cpu}
-            res["mux"] = out
-        finally:
-            for s in srvs.values():
-                s.stop()
+        res["mux"] = scenario_mux(a.wirespeed, base_env, a.rounds, dur, (4, 16, 64))
         save()
     if "udp64" in only or "udp1400" in only:
         udp_servers = {}
@@ -1324,14 +1315,19 @@ def write_markdown(r, path):
         for name in z["order"]:
             L.append(f"| `{name}` | {cell(z['gbps'][name], 2)} | {cell(z['cpu_per_gb'][name], 3)} |")
         L.append("")
+    def mux_table(m):
+        L.append("| streams | threads Gbit/s | workers Gbit/s | threads CPU s/GB | workers CPU s/GB | workers ÷ threads |")
+        L.append("|---|---|---|---|---|---|")
+        for p, x in m.items():
+            t_, w_ = med(x["cpu_per_gb"]["never"]), med(x["cpu_per_gb"]["always"])
+            L.append(f"| {p} | {cell(x['gbps']['never'], 2)} | {cell(x['gbps']['always'], 2)} | "
+                     f"{cell(x['cpu_per_gb']['never'], 3)} | {cell(x['cpu_per_gb']['always'], 3)} | "
+                     f"{fmt(w_ / t_ if t_ and w_ else None, '', 2)} |")
+        L.append("")
+
     if "mux" in r:
         L.append("## wirespeed: a thread per stream vs multiplexing workers (`WIRESPEED_MUX`)\n")
-        L.append("| streams | threads Gbit/s | workers Gbit/s | threads CPU s/GB | workers CPU s/GB |")
-        L.append("|---|---|---|---|---|")
-        for p, x in r["mux"].items():
-            L.append(f"| {p} | {cell(x['gbps']['never'], 2)} | {cell(x['gbps']['always'], 2)} | "
-                     f"{cell(x['cpu_per_gb']['never'], 3)} | {cell(x['cpu_per_gb']['always'], 3)} |")
-        L.append("")
+        mux_table(r["mux"])
     if "placement" in r:
         pl, peer = r["placement"], r.get("placement_peer", "iperf3")
         L.append(f"## Where the ends run (TCP, CPU s per GB, both ends): wirespeed and {LABELS.get(peer, peer)}\n")
@@ -1348,15 +1344,9 @@ def write_markdown(r, path):
                      f"{cell(w.get('cpu_per_gb', []), 3)} | {cell(p.get('cpu_per_gb', []), 3)} | "
                      f"{fmt(rt[0] / rt[1] if None not in rt and rt[1] else None, '', 2)} |")
         L.append("")
-        L.append("Threads against workers with the ends apart (`-A 0,1`: one CPU, so one worker, per end):\n")
-        L.append("| streams | threads Gbit/s | workers Gbit/s | threads CPU s/GB | workers CPU s/GB | workers ÷ threads |")
-        L.append("|---|---|---|---|---|---|")
-        for p, x in pl["mux_apart"].items():
-            a_, b_ = med(x["never"]["cpu_per_gb"]), med(x["always"]["cpu_per_gb"])
-            L.append(f"| {p} | {cell(x['never']['gbps'], 2)} | {cell(x['always']['gbps'], 2)} | "
-                     f"{cell(x['never']['cpu_per_gb'], 3)} | {cell(x['always']['cpu_per_gb'], 3)} | "
-                     f"{fmt(b_ / a_ if a_ and b_ else None, '', 2)} |")
-        L.append("")
+        if "mux_apart" in pl:
+            L.append("Threads against workers with the ends apart (`-A 0,1`: one CPU, so one worker, per end):\n")
+            mux_table(pl["mux_apart"])
     if "profile" in r and r["profile"]:
         L.append("## Where the time goes: `perf record -a -e cpu-clock` over a 4 s 1-stream test\n")
         L.append("Shares of all samples on both CPUs while the test ran (client and server together; this VM "
