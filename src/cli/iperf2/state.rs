@@ -59,7 +59,7 @@ pub struct ParseState {
     /// `--ipg`, milliseconds.
     pub(super) ipg: Option<f64>,
     /// The last server-only wirespeed option given (`--allow`, `--deny`,
-    /// `--ui`): refused on a client.
+    /// `--ui`, `--max-tests`): refused on a client.
     pub(super) server_opt: Option<String>,
     /// `--tcp-rx-window-clamp` (a server's).
     pub(super) clamp: Option<u32>,
