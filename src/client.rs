@@ -229,6 +229,9 @@ impl Client<'_> {
             affinity: cfg.net.affinity,
             file: cfg.file.clone(),
             decides_end: true,
+            // A wirespeed server half-closes its streams when its senders
+            // stop; an iperf3 server closes them at TEST_END.
+            peer_half_closes: true,
             ..LocalOpts::default()
         };
         self.pending = Some((streams, waker, local));
@@ -472,6 +475,10 @@ impl Steering for ClientSteering<'_> {
             }
         }
         Err(e)
+    }
+
+    fn path_hint(&self) -> crate::engine::drain::PathTiming {
+        self.ctrl.timing()
     }
 
     /// TEST_END, then the server's EXCHANGE_RESULTS (unless it asked first).

@@ -89,6 +89,13 @@ impl Ctrl {
         &self.sock
     }
 
+    /// The control connection's round trip and retransmission timeout: its
+    /// messages cross the same path as the data, queue and all.
+    pub fn timing(&self) -> crate::engine::drain::PathTiming {
+        use crate::sys::AsSock;
+        crate::engine::drain::PathTiming::of_socket(self.sock.raw_sock())
+    }
+
     fn pull(&mut self) -> io::Result<()> {
         let mut buf = [0u8; 16 * 1024];
         loop {

@@ -405,6 +405,9 @@ fn results() -> impl Strategy<Value = Results> {
             omitted_packets: Some(op as i64),
             start_time: 0.0,
             end_time: end as f64 / 1e6,
+            // The receiver's reorder counts, never negative when present.
+            out_of_order: (errors >= 0).then_some(errors as i64 / 3),
+            duplicates: (oe >= 0).then_some(oe as i64 / 5),
         });
     (
         prop::collection::vec(stream, 0..20),

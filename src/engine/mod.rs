@@ -7,6 +7,7 @@
 //! [`mio::Waker`] when a stream ends or a byte/block target is reached.
 
 pub mod bounceback;
+pub mod drain;
 pub mod frames;
 pub mod latency;
 pub mod mux;
@@ -38,10 +39,17 @@ use crate::stats::{StreamCounters, StreamRole};
 pub struct TestControl {
     /// Senders stop at the next block; receivers begin draining.
     pub stop: AtomicBool,
-    /// Receivers may end once quiet: the peer's senders have stopped.
-    /// (`stop` alone is not enough: in a reverse or bidirectional test
-    /// this host stops its senders before the peer stops its own.)
+    /// Receivers may end: the peer's senders have stopped. (`stop` alone
+    /// is not enough: in a reverse or bidirectional test this host stops its
+    /// senders before the peer stops its own.) Raised by
+    /// [`TestControl::begin_drain`].
     pub drain: AtomicBool,
+    /// The peer half-closes each stream after its last byte, so a draining
+    /// TCP receiver reads to EOF, however long the path takes to deliver it.
+    pub eof_expected: AtomicBool,
+    /// During the drain, how long a receiver with no EOF to wait for must
+    /// be quiet to be done (ns).
+    quiet_ns: AtomicU64,
     /// Receivers give up draining at once (abort, or drain deadline).
     pub abort: AtomicBool,
     /// The omit period is running (senders do not spend `-n`/`-k` budgets).
@@ -65,6 +73,8 @@ impl TestControl {
         Arc::new(TestControl {
             stop: AtomicBool::new(false),
             drain: AtomicBool::new(false),
+            eof_expected: AtomicBool::new(false),
+            quiet_ns: AtomicU64::new(100_000_000),
             abort: AtomicBool::new(false),
             omitting: AtomicBool::new(false),
             finished: AtomicUsize::new(0),
@@ -87,6 +97,26 @@ impl TestControl {
             0 => None,
             ns => Some(ns),
         }
+    }
+
+    /// Starts the drain: receivers end at EOF or, where none is expected
+    /// (and for UDP), once quiet for `quiet`.
+    pub fn begin_drain(&self, quiet: Duration) {
+        self.quiet_ns.store(quiet.as_nanos() as u64, Relaxed);
+        self.drain.store(true, Relaxed);
+    }
+
+    /// Whether a receiver that last received at `last_rx_ns` (0: never) is
+    /// done: the test aborted, or it drains and has nothing more to wait
+    /// for. A TCP receiver whose peer half-closes waits for its EOF.
+    pub fn drained(&self, last_rx_ns: u64, tcp: bool) -> bool {
+        if self.abort.load(Relaxed) {
+            return true;
+        }
+        if !self.drain.load(Relaxed) || (tcp && self.eof_expected.load(Relaxed)) {
+            return false;
+        }
+        self.now_ns().saturating_sub(last_rx_ns) >= self.quiet_ns.load(Relaxed)
     }
 
     /// Wakes the controller.
@@ -279,8 +309,6 @@ pub struct StreamTask {
     pub control: Arc<TestControl>,
     /// CPU to pin to.
     pub affinity: Option<usize>,
-    /// How long a draining receiver waits for more data before it stops.
-    pub drain_idle: Duration,
     /// When a timed test ends (a stream that schedules its own work, such
     /// as bounceback bursts, starts none at or after it).
     pub until: Option<Instant>,

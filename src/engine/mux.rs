@@ -337,16 +337,15 @@ impl Worker {
         if !stop && !drain && !abort {
             return Ok(());
         }
-        let now_ns = self.control.now_ns();
         for i in 0..self.flows.len() {
             let f = &self.flows[i];
             if f.done {
                 continue;
             }
-            let quiet = Duration::from_nanos(now_ns.saturating_sub(f.last_io_ns.max(1)));
             if abort || (f.task.role == StreamRole::Send && stop) {
                 self.finish(i);
-            } else if f.task.role == StreamRole::Recv && drain && !f.queued && quiet >= f.task.drain_idle {
+            } else if f.task.role == StreamRole::Recv && drain && !f.queued && self.control.drained(f.last_io_ns, true)
+            {
                 // Quiet by the clock, but its readiness may not have been
                 // polled yet (more sockets ready than one poll returns):
                 // the socket itself says whether the stream is done.
@@ -497,7 +496,6 @@ mod tests {
             counters: Arc::new(StreamCounters::default()),
             control: control.clone(),
             affinity: None,
-            drain_idle: Duration::from_millis(50),
             until: None,
             frames: None,
         }

@@ -14,6 +14,7 @@
 use std::time::{Duration, Instant};
 
 use crate::engine::Session;
+use crate::engine::drain::PathTiming;
 use crate::error::Error;
 use crate::events::Event;
 
@@ -62,12 +63,20 @@ pub trait Steering {
     fn senders_stopped(&mut self, _session: &mut Session) -> Result<(), Error> {
         Ok(())
     }
+
+    /// What the dialect knows of the path's timing besides the data
+    /// streams (a control connection's TCP_INFO, fresh from the end's
+    /// exchange): the drain waits at least that long.
+    fn path_hint(&self) -> PathTiming {
+        PathTiming::default()
+    }
 }
 
 /// How a test ends and reports its last interval.
 #[derive(Debug, Clone, Copy)]
 pub struct RunSpec {
-    /// How long receivers may take to drain once the senders stopped.
+    /// The least time receivers are given to drain once the senders
+    /// stopped; a long path stretches it (see [`crate::engine::drain`]).
     pub drain: Duration,
     /// How often the loop looks at the streams when nothing wakes it.
     pub tick: Duration,
@@ -111,7 +120,7 @@ pub fn run(
         Ok(_) => {
             session.stop_senders();
             steer.senders_stopped(session)?;
-            session.drain_receivers(Instant::now() + spec.drain);
+            session.drain_receivers(spec.drain, steer.path_hint());
             last_interval(session, spec, emit);
             Ok(Ended::Finished)
         }

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
+use super::StreamKind;
+use super::drain::{DrainTimes, PathTiming};
 use super::pacer::{PaceRate, Pacer};
 use super::placement::{ThreadCount, multiplexed};
 use super::streams::{DataSock, DataStream, StreamExtras};
@@ -39,6 +41,10 @@ pub struct LocalOpts {
     pub decides_end: bool,
     /// How the numbers are presented.
     pub presentation: Presentation,
+    /// The peer half-closes each stream after its last byte (a wirespeed
+    /// or iperf 2 peer; an iperf3 server, which closes its streams at
+    /// TEST_END): receivers drain to EOF instead of until quiet.
+    pub peer_half_closes: bool,
 }
 
 /// What every stream of a test shares: its steering, its end, its
@@ -69,6 +75,7 @@ impl Plan {
         now: Instant,
     ) -> Result<Plan, Error> {
         let control = TestControl::new(Some(waker));
+        control.eof_expected.store(local.peer_half_closes, Relaxed);
         let omitting = !params.omit.is_zero();
         control.omitting.store(omitting, Relaxed);
         let block_len = params.block_len_or_default() as usize;
@@ -190,7 +197,6 @@ impl Plan {
             counters,
             control: self.control.clone(),
             affinity: local.affinity,
-            drain_idle: Duration::from_millis(100),
             until: self.end_at,
             frames: params
                 .frames
@@ -226,6 +232,9 @@ impl Launch {
         extras: StreamExtras,
     ) -> Result<(), Error> {
         let task = plan.task(params, local, &ds, &extras);
+        if let (DataSock::Tcp(sock), StreamRole::Send, StreamKind::Bulk) = (&ds.sock, ds.role, &extras.kind) {
+            super::tcp::limit_unsent(sock);
+        }
         let tag = plan.bidir.then_some(match (side, ds.role) {
             (Side::Client, StreamRole::Send) => RoleTag::TxC,
             (Side::Client, StreamRole::Recv) => RoleTag::RxC,
@@ -574,16 +583,61 @@ impl Session {
         }
     }
 
-    /// Waits for receivers to drain to EOF or quiet, up to `deadline`, then
-    /// aborts whatever is left.
-    pub fn drain_receivers(&mut self, deadline: Instant) {
+    /// Waits for receivers to drain (to EOF, or until quiet where the peer
+    /// gives no EOF), then aborts whatever is left. The waits follow the
+    /// path's round trip and retransmission timeout (the streams' own, or
+    /// `hint`'s, from the control connection, whichever is longer), never
+    /// less than `min` while bytes are still expected, and give up early
+    /// only when nothing arrives any more (see [`DrainTimes`]).
+    pub fn drain_receivers(&mut self, min: Duration, hint: PathTiming) {
+        let timing = self.path_timing().max(hint);
+        let times = DrainTimes::new(min, timing, self.params.protocol != Protocol::Udp);
+        let start = Instant::now();
         self.control.raise_stop();
-        self.control.drain.store(true, Relaxed);
-        while !self.receivers_done() && Instant::now() < deadline {
+        self.control.begin_drain(times.quiet);
+        let mut seen = self.stats.total_bytes(StreamRole::Recv);
+        let mut progress = start;
+        let cut = loop {
+            if self.receivers_done() {
+                break false;
+            }
+            let now = Instant::now();
+            let total = self.stats.total_bytes(StreamRole::Recv);
+            if total != seen {
+                (seen, progress) = (total, now);
+            }
+            let waited = now - start;
+            if waited >= times.hard || (waited >= times.soft && now - progress >= times.stall) {
+                break true;
+            }
             std::thread::sleep(Duration::from_millis(5));
-        }
+        };
+        crate::debug!(
+            2,
+            "drain: {:.3} s{} (rtt {:?}, rto {:?}; quiet {:?}, soft {:?}, stall {:?}; EOF expected: {})",
+            start.elapsed().as_secs_f64(),
+            if cut { ", cut short" } else { "" },
+            timing.rtt,
+            timing.rto,
+            times.quiet,
+            times.soft,
+            times.stall,
+            self.control.eof_expected.load(Relaxed)
+        );
         self.control.abort.store(true, Relaxed);
         self.join_all();
+    }
+
+    /// The longest round trip and retransmission timeout among the TCP
+    /// streams (a sample of them when there are thousands).
+    pub fn path_timing(&self) -> PathTiming {
+        self.stats
+            .streams
+            .iter()
+            .filter_map(|s| s.tcp_fd)
+            .take(256)
+            .map(PathTiming::of_socket)
+            .fold(PathTiming::default(), PathTiming::max)
     }
 
     fn join_all(&mut self) {

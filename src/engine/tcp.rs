@@ -135,6 +135,25 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
     Ok(())
 }
 
+/// The most bytes a bulk sender leaves queued unsent in its socket. What
+/// a sender counts as sent is what it wrote; without a bound the kernel
+/// takes megabytes ahead of the path (the send buffer grows with the
+/// window), so on a slow link "sent" would run seconds ahead of the wire
+/// and the test's end would wait for all of it. A quarter MiB is a few
+/// milliseconds at the rates where writes must never wait for it, and
+/// costs nothing on loopback (`bench/ab.py`).
+pub const UNSENT_LIMIT: u32 = 256 * 1024;
+
+/// Bounds a sending socket's unsent backlog (TCP_NOTSENT_LOWAT), unless
+/// the test set its own (iperf 2's `--tcp-write-prefetch`). Where the
+/// platform has no such option the sender works as before.
+pub fn limit_unsent(sock: &TcpStream) {
+    let s = socket2::SockRef::from(sock);
+    if crate::sys::socket::notsent_lowat(&s) == Some(0) {
+        let _ = crate::sys::socket::set_notsent_lowat(&s, UNSENT_LIMIT);
+    }
+}
+
 fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
@@ -164,10 +183,10 @@ pub(crate) fn block_file(buf: &[u8]) -> Result<File, Error> {
     Ok(f)
 }
 
-/// Reads until EOF, or until the receivers drain and the stream has been
-/// quiet for a poll period, or the controller aborts.
+/// Reads until EOF, or until the drain finds it done (see
+/// [`super::TestControl::drained`]), or the controller aborts.
 pub fn recv_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn StreamHook>) -> Result<(), Error> {
-    let _ = sock.set_read_timeout(Some(task.drain_idle.clamp(Duration::from_millis(10), POLL)));
+    let _ = sock.set_read_timeout(Some(POLL));
     let mut buf = AlignedBuf::new(task.block_len);
     let c = &task.counters;
     let control = &task.control;
@@ -208,7 +227,7 @@ pub fn recv_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
                 }
             }
             Err(e) if is_timeout(&e) => {
-                if control.abort.load(Relaxed) || control.drain.load(Relaxed) {
+                if control.drained(c.last_rx_ns.load(Relaxed), true) {
                     finish();
                     return Ok(());
                 }

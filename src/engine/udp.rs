@@ -577,7 +577,7 @@ fn recv_loop<F: DatagramFormat>(
     hook: Option<&mut dyn StreamHook>,
 ) -> Result<(), Error> {
     let len = task.block_len.max(1);
-    let _ = sock.set_read_timeout(Some(task.drain_idle.clamp(Duration::from_millis(10), POLL)));
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
     let gro = opts.gro && sysudp::set_gro(sock).is_ok();
     let kernel_stamps = sysudp::set_rx_timestamps(sock).is_ok();
     let (slot, slots) = if gro {
@@ -647,7 +647,7 @@ fn recv_loop<F: DatagramFormat>(
         }
         match batch.recv(sock) {
             Ok(0) => {
-                if control.drain.load(Relaxed) || control.abort.load(Relaxed) {
+                if control.drained(c.last_rx_ns.load(Relaxed), false) {
                     finish();
                     return Ok(());
                 }
@@ -676,7 +676,7 @@ fn recv_loop<F: DatagramFormat>(
                 pre = Some((bytes, datagrams, before));
             }
             Err(e) if is_timeout(&e) => {
-                if control.drain.load(Relaxed) || control.abort.load(Relaxed) {
+                if control.drained(c.last_rx_ns.load(Relaxed), false) {
                     finish();
                     return Ok(());
                 }
@@ -727,7 +727,6 @@ mod tests {
             counters: Arc::new(StreamCounters::default()),
             control: control.clone(),
             affinity: None,
-            drain_idle: Duration::from_millis(100),
             until: None,
             frames: None,
         }

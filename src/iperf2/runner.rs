@@ -183,6 +183,8 @@ pub fn run_flows(
         affinity: None,
         file: opts.file.clone(),
         decides_end: opts.decides_end,
+        // iperf 2 ends every TCP flow by closing its sending side.
+        peer_half_closes: true,
         presentation: Presentation {
             grid: opts.interval.map(|i| i.as_secs_f64()),
             // iperf 2's UDP senders end with a FIN datagram the receiver

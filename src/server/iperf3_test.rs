@@ -225,6 +225,9 @@ impl ServerTest<'_> {
             affinity: self.params.server_affinity.or(self.cfg.net.affinity),
             file: self.cfg.file.clone(),
             decides_end: false,
+            // An iperf3 client keeps its streams open until the results are
+            // exchanged; a wirespeed client half-closes after its last byte.
+            peer_half_closes: self.wirespeed_client,
             ..LocalOpts::default()
         };
         let session = Session::start(&self.params, Side::Server, streams, waker, &local)?;
@@ -516,6 +519,10 @@ impl Steering for ServerSteering<'_> {
             }
             Polled::Woken => Ok(Turn::Go),
         }
+    }
+
+    fn path_hint(&self) -> crate::engine::drain::PathTiming {
+        self.ctrl.timing()
     }
 
     /// `--server-bitrate-limit`: the average over the window must stay

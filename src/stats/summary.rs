@@ -27,6 +27,7 @@ impl TestStats {
         } else {
             0
         };
+        let udp = self.protocol == Protocol::Udp;
         let streams = self
             .streams
             .iter()
@@ -44,6 +45,8 @@ impl TestStats {
                     omitted_packets: Some(s.base.packets),
                     start_time: 0.0,
                     end_time: self.stream_secs(s),
+                    out_of_order: (recv && udp).then(|| snap.ooo - s.base.ooo),
+                    duplicates: (recv && udp).then(|| snap.dups - s.base.dups),
                 }
             })
             .collect();
@@ -339,8 +342,9 @@ fn udp_totals(s: &StreamStats, peer: Option<&Results>, pr: Option<&StreamResult>
             packets,
             sent_packets: sent,
             lost_percent: pct(lost.unwrap_or(0), packets),
-            out_of_order: 0,
-            duplicates: 0,
+            // What the receiver counted, when it is a wirespeed end.
+            out_of_order: pr.and_then(|r| r.out_of_order).unwrap_or(0),
+            duplicates: pr.and_then(|r| r.duplicates).unwrap_or(0),
         };
     }
     let mut packets = snap.packets - s.base.packets;

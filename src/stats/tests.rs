@@ -73,6 +73,8 @@ fn summary_pairs_local_and_peer_numbers() {
             omitted_packets: Some(0),
             start_time: 0.0,
             end_time: 2.5,
+            out_of_order: None,
+            duplicates: None,
         }],
         ..Results::default()
     };
@@ -118,6 +120,8 @@ fn peer_result(packets: i64, errors: i64, drained: bool) -> Results {
             omitted_packets: Some(0),
             start_time: 0.0,
             end_time: 1.0,
+            out_of_order: Some(7),
+            duplicates: Some(2),
         }],
         receiver_drained: drained,
         ..Results::default()
@@ -139,6 +143,8 @@ fn datagrams_lost_after_the_last_one_seen_are_counted_when_the_receiver_drained(
     };
     let d = u(true);
     assert_eq!((d.lost, d.packets, d.sent_packets), (Some(8), 100, 100));
+    // A wirespeed receiver also says what arrived out of order or twice.
+    assert_eq!((d.out_of_order, d.duplicates), (7, 2));
     // A C receiver stops counting at TEST_END: its tail may have been in
     // flight, not lost, so its own numbers stand.
     let c = u(false);

@@ -44,6 +44,14 @@ pub struct TcpInfo {
     pub notsent_bytes: u32,
     /// Minimum RTT seen, µs.
     pub min_rtt: u32,
+    /// Retransmission timeout, µs.
+    pub rto: u32,
+    /// The receiver's own estimate of the RTT (µs, 0 until it has one): on
+    /// a socket that only receives, the only RTT that follows the path's
+    /// queue, since `rtt` then rests on the handshake.
+    pub rcv_rtt: u32,
+    /// Segments sent and not yet acknowledged.
+    pub unacked: u32,
 }
 
 impl TcpInfo {
@@ -102,6 +110,9 @@ pub fn tcp_info_raw(fd: RawSock) -> io::Result<TcpInfo> {
         busy_time_us: info.tcpi_busy_time,
         notsent_bytes: info.tcpi_notsent_bytes,
         min_rtt: info.tcpi_min_rtt,
+        rto: info.tcpi_rto,
+        rcv_rtt: info.tcpi_rcv_rtt,
+        unacked: info.tcpi_unacked,
     })
 }
 
@@ -360,6 +371,20 @@ pub fn set_notsent_lowat(s: &Socket, bytes: u32) -> io::Result<()> {
     {
         let _ = (s, bytes);
         Err(unsupported("TCP_NOTSENT_LOWAT"))
+    }
+}
+
+/// TCP_NOTSENT_LOWAT as set on the socket (`None` where the platform has
+/// no such option). The kernel's default, when nobody set one, is `u32::MAX`.
+pub fn notsent_lowat(s: &Socket) -> Option<u32> {
+    #[cfg(target_os = "linux")]
+    return get_int_option(s, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT)
+        .ok()
+        .map(|v| v as u32);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = s;
+        None
     }
 }
 

@@ -28,6 +28,12 @@ pub struct StreamResult {
     pub start_time: f64,
     /// Seconds from stream start to the last sample.
     pub end_time: f64,
+    /// wirespeed extension (UDP receivers): datagrams that arrived out of
+    /// order and duplicates, after the omit period, so the sending end can
+    /// report them too. C peers ignore the keys and never send them.
+    pub out_of_order: Option<i64>,
+    /// wirespeed extension: duplicated datagrams (see `out_of_order`).
+    pub duplicates: Option<i64>,
 }
 
 /// One side's results.
@@ -94,6 +100,12 @@ impl Results {
                 o.insert("omitted_packets".into(), Value::from(s.omitted_packets.unwrap_or(0)));
                 o.insert("start_time".into(), num(s.start_time));
                 o.insert("end_time".into(), num(s.end_time));
+                if let Some(n) = s.out_of_order {
+                    o.insert("out_of_order".into(), Value::from(n));
+                }
+                if let Some(n) = s.duplicates {
+                    o.insert("duplicates".into(), Value::from(n));
+                }
                 Value::Object(o)
             })
             .collect();
@@ -158,6 +170,8 @@ impl Results {
                 omitted_packets: op,
                 start_time: o.get("start_time").and_then(lenient_f64).unwrap_or(0.0),
                 end_time: o.get("end_time").and_then(lenient_f64).unwrap_or(0.0),
+                out_of_order: o.get("out_of_order").and_then(lenient_i64).filter(|n| *n >= 0),
+                duplicates: o.get("duplicates").and_then(lenient_i64).filter(|n| *n >= 0),
             });
         }
         Ok(r)
@@ -207,12 +221,22 @@ mod tests {
                 omitted_packets: Some(5),
                 start_time: 0.0,
                 end_time: 2.000083,
+                out_of_order: Some(3),
+                duplicates: Some(1),
             }],
             server_output_text: Some("line\n".into()),
             server_output_json: None,
             receiver_drained: true,
         };
         assert_eq!(Results::decode(r.encode().as_bytes()).unwrap(), r);
+    }
+
+    #[test]
+    fn reorder_counts_are_optional_and_never_negative() {
+        let s = br#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"streams":[{"id":1,"bytes":1,"retransmits":-1,"jitter":0,"errors":0,"packets":1,"out_of_order":-4},{"id":3,"bytes":1,"retransmits":-1,"jitter":0,"errors":0,"packets":1}]}"#;
+        let r = Results::decode(s).unwrap();
+        assert_eq!((r.streams[0].out_of_order, r.streams[1].out_of_order), (None, None));
+        assert!(!Results { ..r }.encode().contains("out_of_order"));
     }
 
     #[test]
