@@ -58,6 +58,14 @@ impl FlowSock {
         }
     }
 
+    /// The stream itself, for its socket options.
+    fn shared(&self) -> &TcpStream {
+        #[cfg(unix)]
+        return &self.io;
+        #[cfg(windows)]
+        return &self._shared;
+    }
+
     /// What the bytes move through.
     #[cfg(unix)]
     fn io(&self) -> &TcpStream {
@@ -194,6 +202,9 @@ struct Flow {
     queued: bool,
     done: bool,
     last_io_ns: u64,
+    /// A sender's unsent bound (looked at once a second: there may be
+    /// thousands).
+    unsent: Option<super::tcp::UnsentLimit>,
 }
 
 struct Worker {
@@ -230,6 +241,8 @@ impl Worker {
                 StreamRole::Send => Interest::WRITABLE,
                 StreamRole::Recv => Interest::READABLE,
             };
+            let unsent = (task.role == StreamRole::Send)
+                .then(|| super::tcp::UnsentLimit::new(&sock, Duration::from_secs(1)));
             let mut sock = FlowSock::new(sock).map_err(|e| Error::io(Code::INITSTREAM, &e))?;
             sock.register(poll.registry(), Token(i), interest)
                 .map_err(|e| Error::io(Code::INITSTREAM, &e))?;
@@ -240,6 +253,7 @@ impl Worker {
                 ready.push_back(i);
             }
             flows.push(Flow {
+                unsent,
                 sock,
                 queued: task.role == StreamRole::Send,
                 task,
@@ -401,6 +415,9 @@ impl Worker {
                     f.pending -= w;
                     f.task.counters.bytes.fetch_add(w as u64, Relaxed);
                     f.last_io_ns = control.now_ns();
+                    if let Some(u) = f.unsent.as_mut() {
+                        u.tune(f.sock.shared(), f.last_io_ns);
+                    }
                     if f.pending == 0 {
                         f.task.counters.blocks.fetch_add(1, Relaxed);
                     }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use super::StreamKind;
 use super::drain::{DrainTimes, PathTiming};
 use super::pacer::{PaceRate, Pacer};
 use super::placement::{ThreadCount, multiplexed};
@@ -232,9 +231,6 @@ impl Launch {
         extras: StreamExtras,
     ) -> Result<(), Error> {
         let task = plan.task(params, local, &ds, &extras);
-        if let (DataSock::Tcp(sock), StreamRole::Send, StreamKind::Bulk) = (&ds.sock, ds.role, &extras.kind) {
-            super::tcp::limit_unsent(sock);
-        }
         let tag = plan.bidir.then_some(match (side, ds.role) {
             (Side::Client, StreamRole::Send) => RoleTag::TxC,
             (Side::Client, StreamRole::Recv) => RoleTag::RxC,

@@ -39,6 +39,7 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
         .map(|(rate, burst)| Pacer::new(rate, burst, buf.len(), std::time::Instant::now()));
     let stop = &task.control.stop;
     let c = &task.counters;
+    let mut unsent = UnsentLimit::new(sock, Duration::from_millis(100));
     // When the last byte went out: the stream's true end, however long the
     // final blocked write took to notice the stop.
     let mut last_write = 0u64;
@@ -104,6 +105,13 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
                 Ok(w) => {
                     off += w;
                     last_write = task.control.now_ns();
+                    unsent.tune(sock, last_write);
+                    // On a slow path one block can take longer than the
+                    // test has left: a stop ends it at what went.
+                    if off < n && stop.load(Relaxed) {
+                        c.bytes.fetch_add(off as u64, Relaxed);
+                        break 'blocks;
+                    }
                 }
                 Err(e) if is_timeout(&e) => {
                     if stop.load(Relaxed) {
@@ -135,23 +143,76 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
     Ok(())
 }
 
-/// The most bytes a bulk sender leaves queued unsent in its socket. What
-/// a sender counts as sent is what it wrote; without a bound the kernel
-/// takes megabytes ahead of the path (the send buffer grows with the
-/// window), so on a slow link "sent" would run seconds ahead of the wire
-/// and the test's end would wait for all of it. A quarter MiB is a few
-/// milliseconds at the rates where writes must never wait for it, and
-/// costs nothing on loopback (`bench/ab.py`).
-pub const UNSENT_LIMIT: u32 = 256 * 1024;
+/// Keeps a bulk sender's unsent backlog small (TCP_NOTSENT_LOWAT). What a
+/// sender counts as sent is what it wrote; without a bound the kernel takes
+/// megabytes ahead of the path (the send buffer grows with the window), so
+/// on a slow link "sent" would run seconds ahead of the wire and the test's
+/// end would wait for all of it. The bound follows the rate the peer
+/// acknowledges: about [`UNSENT_TIME`] of it, within [`UNSENT_MIN`] and
+/// [`UNSENT_MAX`]. A test that set its own (iperf 2's
+/// `--tcp-write-prefetch`) keeps it; where the platform has no such option
+/// the sender works as before.
+pub struct UnsentLimit {
+    /// The bound set now (0: not ours to tune).
+    current: u32,
+    next_ns: u64,
+    every_ns: u64,
+}
 
-/// Bounds a sending socket's unsent backlog (TCP_NOTSENT_LOWAT), unless
-/// the test set its own (iperf 2's `--tcp-write-prefetch`). Where the
-/// platform has no such option the sender works as before.
-pub fn limit_unsent(sock: &TcpStream) {
-    let s = socket2::SockRef::from(sock);
-    if crate::sys::socket::notsent_lowat(&s) == Some(0) {
-        let _ = crate::sys::socket::set_notsent_lowat(&s, UNSENT_LIMIT);
+/// The unsent backlog aimed at, in time at the acknowledged rate.
+pub const UNSENT_TIME: Duration = Duration::from_millis(20);
+/// The smallest unsent bound: a few blocks' worth of small writes.
+pub const UNSENT_MIN: u32 = 16 * 1024;
+/// The largest: past this, loopback gains nothing (`bench/ab.py`).
+pub const UNSENT_MAX: u32 = 4 * 1024 * 1024;
+/// Before the first rate is known.
+const UNSENT_START: u32 = 256 * 1024;
+
+impl UnsentLimit {
+    /// Takes charge of `sock`'s unsent bound unless the test set one; the
+    /// bound is looked at again every `every`.
+    pub fn new(sock: &TcpStream, every: Duration) -> UnsentLimit {
+        let s = socket2::SockRef::from(sock);
+        let current = if crate::sys::socket::notsent_lowat(&s) == Some(0)
+            && crate::sys::socket::set_notsent_lowat(&s, UNSENT_START).is_ok()
+        {
+            UNSENT_START
+        } else {
+            0
+        };
+        UnsentLimit {
+            current,
+            next_ns: 0,
+            every_ns: every.as_nanos() as u64,
+        }
     }
+
+    /// Follows the acknowledged rate, at most once every period.
+    pub fn tune(&mut self, sock: &TcpStream, now_ns: u64) {
+        if self.current == 0 || now_ns < self.next_ns {
+            return;
+        }
+        self.next_ns = now_ns + self.every_ns;
+        let Ok(info) = crate::sys::socket::tcp_info(sock) else {
+            return;
+        };
+        if info.delivery_rate == 0 {
+            return;
+        }
+        let want = unsent_bound(info.delivery_rate);
+        // Only a real change is worth a system call.
+        if want.abs_diff(self.current) > self.current / 4
+            && crate::sys::socket::set_notsent_lowat(&socket2::SockRef::from(sock), want).is_ok()
+        {
+            self.current = want;
+        }
+    }
+}
+
+/// The unsent bound for an acknowledged rate of `bytes_per_sec`.
+pub fn unsent_bound(bytes_per_sec: u64) -> u32 {
+    let b = bytes_per_sec as f64 * UNSENT_TIME.as_secs_f64();
+    (b as u64).clamp(u64::from(UNSENT_MIN), u64::from(UNSENT_MAX)) as u32
 }
 
 fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -240,5 +301,19 @@ pub fn recv_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
                 return Err(Error::io(Code::STREAMREAD, &e));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unsent_bound_follows_the_acknowledged_rate_within_limits() {
+        // 100 Mbit/s: 20 ms is 250 kB.
+        assert_eq!(unsent_bound(12_500_000), 250_000);
+        // A crawling path keeps a few blocks, a fast one no more than 4 MiB.
+        assert_eq!(unsent_bound(1_000), UNSENT_MIN);
+        assert_eq!(unsent_bound(10_000_000_000), UNSENT_MAX);
     }
 }

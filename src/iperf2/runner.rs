@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use mio::{Events, Poll, Token, Waker};
 
 use crate::config::TestParams;
+use crate::engine::drain::{DrainTimes, PathTiming};
 use crate::engine::run::{RunSpec, Steering, Turn};
+use crate::sys::AsSock;
 use crate::engine::{DataStream, LocalOpts, Session, StreamExtras};
 use crate::error::{Code, Error};
 use crate::events::{Event, Side, StartInfo, StreamSample};
@@ -148,7 +150,15 @@ impl Steering for Iperf2Steering<'_> {
     }
 
     fn senders_stopped(&mut self, _session: &mut Session) -> Result<(), Error> {
-        let close_by = Instant::now() + self.close_limit;
+        // What was written last may still cross a long path (and wait out a
+        // retransmission) before the peer can close.
+        let timing = self
+            .closers
+            .iter()
+            .map(|c| PathTiming::of_socket(c.raw_sock()))
+            .fold(PathTiming::default(), PathTiming::max);
+        let limit = DrainTimes::new(self.close_limit, timing, true).soft;
+        let close_by = Instant::now() + limit;
         for c in self.closers.drain(..) {
             await_close(c, close_by);
         }

@@ -52,6 +52,8 @@ pub struct TcpInfo {
     pub rcv_rtt: u32,
     /// Segments sent and not yet acknowledged.
     pub unacked: u32,
+    /// The rate the peer has recently been acknowledging data at, bytes/s.
+    pub delivery_rate: u64,
 }
 
 impl TcpInfo {
@@ -113,6 +115,7 @@ pub fn tcp_info_raw(fd: RawSock) -> io::Result<TcpInfo> {
         rto: info.tcpi_rto,
         rcv_rtt: info.tcpi_rcv_rtt,
         unacked: info.tcpi_unacked,
+        delivery_rate: info.tcpi_delivery_rate,
     })
 }
 
