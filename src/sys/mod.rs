@@ -37,6 +37,8 @@ pub mod time;
 #[cfg(windows)]
 #[path = "windows/time.rs"]
 pub mod time;
+#[cfg(target_os = "linux")]
+pub mod tun;
 pub mod udp;
 
 use socket2::SockRef;

@@ -69,11 +69,22 @@ pub fn index_of(name: &str) -> std::io::Result<u32> {
 /// Asks for round-robin realtime scheduling at the highest priority for the
 /// calling thread (threads it starts afterwards inherit it).
 pub fn set_realtime() -> std::io::Result<()> {
+    set_realtime_priority(i32::MAX)
+}
+
+/// Asks for round-robin realtime scheduling at `priority` (clamped to the
+/// system's range) for the calling thread: ahead of every normal thread,
+/// behind realtime threads of higher priority (such as the kernel's own).
+pub fn set_realtime_priority(priority: i32) -> std::io::Result<()> {
     // SAFETY: plain calls with no pointers except a live sched_param,
     // which is plain data (zeroed is valid; some systems add fields).
     let rc = unsafe {
         let mut param: libc::sched_param = std::mem::zeroed();
-        param.sched_priority = libc::sched_get_priority_max(libc::SCHED_RR);
+        let (lo, hi) = (
+            libc::sched_get_priority_min(libc::SCHED_RR),
+            libc::sched_get_priority_max(libc::SCHED_RR),
+        );
+        param.sched_priority = priority.clamp(lo, hi.max(lo));
         libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_RR, &param)
     };
     if rc != 0 {

@@ -2,6 +2,8 @@
 //! by pid), free ports, and the real iperf peers.
 #![allow(dead_code)]
 
+pub mod pathemu;
+
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
 use std::path::PathBuf;
