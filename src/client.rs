@@ -327,7 +327,15 @@ impl Client<'_> {
         let stopped = steer.stopped;
         self.session = Some(session);
         let ended = ended?;
-        if ended == Ended::Aborted || stopped.is_some() {
+        if let Ended::Unanswered(e) = ended {
+            // Our side of the test still stands: its summary, then why
+            // the server's is missing.
+            let s = self.session.as_ref().expect("session");
+            let summary = s.stats.summary(Instant::now(), None, s.congestion());
+            self.reporter.emit(Event::End(Box::new(summary)));
+            return Err(e);
+        }
+        if matches!(ended, Ended::Aborted) || stopped.is_some() {
             let s = self.session.as_ref().expect("session");
             let summary = s.stats.summary(Instant::now(), None, s.congestion());
             self.reporter.emit(Event::End(Box::new(summary)));
@@ -488,10 +496,22 @@ impl Steering for ClientSteering<'_> {
         }
         self.ctrl.send_state(State::TestEnd)?;
         self.machine.test_end_sent();
+        let deadline = Instant::now() + WHOLE_MSG;
         loop {
-            let b = self
-                .ctrl
-                .recv_byte(Some(Instant::now() + WHOLE_MSG), Code::RECVMESSAGE)?;
+            let b = self.ctrl.recv_byte(Some(deadline), Code::RECVMESSAGE).map_err(|e| {
+                if Instant::now() >= deadline {
+                    Error::msg(
+                        Code::RECVMESSAGE,
+                        format!(
+                            "unable to receive control message: the server did not answer for {} s after the \
+                             test's end (the path or the server may be down)",
+                            WHOLE_MSG.as_secs()
+                        ),
+                    )
+                } else {
+                    e
+                }
+            })?;
             match self.on_byte(b)? {
                 Turn::Finish => return Ok(()),
                 // The server ended it meanwhile: what was measured is

@@ -30,12 +30,16 @@ pub enum Turn {
 }
 
 /// How the loop ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Ended {
     /// In order: senders stopped, receivers drained, last interval taken.
     Finished,
     /// Cut short ([`Turn::Abort`]): streams stopped at once.
     Aborted,
+    /// The test ran to its end, but the peer did not answer the end (a
+    /// path or peer gone quiet): the last interval is taken, the error
+    /// says what was missing.
+    Unanswered(Error),
 }
 
 /// A dialect's part of the loop. Every method has a default that does
@@ -119,7 +123,11 @@ pub fn run(
         }
         Ok(_) => {
             session.stop_senders();
-            steer.senders_stopped(session)?;
+            if let Err(e) = steer.senders_stopped(session) {
+                session.abort();
+                last_interval(session, spec, emit);
+                return Ok(Ended::Unanswered(e));
+            }
             session.drain_receivers(spec.drain, steer.path_hint());
             last_interval(session, spec, emit);
             Ok(Ended::Finished)

@@ -103,24 +103,23 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
             match r {
                 Ok(0) => return Err(Error::new(Code::STREAMWRITE)),
                 Ok(w) => {
+                    // Counted as it goes: a block can take longer than an
+                    // interval on a slow path.
+                    c.bytes.fetch_add(w as u64, Relaxed);
                     off += w;
                     last_write = task.control.now_ns();
                     unsent.tune(sock, last_write);
-                    // On a slow path one block can take longer than the
-                    // test has left: a stop ends it at what went.
+                    // A stop ends a block cut short at what went.
                     if off < n && stop.load(Relaxed) {
-                        c.bytes.fetch_add(off as u64, Relaxed);
                         break 'blocks;
                     }
                 }
                 Err(e) if is_timeout(&e) => {
                     if stop.load(Relaxed) {
-                        c.bytes.fetch_add(off as u64, Relaxed);
                         break 'blocks;
                     }
                 }
                 Err(e) => {
-                    c.bytes.fetch_add(off as u64, Relaxed);
                     if stop.load(Relaxed) || task.control.abort.load(Relaxed) {
                         break 'blocks;
                     }
@@ -128,17 +127,12 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
                 }
             }
         }
-        c.bytes.fetch_add(n as u64, Relaxed);
         c.blocks.fetch_add(1, Relaxed);
     }
-    c.ended_ns.store(
-        if last_write > 0 {
-            last_write
-        } else {
-            task.control.now_ns()
-        },
-        Relaxed,
-    );
+    // The stream ran until its last write, or until the stop if that came
+    // later (a path that took nothing for a while).
+    let end = last_write.max(task.control.stopped_at_ns().unwrap_or(0));
+    c.ended_ns.store(if end > 0 { end } else { task.control.now_ns() }, Relaxed);
     let _ = sock.shutdown(Shutdown::Write);
     Ok(())
 }

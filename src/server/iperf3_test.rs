@@ -12,6 +12,7 @@ use super::registry::UdpSlot;
 use super::{Outcome, ServerCtx};
 use crate::config::{Protocol, TestConfig};
 use crate::ctrl::{Ctrl, Polled, Woke};
+use crate::engine::drain::DrainTimes;
 use crate::engine::run::{Ended, RunSpec, Steering, Turn};
 use crate::engine::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 use crate::error::{Code, Error};
@@ -27,6 +28,9 @@ use crate::report::json::JsonSink;
 use crate::report::{Output, Reporter, Sink};
 
 const WHOLE_MSG: Duration = Duration::from_secs(30);
+/// How long a client may be silent past its test's time before the test
+/// is freed (at least; a long path stretches it).
+const SILENT_AFTER_END: Duration = Duration::from_secs(10);
 
 /// Starts a test thread for a client whose parameters arrived.
 pub(super) fn start(ctx: &Arc<ServerCtx>, stream: TcpStream, cookie: Cookie, peer: SocketAddr, params: Vec<u8>) {
@@ -373,6 +377,7 @@ impl ServerTest<'_> {
                 .or(self.cfg.server.max_duration)
                 .map(|d| started + self.params.omit + d + Duration::from_secs(40)),
             rcv_timeout: self.cfg.net.rcv_timeout.unwrap_or(Duration::from_secs(120)),
+            nominal_end: self.params.duration().map(|d| started + self.params.omit + d),
             moved: (started, 0),
             rate_window: Vec::new(),
             stopped: None,
@@ -384,7 +389,7 @@ impl ServerTest<'_> {
         let ended = crate::engine::run::run(&mut session, &spec, &mut steer, &mut |e| output.emit(e));
         let stopped = steer.stopped;
         self.session = Some(session);
-        if ended? == Ended::Aborted {
+        if matches!(ended?, Ended::Aborted | Ended::Unanswered(_)) {
             let (tell, why) = stopped.unwrap_or((State::IperfDone, None));
             return self.terminated(tell, why);
         }
@@ -448,6 +453,9 @@ struct ServerSteering<'a> {
     cfg: &'a TestConfig,
     watchdog: Option<Instant>,
     rcv_timeout: Duration,
+    /// When a timed test should have ended, by the client's clock started
+    /// with ours.
+    nominal_end: Option<Instant>,
     /// When bytes last moved, and how many had by then: a client that
     /// vanished without a word (half-open control connection, no FIN or
     /// RST) while we send moves nothing any more.
@@ -483,9 +491,23 @@ impl Steering for ServerSteering<'_> {
             return Err(Error::new(Code::NOMSG));
         }
         let total = session.stats.moved();
+        let quiet = now.duration_since(self.moved.0);
+        // Past the test's time, a client that sends nothing at all (no
+        // data, no TEST_END) is gone or cut off: free its place well before
+        // the watchdog. The grace covers a long path's TEST_END.
+        let grace = DrainTimes::new(SILENT_AFTER_END, self.ctrl.timing(), true).soft;
+        if total == self.moved.1 && self.nominal_end.is_some_and(|e| now >= e + grace) && quiet >= grace {
+            return Err(Error::msg(
+                Code::NOMSG,
+                format!(
+                    "the client has sent nothing for {} s and the test's time is past: the path or the client may be down",
+                    quiet.as_secs()
+                ),
+            ));
+        }
         if total != self.moved.1 {
             self.moved = (now, total);
-        } else if now.duration_since(self.moved.0) >= self.rcv_timeout {
+        } else if quiet >= self.rcv_timeout {
             return Err(Error::msg(
                 Code::NOMSG,
                 format!(
