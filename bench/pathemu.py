@@ -232,11 +232,12 @@ def _tun_drops(stats):
     return {side: {k: stats["tun"][side].get(k) for k in ("tx_dropped", "rx_dropped")} for side in ("a", "b")}
 
 
-def measure_ceiling(secs=10):
+def measure_ceiling(secs=10, emu_args=()):
     rows = []
     for name, args in (("tcp -P 1", ["-C", "cubic"]), ("tcp -P 4", ["-C", "cubic", "-P", "4"]),
-                       ("udp -l 1400 -b 0", ["-u", "-l", "1400", "-b", "0"])):
-        with PathEmu(lifetime=secs + 60) as pe:
+                       ("udp -l 1400 -b 0", ["-u", "-l", "1400", "-b", "0"]),
+                       ("udp -l 1400 -b 1G", ["-u", "-l", "1400", "-b", "1G"])):
+        with PathEmu(lifetime=secs + 60, extra=emu_args) as pe:
             doc, st = _wirespeed_test(pe, args, secs)
             cpu = st["cpu"]
             row = {
@@ -265,10 +266,10 @@ def _ping(pe, count, interval, v6=False):
     return {"min_ms": mn, "avg_ms": avg, "max_ms": mx, "mdev_ms": mdev}
 
 
-def measure_delay(count=100):
+def measure_delay(count=100, emu_args=()):
     rows = []
     for delay_ms in (0, 1, 10, 50, 100):
-        with PathEmu(both=f"delay={delay_ms}ms", lifetime=count * 0.02 + 120) as pe:
+        with PathEmu(both=f"delay={delay_ms}ms", lifetime=count * 0.02 + 120, extra=emu_args) as pe:
             for v6 in (False, True):
                 p = _ping(pe, count, 0.02, v6)
                 row = {"one_way_ms": delay_ms, "family": "ipv6" if v6 else "ipv4", "expected_rtt_ms": 2 * delay_ms}
@@ -280,12 +281,12 @@ def measure_delay(count=100):
     return rows
 
 
-def measure_rate(secs=10):
+def measure_rate(secs=10, emu_args=()):
     rows = []
     for name, bps in (("10M", 10e6), ("100M", 100e6), ("1G", 1e9)):
         # 10 ms each way; a queue of about one bandwidth-delay product.
         bdp = max(100, int(bps * 0.02 / 8 / 1500))
-        with PathEmu(both=f"delay=10ms,rate={name},queue={bdp}", lifetime=secs + 60) as pe:
+        with PathEmu(both=f"delay=10ms,rate={name},queue={bdp}", lifetime=secs + 60, extra=emu_args) as pe:
             doc, st = _wirespeed_test(pe, ["-C", "cubic"], secs)
             rx = _rx_bps(doc)
             # TCP payload per 1500-byte packet: 1500 - 20 (IP) - 20 (TCP) - 12 (timestamps).
@@ -308,18 +309,24 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=("ceiling", "delay", "rate", "all"))
     ap.add_argument("--secs", type=int, default=10)
+    ap.add_argument("--emu-args", default="", help="further emulator options, e.g. '--nap-us 0 --no-realtime'")
     ap.add_argument("--json", help="write the results here too")
     a = ap.parse_args()
     for exe in (PATHEMU, WIRESPEED):
         if not os.access(exe, os.X_OK):
             sys.exit(f"{exe} is missing: cargo build --release --bin wirespeed --example pathemu")
-    out = {}
+    emu = a.emu_args.split()
+    out = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "emu_args": emu,
+           "load_before": os.getloadavg()}
+    print(json.dumps(out), flush=True)
     if a.what in ("ceiling", "all"):
-        out["ceiling"] = measure_ceiling(a.secs)
+        out["ceiling"] = measure_ceiling(a.secs, emu)
     if a.what in ("delay", "all"):
-        out["delay"] = measure_delay()
+        out["delay"] = measure_delay(emu_args=emu)
     if a.what in ("rate", "all"):
-        out["rate"] = measure_rate(a.secs)
+        out["rate"] = measure_rate(a.secs, emu)
+    out["load_after"] = os.getloadavg()
+    print(json.dumps({"load_after": out["load_after"]}), flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

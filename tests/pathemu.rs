@@ -69,23 +69,21 @@ fn wirespeed_test(path: &Path, args: &[&str], secs: u64) -> serde_json::Value {
 #[test]
 fn ping_round_trip_is_twice_the_one_way_delay() {
     let Some(ping) = ping() else { return };
-    let Some(path) = Path::start(&PathSpec::new().both("delay=50ms")) else {
-        return;
-    };
+    let spec = PathSpec::new().both("delay=50ms").realtime_endpoints();
+    let Some(path) = Path::start(&spec) else { return };
     for (family, dst) in [("-4", &path.addr_b), ("-6", &path.addr6_b)] {
         let r = path.run_a(
             &ping,
-            &[family, "-n", "-c", "8", "-i", "0.05", dst],
+            &[family, "-n", "-c", "9", "-i", "0.05", dst],
             Duration::from_secs(10),
         );
-        let times = ping_times(&r.stdout);
-        assert_eq!(times.len(), 8, "{}{}", r.stdout, r.stderr);
-        for t in times {
-            assert!(
-                (100.0..101.0).contains(&t),
-                "{family} rtt {t} ms, want 100 ms + under 1 ms"
-            );
-        }
+        let mut times = ping_times(&r.stdout);
+        assert_eq!(times.len(), 9, "{}{}", r.stdout, r.stderr);
+        times.sort_by(f64::total_cmp);
+        // Never early; the typical round trip within 1 ms (one sample may
+        // carry a scheduling hiccup of the machine's).
+        assert!(times[0] >= 100.0, "{family} rtts {times:?}");
+        assert!(times[4] < 101.0, "{family} rtts {times:?}, want 100 ms + under 1 ms");
     }
     assert_no_ring_drops(&path.stats());
 }
@@ -117,8 +115,65 @@ fn loss_is_counted_exactly() {
 }
 
 #[test]
+fn udp_data_drops_are_counted_by_payload_length() {
+    let spec = PathSpec::new().b2a("loss=5%").seed(3).realtime_endpoints();
+    let Some(path) = Path::start(&spec) else { return };
+    // -R: B sends the data, through the lossy direction, and A reports.
+    let doc = wirespeed_test(&path, &["-u", "-b", "5M", "-l", "1200", "-R"], 2);
+    let s = path.stats();
+    let data = &s["b2a"]["udp_by_len"]["1200"];
+    let n = |k: &str| data[k].as_u64().unwrap();
+    let sum = &doc["end"]["sum"];
+    let (packets, lost) = (sum["packets"].as_u64().unwrap(), sum["lost_packets"].as_u64().unwrap());
+    assert_eq!(n("in"), n("delivered") + n("loss"), "{data}");
+    assert!(n("loss") > 0, "{data}");
+    // What arrived is what the emulator delivered. A loss shows as a gap in
+    // the sequence, except a loss of the very last datagrams, which leaves
+    // no gap behind it.
+    assert_eq!(packets - lost, n("delivered"), "receiver: {sum}; emulator: {data}");
+    assert!(
+        lost <= n("loss") && lost + 3 >= n("loss"),
+        "receiver lost {lost}; emulator: {data}"
+    );
+    // The small control datagrams have lengths of their own.
+    assert!(
+        s["b2a"]["udp_by_len"].as_object().unwrap().len() >= 2,
+        "{}",
+        s["b2a"]["udp_by_len"]
+    );
+}
+
+#[test]
+fn settings_change_live() {
+    let Some(ping) = ping() else { return };
+    let Some(path) = Path::start(&PathSpec::new().realtime_endpoints()) else {
+        return;
+    };
+    let rtts = |n: &str| {
+        let r = path.run_a(
+            &ping,
+            &["-n", "-c", n, "-i", "0.02", "-W", "1", &path.addr_b],
+            Duration::from_secs(10),
+        );
+        let mut t = ping_times(&r.stdout);
+        t.sort_by(f64::total_cmp);
+        t
+    };
+    assert!(rtts("3")[0] < 5.0);
+    path.set("a2b", "delay=15ms");
+    path.set("b2a", "delay=5ms");
+    let t = rtts("5");
+    assert!(t.len() == 5 && t[0] >= 20.0 && t[2] < 21.0, "{t:?}");
+    let ok = path.command("set both loss=100%");
+    assert_eq!(ok["settings"]["a2b"]["loss"], 1.0);
+    assert_eq!(ok["settings"]["a2b"]["delay_us"], 15000.0);
+    assert!(rtts("4").is_empty());
+    assert_eq!(count(&path.stats(), "a2b", "ipv4.icmp", "loss"), 4);
+}
+
+#[test]
 fn the_rate_holds_tcp_goodput() {
-    let spec = PathSpec::new().both("delay=5ms,rate=20M,queue=50");
+    let spec = PathSpec::new().both("delay=5ms,rate=20M,queue=50").realtime_endpoints();
     let Some(path) = Path::start(&spec) else { return };
     let doc = wirespeed_test(&path, &["-C", "cubic"], 3);
     let bps = doc["end"]["sum_received"]["bits_per_second"].as_f64().unwrap();
@@ -136,7 +191,11 @@ fn the_rate_holds_tcp_goodput() {
 #[test]
 fn jitter_reorders() {
     // Datagrams 0.96 ms apart (10 Mbit/s of 1200 bytes) against ±3 ms.
-    let spec = PathSpec::new().both("delay=10ms").b2a("jitter=3ms").seed(7);
+    let spec = PathSpec::new()
+        .both("delay=10ms")
+        .b2a("jitter=3ms")
+        .seed(7)
+        .realtime_endpoints();
     let Some(path) = Path::start(&spec) else { return };
     // -R: B sends, through the jittered direction, and A reports.
     let doc = wirespeed_test(&path, &["-u", "-b", "10M", "-l", "1200", "-R"], 2);
@@ -144,13 +203,14 @@ fn jitter_reorders() {
     let reordered = s["b2a"]["udp"]["reordered"]["packets"].as_u64().unwrap();
     let seen = doc["end"]["streams"][0]["udp"]["out_of_order"].as_u64().unwrap();
     let data = &s["b2a"]["udp_by_len"]["1200"];
-    assert!(data["in"].as_u64().unwrap() > 2000, "{data}");
+    assert!(data["in"].as_u64().unwrap() > 1000, "{data}");
     assert_eq!(data["in"], data["delivered"], "nothing is dropped: {data}");
     assert!(reordered > 200, "the emulator reordered {reordered}");
     // The receiver counts what it saw before its test ended; a packet
-    // held back past the end is reordered here but never seen there.
+    // held back past the end (up to 6 ms of datagrams) is reordered here
+    // but never seen there.
     assert!(
-        seen <= reordered && seen + 5 >= reordered,
+        seen <= reordered && seen + 10 >= reordered,
         "receiver saw {seen} out of order, emulator {reordered}"
     );
     assert_eq!(count(&s, "a2b", "udp", "reordered"), 0);
@@ -187,7 +247,7 @@ fn an_outage_by_command_drops_and_counts() {
 #[test]
 fn a_scheduled_outage_drops_and_counts() {
     let Some(ping) = ping() else { return };
-    let Some(path) = Path::start(&PathSpec::new().outage("500ms+1s")) else {
+    let Some(path) = Path::start(&PathSpec::new().outage("500ms+1s").realtime_endpoints()) else {
         return;
     };
     // Requests every 100 ms for 2 s: about ten fall in the outage.
@@ -256,15 +316,15 @@ fn namespaces_go_with_the_emulator_however_it_ends() {
     assert_eq!(fin.expect("final line")["reason"], "signal");
     assert!(names.iter().all(|n| !netns_exists(n)), "{names:?} left behind");
 
-    // SIGKILL leaves them; the next emulator to start removes them. (Its
-    // own drop would too, so look before it.)
+    // SIGKILL leaves them; the next emulator to start removes them. (The
+    // harness's drop would too, so look before it. Another test's emulator
+    // starting meanwhile may be the one that does.)
     let Some(mut path) = Path::start(&PathSpec::new()) else {
         return;
     };
     let names = [path.ns_a.clone(), path.ns_b.clone()];
     path.signal(9);
     std::thread::sleep(Duration::from_millis(300));
-    assert!(names.iter().all(|n| netns_exists(n)));
     let Some(next) = Path::start(&PathSpec::new()) else {
         return;
     };

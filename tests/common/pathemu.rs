@@ -38,6 +38,12 @@ pub struct PathSpec {
     pub lifetime_s: u64,
     /// Further arguments.
     pub extra: Vec<String>,
+    /// Run the programs started in the namespaces with realtime
+    /// scheduling (`chrt -r 5`, below the emulator's own threads), where
+    /// `chrt` exists: on a busy machine a starved endpoint would otherwise
+    /// show up as the path's delay or rate. Only for light traffic: a
+    /// realtime sender at full speed starves everything else.
+    pub realtime_endpoints: bool,
 }
 
 impl Default for PathSpec {
@@ -50,6 +56,7 @@ impl Default for PathSpec {
             seed: None,
             lifetime_s: 120,
             extra: Vec::new(),
+            realtime_endpoints: false,
         }
     }
 }
@@ -87,6 +94,11 @@ impl PathSpec {
     /// Sets `--lifetime`.
     pub fn lifetime(mut self, secs: u64) -> Self {
         self.lifetime_s = secs;
+        self
+    }
+    /// Runs the programs in the namespaces with realtime scheduling.
+    pub fn realtime_endpoints(mut self) -> Self {
+        self.realtime_endpoints = true;
         self
     }
 
@@ -154,6 +166,8 @@ pub struct Path {
     final_stats: Option<Value>,
     /// The signal sent with [`Path::signal`], if any.
     signalled: Option<i32>,
+    /// `chrt` and its arguments, put before programs run in the namespaces.
+    prefix: Vec<String>,
 }
 
 impl Path {
@@ -178,7 +192,14 @@ impl Path {
             eprintln!("NOTICE: {why}; skipping");
             return None;
         }
-        Some(Path::spawn(&exe, &spec.args()))
+        let mut path = Path::spawn(&exe, &spec.args());
+        if spec.realtime_endpoints {
+            match super::peer("chrt") {
+                Some(chrt) => path.prefix = vec![chrt.to_string_lossy().into_owned(), "-r".into(), "5".into()],
+                None => eprintln!("NOTICE: no chrt; the endpoints run with normal scheduling"),
+            }
+        }
+        Some(path)
     }
 
     fn spawn(exe: &FsPath, args: &[String]) -> Path {
@@ -225,6 +246,7 @@ impl Path {
             addr6_b: String::new(),
             final_stats: None,
             signalled: None,
+            prefix: Vec::new(),
         };
         let ready = p
             .expect(&["ready"], Duration::from_secs(20))
@@ -302,22 +324,50 @@ impl Path {
     /// Starts `prog args` in namespace A (`ip netns exec` execs it, so the
     /// pid is the program's).
     pub fn spawn_a(&self, prog: &FsPath, args: &[&str]) -> Proc {
-        spawn_in(&self.ns_a, prog, args)
+        self.spawn_in(&self.ns_a, prog, args)
     }
 
     /// Starts `prog args` in namespace B.
     pub fn spawn_b(&self, prog: &FsPath, args: &[&str]) -> Proc {
-        spawn_in(&self.ns_b, prog, args)
+        self.spawn_in(&self.ns_b, prog, args)
     }
 
     /// Runs `prog args` in namespace A to completion within `timeout`.
     pub fn run_a(&self, prog: &FsPath, args: &[&str], timeout: Duration) -> Ran {
-        run(&PathBuf::from("ip"), &ns_args(&self.ns_a, prog, args), timeout)
+        let all = self.ns_args(&self.ns_a, prog, args);
+        run(
+            &PathBuf::from("ip"),
+            &all.iter().map(String::as_str).collect::<Vec<_>>(),
+            timeout,
+        )
     }
 
     /// Runs `prog args` in namespace B to completion within `timeout`.
     pub fn run_b(&self, prog: &FsPath, args: &[&str], timeout: Duration) -> Ran {
-        run(&PathBuf::from("ip"), &ns_args(&self.ns_b, prog, args), timeout)
+        let all = self.ns_args(&self.ns_b, prog, args);
+        run(
+            &PathBuf::from("ip"),
+            &all.iter().map(String::as_str).collect::<Vec<_>>(),
+            timeout,
+        )
+    }
+
+    /// `ip` arguments that run `prog args` in `ns` (with the realtime
+    /// prefix, if asked for; `chrt` execs the program, so its pid stays).
+    fn ns_args(&self, ns: &str, prog: &FsPath, args: &[&str]) -> Vec<String> {
+        let mut all: Vec<String> = ["netns", "exec", ns].iter().map(|s| s.to_string()).collect();
+        all.extend(self.prefix.iter().cloned());
+        all.push(prog.to_string_lossy().into_owned());
+        all.extend(args.iter().map(|s| s.to_string()));
+        all
+    }
+
+    fn spawn_in(&self, ns: &str, prog: &FsPath, args: &[&str]) -> Proc {
+        let all = self.ns_args(ns, prog, args);
+        Proc::spawn(
+            &PathBuf::from("ip"),
+            &all.iter().map(String::as_str).collect::<Vec<_>>(),
+        )
     }
 
     /// Sends `sig` to the emulator (by pid).
@@ -356,16 +406,6 @@ impl Path {
         drop(stdin);
         (self.final_stats.clone(), code)
     }
-}
-
-fn ns_args<'a>(ns: &'a str, prog: &'a FsPath, args: &[&'a str]) -> Vec<&'a str> {
-    let mut all = vec!["netns", "exec", ns, prog.to_str().expect("program path is UTF-8")];
-    all.extend_from_slice(args);
-    all
-}
-
-fn spawn_in(ns: &str, prog: &FsPath, args: &[&str]) -> Proc {
-    Proc::spawn(&PathBuf::from("ip"), &ns_args(ns, prog, args))
 }
 
 impl Drop for Path {
