@@ -23,10 +23,17 @@ pub const HEADER_AREA: usize = 160;
 pub const MIN_DATAGRAM: usize = 76;
 /// With `--trip-times` the start-time block at 108..128 must fit too.
 pub const MIN_DATAGRAM_TRIP_TIMES: usize = 128;
-/// Tries a client gives its FIN (2.1.8: 200, 10 ms apart).
-pub const FIN_TRIES: u32 = 200;
-/// How long a client waits for the report after each FIN.
+/// How long a client waits for the report after its first FIN; each
+/// later wait is twice the last, up to [`FIN_WAIT_MAX`]. (2.1.8 retries
+/// every 10 ms for 2 s: across a 600 ms round trip that is 60 FINs before
+/// the first report can arrive, more than its receiver answers before it
+/// warns "ack of last datagram failed".)
 const FIN_WAIT: Duration = Duration::from_millis(10);
+/// The longest wait between two FINs.
+const FIN_WAIT_MAX: Duration = Duration::from_millis(250);
+/// How long a client tries in all (2.1.8: 2 s); enough for a report across
+/// a round trip of a second or two with some loss.
+pub const FIN_SPAN: Duration = Duration::from_secs(4);
 /// Reports a receiver sends at most (2.1.8: 9).
 const REPORT_SENDS: u32 = 9;
 /// The quiet after a report that tells the receiver its sender has it.
@@ -196,12 +203,15 @@ pub enum FinOutcome {
     NoReport {
         /// The peer answered with ICMP port unreachable.
         refused: bool,
+        /// FINs sent.
+        tries: u32,
     },
 }
 
 /// Ends a sender's stream: sends FIN datagrams (sequence −`next`, −`next`−1,
 /// ...) built on `datagram`, and unless `expect_report` is false waits for
-/// the receiver's report after each, up to [`FIN_TRIES`] times.
+/// the receiver's report after each, longer after each (see [`FIN_WAIT`]),
+/// for [`FIN_SPAN`] in all.
 pub fn send_fin(
     sock: &UdpSocket,
     fmt: &Iperf2Format,
@@ -213,15 +223,21 @@ pub fn send_fin(
     let mut d = datagram.to_vec();
     let mut buf = vec![0u8; 2048];
     let mut refused = false;
-    let _ = sock.set_read_timeout(Some(FIN_WAIT));
-    for k in 0..FIN_TRIES as u64 {
+    let give_up = Instant::now() + FIN_SPAN;
+    let mut wait = FIN_WAIT;
+    let mut k = 0u64;
+    while Instant::now() < give_up {
         fmt.stamp_now(&mut d, -((next + k) as i64));
+        k += 1;
         let _ = sock.send(&d);
         if !expect_report {
             return FinOutcome::Sent;
         }
-        let until = Instant::now() + FIN_WAIT;
+        let until = Instant::now() + wait;
+        wait = (wait * 2).min(FIN_WAIT_MAX);
         loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let _ = sock.set_read_timeout(Some(left.max(Duration::from_millis(1))));
             match sock.recv(&mut buf) {
                 Ok(n) => {
                     if let Some(r) = ServerReport::decode(&buf[..n]) {
@@ -244,7 +260,10 @@ pub fn send_fin(
             break;
         }
     }
-    FinOutcome::NoReport { refused }
+    FinOutcome::NoReport {
+        refused,
+        tries: k as u32,
+    }
 }
 
 /// A receiver's answer to its sender's FIN: sends `report`, and again for

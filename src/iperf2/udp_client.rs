@@ -344,12 +344,8 @@ fn finish(
                 let l = relayed_line(id, false, &r);
                 reporter.emit(Event::PeerReport(PeerReport::Report(Box::new(l))));
             }
-            Ok(FinOutcome::NoReport { refused }) => {
-                reporter.emit(Event::PeerReport(PeerReport::Missing {
-                    id,
-                    tries: super::udp::FIN_TRIES,
-                    refused,
-                }));
+            Ok(FinOutcome::NoReport { refused, tries }) => {
+                reporter.emit(Event::PeerReport(PeerReport::Missing { id, tries, refused }));
             }
             _ => {}
         }

@@ -517,10 +517,10 @@ impl Transport for Udp {
                     let l = relayed_line(id, reversed, &r);
                     rep.emit(Event::PeerReport(PeerReport::Report(Box::new(l))));
                 }
-                Ok(FinOutcome::NoReport { .. }) => {
+                Ok(FinOutcome::NoReport { tries, .. }) => {
                     rep.emit(Event::PeerReport(PeerReport::Missing {
                         id,
-                        tries: crate::iperf2::udp::FIN_TRIES,
+                        tries,
                         refused: false,
                     }));
                 }
