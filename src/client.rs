@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use crate::config::{Protocol, TestConfig};
 use crate::ctrl::{Ctrl, Polled};
 use crate::engine::run::{Ended, RunSpec, Steering, Turn};
-use crate::engine::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
+use crate::engine::{
+    DataSock, DataStream, LocalOpts, Session, StreamExtras, fds_per_stream, reserve_fds, stream_id, stream_roles,
+};
 use crate::error::{Code, Error, Kind};
 use crate::events::*;
 use crate::net::{self, ConnectOpts};
@@ -65,7 +67,7 @@ struct Client<'a> {
     signal: &'a Arc<AtomicUsize>,
     session: Option<Session>,
     ctrl: Option<Ctrl>,
-    pending: Option<(Vec<DataStream>, Arc<mio::Waker>, LocalOpts)>,
+    pending: Option<(Vec<(DataStream, StreamExtras)>, Arc<mio::Waker>, LocalOpts)>,
 }
 
 impl Client<'_> {
@@ -123,7 +125,7 @@ impl Client<'_> {
                 ClientAction::StartClocks => {}
                 ClientAction::StartData => {
                     let (streams, waker, local) = self.pending.take().ok_or_else(|| Error::new(Code::MESSAGE))?;
-                    let session = Session::start(&params, Side::Client, streams, waker, &local)?;
+                    let session = Session::start_with(&params, Side::Client, streams, waker, &local)?;
                     let start = StartInfo {
                         timestamp: timestamp.clone(),
                         connecting_to: Some((self.host.to_string(), self.port)),
@@ -247,7 +249,7 @@ impl Client<'_> {
         params: &crate::config::TestParams,
         server: std::net::SocketAddr,
         cookie: &Cookie,
-    ) -> Result<Vec<DataStream>, Error> {
+    ) -> Result<Vec<(DataStream, StreamExtras)>, Error> {
         let cfg = self.cfg;
         let roles = stream_roles(params.direction, params.streams, Side::Client);
         let mut out = Vec::with_capacity(roles.len());
@@ -263,13 +265,16 @@ impl Client<'_> {
                 timeout: Some(cfg.net.connect_timeout.unwrap_or(SETUP_WAIT)),
                 mptcp: params.mptcp,
             };
+            let mut extras = StreamExtras::default();
             let (sock, local) = if params.protocol == Protocol::Udp {
                 let mut w = Vec::new();
                 let u = net::connect_udp(server, &opts, |s| {
                     net::apply_data_options(s, params, false, Some(server), &mut w)
                 })?;
                 warnings.extend(w);
-                udp_hello(&u, &cookie_hello(&cookie.to_wire()), Instant::now() + SETUP_WAIT)?;
+                // A reverse test's first data may overtake the reply: it is
+                // the stream's, not the handshake's.
+                extras.udp_prefeed = udp_hello(&u, &cookie_hello(&cookie.to_wire()), Instant::now() + SETUP_WAIT)?;
                 let local = u.local_addr().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
                 (DataSock::Udp(u), local)
             } else {
@@ -300,7 +305,7 @@ impl Client<'_> {
             };
             let ds = DataStream::new(stream_id(i), role, sock, local, server);
             self.reporter.emit(Event::StreamConnected(Box::new(ds.info.clone())));
-            out.push(ds);
+            out.push((ds, extras));
         }
         warnings.dedup();
         for w in warnings {
@@ -538,16 +543,18 @@ fn server_error(ctrl: &mut Ctrl) -> Error {
     }
 }
 
-/// Opens a UDP stream (spec §8.2): "9876" to the server (followed by the
-/// cookie, which C servers do not read), "6789" back from the stream's own
-/// server socket. The hello is repeated every second in case the network
-/// lost it; datagrams other than the reply (a reverse test's first data)
-/// are skipped.
-fn udp_hello(sock: &std::net::UdpSocket, hello: &[u8], deadline: Instant) -> Result<(), Error> {
+/// Opens a UDP stream: "9876" to the server (followed by the cookie,
+/// which C servers do not read), "6789" back from the stream's own server
+/// socket. The hello is repeated every second in case the network lost it.
+/// Datagrams other than the reply are a reverse test's first data, which
+/// a reordering path can deliver before the reply: they are returned (with
+/// their arrival times) for the stream to count, up to [`EARLY_DATA`].
+fn udp_hello(sock: &std::net::UdpSocket, hello: &[u8], deadline: Instant) -> Result<Vec<(Vec<u8>, i64)>, Error> {
     let err = |e: &std::io::Error| Error::io(Code::STREAMCONNECT, e);
     let mut buf = vec![0u8; crate::config::MAX_UDP_BLOCK as usize + 1];
     let resend = Duration::from_secs(1);
     let mut next_hello = Instant::now();
+    let mut early = Vec::new();
     loop {
         let now = Instant::now();
         if now >= deadline {
@@ -566,14 +573,22 @@ fn udp_hello(sock: &std::net::UdpSocket, hello: &[u8], deadline: Instant) -> Res
         match sock.recv(&mut buf) {
             Ok(n) if is_hello_reply(&buf[..n]) => {
                 sock.set_read_timeout(None).map_err(|e| err(&e))?;
-                return Ok(());
+                return Ok(early);
             }
-            Ok(_) => {}
+            Ok(n) => {
+                if early.len() < EARLY_DATA {
+                    early.push((buf[..n].to_vec(), crate::clock::wall_ns()));
+                }
+            }
             Err(e) if crate::engine::is_timeout(&e) => {}
             Err(e) => return Err(err(&e)),
         }
     }
 }
+
+/// The most datagrams a reverse UDP stream keeps that arrived before its
+/// hello reply.
+const EARLY_DATA: usize = 4096;
 
 fn interrupt_error(sig: usize) -> Error {
     Error::interrupted(Code::CLIENTTERM, "client", sig)
