@@ -408,6 +408,7 @@ fn results() -> impl Strategy<Value = Results> {
             // The receiver's reorder counts, never negative when present.
             out_of_order: (errors >= 0).then_some(errors as i64 / 3),
             duplicates: (oe >= 0).then_some(oe as i64 / 5),
+            ports: (packets >= 0).then_some(((packets & 0xffff) as u16, (op & 0xffff) as u16)),
         });
     (
         prop::collection::vec(stream, 0..20),

@@ -47,6 +47,7 @@ impl TestStats {
                     end_time: self.stream_secs(s),
                     out_of_order: (recv && udp).then(|| snap.ooo - s.base.ooo),
                     duplicates: (recv && udp).then(|| snap.dups - s.base.dups),
+                    ports: stream_ports(s),
                 }
             })
             .collect();
@@ -120,7 +121,7 @@ impl TestStats {
         let snap = s.counters.snapshot();
         let dur = self.stream_secs(s);
         let local_bytes = snap.bytes.saturating_sub(s.base.bytes);
-        let pr = peer.and_then(|p| p.streams.iter().find(|r| r.id == s.id as i64));
+        let pr = peer.and_then(|p| p.stream_for(s.id, stream_ports(s)));
         let peer_dur = pr.map(|r| r.end_time - r.start_time).unwrap_or(dur);
         let peer_bytes = pr.map(|r| r.bytes).unwrap_or(0);
         let local_sender = s.role == StreamRole::Send;
@@ -300,6 +301,11 @@ impl TestStats {
         };
         advice::advise(&input)
     }
+}
+
+/// A stream's (local, remote) ports, when its addresses are known.
+fn stream_ports(s: &StreamStats) -> Option<(u16, u16)> {
+    s.meta.addrs.as_ref().map(|((_, l), (_, r))| (*l, *r))
 }
 
 /// A UDP stream's end-of-test numbers, with the peer's when known.

@@ -75,6 +75,7 @@ fn summary_pairs_local_and_peer_numbers() {
             end_time: 2.5,
             out_of_order: None,
             duplicates: None,
+            ports: None,
         }],
         ..Results::default()
     };
@@ -122,6 +123,7 @@ fn peer_result(packets: i64, errors: i64, drained: bool) -> Results {
             end_time: 1.0,
             out_of_order: Some(7),
             duplicates: Some(2),
+            ports: None,
         }],
         receiver_drained: drained,
         ..Results::default()

@@ -34,6 +34,11 @@ pub struct StreamResult {
     pub out_of_order: Option<i64>,
     /// wirespeed extension: duplicated datagrams (see `out_of_order`).
     pub duplicates: Option<i64>,
+    /// wirespeed extension: the stream's (local, remote) ports as this side
+    /// sees them. Ids are given in the order each side saw the streams
+    /// connect, which a lossy, reordering path can make differ between the
+    /// two ends; the ports tell which stream is which. C peers ignore them.
+    pub ports: Option<(u16, u16)>,
 }
 
 /// One side's results.
@@ -62,7 +67,20 @@ pub struct Results {
     pub receiver_drained: bool,
 }
 
+/// A port number, if `v` is one.
+fn port(v: Option<&Value>) -> Option<u16> {
+    v.and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok())
+}
+
 impl Results {
+    /// The peer's result for one of our streams: the one whose ports are
+    /// ours mirrored (`ports` as we see them), else the one with our id.
+    pub fn stream_for(&self, id: u32, ports: Option<(u16, u16)>) -> Option<&StreamResult> {
+        ports
+            .and_then(|(l, r)| self.streams.iter().find(|s| s.ports == Some((r, l))))
+            .or_else(|| self.streams.iter().find(|s| s.id == i64::from(id)))
+    }
+
     /// Compact JSON for the wire.
     pub fn encode(&self) -> String {
         let mut m = Map::new();
@@ -105,6 +123,10 @@ impl Results {
                 }
                 if let Some(n) = s.duplicates {
                     o.insert("duplicates".into(), Value::from(n));
+                }
+                if let Some((l, r)) = s.ports {
+                    o.insert("local_port".into(), Value::from(l));
+                    o.insert("remote_port".into(), Value::from(r));
                 }
                 Value::Object(o)
             })
@@ -172,6 +194,10 @@ impl Results {
                 end_time: o.get("end_time").and_then(lenient_f64).unwrap_or(0.0),
                 out_of_order: o.get("out_of_order").and_then(lenient_i64).filter(|n| *n >= 0),
                 duplicates: o.get("duplicates").and_then(lenient_i64).filter(|n| *n >= 0),
+                ports: match (port(o.get("local_port")), port(o.get("remote_port"))) {
+                    (Some(l), Some(r)) => Some((l, r)),
+                    _ => None,
+                },
             });
         }
         Ok(r)
@@ -223,6 +249,7 @@ mod tests {
                 end_time: 2.000083,
                 out_of_order: Some(3),
                 duplicates: Some(1),
+                ports: Some((5201, 41234)),
             }],
             server_output_text: Some("line\n".into()),
             server_output_json: None,
@@ -237,6 +264,38 @@ mod tests {
         let r = Results::decode(s).unwrap();
         assert_eq!((r.streams[0].out_of_order, r.streams[1].out_of_order), (None, None));
         assert!(!Results { ..r }.encode().contains("out_of_order"));
+    }
+
+    #[test]
+    fn streams_are_matched_by_their_ports_before_their_ids() {
+        let stream = |id, ports| StreamResult {
+            id,
+            bytes: id as u64,
+            retransmits: -1,
+            jitter: 0.0,
+            errors: 0,
+            omitted_errors: None,
+            packets: 0,
+            omitted_packets: None,
+            start_time: 0.0,
+            end_time: 1.0,
+            out_of_order: None,
+            duplicates: None,
+            ports,
+        };
+        // The server saw our stream 1 (port 40001) connect second.
+        let theirs = Results {
+            streams: vec![stream(1, Some((5201, 40003))), stream(3, Some((5201, 40001)))],
+            ..Results::default()
+        };
+        assert_eq!(theirs.stream_for(1, Some((40001, 5201))).unwrap().id, 3);
+        assert_eq!(theirs.stream_for(3, Some((40003, 5201))).unwrap().id, 1);
+        // A C peer gives no ports: ids it is.
+        let c = Results {
+            streams: vec![stream(1, None), stream(3, None)],
+            ..Results::default()
+        };
+        assert_eq!(c.stream_for(3, Some((40003, 5201))).unwrap().id, 3);
     }
 
     #[test]
