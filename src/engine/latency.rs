@@ -62,6 +62,8 @@ pub struct Prober {
     shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// When the loaded probes started.
+    loaded_since: Option<Instant>,
 }
 
 /// One probe: write a message (telling the server the round trip before
@@ -141,6 +143,7 @@ impl Prober {
             shared: Arc::new(Mutex::new(Shared::default())),
             stop: Arc::new(AtomicBool::new(false)),
             thread: None,
+            loaded_since: None,
         })
     }
 
@@ -160,7 +163,10 @@ impl Prober {
             .name("ws-latency".into())
             .spawn(move || loaded_loop(&sock, period, last_idle, &shared, &stop));
         match spawned {
-            Ok(t) => self.thread = Some(t),
+            Ok(t) => {
+                self.thread = Some(t);
+                self.loaded_since = Some(Instant::now());
+            }
             Err(e) => self.note(format!("no probe thread: {e}")),
         }
     }
@@ -199,8 +205,10 @@ impl Prober {
             .map(|mut s| (std::mem::take(&mut s.all), s.failed.take()))
             .unwrap_or_default();
         let mut idle = self.idle.clone();
+        let secs = self.loaded_since.map_or(0.0, |t| t.elapsed().as_secs_f64());
         LatencySummary {
             rate: self.rate,
+            achieved_rate: if secs > 0.0 { all.len() as f64 / secs } else { 0.0 },
             idle: RttStats::of(&mut idle),
             loaded: RttStats::of(&mut all),
             note: failed,

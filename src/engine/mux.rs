@@ -241,8 +241,8 @@ impl Worker {
                 StreamRole::Send => Interest::WRITABLE,
                 StreamRole::Recv => Interest::READABLE,
             };
-            let unsent = (task.role == StreamRole::Send)
-                .then(|| super::tcp::UnsentLimit::new(&sock, Duration::from_secs(1)));
+            let unsent =
+                (task.role == StreamRole::Send).then(|| super::tcp::UnsentLimit::new(&sock, Duration::from_secs(1)));
             let mut sock = FlowSock::new(sock).map_err(|e| Error::io(Code::INITSTREAM, &e))?;
             sock.register(poll.registry(), Token(i), interest)
                 .map_err(|e| Error::io(Code::INITSTREAM, &e))?;

@@ -132,7 +132,8 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
     // The stream ran until its last write, or until the stop if that came
     // later (a path that took nothing for a while).
     let end = last_write.max(task.control.stopped_at_ns().unwrap_or(0));
-    c.ended_ns.store(if end > 0 { end } else { task.control.now_ns() }, Relaxed);
+    c.ended_ns
+        .store(if end > 0 { end } else { task.control.now_ns() }, Relaxed);
     let _ = sock.shutdown(Shutdown::Write);
     Ok(())
 }

@@ -233,6 +233,10 @@ impl RttStats {
 pub struct LatencySummary {
     /// Probes per second asked for under load.
     pub rate: u32,
+    /// Probes per second made under load: fewer than asked when a round
+    /// trip is longer than the gap between probes (one is in flight at a
+    /// time).
+    pub achieved_rate: f64,
     /// Before the load started.
     pub idle: RttStats,
     /// While the test ran.

@@ -14,12 +14,12 @@ use mio::{Events, Poll, Token, Waker};
 use crate::config::TestParams;
 use crate::engine::drain::{DrainTimes, PathTiming};
 use crate::engine::run::{RunSpec, Steering, Turn};
-use crate::sys::AsSock;
 use crate::engine::{DataStream, LocalOpts, Session, StreamExtras};
 use crate::error::{Code, Error};
 use crate::events::{Event, Side, StartInfo, StreamSample};
 use crate::report::Reporter;
 use crate::stats::Presentation;
+use crate::sys::AsSock;
 
 /// One direction of one connection, ready to run.
 pub struct Flow {

@@ -27,7 +27,11 @@ pub fn end_lines(l: &LatencySummary) -> String {
     if l.loaded.probes == 0 {
         t.push_str("[LAT] loaded       no probe came back under load\n");
     } else {
-        t.push_str(&format!("[LAT] loaded       {}, {}/s)\n", figures(&l.loaded), l.rate));
+        t.push_str(&format!(
+            "[LAT] loaded       {}, {})\n",
+            figures(&l.loaded),
+            probe_rate(l)
+        ));
         if l.idle.probes > 0 && l.idle.p50_ms > 0.0 {
             t.push_str(&format!(
                 "[LAT] the load added {:.3} ms to the median round trip ({:.1}x idle)\n",
@@ -40,6 +44,19 @@ pub fn end_lines(l: &LatencySummary) -> String {
         t.push_str(&format!("[LAT] {n}\n"));
     }
     t
+}
+
+/// How often the loaded probes went: the rate asked, or what the round
+/// trips allowed when that was well short of it.
+fn probe_rate(l: &LatencySummary) -> String {
+    if l.achieved_rate > 0.0 && l.achieved_rate < 0.9 * f64::from(l.rate) {
+        format!(
+            "{:.1}/s of {}/s asked: one probe at a time, and the round trips allowed no more",
+            l.achieved_rate, l.rate
+        )
+    } else {
+        format!("{}/s", l.rate)
+    }
 }
 
 /// `intervals[].latency`, and each half of `end.latency`.
@@ -59,6 +76,7 @@ pub fn rtt_json(s: &RttStats) -> Value {
 pub fn summary_json(l: &LatencySummary) -> Value {
     let mut m = Map::new();
     m.insert("probes_per_second".into(), Value::from(l.rate));
+    m.insert("achieved_probes_per_second".into(), num(l.achieved_rate));
     m.insert("idle".into(), rtt_json(&l.idle));
     m.insert("loaded".into(), rtt_json(&l.loaded));
     if let Some(n) = &l.note {
@@ -91,6 +109,7 @@ mod tests {
     fn end_lines_say_what_the_load_added() {
         let l = LatencySummary {
             rate: 10,
+            achieved_rate: 9.8,
             idle: RttStats {
                 probes: 10,
                 p50_ms: 0.05,
@@ -107,5 +126,16 @@ mod tests {
         assert!(t.contains("[LAT] idle "), "{t}");
         assert!(t.contains("(20 probes, 10/s)"), "{t}");
         assert!(t.contains("added 0.200 ms to the median round trip (5.0x idle)"), "{t}");
+        // Round trips longer than the gap between probes slow them down.
+        let slow = LatencySummary {
+            achieved_rate: 4.9,
+            ..l.clone()
+        };
+        let t = end_lines(&slow);
+        assert!(
+            t.contains("(20 probes, 4.9/s of 10/s asked: one probe at a time"),
+            "{t}"
+        );
+        assert!((summary_json(&slow)["achieved_probes_per_second"].as_f64().unwrap() - 4.9).abs() < 1e-9);
     }
 }
