@@ -59,6 +59,9 @@ pub fn run(
     }
 }
 
+/// Streams connected at CREATE_STREAMS, started at TEST_RUNNING.
+type Pending = (Vec<(DataStream, StreamExtras)>, Arc<mio::Waker>, LocalOpts);
+
 struct Client<'a> {
     cfg: &'a TestConfig,
     host: &'a str,
@@ -67,7 +70,7 @@ struct Client<'a> {
     signal: &'a Arc<AtomicUsize>,
     session: Option<Session>,
     ctrl: Option<Ctrl>,
-    pending: Option<(Vec<(DataStream, StreamExtras)>, Arc<mio::Waker>, LocalOpts)>,
+    pending: Option<Pending>,
 }
 
 impl Client<'_> {
