@@ -392,3 +392,198 @@ fn rpm_runs_across_a_long_path() {
     let rpm = end["rpm"].as_f64().unwrap_or_else(|| panic!("{doc}"));
     assert!(rpm > 0.0 && rpm <= idle, "RPM {rpm}: {end}");
 }
+
+/// iperf3 peers to hold against: Debian's, and the newest when
+/// `WIRESPEED_IPERF3_NEW` names it.
+fn iperf3_peers() -> Vec<PathBuf> {
+    common::peer("iperf3").into_iter().chain(common::newer_iperf3()).collect()
+}
+
+/// iperf 2 peers: Debian's, and 2.2.x when `WIRESPEED_IPERF2_NEW` names it.
+fn iperf2_peers() -> Vec<PathBuf> {
+    let newer = std::env::var_os("WIRESPEED_IPERF2_NEW")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from);
+    if newer.is_none() {
+        eprintln!("NOTICE: WIRESPEED_IPERF2_NEW not set; skipping the iperf 2.2 part");
+    }
+    common::peer("iperf").into_iter().chain(newer).collect()
+}
+
+/// `server -s -1` in B and `client -c B -J args` in A (either may be a real
+/// iperf3); the client's exit code and document.
+fn iperf3_pair(path: &Path, server: &std::path::Path, client: &std::path::Path, args: &[&str]) -> (Option<i32>, Value) {
+    // iperf3 block-buffers a piped stdout; --forceflush shows its lines.
+    let srv = path.spawn_b(server, &["-s", "-1", "--forceflush"]);
+    assert!(
+        srv.wait_for_line("Server listening", Duration::from_secs(10)),
+        "{server:?} did not start"
+    );
+    let mut cargs = vec!["-c", &path.addr_b, "-J"];
+    cargs.extend_from_slice(args);
+    let r = path.run_a(client, &cargs, Duration::from_secs(90));
+    drop(srv);
+    (r.code, json(&r.stdout))
+}
+
+#[test]
+fn iperf3_peers_work_both_ways_across_long_paths() {
+    let peers = iperf3_peers();
+    if peers.is_empty() {
+        return;
+    }
+    let _t = turn();
+    let ws = wirespeed();
+    for (both, secs) in [(LONG_FAT, "3"), (LONG_LOSSY, "4")] {
+        let Some(p) = path(both) else { return };
+        for peer in &peers {
+            for (server, client, who) in [(&ws, peer, "peer client"), (peer, &ws, "our client")] {
+                for extra in [&[][..], &["-R"], &["-u", "-b", "5M"]] {
+                    let mut args = vec!["-t", secs];
+                    args.extend_from_slice(extra);
+                    let what = format!("{who} {peer:?} on {both}: {}", args.join(" "));
+                    let (code, doc) = iperf3_pair(&p, server, client, &args);
+                    assert_eq!(code, Some(0), "{what}: {doc}");
+                    let end = &doc["end"];
+                    let (sent, got) = (
+                        end["sum_sent"]["bytes"].as_u64().unwrap_or(0),
+                        end["sum_received"]["bytes"].as_u64().unwrap_or(0),
+                    );
+                    // (iperf3 3.16+ cancels its sending threads at the end:
+                    // a write can complete uncounted, one block at most.)
+                    assert!(got > 0 && got <= sent + 128 * 1024, "{what}: sent {sent}, received {got}");
+                    // A real server closes its streams at TEST_END, so our
+                    // receiver reads what it sent to the last byte.
+                    if who == "our client" && extra == ["-R"] {
+                        assert_eq!(sent, got, "{what}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Per-flow byte counts from iperf 2 CSV (`-y C`) lines, keyed by the
+/// flow's two ends (either order matches).
+fn csv_flows(text: &str) -> Vec<((String, String), u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            if f.len() < 9 || f[5] == "-1" {
+                return None;
+            }
+            let bytes = f[7].parse().ok()?;
+            let (a, b) = (format!("{}:{}", f[1], f[2]), format!("{}:{}", f[3], f[4]));
+            Some((if a < b { (a, b) } else { (b, a) }, bytes))
+        })
+        .collect()
+}
+
+/// An iperf 2 server (`server -s -y C extra`) in B and a client
+/// (`client -c B -y C args`) in A; each side's flows, and what the client
+/// and server printed.
+fn iperf2_pair(path: &Path, server: &[&str], client: &[&str], args: &[&str]) -> (Ran2, Ran2) {
+    let (sprog, sargs) = server.split_first().unwrap();
+    let mut sa: Vec<&str> = sargs.to_vec();
+    sa.extend(["-s", "-y", "C"]);
+    if args.contains(&"-u") {
+        sa.push("-u");
+    }
+    let mut srv = path.spawn_b(std::path::Path::new(sprog), &sa);
+    std::thread::sleep(Duration::from_millis(700));
+    let (cprog, cargs) = client.split_first().unwrap();
+    let mut ca: Vec<&str> = cargs.to_vec();
+    ca.extend(["-c", &path.addr_b, "-y", "C"]);
+    ca.extend_from_slice(args);
+    let r = path.run_a(std::path::Path::new(cprog), &ca, Duration::from_secs(60));
+    // The server reports a flow when it ends; give it a moment.
+    std::thread::sleep(Duration::from_millis(1500));
+    srv.signal(15);
+    let _ = srv.wait(Duration::from_secs(10));
+    (
+        Ran2 {
+            code: r.code,
+            out: r.stdout + &r.stderr,
+        },
+        Ran2 {
+            code: None,
+            out: srv.out() + &srv.err(),
+        },
+    )
+}
+
+/// What one end of an iperf 2 test printed.
+struct Ran2 {
+    code: Option<i32>,
+    out: String,
+}
+
+/// Every flow the client reported, the server reported with the same bytes.
+fn assert_flows_exact(client: &Ran2, server: &Ran2, what: &str) {
+    let c = csv_flows(&client.out);
+    let s = csv_flows(&server.out);
+    assert!(!c.is_empty(), "{what}: no flows from the client:\n{}", client.out);
+    for (ends, bytes) in &c {
+        let theirs = s.iter().filter(|(e, _)| e == ends).map(|(_, b)| *b).next_back();
+        assert_eq!(
+            theirs,
+            Some(*bytes),
+            "{what}: flow {ends:?}\nclient:\n{}\nserver:\n{}",
+            client.out,
+            server.out
+        );
+    }
+}
+
+#[test]
+fn the_iperf2_dialect_is_exact_across_loss_and_a_long_path() {
+    let _t = turn();
+    let ws = wirespeed();
+    let ours = [ws.to_str().unwrap(), "--iperf2"];
+    let Some(p) = path(JITTERY) else { return };
+    let (c, s) = iperf2_pair(&p, &ours, &ours, &["-P", "4", "-t", "3"]);
+    assert_eq!(c.code, Some(0), "{}", c.out);
+    assert_flows_exact(&c, &s, "--iperf2 -P 4 across loss and reordering");
+    drop(p);
+    let Some(p) = path(LONG_FAT) else { return };
+    // -d: a flow each way, the second on a connection back to the client.
+    let (c, s) = iperf2_pair(&p, &ours, &ours, &["-d", "-t", "3"]);
+    assert_eq!(c.code, Some(0), "{}", c.out);
+    assert_eq!(csv_flows(&c.out).len(), 2, "{}", c.out);
+    assert_flows_exact(&c, &s, "--iperf2 -d across 200 ms");
+    // The real iperf 2 half-closes after its last byte, and reads to the
+    // end of ours: exact either way.
+    for peer in iperf2_peers() {
+        let real = [peer.to_str().unwrap()];
+        let (c, s) = iperf2_pair(&p, &ours, &real, &["-t", "3"]);
+        assert_eq!(c.code, Some(0), "{}", c.out);
+        assert_flows_exact(&c, &s, &format!("{peer:?} client across 200 ms"));
+        let (c, s) = iperf2_pair(&p, &real, &ours, &["-t", "3"]);
+        assert_eq!(c.code, Some(0), "{}", c.out);
+        assert_flows_exact(&c, &s, &format!("{peer:?} server across 200 ms"));
+    }
+}
+
+#[test]
+fn iperf2_udp_reports_come_back_across_600ms_and_five_percent_loss() {
+    let _t = turn();
+    let ws = wirespeed();
+    let ours = [ws.to_str().unwrap(), "--iperf2"];
+    let Some(p) = path("delay=300ms,rate=20M,queue=2000,loss=5%") else { return };
+    let peers = iperf2_peers();
+    let mut pairs: Vec<(Vec<&str>, Vec<&str>, String)> = vec![(ours.to_vec(), ours.to_vec(), "ours both ends".into())];
+    for peer in &peers {
+        let real = vec![peer.to_str().unwrap()];
+        pairs.push((real.clone(), ours.to_vec(), format!("{peer:?} server")));
+        pairs.push((ours.to_vec(), real, format!("{peer:?} client")));
+    }
+    for (server, client, what) in pairs {
+        let (c, s) = iperf2_pair(&p, &server, &client, &["-u", "-b", "5M", "-l", "1400", "-t", "2"]);
+        assert_eq!(c.code, Some(0), "{what}: {}", c.out);
+        // The client heard the server's report (its loss and jitter).
+        assert!(!c.out.contains("WARNING"), "{what}: {}", c.out);
+        // The receiver answered the FIN and was not flooded past its answers.
+        assert!(!s.out.contains("ack of last datagram failed"), "{what}: {}", s.out);
+        assert!(csv_flows(&s.out).iter().any(|(_, b)| *b > 0), "{what}: {}", s.out);
+    }
+}
