@@ -255,23 +255,43 @@ impl Client<'_> {
     ) -> Result<Vec<(DataStream, StreamExtras)>, Error> {
         let cfg = self.cfg;
         let roles = stream_roles(params.direction, params.streams, Side::Client);
+        let opts = |i: usize| ConnectOpts {
+            bind: cfg.net.bind.as_deref(),
+            port: cfg.net.cport.map(|p| p.wrapping_add(i as u16)),
+            device: cfg.net.bind_dev.as_deref(),
+            timeout: Some(cfg.net.connect_timeout.unwrap_or(SETUP_WAIT)),
+            mptcp: params.mptcp,
+        };
+        // TCP streams handshake together; each then gets its cookie in
+        // stream order, which is the order a server that reads cookies as
+        // it accepts (iperf3) numbers them in.
+        let mut tcp = if params.protocol == Protocol::Udp {
+            Vec::new()
+        } else {
+            let signal = self.signal.clone();
+            let apply = |s: &socket2::Socket| {
+                let mut w = Vec::new();
+                net::apply_data_options(s, params, true, Some(server), &mut w)?;
+                if let Some(t) = cfg.net.snd_timeout {
+                    crate::sys::socket::set_user_timeout(&socket2::SockRef::from(s), t)
+                        .map_err(|e| Error::io(Code::SETUSERTIMEOUT, &e))?;
+                }
+                Ok(())
+            };
+            let stop = move || signal.load(Relaxed) != 0;
+            net::connect_tcp_many(server, roles.len(), &opts, &apply, Code::STREAMCONNECT, &stop)
+        }
+        .into_iter();
         let mut out = Vec::with_capacity(roles.len());
         let mut warnings = Vec::new();
         for (i, role) in roles.into_iter().enumerate() {
             if let Some(s) = self.interrupted() {
                 return Err(interrupt_error(s));
             }
-            let opts = ConnectOpts {
-                bind: cfg.net.bind.as_deref(),
-                port: cfg.net.cport.map(|p| p.wrapping_add(i as u16)),
-                device: cfg.net.bind_dev.as_deref(),
-                timeout: Some(cfg.net.connect_timeout.unwrap_or(SETUP_WAIT)),
-                mptcp: params.mptcp,
-            };
             let mut extras = StreamExtras::default();
             let (sock, local) = if params.protocol == Protocol::Udp {
                 let mut w = Vec::new();
-                let u = net::connect_udp(server, &opts, |s| {
+                let u = net::connect_udp(server, &opts(i), |s| {
                     net::apply_data_options(s, params, false, Some(server), &mut w)
                 })?;
                 warnings.extend(w);
@@ -281,20 +301,7 @@ impl Client<'_> {
                 let local = u.local_addr().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
                 (DataSock::Udp(u), local)
             } else {
-                let sock = net::connect_tcp(
-                    server,
-                    &opts,
-                    |s| {
-                        let mut w = Vec::new();
-                        net::apply_data_options(s, params, true, Some(server), &mut w)?;
-                        if let Some(t) = cfg.net.snd_timeout {
-                            crate::sys::socket::set_user_timeout(&socket2::SockRef::from(s), t)
-                                .map_err(|e| Error::io(Code::SETUSERTIMEOUT, &e))?;
-                        }
-                        Ok(())
-                    },
-                    Code::STREAMCONNECT,
-                )?;
+                let sock = tcp.next().unwrap_or_else(|| Err(Error::new(Code::STREAMCONNECT)))?;
                 if let Some(w) = params.window {
                     net::set_buffers(&socket2::SockRef::from(&sock), w as usize, &mut warnings)?;
                 }

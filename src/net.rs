@@ -240,6 +240,55 @@ pub fn connect_tcp(
     Ok(sock.into())
 }
 
+/// Handshakes a client keeps in flight at once when it opens many streams.
+pub const CONNECTS_AT_ONCE: usize = 64;
+
+/// Connects `n` TCP sockets to `addr`, socket `i` bound as `opts(i)` asks and
+/// set up by `apply` before its connect. Up to [`CONNECTS_AT_ONCE`]
+/// handshakes run at once (a thread each), so a long path costs a round trip
+/// for a batch, not one per stream. `stop` is looked at before each connect.
+/// The results come in order.
+pub fn connect_tcp_many<'a>(
+    addr: SocketAddr,
+    n: usize,
+    opts: &(dyn Fn(usize) -> ConnectOpts<'a> + Sync),
+    apply: &(dyn Fn(&Socket) -> Result<(), Error> + Sync),
+    code: Code,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Vec<Result<TcpStream, Error>> {
+    let one = |i: usize| {
+        if stop() {
+            return Err(Error::new(code));
+        }
+        connect_tcp(addr, &opts(i), apply, code)
+    };
+    let workers = n.min(CONNECTS_AT_ONCE);
+    if workers <= 1 {
+        return (0..n).map(one).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::Mutex::new(Vec::with_capacity(n));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let r = one(i);
+                    if let Ok(mut d) = done.lock() {
+                        d.push((i, r));
+                    }
+                }
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_default();
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
 /// Connects a client's control-like connection to `host` port `port`: the
 /// configuration's family, `-B` address and device, and connect timeout.
 pub fn connect_client(net: &crate::config::NetOptions, host: &str, port: u16) -> Result<TcpStream, Error> {
