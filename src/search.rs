@@ -1485,6 +1485,138 @@ mod tests {
         assert!((best / 49e6 - 1.0).abs() <= 2.0 * RESOLUTION, "{best}");
     }
 
+    /// Runs the whole search, printer included, against a synthetic path:
+    /// each probe ends with the `End` event a client test would emit, its
+    /// loss `loss(rate)` of `-l 1400` datagrams over 1 s. Returns what the
+    /// search wrote and how it ended.
+    fn drive(loss: impl Fn(f64) -> f64, json: bool, stream: bool) -> (String, Result<(), Error>) {
+        use crate::events::{DirectionSums, Summary, Totals, UdpTotals};
+        use std::sync::Mutex;
+        let mut cfg = TestConfig::default();
+        cfg.params.protocol = Protocol::Udp;
+        cfg.params.block_len = Some(1400);
+        cfg.params.end = EndCondition::Time(Duration::from_secs(1));
+        cfg.output.json = json;
+        cfg.output.json_stream = stream;
+        let buf = Arc::new(Mutex::new(String::new()));
+        let mut probe = |pc: &TestConfig, r: &mut Reporter| {
+            let rate = pc.params.rate as f64;
+            let n = (rate / (8.0 * 1400.0)).round() as i64;
+            let lost = (n as f64 * loss(rate)).round() as i64;
+            let totals = |bps| Totals {
+                bits_per_second: bps,
+                ..Totals::default()
+            };
+            r.emit(Event::End(Box::new(Summary {
+                forward: DirectionSums {
+                    sent: totals(rate),
+                    received: totals(rate * (n - lost) as f64 / n as f64),
+                    udp: Some(UdpTotals {
+                        packets: n,
+                        lost: Some(lost),
+                        ..UdpTotals::default()
+                    }),
+                    ..DirectionSums::default()
+                },
+                ..Summary::default()
+            })));
+            Ok(())
+        };
+        let out = Output::buffer(buf.clone());
+        let signal = Arc::new(AtomicUsize::new(0));
+        let r = run(&cfg, SearchOptions::default(), &out, &signal, &mut probe);
+        let text = buf.lock().unwrap().clone();
+        (text, r)
+    }
+
+    #[test]
+    fn the_text_says_when_the_loss_is_random_and_what_the_answer_means() {
+        let (text, r) = drive(random_and_congestion(0.01, 49e6), false, false);
+        assert!(r.is_ok(), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        // The floor is announced where it is found, between the probes.
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("Random loss: rates twice apart lost alike, about 1"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            lines[at].ends_with("a probe is now ok when it loses at most 0.1% more"),
+            "{text}"
+        );
+        assert!(lines[at + 1].trim_start().starts_with(char::is_numeric), "{text}");
+        assert!(text.contains("(does the loss grow with the rate?)"), "{text}");
+        let end = lines.len();
+        assert!(
+            lines[end - 4].starts_with("The path loses about 1% at every rate probed, however low: that much is taken as random loss, and the rate reported is the highest whose loss stays within 0.1% of it."),
+            "{text}"
+        );
+        assert!(
+            lines[end - 3].starts_with("Highest rate with loss <= 0.1% above the 1% floor: 4"),
+            "{text}"
+        );
+        assert_eq!(lines[end - 1], "iperf Done.");
+        // Without random loss, the old wording and no floor.
+        let (text, r) = drive(congestion(49e6), false, false);
+        assert!(r.is_ok(), "{text}");
+        assert!(!text.contains("floor") && !text.contains("Random loss"), "{text}");
+        assert!(text.contains("\nHighest rate with loss <= 0.1%: 4"), "{text}");
+    }
+
+    #[test]
+    fn the_json_document_has_the_floor_and_the_final_verdicts() {
+        let (text, r) = drive(random_and_congestion(0.01, 49e6), true, false);
+        assert!(r.is_ok(), "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let s = &v["search"];
+        let floor = s["result"]["loss_floor_percent"].as_f64().unwrap();
+        assert!((0.7..=1.3).contains(&floor), "{floor}");
+        let answer = s["result"]["bits_per_second"].as_f64().unwrap();
+        assert!((answer / 49e6 - 1.0).abs() <= 2.0 * RESOLUTION, "{answer}");
+        assert_eq!(s["result"]["finish"], "converged");
+        let probes = s["probes"].as_array().unwrap();
+        assert!(probes.iter().any(|p| p["floor_check"] == true));
+        // Judged against the floor in the end: every probe that lost about
+        // 1 % is ok, including those run before the floor was known.
+        for p in probes {
+            let lost = p["lost_percent"].as_f64().unwrap();
+            if lost <= 1.2 {
+                assert_eq!(p["ok"], true, "{p}");
+            }
+        }
+        assert!(
+            probes
+                .iter()
+                .any(|p| p["ok"] == true && p["bits_per_second"].as_f64() == Some(answer))
+        );
+        let (text, _) = drive(congestion(49e6), true, false);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert!(v["search"]["result"]["loss_floor_percent"].is_null(), "{text}");
+    }
+
+    #[test]
+    fn the_json_stream_has_an_event_for_the_floor_and_it_in_the_end() {
+        let (text, r) = drive(random_and_congestion(0.01, 49e6), false, true);
+        assert!(r.is_ok(), "{text}");
+        let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+        assert_eq!(names.first(), Some(&"search_start"));
+        assert_eq!(names.last(), Some(&"search_end"));
+        assert_eq!(names.iter().filter(|n| **n == "loss_floor").count(), 1, "{text}");
+        let found = &events[names.iter().position(|n| *n == "loss_floor").unwrap()]["data"];
+        assert!(found["loss_floor_percent"].as_f64().unwrap() > 0.0);
+        assert!(found["packets"].as_i64().unwrap() > 0);
+        assert!(found["up_to_bits_per_second"].as_u64().unwrap() > 0);
+        let end = &events.last().unwrap()["data"];
+        assert!(
+            (0.7..=1.3).contains(&end["loss_floor_percent"].as_f64().unwrap()),
+            "{end}"
+        );
+        let (text, _) = drive(congestion(49e6), false, true);
+        assert!(!text.contains("\"loss_floor\""), "{text}");
+        let end: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert!(end["data"]["loss_floor_percent"].is_null(), "{end}");
+    }
+
     #[test]
     fn max_loss_takes_a_percentage_with_or_without_the_sign() {
         assert_eq!(parse_max_loss("0.1%"), Some(0.1));
