@@ -628,7 +628,7 @@ pub fn run(
     let len = cfg.params.block_len.unwrap_or(crate::config::DEFAULT_UDP_BLOCK) as f64;
     // A probe must carry enough datagrams per stream for its loss to mean
     // something: at least 20.
-    let floor = ((20.0 * len * 8.0 / secs.as_secs_f64()).ceil() as u64 * streams).max(1000);
+    let lowest = ((20.0 * len * 8.0 / secs.as_secs_f64()).ceil() as u64 * streams).max(1000);
     let start = if cfg.params.rate > 0 {
         cfg.params.rate.saturating_mul(streams)
     } else {
@@ -644,7 +644,7 @@ pub fn run(
         owned = c;
         cfg = &owned;
     }
-    let mut search = Searcher::new(start, floor, opts.max_loss_percent);
+    let mut search = Searcher::new(start, lowest, opts.max_loss_percent);
     let printer = Printer::new(cfg, opts, secs, out.clone());
     printer.begin();
     let mut probes: Vec<Probe> = Vec::new();
