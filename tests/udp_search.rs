@@ -1,14 +1,18 @@
 //! `--udp-search` finds the rate a real bottleneck carries: two network
 //! namespaces joined by a veth pair whose sender side has a `tbf` qdisc.
-//! Also its command-line rules and its failure when no rate is good.
+//! Across the path emulator (docs/pathemu.md), it tells random loss from
+//! congestion. Also its command-line rules and its failure when no rate is
+//! good.
 //!
-//! The namespace tests need root (`ip netns`); they are skipped with a
-//! notice otherwise, unless WIRESPEED_REQUIRE_PEERS=1 (CI).
+//! The namespace tests need root (`ip netns`), and the emulator ones the
+//! example built too (`cargo build --release --example pathemu`); they are
+//! skipped with a notice otherwise, unless WIRESPEED_REQUIRE_PEERS=1 (CI).
 
 mod common;
 #[path = "common/netns.rs"]
 mod netns;
 
+use common::pathemu::{Path, PathSpec};
 use common::*;
 use netns::NetnsPair;
 use std::process::Command;
@@ -213,4 +217,113 @@ fn server_alive(p: &Proc) -> bool {
         && !std::fs::read_to_string(format!("/proc/{}/stat", p.pid()))
             .unwrap_or_default()
             .contains(") Z ")
+}
+
+/// The emulated path of the two tests below: 50 Mbit/s of IP packets with
+/// 20 ms of round trip and a 100-packet queue. A queue hides up to its
+/// length of excess datagrams from a 1 s probe, so a larger one lets the
+/// answer climb above the capacity by that much (200 packets: 4 %).
+const EMULATED: &str = "delay=10ms,rate=50M,queue=100";
+
+/// The payload rate the emulated bottleneck carries: it counts IP bytes,
+/// and 1400 bytes of payload ride in 1400 + 8 (UDP) + 20 (IP).
+const EMULATED_PAYLOAD: f64 = 50e6 * 1400.0 / 1428.0;
+
+/// A search (`-t 1 -l 1400` and `extra`) from A to a server in B; the
+/// client's run. The endpoints run realtime (below the emulator), so that
+/// a busy host does not lose datagrams of its own: the loss here is the
+/// path's.
+fn search_across(path: &Path, extra: &[&str]) -> Ran {
+    let ws = wirespeed();
+    let mut srv = path.spawn_b(&ws, &["-s", "-p", "5201"]);
+    assert!(
+        srv.wait_for_line("Server listening", Duration::from_secs(10)),
+        "server did not start: {}",
+        srv.err()
+    );
+    let mut args = vec![
+        "-c",
+        &path.addr_b,
+        "-p",
+        "5201",
+        "--udp-search",
+        "-t",
+        "1",
+        "-l",
+        "1400",
+    ];
+    args.extend_from_slice(extra);
+    let t0 = std::time::Instant::now();
+    let r = path.run_a(&ws, &args, Duration::from_secs(60));
+    eprintln!("the search took {:.1} s", t0.elapsed().as_secs_f64());
+    srv.signal(libc::SIGTERM);
+    srv.wait(Duration::from_secs(10));
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    r
+}
+
+#[test]
+fn random_loss_on_an_emulated_path_is_a_floor_and_the_answer_is_the_bottleneck() {
+    let spec = PathSpec::new()
+        .both(EMULATED)
+        .a2b("loss=1%")
+        .lifetime(100)
+        .realtime_endpoints();
+    let Some(path) = Path::start(&spec) else { return };
+    let r = search_across(&path, &["-J"]);
+    let stats = path.stats();
+    let v = json(&r.stdout);
+    let s = &v["search"];
+    let answer = s["result"]["bits_per_second"].as_f64().unwrap();
+    let floor = s["result"]["loss_floor_percent"].as_f64();
+    // What the emulator's loss draw took of the data datagrams, and what
+    // its queue dropped (the congestion the search provoked).
+    let data = |fate: &str| stats["a2b"]["udp_by_len"]["1400"][fate].as_u64().unwrap();
+    let sent = data("in") as f64;
+    let random = data("loss") as f64;
+    let queue = data("queue");
+    eprintln!(
+        "answer {answer} ({:+.1} % of the payload rate {EMULATED_PAYLOAD}), floor {floor:?} %, \
+         the path's draw {:.3} % of {sent}, queue drops {queue}, {} probes",
+        100.0 * (answer / EMULATED_PAYLOAD - 1.0),
+        100.0 * random / sent,
+        s["probes"].as_array().map_or(0, |p| p.len())
+    );
+    assert!(
+        (answer - EMULATED_PAYLOAD).abs() <= 0.10 * EMULATED_PAYLOAD,
+        "answer {answer} vs the bottleneck's payload rate {EMULATED_PAYLOAD}:\n{}",
+        r.stdout
+    );
+    // The floor pools the probes below half the answer, some 3000
+    // datagrams: three standard errors of 1 % are about 0.55 %.
+    let floor = floor.unwrap_or_else(|| panic!("no loss floor:\n{}", r.stdout));
+    assert!((0.4..=1.6).contains(&floor), "floor {floor} %:\n{}", r.stdout);
+    assert!(((0.8..=1.2).contains(&(100.0 * random / sent))), "the emulator's draw");
+    assert!(queue > 0, "no probe went past the bottleneck");
+    assert_eq!(s["result"]["finish"], "converged", "{}", r.stdout);
+    let probes = s["probes"].as_array().unwrap();
+    assert!(
+        probes
+            .iter()
+            .any(|q| q["bits_per_second"].as_f64() == Some(answer) && q["ok"] == true)
+    );
+}
+
+#[test]
+fn without_random_loss_an_emulated_path_shows_no_floor() {
+    let spec = PathSpec::new().both(EMULATED).lifetime(100).realtime_endpoints();
+    let Some(path) = Path::start(&spec) else { return };
+    let r = search_across(&path, &["--json-stream"]);
+    let events = json_docs(&r.stdout);
+    eprintln!("{}", events.last().map(|e| e.to_string()).unwrap_or_default());
+    assert!(events.iter().all(|e| e["event"] != "loss_floor"), "{}", r.stdout);
+    let end = events.last().unwrap();
+    assert_eq!(end["event"], "search_end", "{}", r.stdout);
+    assert!(end["data"]["loss_floor_percent"].is_null(), "{}", r.stdout);
+    let answer = end["data"]["bits_per_second"].as_f64().unwrap();
+    assert!(
+        (answer - EMULATED_PAYLOAD).abs() <= 0.10 * EMULATED_PAYLOAD,
+        "answer {answer} vs the bottleneck's payload rate {EMULATED_PAYLOAD}:\n{}",
+        r.stdout
+    );
 }
