@@ -254,7 +254,11 @@ impl ServerTest<'_> {
         reserve_fds(roles.len(), per)?;
         let (tx, rx) = mpsc::sync_channel(roles.len().min(65536));
         let udp = self.params.protocol == Protocol::Udp;
-        let deadline = Instant::now() + WHOLE_MSG;
+        // A client sets its UDP streams up one after another, a round trip
+        // each: thousands across a long path take longer than one message.
+        let per = self.ctrl.timing().rtt * 2;
+        let setup = WHOLE_MSG + per.saturating_mul(roles.len() as u32).min(Duration::from_secs(600));
+        let deadline = Instant::now() + setup;
         if udp {
             self.claim_udp_slot(tx, deadline)?;
         } else if let Ok(mut c) = self.ctx.registry.collecting.lock() {
