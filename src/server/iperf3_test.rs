@@ -253,6 +253,8 @@ impl ServerTest<'_> {
         } else if let Ok(mut c) = self.ctx.registry.collecting.lock() {
             c.insert(self.cookie, tx);
         }
+        // A small -w is offered in the streams' handshakes (server/window.rs).
+        let place = self.ctx.windows.collecting(&self.params);
         self.ctrl.send_state(State::CreateStreams)?;
         let mut out = Vec::with_capacity(roles.len());
         let mut warnings = Vec::new();
@@ -292,6 +294,7 @@ impl ServerTest<'_> {
             self.output.emit(Event::StreamConnected(Box::new(ds.info.clone())));
             out.push(ds);
         }
+        drop(place);
         if let Ok(mut c) = self.ctx.registry.collecting.lock() {
             c.remove(&self.cookie);
         }
