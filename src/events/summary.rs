@@ -81,6 +81,10 @@ pub struct StreamSummary {
     /// The local side has numbers for the peer (false on a server before
     /// the exchange, and in iperf 2, which exchanges none).
     pub peer_known: bool,
+    /// A flow the server opened back to the client (iperf 2's `-d`/`-r`):
+    /// summed as the reverse direction, as iperf3's `--bidir` sums its
+    /// server-to-client streams.
+    pub connect_back: bool,
 }
 
 /// Sums of one direction.
@@ -250,7 +254,8 @@ pub struct Summary {
     pub streams: Vec<StreamSummary>,
     /// Client→server direction (or the only one).
     pub forward: DirectionSums,
-    /// Server→client direction of a bidir test.
+    /// Server→client direction of a bidir test (iperf3's `--bidir`) or of
+    /// iperf 2's connect-back flows (`-d`, `-r`).
     pub reverse: Option<DirectionSums>,
     /// CPU.
     pub cpu: CpuUtil,

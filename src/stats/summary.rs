@@ -69,8 +69,8 @@ impl TestStats {
             .iter()
             .map(|s| self.stream_summary(s, peer, peer_has_retr))
             .collect();
-        let fwd: Vec<&StreamSummary> = streams.iter().filter(|s| !RoleTag::is_reverse(s.role)).collect();
-        let rev: Vec<&StreamSummary> = streams.iter().filter(|s| RoleTag::is_reverse(s.role)).collect();
+        let reverse_dir = |s: &&StreamSummary| RoleTag::is_reverse(s.role) || s.connect_back;
+        let (rev, fwd): (Vec<&StreamSummary>, Vec<&StreamSummary>) = streams.iter().partition(reverse_dir);
         let forward = direction_sums(&fwd, self.protocol);
         let reverse = (!rev.is_empty()).then(|| direction_sums(&rev, self.protocol));
         let local_sends = self.streams.iter().any(|s| s.role == StreamRole::Send);
@@ -155,6 +155,7 @@ impl TestStats {
             tcp: s.tcp_totals(),
             udp,
             peer_known: peer.is_some(),
+            connect_back: s.meta.connect_back,
         }
     }
 

@@ -507,7 +507,9 @@ fn headline(end: &Value, udp: bool) -> Vec<(String, String)> {
             h.push((label.to_string(), rate_text(bps)));
         }
     };
-    let bidir = end.get("sum_sent_bidir_reverse").is_some();
+    // iperf3's --bidir, or iperf 2's -d/-r (whose client knows only what
+    // it received of the server's connect-back).
+    let bidir = end.get("sum_sent_bidir_reverse").is_some() || end.get("sum_received_bidir_reverse").is_some();
     if bidir {
         rate("Sent (client \u{2192} server)", "sum_sent");
         rate("Received (client \u{2192} server)", "sum_received");
@@ -768,4 +770,23 @@ pub fn from_stream_events(events: &[Value]) -> Option<Value> {
     doc.insert("intervals".into(), Value::Array(intervals));
     doc.entry("end").or_insert_with(|| Value::Object(Map::new()));
     Some(Value::Object(doc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_iperf2_dual_test_heads_with_both_directions() {
+        // What a -d client knows: its own flow sent, the connect-back received.
+        let end = serde_json::json!({
+            "sum_sent": {"bytes": 1000, "bits_per_second": 8000.0},
+            "sum_received_bidir_reverse": {"bytes": 500, "bits_per_second": 4000.0},
+        });
+        let h: Vec<String> = headline(&end, false).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            h,
+            ["Sent (client \u{2192} server)", "Received (server \u{2192} client)"]
+        );
+    }
 }

@@ -704,6 +704,7 @@ mod tests {
             tcp: None,
             udp: None,
             peer_known: true,
+            connect_back: false,
         };
         let sum = Summary {
             protocol: Protocol::Tcp,

@@ -93,7 +93,7 @@ impl JsonSink {
 
     /// The test's `end`; a second one (a connect-back) is merged.
     fn end(&mut self, s: &Summary) {
-        let v = dialect_end(s, self.dialect);
+        let v = dialect_end(s, self.dialect, self.side);
         let ids = s.streams.iter().map(|x| x.id);
         let first = self
             .doc
@@ -128,11 +128,11 @@ impl Sink for JsonSink {
     fn event(&mut self, ev: &Event) {
         match ev {
             Event::Start(s) => self.start(s),
-            Event::Interval(r) => self.intervals.push(dialect_interval(r, self.dialect)),
+            Event::Interval(r) => self.intervals.push(dialect_interval(r, self.dialect, self.side)),
             Event::End(s) => self.end(s),
             Event::PeerReport(p) => {
                 if let Some(Value::Object(e)) = self.doc.get_mut("end") {
-                    enhanced::peer_report(e, &self.end_ids, p);
+                    enhanced::peer_report(e, &self.end_ids, p, self.side);
                     enhanced::sum_peer_reports(e);
                 }
             }
@@ -181,19 +181,19 @@ fn error_text(e: &crate::error::Error, side: Side, dialect: Dialect) -> String {
 }
 
 /// An `intervals[]` element, with iperf 2's extras in its dialect.
-fn dialect_interval(r: &IntervalReport, dialect: Dialect) -> Value {
+fn dialect_interval(r: &IntervalReport, dialect: Dialect, side: Side) -> Value {
     let mut v = interval_json(r);
     if dialect == Dialect::Iperf2 {
-        enhanced::interval(&mut v, r);
+        enhanced::interval(&mut v, r, side);
     }
     v
 }
 
 /// The `end` object, with iperf 2's extras in its dialect.
-fn dialect_end(s: &Summary, dialect: Dialect) -> Value {
+fn dialect_end(s: &Summary, dialect: Dialect, side: Side) -> Value {
     let mut v = end_json(s);
     if dialect == Dialect::Iperf2 {
-        enhanced::end(&mut v, s);
+        enhanced::end(&mut v, s, side);
     }
     v
 }
@@ -221,9 +221,12 @@ impl JsonStreamSink {
 pub fn stream_event(ev: &Event, side: Side, dialect: Dialect) -> Option<Value> {
     let (name, data) = match ev {
         Event::Start(s) => ("start", start_json(s, side)),
-        Event::Interval(r) => ("interval", dialect_interval(r, dialect)),
-        Event::End(s) => ("end", dialect_end(s, dialect)),
-        Event::PeerReport(PeerReport::Report(l)) => ("peer_report", enhanced::sample(l)),
+        Event::Interval(r) => ("interval", dialect_interval(r, dialect, side)),
+        Event::End(s) => ("end", dialect_end(s, dialect, side)),
+        Event::PeerReport(PeerReport::Report(l)) => (
+            "peer_report",
+            enhanced::sample(l, Some(enhanced::server_to_client(side, true))),
+        ),
         Event::ServerOutput(ServerOutput::Json(j)) => ("server_output_json", j.clone()),
         Event::ServerOutput(ServerOutput::Text(t)) => ("server_output_text", Value::from(t.clone())),
         Event::Error(e) => ("error", Value::from(error_text(e, side, dialect))),
