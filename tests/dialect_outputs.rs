@@ -226,6 +226,31 @@ fn iperf2_json_stream_is_one_event_per_line() {
     }
 }
 
+/// A UDP sender's `--json-stream`: the server's report comes before the
+/// `end`, which carries it and `sum_received` from it, as `-J` does.
+#[test]
+fn iperf2_udp_json_stream_ends_with_the_servers_report() {
+    for who in [Iperf2::Ours, Iperf2::Real] {
+        let port = free_port();
+        let Some(server) = iperf2_server(who, port, &["-u"]) else {
+            continue;
+        };
+        let c = iperf2_client(Iperf2::Ours, port, "-u -b 2M -t 2 -i 1 --json-stream", T).unwrap();
+        assert_eq!(c.code, Some(0), "{who:?}: {}", c.stderr);
+        let lines: Vec<Value> = c.stdout.lines().map(json).collect();
+        let names: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+        let n = names.len();
+        assert!(n >= 2 && names[n - 2..] == ["peer_report", "end"], "{who:?}: {names:?}");
+        let end = &lines[n - 1]["data"];
+        let report = &lines[n - 2]["data"];
+        assert_eq!(end["sum_received"]["from_peer_report"], true, "{who:?}: {end}");
+        assert_eq!(u(end, "/sum_received/bytes"), u(report, "/bytes"), "{who:?}: {end}");
+        assert_eq!(end["sum_received"]["jitter_ms"], report["jitter_ms"], "{who:?}");
+        assert_eq!(end["streams"][0]["peer_report"], *report, "{who:?}");
+        drop(server);
+    }
+}
+
 #[test]
 fn iperf2_json_errors_are_a_document() {
     let port = free_port();

@@ -7,7 +7,7 @@
 //! be foreign, so every field is optional and a missing or odd one is
 //! skipped, never a panic.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::chart::{self, Chart, Series, Unit};
 use crate::cli::units::format_iperf3;
@@ -405,11 +405,18 @@ pub fn view(doc: &Value) -> TestView {
             }
         }
         if !own && !by_server && !intervals.is_empty() {
-            v.notes.push(
+            v.notes.push(if is_iperf2(doc) {
+                // iperf 2 has no --get-server-output: its server reports
+                // the whole test only, which the summary shows.
+                "Jitter and loss are measured by the receiver: this document is the sender's, \
+                 and an iperf 2 server reports them for the whole test only (in the summary). \
+                 Run with -R to plot them."
+                    .into()
+            } else {
                 "Jitter and loss are measured by the receiver: this document is the sender's. \
                  Run with -R, or with --get-server-output, to plot them."
-                    .into(),
-            );
+                    .into()
+            });
         }
         if !src.iter().any(|iv| {
             iv.get("streams")
@@ -523,7 +530,13 @@ fn headline(end: &Value, udp: bool) -> Vec<(String, String)> {
         }
     }
     if udp {
-        let recv = end.get("sum_received").or_else(|| end.get("sum")).unwrap_or(empty());
+        // The receiver's numbers: `sum_received` (an iperf 2 sender's from
+        // its server's report), or `sum` of a receiver's document. A sender
+        // that heard nothing back measured no jitter or loss.
+        let recv = end
+            .get("sum_received")
+            .or_else(|| end.get("sum").filter(|_| end.get("sum_sent").is_none()))
+            .unwrap_or(empty());
         if let Some(j) = num(recv, "jitter_ms") {
             h.push(("Jitter".into(), format!("{j:.3} ms")));
         }
@@ -549,6 +562,20 @@ fn headline(end: &Value, udp: bool) -> Vec<(String, String)> {
         }
     }
     h
+}
+
+/// Whether `doc` is an iperf 2 test's (its streams carry `"iperf2"`).
+fn is_iperf2(doc: &Value) -> bool {
+    let has = |streams: Option<&Value>| {
+        streams
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|s| s.get("iperf2").is_some()))
+    };
+    has(doc.pointer("/end/streams"))
+        || doc
+            .get("intervals")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|iv| has(iv.get("streams"))))
 }
 
 fn percent_text(p: f64) -> String {
@@ -753,23 +780,7 @@ fn params(doc: &Value, start: &Value, end: &Value) -> Vec<(String, String)> {
 /// Rebuilds a `-J` document from `--json-stream` events
 /// (`{"event": .., "data": ..}` objects), if `events` are such.
 pub fn from_stream_events(events: &[Value]) -> Option<Value> {
-    let mut doc = Map::new();
-    let mut intervals = Vec::new();
-    for e in events {
-        let name = text(e, "event")?;
-        let data = e.get("data")?.clone();
-        match name {
-            "start" | "end" | "error" | "server_output_json" | "server_output_text" => {
-                doc.insert(name.to_string(), data);
-            }
-            "interval" => intervals.push(data),
-            _ => {}
-        }
-    }
-    doc.entry("start").or_insert_with(|| Value::Object(Map::new()));
-    doc.insert("intervals".into(), Value::Array(intervals));
-    doc.entry("end").or_insert_with(|| Value::Object(Map::new()));
-    Some(Value::Object(doc))
+    crate::report::json::document_from_stream(events)
 }
 
 #[cfg(test)]
@@ -787,6 +798,54 @@ mod tests {
         assert_eq!(
             h,
             ["Sent (client \u{2192} server)", "Received (server \u{2192} client)"]
+        );
+    }
+
+    /// An iperf 2 UDP sender's document: intervals of what it sent, and
+    /// (when its server's report came back) `sum_received` from it.
+    fn iperf2_udp_sender(report: bool) -> Value {
+        let mut end = serde_json::json!({
+            "streams": [{"udp": {"bytes": 1000}, "iperf2": {"transfer_id": 1}}],
+            "sum": {"bytes": 1000, "bits_per_second": 4000.0, "jitter_ms": 0, "lost_packets": 0, "packets": 0},
+            "sum_sent": {"bytes": 1000, "bits_per_second": 4000.0},
+        });
+        if report {
+            end["sum_received"] = serde_json::json!({
+                "bytes": 990, "bits_per_second": 3960.0, "jitter_ms": 0.25,
+                "lost_packets": 3, "packets": 100, "lost_percent": 3.0, "from_peer_report": true,
+            });
+        }
+        serde_json::json!({
+            "start": {"test_start": {"protocol": "UDP"}},
+            "intervals": [{"streams": [{"bytes": 500, "iperf2": {"transfer_id": 1}}],
+                           "sum": {"start": 0, "end": 1, "seconds": 1, "bytes": 500, "bits_per_second": 4000.0}}],
+            "end": end,
+        })
+    }
+
+    #[test]
+    fn an_iperf2_udp_sender_heads_with_its_servers_report() {
+        let v = view(&iperf2_udp_sender(true));
+        let h: Vec<(String, String)> = v.headline.clone();
+        assert!(h.contains(&("Jitter".into(), "0.250 ms".into())), "{h:?}");
+        assert!(h.contains(&("Lost".into(), "3/100 (3%)".into())), "{h:?}");
+        // iperf 2 refuses --get-server-output: the page does not suggest it.
+        assert!(
+            v.notes.iter().all(|n| !n.contains("--get-server-output")),
+            "{:?}",
+            v.notes
+        );
+        assert!(
+            v.notes
+                .iter()
+                .any(|n| n.contains("iperf 2 server reports them for the whole test"))
+        );
+        // Without the report, the sender measured no jitter or loss.
+        let v = view(&iperf2_udp_sender(false));
+        assert!(
+            v.headline.iter().all(|(k, _)| k != "Jitter" && k != "Lost"),
+            "{:?}",
+            v.headline
         );
     }
 }

@@ -324,22 +324,26 @@ pub fn sample(s: &StreamSample, reversed: Option<bool>) -> Value {
     Value::Object(m)
 }
 
+/// A receiver's report of a stream this host (on `side`) sent: the
+/// `peer_report` of `--json-stream` and of `end.streams[]`.
+pub fn report_sample(l: &StreamSample, side: Side) -> Value {
+    let mut v = sample(l, Some(server_to_client(side, true)));
+    // A server report carries no read count, and a packet rate only with
+    // its latency block: unknown is left out, not 0.
+    if let Some(Value::Object(x)) = v.get_mut("iperf2") {
+        x.shift_remove("reads");
+        if l.udp.as_ref().is_none_or(|u| u.latency.is_none()) {
+            x.shift_remove("packets_per_second");
+        }
+    }
+    v
+}
+
 /// What the peer reported of a stream this host (on `side`) sent, as
 /// `end.streams[].peer_report`.
 pub fn peer_report(end: &mut Map<String, Value>, ids: &[u32], p: &PeerReport, side: Side) {
     let (id, v) = match p {
-        PeerReport::Report(l) => {
-            let mut v = sample(l, Some(server_to_client(side, true)));
-            // A server report carries no read count, and a packet rate
-            // only with its latency block: unknown is left out, not 0.
-            if let Some(Value::Object(x)) = v.get_mut("iperf2") {
-                x.shift_remove("reads");
-                if l.udp.as_ref().is_none_or(|u| u.latency.is_none()) {
-                    x.shift_remove("packets_per_second");
-                }
-            }
-            (l.id, v)
-        }
+        PeerReport::Report(l) => (l.id, report_sample(l, side)),
         PeerReport::Missing { id, tries, refused } => {
             let mut m = obj();
             m.insert("missing".into(), Value::Bool(true));
@@ -354,6 +358,27 @@ pub fn peer_report(end: &mut Map<String, Value>, ids: &[u32], p: &PeerReport, si
     };
     if let Some(Value::Object(o)) = end.get_mut("streams").and_then(|s| s.get_mut(i)) {
         o.insert("peer_report".into(), v);
+    }
+}
+
+/// `peer_report` lines (of `--json-stream`) written into the streams of
+/// `end` they report on, by transfer id, where a stream has none yet.
+pub fn peer_reports_by_id(end: &mut Map<String, Value>, reports: &[Value]) {
+    let id_of = |v: &Value| {
+        v.get("iperf2")
+            .and_then(|x| x.get("transfer_id"))
+            .and_then(Value::as_u64)
+    };
+    let Some(Value::Array(streams)) = end.get_mut("streams") else {
+        return;
+    };
+    for r in reports {
+        let Some(id) = id_of(r) else { continue };
+        if let Some(Value::Object(o)) = streams.iter_mut().find(|s| id_of(s) == Some(id))
+            && !o.contains_key("peer_report")
+        {
+            o.insert("peer_report".into(), r.clone());
+        }
     }
 }
 
