@@ -295,6 +295,8 @@ impl TestStats {
                 .unwrap_or(0),
             target_bits_per_second: 0.0,
             cpu_percent,
+            // The CPUs this process may run on (its affinity, -A).
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         };
         advice::advise(&input)
     }

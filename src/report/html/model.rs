@@ -455,7 +455,12 @@ pub fn view(doc: &Value) -> TestView {
         }
         v.latency = Some(latency_table(l));
     }
-    v.summary = if udp { udp_table(end) } else { tcp_table(end) };
+    let seen = Seen::of(doc);
+    v.summary = if udp {
+        udp_table(end, seen)
+    } else {
+        tcp_table(end, seen)
+    };
     v.params = params(doc, start, end);
     v
 }
@@ -578,11 +583,72 @@ fn is_iperf2(doc: &Value) -> bool {
             .is_some_and(|a| a.iter().any(|iv| has(iv.get("streams"))))
 }
 
+/// One host's CPU use (`host` or `remote`), as iperf3 counts it: process
+/// CPU time over wall time, so 100% is one CPU and more is more than one.
+/// `None` when not measured: absent (iperf 2 exchanges none), or 0, which
+/// is what an iperf3 server writes for a peer it has not heard from yet
+/// (a process that moved data used some CPU).
+fn cpu_text(c: &Value, who: &str) -> Option<String> {
+    let total = num(c, &format!("{who}_total")).filter(|t| *t > 0.0)?;
+    let part = |k: &str| num(c, &format!("{who}_{k}")).unwrap_or(0.0);
+    let cpus = if total > 100.0 {
+        format!(", i.e. {:.2} CPUs", total / 100.0)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{total:.1}% of one CPU{cpus} (user {:.1}%, system {:.1}%)",
+        part("user"),
+        part("system")
+    ))
+}
+
+/// Which sides of a document its host measured, so the page leaves blank
+/// (rather than shows as measured) the zeros of a side nobody told it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// An iperf3 client: it writes after the results exchange and knows
+    /// both sides.
+    Both,
+    /// An iperf3 server: it writes before the exchange, so the side its
+    /// peer counted (the sender's of what it received, the receiver's of
+    /// what it sent) is zeros.
+    OwnSide,
+    /// iperf 2: no exchange, and the document leaves out what it did not
+    /// see, except a UDP stream's jitter and loss, which only a receiver
+    /// measures (a sender's come back in `peer_report`/`sum_received`).
+    Iperf2,
+}
+
+impl Seen {
+    fn of(doc: &Value) -> Seen {
+        let start = doc.get("start").unwrap_or(empty());
+        if is_iperf2(doc) {
+            Seen::Iperf2
+        } else if start.get("connecting_to").is_none() && start.get("accepted_connection").is_some() {
+            Seen::OwnSide
+        } else {
+            Seen::Both
+        }
+    }
+
+    /// Whether this host has the sender's count of a stream or sum whose
+    /// `"sender"` flag (this host sent it) is `local_sender`.
+    fn sent(self, local_sender: bool) -> bool {
+        self != Seen::OwnSide || local_sender
+    }
+
+    /// Whether it has the receiver's count.
+    fn received(self, local_sender: bool) -> bool {
+        self == Seen::Both || !local_sender
+    }
+}
+
 fn percent_text(p: f64) -> String {
     format!("{}%", crate::json::format_g(p, 2))
 }
 
-fn tcp_table(end: &Value) -> Table {
+fn tcp_table(end: &Value, seen: Seen) -> Table {
     let mut t = Table {
         head: [
             "Stream",
@@ -596,7 +662,12 @@ fn tcp_table(end: &Value) -> Table {
         .to_vec(),
         rows: Vec::new(),
     };
+    // A side this host did not count (`seen`) is blank, not zeros.
     let row = |label: String, s: &Value, r: &Value| -> Vec<String> {
+        let local_sender = flag(s, "sender") || flag(r, "sender");
+        let own = seen == Seen::OwnSide;
+        let s = if own && !local_sender { empty() } else { s };
+        let r = if own && local_sender { empty() } else { r };
         vec![
             label,
             num(s, "bytes").map(bytes_text).unwrap_or_default(),
@@ -623,7 +694,7 @@ fn tcp_table(end: &Value) -> Table {
     t
 }
 
-fn udp_table(end: &Value) -> Table {
+fn udp_table(end: &Value, seen: Seen) -> Table {
     let mut t = Table {
         head: [
             "Stream",
@@ -638,40 +709,65 @@ fn udp_table(end: &Value) -> Table {
         .to_vec(),
         rows: Vec::new(),
     };
-    let row = |label: String, u: &Value| -> Vec<String> {
-        vec![
-            label,
-            num(u, "bytes").map(bytes_text).unwrap_or_default(),
-            num(u, "bits_per_second").map(rate_text).unwrap_or_default(),
-            num(u, "jitter_ms").map(|j| format!("{j:.3} ms")).unwrap_or_default(),
-            match (int(u, "lost_packets"), int(u, "packets")) {
-                (Some(l), Some(p)) => format!("{l}/{p}"),
-                _ => String::new(),
-            },
-            num(u, "lost_percent").map(percent_text).unwrap_or_default(),
-            int(u, "out_of_order").map(|o| o.to_string()).unwrap_or_default(),
-        ]
+    // A row's bytes and its jitter and loss are shown where this host
+    // counted them (`seen`); a row of nothing it counted is left out.
+    let row = |label: String, u: &Value, bytes_seen: bool, loss_seen: bool| -> Option<Vec<String>> {
+        let b = if bytes_seen { u } else { empty() };
+        let l = if loss_seen { u } else { empty() };
+        (bytes_seen || loss_seen).then(|| {
+            vec![
+                label,
+                num(b, "bytes").map(bytes_text).unwrap_or_default(),
+                num(b, "bits_per_second").map(rate_text).unwrap_or_default(),
+                num(l, "jitter_ms").map(|j| format!("{j:.3} ms")).unwrap_or_default(),
+                match (int(l, "lost_packets"), int(l, "packets")) {
+                    (Some(x), Some(p)) => format!("{x}/{p}"),
+                    _ => String::new(),
+                },
+                num(l, "lost_percent").map(percent_text).unwrap_or_default(),
+                int(l, "out_of_order").map(|o| o.to_string()).unwrap_or_default(),
+            ]
+        })
+    };
+    // A stream's and `sum`'s bytes are the sender's (an iperf 2 receiver
+    // writes its own count), their jitter and loss the receiver's; their
+    // "sender" says whether this host sent.
+    let both = |u: &Value| {
+        let local_sender = flag(u, "sender");
+        (
+            seen == Seen::Iperf2 || seen.sent(local_sender),
+            seen.received(local_sender),
+        )
     };
     for st in end.get("streams").and_then(Value::as_array).into_iter().flatten() {
         if let Some(u) = st.get("udp") {
             let sock = int(u, "socket").unwrap_or(0);
-            t.rows.push((false, row(format!("stream {sock}"), u)));
+            let (b, l) = both(u);
+            t.rows
+                .extend(row(format!("stream {sock}"), u, b, l).map(|r| (false, r)));
         }
     }
-    for (key, label) in [
-        ("sum_sent", "sum sent"),
-        ("sum_received", "sum received"),
-        ("sum_sent_bidir_reverse", "sum sent (server \u{2192} client)"),
-        ("sum_received_bidir_reverse", "sum received (server \u{2192} client)"),
-    ] {
-        if let Some(s) = end.get(key) {
-            t.rows.push((true, row(label.into(), s)));
+    // `sum_sent` is the sender's count (it measured no jitter or loss),
+    // `sum_received` the receiver's; they are marked by what they are
+    // (iperf3 3.11+), so `sum` says whether this host sent.
+    for (suffix, label) in [("", ""), ("_bidir_reverse", " (server \u{2192} client)")] {
+        let local_sender = end.get(format!("sum{suffix}")).is_some_and(|s| flag(s, "sender"));
+        if let Some(s) = end.get(format!("sum_sent{suffix}")) {
+            let r = row(format!("sum sent{label}"), s, seen.sent(local_sender), false);
+            t.rows.extend(r.map(|r| (true, r)));
+        }
+        if let Some(s) = end.get(format!("sum_received{suffix}")) {
+            // (An iperf 2 sender's is its receivers' report.)
+            let counted = seen == Seen::Iperf2 || seen.received(local_sender);
+            t.rows
+                .extend(row(format!("sum received{label}"), s, counted, counted).map(|r| (true, r)));
         }
     }
     if end.get("sum_sent").is_none()
         && let Some(s) = end.get("sum")
     {
-        t.rows.push((true, row("sum".into(), s)));
+        let (b, l) = both(s);
+        t.rows.extend(row("sum".into(), s, b, l).map(|r| (true, r)));
     }
     t
 }
@@ -755,16 +851,8 @@ fn params(doc: &Value, start: &Value, end: &Value) -> Vec<(String, String)> {
         }
     }
     if let Some(c) = end.get("cpu_utilization_percent") {
-        let part = |k: &str, u: &str, s: &str| {
-            format!(
-                "{:.1}% (user {:.1}%, system {:.1}%)",
-                num(c, k).unwrap_or(0.0),
-                num(c, u).unwrap_or(0.0),
-                num(c, s).unwrap_or(0.0)
-            )
-        };
-        add("CPU, this host", part("host_total", "host_user", "host_system"));
-        add("CPU, peer", part("remote_total", "remote_user", "remote_system"));
+        add("CPU, this host", cpu_text(c, "host").unwrap_or_default());
+        add("CPU, peer", cpu_text(c, "remote").unwrap_or_default());
     }
     add("Version", text(start, "version").unwrap_or_default().to_string());
     add("System", text(start, "system_info").unwrap_or_default().to_string());
@@ -821,6 +909,89 @@ mod tests {
                            "sum": {"start": 0, "end": 1, "seconds": 1, "bytes": 500, "bits_per_second": 4000.0}}],
             "end": end,
         })
+    }
+
+    fn cells(t: &Table, label: &str) -> Vec<String> {
+        t.rows
+            .iter()
+            .find(|(_, r)| r[0] == label)
+            .unwrap_or_else(|| panic!("no row {label}: {:?}", t.rows))
+            .1
+            .clone()
+    }
+
+    #[test]
+    fn cpu_is_of_one_cpu_and_absent_where_not_measured() {
+        let c = serde_json::json!({
+            "host_total": 108.04, "host_user": 3.6, "host_system": 104.4,
+            "remote_total": 0, "remote_user": 0, "remote_system": 0,
+        });
+        assert_eq!(
+            cpu_text(&c, "host").unwrap(),
+            "108.0% of one CPU, i.e. 1.08 CPUs (user 3.6%, system 104.4%)"
+        );
+        // An iperf3 server's zeros for the peer it has not heard from, and
+        // iperf 2's missing keys, are not 0%.
+        assert_eq!(cpu_text(&c, "remote"), None);
+        assert_eq!(cpu_text(&serde_json::json!({"host_total": 2.5}), "remote"), None);
+        assert_eq!(
+            cpu_text(
+                &serde_json::json!({"host_total": 22.2, "host_user": 1.0, "host_system": 21.2}),
+                "host"
+            )
+            .unwrap(),
+            "22.2% of one CPU (user 1.0%, system 21.2%)"
+        );
+        let doc = serde_json::json!({"start": {}, "intervals": [], "end": {"cpu_utilization_percent": c}});
+        let p = params(&doc, &doc["start"], &doc["end"]);
+        assert!(p.iter().any(|(k, _)| k == "CPU, this host"), "{p:?}");
+        assert!(p.iter().all(|(k, _)| k != "CPU, peer"), "{p:?}");
+    }
+
+    #[test]
+    fn a_servers_report_leaves_its_peers_side_blank() {
+        // iperf3 3.12's own server document of a TCP test it received.
+        let server = |end: Value| serde_json::json!({"start": {"accepted_connection": {"host": "h", "port": 1}}, "intervals": [], "end": end});
+        let doc = server(serde_json::json!({
+            "streams": [{"sender": {"socket": 5, "bytes": 0, "bits_per_second": 0, "retransmits": 0, "sender": false},
+                         "receiver": {"socket": 5, "bytes": 1000, "bits_per_second": 8000.0, "sender": false}}],
+            "sum_sent": {"bytes": 0, "bits_per_second": 0, "retransmits": 0, "sender": false},
+            "sum_received": {"bytes": 1000, "bits_per_second": 8000.0, "sender": false},
+        }));
+        let t = tcp_table(&doc["end"], Seen::of(&doc));
+        for label in ["stream 5", "sum"] {
+            let c = cells(&t, label);
+            assert_eq!(c[1..4], ["", "", ""], "{label}: {c:?}");
+            assert_eq!(c[4], "1000 Bytes", "{label}: {c:?}");
+        }
+        // A UDP test it received: the sender's bytes blank, its own jitter
+        // and loss shown; the sender's sum left out.
+        let doc = server(serde_json::json!({
+            "streams": [{"udp": {"socket": 5, "bytes": 0, "bits_per_second": 0, "jitter_ms": 0.012,
+                                 "lost_packets": 1, "packets": 38, "lost_percent": 2.6, "out_of_order": 0, "sender": false}}],
+            "sum": {"bytes": 0, "bits_per_second": 0, "jitter_ms": 0.012, "lost_packets": 1, "packets": 38, "sender": false},
+            "sum_sent": {"bytes": 0, "bits_per_second": 0, "jitter_ms": 0, "lost_packets": 0, "packets": 0, "sender": true},
+            "sum_received": {"bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0.012,
+                             "lost_packets": 1, "packets": 38, "lost_percent": 2.6, "sender": false},
+        }));
+        let t = udp_table(&doc["end"], Seen::of(&doc));
+        let c = cells(&t, "stream 5");
+        assert_eq!(c[1..3], ["", ""], "{c:?}");
+        assert_eq!(c[3..5], ["0.012 ms", "1/38"], "{c:?}");
+        assert!(t.rows.iter().all(|(_, r)| r[0] != "sum sent"), "{:?}", t.rows);
+        assert_eq!(cells(&t, "sum received")[1], "1000 Bytes");
+    }
+
+    #[test]
+    fn a_udp_senders_sum_sent_has_no_jitter_or_loss() {
+        let doc = serde_json::json!({"start": {"connecting_to": {"host": "h", "port": 1}}, "intervals": [], "end": {
+            "sum": {"bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0.5, "lost_packets": 2, "packets": 10, "sender": true},
+            "sum_sent": {"bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0, "lost_packets": 0, "packets": 10, "sender": true},
+            "sum_received": {"bytes": 980, "bits_per_second": 7840.0, "jitter_ms": 0.5, "lost_packets": 2, "packets": 10, "sender": true},
+        }});
+        let t = udp_table(&doc["end"], Seen::of(&doc));
+        assert_eq!(cells(&t, "sum sent")[3..], ["", "", "", ""]);
+        assert_eq!(cells(&t, "sum received")[3..5], ["0.500 ms", "2/10"]);
     }
 
     #[test]
