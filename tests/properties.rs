@@ -393,8 +393,9 @@ fn results() -> impl Strategy<Value = Results> {
         any::<i32>(),
         any::<i32>(),
         0u32..100_000_000,
+        prop::option::of(0u64..(i64::MAX as u64)),
     )
-        .prop_map(|(id, bytes, rt, jit, errors, oe, packets, op, end)| StreamResult {
+        .prop_map(|(id, bytes, rt, jit, errors, oe, packets, op, end, ob)| StreamResult {
             id: id as i64,
             bytes,
             retransmits: rt as i64,
@@ -405,6 +406,7 @@ fn results() -> impl Strategy<Value = Results> {
             omitted_packets: Some(op as i64),
             start_time: 0.0,
             end_time: end as f64 / 1e6,
+            omitted_bytes: ob,
         });
     (
         prop::collection::vec(stream, 0..20),

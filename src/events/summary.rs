@@ -21,6 +21,10 @@ pub struct Totals {
     pub retransmits: Option<i64>,
     /// Direction relative to this host.
     pub sender: bool,
+    /// What the side that counted these bytes counted in its own omit
+    /// period (`-O`), when known: this host's, or a wirespeed peer's from
+    /// the results exchange.
+    pub omitted_bytes: Option<u64>,
 }
 
 /// End-of-test TCP_INFO extremes of a sending stream.

@@ -44,6 +44,7 @@ impl TestStats {
                     omitted_packets: Some(s.base.packets),
                     start_time: 0.0,
                     end_time: self.stream_secs(s),
+                    omitted_bytes: self.omitted.then_some(s.base.bytes),
                 }
             })
             .collect();
@@ -129,6 +130,7 @@ impl TestStats {
             bits_per_second: rate(local_bytes, dur),
             retransmits: if local_sender { s.retransmits_total() } else { None },
             sender: local_sender,
+            omitted_bytes: self.omitted.then_some(s.base.bytes),
         };
         let remote = Totals {
             start: 0.0,
@@ -142,6 +144,7 @@ impl TestStats {
                 None
             },
             sender: local_sender,
+            omitted_bytes: pr.and_then(|r| r.omitted_bytes),
         };
         let (sender, receiver) = if local_sender { (local, remote) } else { (remote, local) };
         let udp = (self.protocol == Protocol::Udp).then(|| udp_totals(s, peer, pr));
@@ -382,6 +385,10 @@ fn direction_sums(streams: &[&StreamSummary], protocol: Protocol) -> DirectionSu
         } else {
             None
         };
+        let omitted = streams
+            .iter()
+            .map(|s| pick(s).omitted_bytes)
+            .collect::<Option<Vec<u64>>>();
         Totals {
             start: 0.0,
             end,
@@ -390,6 +397,7 @@ fn direction_sums(streams: &[&StreamSummary], protocol: Protocol) -> DirectionSu
             bits_per_second: rate(bytes, end),
             retransmits: retr,
             sender: streams.first().map(|s| s.local_sender).unwrap_or(true),
+            omitted_bytes: omitted.filter(|o| !o.is_empty()).map(|o| o.iter().sum()),
         }
     };
     let sent = sum_totals(&|s: &StreamSummary| &s.sender);

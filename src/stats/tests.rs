@@ -73,6 +73,7 @@ fn summary_pairs_local_and_peer_numbers() {
             omitted_packets: Some(0),
             start_time: 0.0,
             end_time: 2.5,
+            omitted_bytes: None,
         }],
         ..Results::default()
     };
@@ -118,6 +119,7 @@ fn peer_result(packets: i64, errors: i64, drained: bool) -> Results {
             omitted_packets: Some(0),
             start_time: 0.0,
             end_time: 1.0,
+            omitted_bytes: None,
         }],
         receiver_drained: drained,
         ..Results::default()

@@ -28,6 +28,10 @@ pub struct StreamResult {
     pub start_time: f64,
     /// Seconds from stream start to the last sample.
     pub end_time: f64,
+    /// wirespeed extension (`"omitted_bytes"`): bytes this side counted in
+    /// its omit period (`-O`), so the peer can reconcile the two totals.
+    /// C peers ignore the key and never send it.
+    pub omitted_bytes: Option<u64>,
 }
 
 /// One side's results.
@@ -94,6 +98,9 @@ impl Results {
                 o.insert("omitted_packets".into(), Value::from(s.omitted_packets.unwrap_or(0)));
                 o.insert("start_time".into(), num(s.start_time));
                 o.insert("end_time".into(), num(s.end_time));
+                if let Some(b) = s.omitted_bytes {
+                    o.insert("omitted_bytes".into(), Value::from(b));
+                }
                 Value::Object(o)
             })
             .collect();
@@ -158,6 +165,7 @@ impl Results {
                 omitted_packets: op,
                 start_time: o.get("start_time").and_then(lenient_f64).unwrap_or(0.0),
                 end_time: o.get("end_time").and_then(lenient_f64).unwrap_or(0.0),
+                omitted_bytes: o.get("omitted_bytes").and_then(Value::as_u64),
             });
         }
         Ok(r)
@@ -177,6 +185,34 @@ mod tests {
         assert_eq!(r.streams[0].bytes, 891420672);
         assert_eq!(r.streams[0].omitted_errors, Some(0));
         assert_eq!(r.streams[0].end_time, 2.013482);
+    }
+
+    #[test]
+    fn omitted_bytes_go_both_ways_and_are_optional() {
+        let mut r = Results {
+            streams: vec![StreamResult {
+                id: 1,
+                bytes: 10,
+                retransmits: -1,
+                jitter: 0.0,
+                errors: 0,
+                omitted_errors: Some(0),
+                packets: 0,
+                omitted_packets: Some(0),
+                start_time: 0.0,
+                end_time: 1.0,
+                omitted_bytes: Some(4096),
+            }],
+            ..Results::default()
+        };
+        let text = r.encode();
+        assert!(text.contains(r#""omitted_bytes":4096"#), "{text}");
+        assert_eq!(Results::decode(text.as_bytes()).unwrap(), r);
+        // A C peer's results have none; ours without -O send none.
+        r.streams[0].omitted_bytes = None;
+        let text = r.encode();
+        assert!(!text.contains("omitted_bytes"), "{text}");
+        assert_eq!(Results::decode(text.as_bytes()).unwrap().streams[0].omitted_bytes, None);
     }
 
     #[test]
@@ -207,6 +243,7 @@ mod tests {
                 omitted_packets: Some(5),
                 start_time: 0.0,
                 end_time: 2.000083,
+                omitted_bytes: None,
             }],
             server_output_text: Some("line\n".into()),
             server_output_json: None,

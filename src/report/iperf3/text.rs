@@ -693,6 +693,7 @@ mod tests {
             bits_per_second: bps,
             retransmits: retr,
             sender: true,
+            omitted_bytes: None,
         };
         let st = |sock| StreamSummary {
             socket: sock,
