@@ -364,7 +364,6 @@ impl ServerTest<'_> {
             ctrl: &mut self.ctrl,
             machine: &mut machine,
             ctx: self.ctx,
-            cfg: &self.cfg,
             // A byte or block count has no duration of its own: then
             // `--server-max-duration`, if set, bounds the test.
             watchdog: self
@@ -374,7 +373,7 @@ impl ServerTest<'_> {
                 .map(|d| started + self.params.omit + d + Duration::from_secs(40)),
             rcv_timeout: self.cfg.net.rcv_timeout.unwrap_or(Duration::from_secs(120)),
             moved: (started, 0),
-            rate_window: Vec::new(),
+            rate: super::rate::RateWatch::new(&self.cfg, &self.params, started),
             stopped: None,
         };
         let spec = RunSpec {
@@ -445,14 +444,13 @@ struct ServerSteering<'a> {
     ctrl: &'a mut Ctrl,
     machine: &'a mut ServerMachine,
     ctx: &'a Arc<ServerCtx>,
-    cfg: &'a TestConfig,
     watchdog: Option<Instant>,
     rcv_timeout: Duration,
     /// When bytes last moved, and how many had by then: a client that
     /// vanished without a word (half-open control connection, no FIN or
     /// RST) while we send moves nothing any more.
     moved: (Instant, u64),
-    rate_window: Vec<(Instant, u64)>,
+    rate: super::rate::RateWatch,
     stopped: Option<ServerStop>,
 }
 
@@ -522,27 +520,21 @@ impl Steering for ServerSteering<'_> {
     }
 
     /// `--server-bitrate-limit`: the average over the window must stay
-    /// under the limit.
+    /// under the limit (server/rate.rs).
     fn after_timers(&mut self, session: &Session, interval: bool) -> Result<(), Error> {
-        if !interval || self.cfg.server.bitrate_limit == 0 {
+        if !interval {
             return Ok(());
         }
-        let now = Instant::now();
-        let window = &mut self.rate_window;
-        window.push((now, session.stats.moved()));
-        let span = self.cfg.server.bitrate_limit_window;
-        while window.len() > 2 && now.duration_since(window[1].0) >= span {
-            window.remove(0);
+        let r = self.rate.interval(Instant::now(), session.stats.moved());
+        if let Err(e) = &r {
+            // Why, before the streams break (the loop aborts them on an
+            // error): a client that is writing would otherwise meet the
+            // broken stream first and report that. It gets a second to
+            // hang up, as for a server stop.
+            send_server_error(self.ctrl, e);
+            let until = Instant::now() + Duration::from_secs(1);
+            while let Ok(Woke::Data | Woke::Waker) = self.ctrl.wait(Some(until)) {}
         }
-        if let (Some(first), Some(last)) = (window.first(), window.last()) {
-            let secs = last.0.duration_since(first.0).as_secs_f64();
-            if secs > 0.0 && secs + 0.05 >= span.as_secs_f64() {
-                let bps = (last.1 - first.1) as f64 * 8.0 / secs;
-                if bps > self.cfg.server.bitrate_limit as f64 {
-                    return Err(Error::new(Code::TOTALRATE));
-                }
-            }
-        }
-        Ok(())
+        r
     }
 }

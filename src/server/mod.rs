@@ -18,6 +18,7 @@ mod iperf2_flows;
 mod iperf2_tcp;
 mod iperf2_udp;
 mod iperf3_test;
+mod rate;
 mod registry;
 mod sockets;
 mod window;
