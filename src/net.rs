@@ -372,6 +372,14 @@ pub fn apply_data_options(
 ) -> Result<(), Error> {
     if let Some(w) = p.window {
         set_buffers(s, w as usize, warn)?;
+        if tcp && s.peer_addr().is_ok() {
+            // Accepted already (a server's stream): the kernel fixed this
+            // socket's window clamp at the handshake, from the listener's
+            // buffer, and a larger SO_RCVBUF now would not lift it (a 4M
+            // window would stay at 64K). The clamp says `w` itself, as the
+            // clamp of a socket whose buffer was set before its handshake.
+            let _ = crate::sys::socket::set_window_clamp(&SockRef::from(s), w);
+        }
     } else if !tcp {
         // Not asked for, so no warning when the kernel clamps it.
         let _ = crate::sys::socket::set_buffer_forced(&SockRef::from(s), true, UDP_DEFAULT_RCVBUF);

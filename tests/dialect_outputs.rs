@@ -128,6 +128,83 @@ fn iperf2_udp_json_of_a_receiving_server_counts_what_arrived() {
     assert!(end.get("sum_sent").is_none(), "{end}");
 }
 
+/// The streams of an `end`, by whether they flow from the server to the
+/// client (`iperf2.reversed`); each must say so.
+fn by_direction(end: &Value) -> (Vec<&Value>, Vec<&Value>) {
+    end["streams"]
+        .as_array()
+        .expect("streams")
+        .iter()
+        .partition(|s| !s["iperf2"]["reversed"].as_bool().expect("reversed"))
+}
+
+/// `-d` and `-r` as iperf3 writes `--bidir`: the client's flows in
+/// `sum_sent`/`sum_received`, the server's connect-back in the
+/// `*_bidir_reverse` sums, each stream with its true `reversed` (the
+/// client's own `false`, the connect-back `true`, on both ends).
+#[test]
+fn iperf2_dual_and_tradeoff_json_sum_each_direction_apart() {
+    for (mode, proto) in [("-d", ""), ("-r", ""), ("-d", "-u -b 2M"), ("-r", "-u -b 2M")] {
+        let udp = !proto.is_empty();
+        let port = free_port();
+        let server = iperf2_server(Iperf2::Ours, port, if udp { &["-u", "-J"] } else { &["-J"] }).unwrap();
+        let back = free_port();
+        let args = format!("{mode} -L {back} -t 1 {proto} -J");
+        let c = iperf2_client(Iperf2::Ours, port, &args, T).unwrap();
+        assert_eq!(c.code, Some(0), "{args}: {}{}", c.stdout, c.stderr);
+        let client = json(&c.stdout);
+        let end = &client["end"];
+        let (own, connect_back) = by_direction(end);
+        assert_eq!((own.len(), connect_back.len()), (1, 1), "{args}: {end}");
+        assert!(connect_back[0]["iperf2"]["connect_back"].as_bool().unwrap(), "{end}");
+        assert!(own[0]["iperf2"].get("connect_back").is_none(), "{end}");
+        let key = if udp { "udp" } else { "sender" };
+        assert_eq!(
+            u(end, "/sum_sent/bytes"),
+            u(own[0], &format!("/{key}/bytes")),
+            "{args}: {end}"
+        );
+        let key = if udp { "udp" } else { "receiver" };
+        assert_eq!(
+            u(end, "/sum_received_bidir_reverse/bytes"),
+            u(connect_back[0], &format!("/{key}/bytes")),
+            "{args}: {end}"
+        );
+        assert!(end.get("sum_sent_bidir_reverse").is_none(), "{args}: {end}");
+        // A UDP sender's sum_received is its receiver's report; TCP has none.
+        assert_eq!(end.get("sum_received").is_some(), udp, "{args}: {end}");
+        let out = stop_server(server);
+        let s = docs(&out);
+        assert_eq!(s.len(), 1, "{args}: {out}");
+        let end = &s[0]["end"];
+        let (own, connect_back) = by_direction(end);
+        assert_eq!((own.len(), connect_back.len()), (1, 1), "{args}: {end}");
+        // The server received the client's flow and sent the connect-back.
+        assert!(end.get("sum_received").is_some(), "{args}: {end}");
+        assert!(end.get("sum_sent_bidir_reverse").is_some(), "{args}: {end}");
+        assert!(end.get("sum_sent").is_none(), "{args}: {end}");
+        // The client's report of the connect-back came back to a UDP server.
+        assert_eq!(end.get("sum_received_bidir_reverse").is_some(), udp, "{args}: {end}");
+    }
+}
+
+/// `-R` flows from the server to the client: `reversed` on both ends.
+#[test]
+fn iperf2_reverse_json_says_reversed_on_both_ends() {
+    let port = free_port();
+    let server = iperf2_server(Iperf2::Ours, port, &["-J"]).unwrap();
+    let c = iperf2_client(Iperf2::Ours, port, "-R -t 1 -i 1 -J", T).unwrap();
+    assert_eq!(c.code, Some(0), "{}", c.stderr);
+    let client = json(&c.stdout);
+    let server_doc = docs(&stop_server(server)).remove(0);
+    for d in [&client, &server_doc] {
+        assert_eq!(d["end"]["streams"][0]["iperf2"]["reversed"], true, "{d}");
+        for i in d["intervals"].as_array().unwrap() {
+            assert_eq!(i["streams"][0]["iperf2"]["reversed"], true, "{i}");
+        }
+    }
+}
+
 #[test]
 fn iperf2_json_stream_is_one_event_per_line() {
     for who in [Iperf2::Ours, Iperf2::Real] {
@@ -145,6 +222,31 @@ fn iperf2_json_stream_is_one_event_per_line() {
         assert_eq!(events.first().map(String::as_str), Some("start"), "{events:?}");
         assert_eq!(events.last().map(String::as_str), Some("end"), "{events:?}");
         assert!(events.iter().filter(|e| *e == "interval").count() >= 2, "{events:?}");
+        drop(server);
+    }
+}
+
+/// A UDP sender's `--json-stream`: the server's report comes before the
+/// `end`, which carries it and `sum_received` from it, as `-J` does.
+#[test]
+fn iperf2_udp_json_stream_ends_with_the_servers_report() {
+    for who in [Iperf2::Ours, Iperf2::Real] {
+        let port = free_port();
+        let Some(server) = iperf2_server(who, port, &["-u"]) else {
+            continue;
+        };
+        let c = iperf2_client(Iperf2::Ours, port, "-u -b 2M -t 2 -i 1 --json-stream", T).unwrap();
+        assert_eq!(c.code, Some(0), "{who:?}: {}", c.stderr);
+        let lines: Vec<Value> = c.stdout.lines().map(json).collect();
+        let names: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+        let n = names.len();
+        assert!(n >= 2 && names[n - 2..] == ["peer_report", "end"], "{who:?}: {names:?}");
+        let end = &lines[n - 1]["data"];
+        let report = &lines[n - 2]["data"];
+        assert_eq!(end["sum_received"]["from_peer_report"], true, "{who:?}: {end}");
+        assert_eq!(u(end, "/sum_received/bytes"), u(report, "/bytes"), "{who:?}: {end}");
+        assert_eq!(end["sum_received"]["jitter_ms"], report["jitter_ms"], "{who:?}");
+        assert_eq!(end["streams"][0]["peer_report"], *report, "{who:?}");
         drop(server);
     }
 }

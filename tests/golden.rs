@@ -37,7 +37,10 @@
 //!   output of a case that fixes them with `-f`; the TCP congestion
 //!   algorithm after `snd_tcp_congestion` / `rcv_tcp_congestion` becomes
 //!   `CC` (the machine's default); runs of blanks collapse to one and lines
-//!   are trimmed.
+//!   are trimmed. The window advice's `Window needed ...` line ends in one of
+//!   two ways by the measured RTT (a window-limited loopback test's
+//!   rate x RTT can fall on either side of the window it had), so its tail
+//!   after the arithmetic becomes `-> try -w NK`.
 //! * Then repetition is collapsed: consecutive identical lines become one,
 //!   and a block of up to 8 lines repeated back to back becomes one copy
 //!   (repeated until nothing changes). How many interval lines or interval
@@ -849,7 +852,7 @@ impl Normaliser {
 
     fn normalise(&self, text: &str, fmt: Format) -> Vec<String> {
         match fmt {
-            Format::Text => collapse(text.lines().map(|l| self.line(l)).collect()),
+            Format::Text => collapse(text.lines().map(|l| advice_tail(&self.line(l))).collect()),
             Format::Csv => collapse(
                 text.lines()
                     .map(|l| csv_row(l).unwrap_or_else(|| self.line(l)))
@@ -1220,6 +1223,21 @@ const ADVICE_WINDOW_KEYS: [(&str, &str); 3] = [
     ("suggested_window_bytes", "number"),
     ("suggested_option", "string"),
 ];
+
+/// The `Window needed ...` line of the window advice (already normalised)
+/// with either of its endings as one: what it suggests, not why.
+fn advice_tail(line: &str) -> String {
+    if !line.starts_with("Window needed") {
+        return line.to_string();
+    }
+    let Some(at) = line.rfind("-> try -w ") else {
+        return line.to_string();
+    };
+    let head = line.split(", less than the ").next().unwrap_or(line);
+    let head = head.split(" -> try -w ").next().unwrap_or(head);
+    let option = line[at..].split_whitespace().nth(3).unwrap_or("").trim_end_matches('.');
+    format!("{head} -> try -w {option}")
+}
 
 /// What limits a full-speed loopback test (the receive window, the send
 /// buffer, the path or the CPU) depends on the machine's load, and with it
@@ -1868,6 +1886,16 @@ mod normaliser_tests {
             "[  1] a\n[  2] d\n[  1] c\nx\n[  1] e\ntail\n"
         );
         assert_eq!(by_flow(other), by_flow(out));
+    }
+
+    #[test]
+    fn either_ending_of_the_window_needed_line_is_one() {
+        let a = "Window needed to let the rate grow Nx: N ?bits/sec x N ms = N ?Bytes -> try -w NK (on both ends; repeat until the test is no longer window-limited).";
+        let b = "Window needed to let the rate grow Nx: N ?bits/sec x N ms = N ?Bytes, less than the N ?Bytes window that held the test back, which is too small to keep segments flowing: double it -> try -w NK.";
+        let one = "Window needed to let the rate grow Nx: N ?bits/sec x N ms = N ?Bytes -> try -w NK";
+        assert_eq!(advice_tail(a), one);
+        assert_eq!(advice_tail(b), one);
+        assert_eq!(advice_tail("In flight: N"), "In flight: N");
     }
 
     #[test]

@@ -147,6 +147,38 @@ fn omitted_intervals_are_marked_and_excluded() {
     assert!((d - 1.0).abs() < 0.3, "post-omit duration {d}");
 }
 
+/// With -O each end leaves out its own first seconds, so the post-omit
+/// totals differ by the bytes between the two ends at their boundaries;
+/// each side's omitted bytes (a wirespeed peer's come in the results)
+/// close the gap to the byte: sent + omitted = received + omitted.
+#[test]
+fn omitted_bytes_reconcile_the_totals_on_each_side_and_direction() {
+    for args in ["-O 1 -t 1", "-O 1 -t 1 -R -P 2", "-O 1 -t 1 --bidir"] {
+        let ev = run(args);
+        let s = summary(&ev);
+        let dirs = std::iter::once(&s.forward).chain(s.reverse.as_ref());
+        for d in dirs {
+            let (sent, recv) = (&d.sent, &d.received);
+            let so = sent
+                .omitted_bytes
+                .unwrap_or_else(|| panic!("{args}: no sender omitted_bytes"));
+            let ro = recv
+                .omitted_bytes
+                .unwrap_or_else(|| panic!("{args}: no receiver omitted_bytes"));
+            assert!(so > 0 && ro > 0, "{args}: {so} {ro}");
+            assert_eq!(sent.bytes + so, recv.bytes + ro, "{args}: {d:?}");
+        }
+        for st in &s.streams {
+            let total = |t: &wirespeed::events::Totals| t.bytes + t.omitted_bytes.unwrap();
+            assert_eq!(total(&st.sender), total(&st.receiver), "{args}: stream {}", st.id);
+        }
+    }
+    // Without -O nothing is omitted, and nothing is said.
+    let s = summary(&run("-t 1")).clone();
+    assert_eq!(s.forward.sent.omitted_bytes, None);
+    assert_eq!(s.forward.received.omitted_bytes, None);
+}
+
 #[test]
 fn rate_limited_tcp_stays_near_target() {
     let ev = run("-b 40M -t 2");

@@ -73,7 +73,15 @@ fn iperf3_dialect_text_has_lat_lines_under_udp_and_reverse() {
         );
         assert!(r.stdout.contains("[LAT] idle         RTT p50 "), "{}", r.stdout);
         assert!(r.stdout.contains(", 10/s)\n"), "{}", r.stdout);
-        assert!(r.stdout.contains("to the median round trip"), "{}", r.stdout);
+        // What the load added, or (on an idle loopback, a loaded median
+        // at or under the idle one) that it added nothing measurable.
+        assert!(
+            r.stdout.contains("to the median round trip")
+                || r.stdout
+                    .contains("[LAT] the load made no measurable increase in the median round trip\n"),
+            "{}",
+            r.stdout
+        );
     }
 }
 

@@ -396,7 +396,10 @@ fn rpm_runs_across_a_long_path() {
 /// iperf3 peers to hold against: Debian's, and the newest when
 /// `WIRESPEED_IPERF3_NEW` names it.
 fn iperf3_peers() -> Vec<PathBuf> {
-    common::peer("iperf3").into_iter().chain(common::newer_iperf3()).collect()
+    common::peer("iperf3")
+        .into_iter()
+        .chain(common::newer_iperf3())
+        .collect()
 }
 
 /// iperf 2 peers: Debian's, and 2.2.x when `WIRESPEED_IPERF2_NEW` names it.
@@ -451,7 +454,10 @@ fn iperf3_peers_work_both_ways_across_long_paths() {
                     );
                     // (iperf3 3.16+ cancels its sending threads at the end:
                     // a write can complete uncounted, one block at most.)
-                    assert!(got > 0 && got <= sent + 128 * 1024, "{what}: sent {sent}, received {got}");
+                    assert!(
+                        got > 0 && got <= sent + 128 * 1024,
+                        "{what}: sent {sent}, received {got}"
+                    );
                     // A real server closes its streams at TEST_END, so our
                     // receiver reads what it sent to the last byte.
                     if who == "our client" && extra == ["-R"] {
@@ -569,7 +575,9 @@ fn iperf2_udp_reports_come_back_across_600ms_and_five_percent_loss() {
     let _t = turn();
     let ws = wirespeed();
     let ours = [ws.to_str().unwrap(), "--iperf2"];
-    let Some(p) = path("delay=300ms,rate=20M,queue=2000,loss=5%") else { return };
+    let Some(p) = path("delay=300ms,rate=20M,queue=2000,loss=5%") else {
+        return;
+    };
     let peers = iperf2_peers();
     let mut pairs: Vec<(Vec<&str>, Vec<&str>, String)> = vec![(ours.to_vec(), ours.to_vec(), "ours both ends".into())];
     for peer in &peers {

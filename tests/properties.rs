@@ -393,8 +393,9 @@ fn results() -> impl Strategy<Value = Results> {
         any::<i32>(),
         any::<i32>(),
         0u32..100_000_000,
+        prop::option::of(0u64..(i64::MAX as u64)),
     )
-        .prop_map(|(id, bytes, rt, jit, errors, oe, packets, op, end)| StreamResult {
+        .prop_map(|(id, bytes, rt, jit, errors, oe, packets, op, end, ob)| StreamResult {
             id: id as i64,
             bytes,
             retransmits: rt as i64,
@@ -409,6 +410,7 @@ fn results() -> impl Strategy<Value = Results> {
             out_of_order: (errors >= 0).then_some(errors as i64 / 3),
             duplicates: (oe >= 0).then_some(oe as i64 / 5),
             ports: (packets >= 0).then_some(((packets & 0xffff) as u16, (op & 0xffff) as u16)),
+            omitted_bytes: ob,
         });
     (
         prop::collection::vec(stream, 0..20),

@@ -230,3 +230,39 @@ fn an_iperf2_server_with_max_tests_drops_one_more_client() {
     let out = stop_server(srv);
     assert_eq!(out.matches("(server is busy)").count(), 1, "{out}");
 }
+
+/// `--server-bitrate-limit`'s measured check: a test as long as the
+/// window is judged over full windows, as iperf3 judges it; a shorter one
+/// (here bounded by `--server-max-duration 3`, under the default 5 s
+/// window, where iperf3 never judges) over its length so far, from its
+/// first interval. Unpaced loopback TCP is far over 200 Mbit/s.
+#[test]
+fn the_server_bitrate_limit_judges_short_tests_too() {
+    let port = free_port();
+    let _srv = wirespeed_server(port, &["--server-bitrate-limit", "200M", "--server-max-duration", "3"]);
+    let t0 = Instant::now();
+    let mut c = client(port, &["-t", "3"]);
+    let st = c.wait(T).expect("client finished");
+    assert_eq!(st.code(), Some(1), "{}{}", c.out(), c.err());
+    assert!(
+        c.err().contains("total required bandwidth is larger than server limit"),
+        "{}",
+        c.err()
+    );
+    assert!(t0.elapsed() < Duration::from_millis(2900), "{:?}", t0.elapsed());
+    // Paced under the limit, it runs to its end.
+    let mut c = client(port, &["-t", "2", "-b", "100M"]);
+    assert_eq!(c.wait(T).and_then(|s| s.code()), Some(0), "{}", c.err());
+
+    // A 6 s test under a 2 s window: judged from the window's end on.
+    let port = free_port();
+    let _srv = wirespeed_server(port, &["--server-bitrate-limit", "200M/2"]);
+    let t0 = Instant::now();
+    let mut c = client(port, &["-t", "6"]);
+    assert_eq!(c.wait(T).and_then(|s| s.code()), Some(1), "{}", c.err());
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+}

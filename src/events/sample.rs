@@ -179,6 +179,8 @@ pub struct StreamSample {
     pub sender: bool,
     /// Traffic opposite to this process's main role (iperf 2's `[ *1]`).
     pub reversed: bool,
+    /// A flow the server opened back to the client (iperf 2's `-d`/`-r`).
+    pub connect_back: bool,
     /// The bytes went both ways: a bounceback stream's requests and
     /// replies.
     pub both_ways: bool,

@@ -21,6 +21,10 @@ pub struct Totals {
     pub retransmits: Option<i64>,
     /// Direction relative to this host.
     pub sender: bool,
+    /// What the side that counted these bytes counted in its own omit
+    /// period (`-O`), when known: this host's, or a wirespeed peer's from
+    /// the results exchange.
+    pub omitted_bytes: Option<u64>,
 }
 
 /// End-of-test TCP_INFO extremes of a sending stream.
@@ -81,6 +85,10 @@ pub struct StreamSummary {
     /// The local side has numbers for the peer (false on a server before
     /// the exchange, and in iperf 2, which exchanges none).
     pub peer_known: bool,
+    /// A flow the server opened back to the client (iperf 2's `-d`/`-r`):
+    /// summed as the reverse direction, as iperf3's `--bidir` sums its
+    /// server-to-client streams.
+    pub connect_back: bool,
 }
 
 /// Sums of one direction.
@@ -254,7 +262,8 @@ pub struct Summary {
     pub streams: Vec<StreamSummary>,
     /// Client→server direction (or the only one).
     pub forward: DirectionSums,
-    /// Server→client direction of a bidir test.
+    /// Server→client direction of a bidir test (iperf3's `--bidir`) or of
+    /// iperf 2's connect-back flows (`-d`, `-r`).
     pub reverse: Option<DirectionSums>,
     /// CPU.
     pub cpu: CpuUtil,

@@ -6,6 +6,11 @@ use serde_json::{Map, Value};
 use crate::events::{LatencySummary, RttStats};
 use crate::json::num;
 
+/// The finest difference between round trips the probes give: whole
+/// microseconds (as they are printed here, and as each probe tells the
+/// server the one before it).
+const RESOLUTION_MS: f64 = 0.001;
+
 fn figures(s: &RttStats) -> String {
     format!(
         "RTT p50 {:.3} ms  p90 {:.3} ms  p99 {:.3} ms  max {:.3} ms  ({} probes",
@@ -32,12 +37,18 @@ pub fn end_lines(l: &LatencySummary) -> String {
             figures(&l.loaded),
             probe_rate(l)
         ));
+        let added = l.loaded.p50_ms - l.idle.p50_ms;
         if l.idle.probes > 0 && l.idle.p50_ms > 0.0 {
-            t.push_str(&format!(
-                "[LAT] the load added {:.3} ms to the median round trip ({:.1}x idle)\n",
-                l.loaded.p50_ms - l.idle.p50_ms,
-                l.loaded.p50_ms / l.idle.p50_ms
-            ));
+            // A loaded median at or below the idle one (a busy host can
+            // answer faster than an idle one wakes) is no added delay.
+            t.push_str(&if added > RESOLUTION_MS {
+                format!(
+                    "[LAT] the load added {added:.3} ms to the median round trip ({:.1}x idle)\n",
+                    l.loaded.p50_ms / l.idle.p50_ms
+                )
+            } else {
+                "[LAT] the load made no measurable increase in the median round trip\n".to_string()
+            });
         }
     }
     if let Some(n) = &l.note {
@@ -137,5 +148,38 @@ mod tests {
             "{t}"
         );
         assert!((summary_json(&slow)["achieved_probes_per_second"].as_f64().unwrap() - 4.9).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_loaded_median_not_above_the_idle_one_adds_nothing() {
+        let at = |idle: f64, loaded: f64| {
+            let rtt = |p50_ms, probes| RttStats {
+                probes,
+                p50_ms,
+                ..Default::default()
+            };
+            end_lines(&LatencySummary {
+                rate: 10,
+                achieved_rate: 10.0,
+                idle: rtt(idle, 10),
+                loaded: rtt(loaded, 20),
+                note: None,
+            })
+        };
+        // The report that found this: 0.4x idle, "added -0.046 ms".
+        for (idle, loaded) in [(0.077, 0.031), (0.05, 0.05), (0.05, 0.0505), (0.05, 0.051)] {
+            let t = at(idle, loaded);
+            assert!(
+                t.contains("[LAT] the load made no measurable increase in the median round trip\n"),
+                "{idle} -> {loaded}: {t}"
+            );
+            assert!(!t.contains("added"), "{t}");
+        }
+        // Just above the resolution it is measured.
+        assert!(
+            at(0.05, 0.053).contains("the load added 0.003 ms"),
+            "{}",
+            at(0.05, 0.053)
+        );
     }
 }

@@ -285,6 +285,7 @@ impl Acceptor {
     /// One turn: wait for readiness, accept, read, demux, expire.
     fn turn(&mut self, events: &mut Events) -> Result<(), Error> {
         self.udp_gate()?;
+        self.ctx.windows.tick();
         let timeout = if self.udp_more {
             Duration::ZERO
         } else if self.accept_again {
@@ -375,6 +376,7 @@ impl Acceptor {
     /// A new connection: straight to its flow (a connect-back has no
     /// header), or into the pending set to say what it is.
     fn accepted(&mut self, mut stream: mio::net::TcpStream, peer: SocketAddr) {
+        self.ctx.windows.admit(&stream);
         if let Mode::ConnectBack { .. } = self.ctx.mode {
             self.ctx.served.fetch_add(1, Relaxed);
             if let Ok(s) = mio_to_std(stream) {

@@ -322,6 +322,8 @@ impl Transport for Tcp {
                 initial_bytes: m.initial,
                 meta: StreamMeta {
                     detail: Some(counters),
+                    // A client's -d/-r listener: the server's flows back.
+                    connect_back: matches!(ctx.mode, Mode::ConnectBack { .. }),
                     ..StreamMeta::default()
                 },
                 ..StreamExtras::default()
@@ -364,6 +366,7 @@ impl Transport for Tcp {
                 budget: budget.map(|b| b.saturating_sub(sent)),
                 meta: StreamMeta {
                     reversed: starred,
+                    connect_back: why == Sending::ConnectBack,
                     ..StreamMeta::default()
                 },
                 ..StreamExtras::default()

@@ -343,6 +343,8 @@ impl Transport for Udp {
                 meta: StreamMeta {
                     detail: Some(counters.clone()),
                     frames,
+                    // A client's -d/-r listener: the server's flows back.
+                    connect_back: matches!(ctx.mode, Mode::ConnectBack { .. }),
                     ..StreamMeta::default()
                 },
                 ..StreamExtras::default()
@@ -402,6 +404,7 @@ impl Transport for Udp {
                 )),
                 meta: StreamMeta {
                     reversed: starred,
+                    connect_back: why == Sending::ConnectBack,
                     ..StreamMeta::default()
                 },
                 ..StreamExtras::default()

@@ -264,6 +264,8 @@ impl ServerTest<'_> {
         } else if let Ok(mut c) = self.ctx.registry.collecting.lock() {
             c.insert(self.cookie, tx);
         }
+        // A small -w is offered in the streams' handshakes (server/window.rs).
+        let place = self.ctx.windows.collecting(&self.params);
         self.ctrl.send_state(State::CreateStreams)?;
         let mut out = Vec::with_capacity(roles.len());
         let mut warnings = Vec::new();
@@ -303,6 +305,7 @@ impl ServerTest<'_> {
             self.output.emit(Event::StreamConnected(Box::new(ds.info.clone())));
             out.push(ds);
         }
+        drop(place);
         if let Ok(mut c) = self.ctx.registry.collecting.lock() {
             c.remove(&self.cookie);
         }
@@ -372,7 +375,6 @@ impl ServerTest<'_> {
             ctrl: &mut self.ctrl,
             machine: &mut machine,
             ctx: self.ctx,
-            cfg: &self.cfg,
             // A byte or block count has no duration of its own: then
             // `--server-max-duration`, if set, bounds the test.
             watchdog: self
@@ -383,7 +385,7 @@ impl ServerTest<'_> {
             rcv_timeout: self.cfg.net.rcv_timeout.unwrap_or(Duration::from_secs(120)),
             nominal_end: self.params.duration().map(|d| started + self.params.omit + d),
             moved: (started, 0),
-            rate_window: Vec::new(),
+            rate: super::rate::RateWatch::new(&self.cfg, &self.params, started),
             stopped: None,
         };
         let spec = RunSpec {
@@ -454,7 +456,6 @@ struct ServerSteering<'a> {
     ctrl: &'a mut Ctrl,
     machine: &'a mut ServerMachine,
     ctx: &'a Arc<ServerCtx>,
-    cfg: &'a TestConfig,
     watchdog: Option<Instant>,
     rcv_timeout: Duration,
     /// When a timed test should have ended, by the client's clock started
@@ -464,7 +465,7 @@ struct ServerSteering<'a> {
     /// vanished without a word (half-open control connection, no FIN or
     /// RST) while we send moves nothing any more.
     moved: (Instant, u64),
-    rate_window: Vec<(Instant, u64)>,
+    rate: super::rate::RateWatch,
     stopped: Option<ServerStop>,
 }
 
@@ -552,27 +553,21 @@ impl Steering for ServerSteering<'_> {
     }
 
     /// `--server-bitrate-limit`: the average over the window must stay
-    /// under the limit.
+    /// under the limit (server/rate.rs).
     fn after_timers(&mut self, session: &Session, interval: bool) -> Result<(), Error> {
-        if !interval || self.cfg.server.bitrate_limit == 0 {
+        if !interval {
             return Ok(());
         }
-        let now = Instant::now();
-        let window = &mut self.rate_window;
-        window.push((now, session.stats.moved()));
-        let span = self.cfg.server.bitrate_limit_window;
-        while window.len() > 2 && now.duration_since(window[1].0) >= span {
-            window.remove(0);
+        let r = self.rate.interval(Instant::now(), session.stats.moved());
+        if let Err(e) = &r {
+            // Why, before the streams break (the loop aborts them on an
+            // error): a client that is writing would otherwise meet the
+            // broken stream first and report that. It gets a second to
+            // hang up, as for a server stop.
+            send_server_error(self.ctrl, e);
+            let until = Instant::now() + Duration::from_secs(1);
+            while let Ok(Woke::Data | Woke::Waker) = self.ctrl.wait(Some(until)) {}
         }
-        if let (Some(first), Some(last)) = (window.first(), window.last()) {
-            let secs = last.0.duration_since(first.0).as_secs_f64();
-            if secs > 0.0 && secs + 0.05 >= span.as_secs_f64() {
-                let bps = (last.1 - first.1) as f64 * 8.0 / secs;
-                if bps > self.cfg.server.bitrate_limit as f64 {
-                    return Err(Error::new(Code::TOTALRATE));
-                }
-            }
-        }
-        Ok(())
+        r
     }
 }

@@ -18,8 +18,10 @@ mod iperf2_flows;
 mod iperf2_tcp;
 mod iperf2_udp;
 mod iperf3_test;
+mod rate;
 mod registry;
 mod sockets;
+mod window;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
@@ -112,6 +114,8 @@ pub(crate) struct ServerCtx {
     pub multicast: bool,
     /// A connect-back's reports go to its client's reporter.
     forward: OnceLock<Arc<Mutex<Reporter>>>,
+    /// Window leases on the shared listener (a client's small `-w`).
+    pub windows: window::Windows,
 }
 
 impl ServerCtx {
@@ -250,6 +254,15 @@ impl Server {
             Mode::Shared => iperf2_defaults(cfg),
             _ => cfg.clone(),
         };
+        // Only the shared port's iperf3 tests bring a window of their own.
+        let leased = match mode {
+            Mode::Shared => sockets
+                .tcp
+                .iter()
+                .filter_map(|l| l.try_clone().ok().map(socket2::Socket::from))
+                .collect(),
+            _ => Vec::new(),
+        };
         let ctx = ServerCtx {
             cfg: cfg.clone(),
             flow_cfg,
@@ -273,6 +286,7 @@ impl Server {
             strict: mode == Mode::Shared,
             multicast: sockets.multicast,
             forward: OnceLock::new(),
+            windows: window::Windows::new(leased),
         };
         Ok(Server {
             ctx: Arc::new(ctx),

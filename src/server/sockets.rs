@@ -43,6 +43,11 @@ impl Sockets {
                 } else {
                     let l = net::listen_tcp(cfg.net.bind.as_deref(), port, cfg.net.family, false, 128)
                         .map_err(bind_failed)?;
+                    if let Some(w) = cfg.params.window {
+                        // The server's flows arrive here: their window is
+                        // offered in the handshake, as 2.1.8's listener does.
+                        net::set_buffers(&SockRef::from(&l), w as usize, &mut Vec::new())?;
+                    }
                     Ok(Sockets::tcp_only(cfg, vec![l]))
                 }
             }

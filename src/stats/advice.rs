@@ -17,8 +17,11 @@ pub const LIMITED_SHARE: f64 = 0.2;
 /// A connection busy for less than this share of the test was held back by
 /// its sender (a `-b` rate, the application, the CPU), not the network.
 pub const BUSY_SHARE: f64 = 0.5;
-/// A sending host whose CPU use (as `-V` reports it) reaches this share was
-/// the limit, not the path: typical of loopback tests.
+/// A sending host whose CPU use (as `-V` reports it: the process's CPU
+/// time over the test's wall time, so 100% is one CPU and a process on
+/// several CPUs goes past it) reaches this share of the CPUs its sending
+/// streams could keep busy was the limit, not the path: typical of
+/// loopback tests.
 pub const CPU_BOUND: f64 = 90.0;
 /// Data in flight (rate x RTT) of at least this share of SO_SNDBUF (which
 /// Linux doubles for its bookkeeping) filled the send buffer: the sender
@@ -54,8 +57,24 @@ pub struct AdviceInput {
     pub send_buffer: u64,
     /// Target rate asked with `-b`, for all streams (0 = none).
     pub target_bits_per_second: f64,
-    /// This host's CPU use over the test, % (as the CPU Utilization line).
+    /// This host's CPU use over the test, % of one CPU (as the CPU
+    /// Utilization line; more than 100 on more than one CPU).
     pub cpu_percent: f64,
+    /// CPUs this host could run its sending streams on (0 = unknown: one).
+    pub cpus: u32,
+}
+
+impl AdviceInput {
+    /// The CPUs the sending streams could keep busy: one a stream (each
+    /// runs on a thread, or many on a worker per CPU), at most the host's.
+    fn sending_cpus(&self) -> f64 {
+        f64::from(self.streams.min(self.cpus.max(1)).max(1))
+    }
+
+    /// The sender used (nearly) all the CPU its streams could.
+    fn cpu_bound(&self) -> bool {
+        self.cpu_percent >= CPU_BOUND * self.sending_cpus()
+    }
 }
 
 fn bytes(b: f64) -> String {
@@ -114,7 +133,7 @@ pub fn advise(i: &AdviceInput) -> Option<WindowAdvice> {
         WindowLimit::ReceiveWindow
     } else if sndbuf >= LIMITED_SHARE || filled {
         WindowLimit::SendBuffer
-    } else if busy < BUSY_SHARE || i.cpu_percent >= CPU_BOUND {
+    } else if busy < BUSY_SHARE || i.cpu_bound() {
         WindowLimit::Sender
     } else {
         WindowLimit::Path
@@ -131,7 +150,7 @@ pub fn advise(i: &AdviceInput) -> Option<WindowAdvice> {
             bytes(i.send_buffer as f64)
         )
     } else {
-        reason(limited_by, rwnd, sndbuf, busy, i.cpu_percent)
+        reason(limited_by, rwnd, sndbuf, busy, i)
     };
     lines.push(format!("Window advice: {why}."));
     lines.push(format!(
@@ -175,7 +194,7 @@ pub fn advise(i: &AdviceInput) -> Option<WindowAdvice> {
 }
 
 /// One sentence on what held the sender back.
-fn reason(limited_by: WindowLimit, rwnd: f64, sndbuf: f64, busy: f64, cpu_percent: f64) -> String {
+fn reason(limited_by: WindowLimit, rwnd: f64, sndbuf: f64, busy: f64, i: &AdviceInput) -> String {
     match limited_by {
         WindowLimit::ReceiveWindow => format!(
             "limited by the receive window: the sender waited for the receiver's window {:.0}% of the time it had data to send",
@@ -190,10 +209,21 @@ fn reason(limited_by: WindowLimit, rwnd: f64, sndbuf: f64, busy: f64, cpu_percen
             rwnd * 100.0,
             sndbuf * 100.0
         ),
-        WindowLimit::Sender if cpu_percent >= CPU_BOUND => format!(
-            "limited by the sender: its CPU was busy {:.0}% of the test, so this measured the host more than the network",
-            cpu_percent
-        ),
+        WindowLimit::Sender if i.cpu_bound() => {
+            let cpus = i.sending_cpus();
+            let streams = if i.streams == 1 {
+                "its sending stream".to_string()
+            } else {
+                format!("its {} sending streams", i.streams)
+            };
+            format!(
+                "limited by the sender: its process kept {:.2} CPUs busy ({:.0}% of one CPU) where {streams} could use {} CPU{}, so this measured the host more than the network",
+                i.cpu_percent / 100.0,
+                i.cpu_percent,
+                cpus,
+                if cpus == 1.0 { "" } else { "s" }
+            )
+        }
         WindowLimit::Sender => format!(
             "limited by the sender: the connection had data to send only {:.0}% of the test (a -b rate, or the sending host)",
             busy * 100.0
@@ -257,6 +287,7 @@ mod tests {
             send_buffer: 87_040,
             target_bits_per_second: 0.0,
             cpu_percent: 5.0,
+            cpus: 8,
         }
     }
 
@@ -315,10 +346,63 @@ mod tests {
         })
         .unwrap();
         assert_eq!(a.limited_by, WindowLimit::Sender);
-        assert!(a.text[0].contains("CPU was busy 97%"), "{}", a.text[0]);
+        assert!(
+            a.text[0].contains("kept 0.97 CPUs busy (97% of one CPU) where its sending stream could use 1 CPU,"),
+            "{}",
+            a.text[0]
+        );
         let a = advise(&AdviceInput { busy_us: 0, ..input() }).unwrap();
         assert_eq!(a.limited_by, WindowLimit::Unknown);
         assert!(advise(&AdviceInput { rtt_us: 0, ..input() }).is_none());
+    }
+
+    #[test]
+    fn cpu_use_is_of_one_cpu_and_judged_against_the_cpus_the_streams_could_use() {
+        // The report that found this: "its CPU was busy 108%" (108% is 1.08
+        // CPUs of process time, as iperf3 counts it).
+        let a = advise(&AdviceInput {
+            cpu_percent: 108.0,
+            ..input()
+        })
+        .unwrap();
+        assert_eq!(a.limited_by, WindowLimit::Sender);
+        assert!(
+            a.text[0].contains("kept 1.08 CPUs busy (108% of one CPU)"),
+            "{}",
+            a.text[0]
+        );
+        assert!(!a.text[0].contains("busy 108%"), "{}", a.text[0]);
+        // Four streams on four CPUs at 150%: not CPU-bound (the path is).
+        let four = AdviceInput {
+            streams: 4,
+            busy_us: 40_000_000,
+            cpu_percent: 150.0,
+            ..input()
+        };
+        assert_eq!(advise(&four).unwrap().limited_by, WindowLimit::Path);
+        // ... but on one CPU (-A) it is.
+        let pinned = AdviceInput {
+            cpus: 1,
+            cpu_percent: 95.0,
+            ..four
+        };
+        let a = advise(&pinned).unwrap();
+        assert_eq!(a.limited_by, WindowLimit::Sender);
+        assert!(
+            a.text[0].contains("its 4 sending streams could use 1 CPU,"),
+            "{}",
+            a.text[0]
+        );
+        let a = advise(&AdviceInput {
+            cpu_percent: 380.0,
+            ..four
+        })
+        .unwrap();
+        assert!(
+            a.text[0].contains("kept 3.80 CPUs busy (380% of one CPU) where its 4 sending streams could use 4 CPUs"),
+            "{}",
+            a.text[0]
+        );
     }
 
     #[test]

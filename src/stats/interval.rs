@@ -280,6 +280,7 @@ pub(super) fn sum_samples(streams: &[&StreamSample], id: u32, start: f64, end: f
         role: streams.first().and_then(|s| s.role),
         sender: all(&|s| s.sender),
         reversed: false,
+        connect_back: all(&|s| s.connect_back),
         both_ways: all(&|s| s.both_ways),
         start,
         end,

@@ -49,6 +49,9 @@ pub struct TestStats {
     pub parallel: u32,
     /// Whether the omit period is running.
     pub omitting: bool,
+    /// An omit period ran and ended: each stream's `base` holds what it
+    /// counted in it (reported as `omitted_bytes`).
+    omitted: bool,
     /// How the numbers are presented.
     pub presentation: Presentation,
     /// Stream start (reset when the omit period ends).
@@ -79,6 +82,7 @@ impl TestStats {
             protocol,
             parallel,
             omitting,
+            omitted: false,
             presentation: Presentation::default(),
             start: now,
             last_sample: now,
@@ -154,6 +158,7 @@ impl TestStats {
     /// stream clock restarts.
     pub fn end_omit(&mut self, now: Instant) {
         self.omitting = false;
+        self.omitted = true;
         for s in &mut self.streams {
             s.rebase();
         }

@@ -23,6 +23,9 @@ pub enum StreamRole {
 pub struct StreamMeta {
     /// Traffic opposite to the process's main role (iperf 2's `[ *1]`).
     pub reversed: bool,
+    /// A flow the server opened back to the client (iperf 2's `-d`/`-r`):
+    /// the reverse direction of the test's sums.
+    pub connect_back: bool,
     /// (local, remote) addresses, for CSV rows.
     pub addrs: Option<((String, u16), (String, u16))>,
     /// The counters the stream's hook feeds, if it has one.
@@ -120,6 +123,7 @@ impl StreamStats {
             role: self.tag,
             sender: self.role == StreamRole::Send,
             reversed: self.meta.reversed,
+            connect_back: self.meta.connect_back,
             both_ways: self.meta.bounceback.is_some(),
             start,
             end,

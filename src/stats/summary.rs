@@ -48,6 +48,7 @@ impl TestStats {
                     out_of_order: (recv && udp).then(|| snap.ooo - s.base.ooo),
                     duplicates: (recv && udp).then(|| snap.dups - s.base.dups),
                     ports: stream_ports(s),
+                    omitted_bytes: self.omitted.then_some(s.base.bytes),
                 }
             })
             .collect();
@@ -73,8 +74,8 @@ impl TestStats {
             .iter()
             .map(|s| self.stream_summary(s, peer, peer_has_retr))
             .collect();
-        let fwd: Vec<&StreamSummary> = streams.iter().filter(|s| !RoleTag::is_reverse(s.role)).collect();
-        let rev: Vec<&StreamSummary> = streams.iter().filter(|s| RoleTag::is_reverse(s.role)).collect();
+        let reverse_dir = |s: &&StreamSummary| RoleTag::is_reverse(s.role) || s.connect_back;
+        let (rev, fwd): (Vec<&StreamSummary>, Vec<&StreamSummary>) = streams.iter().partition(reverse_dir);
         let forward = direction_sums(&fwd, self.protocol);
         let reverse = (!rev.is_empty()).then(|| direction_sums(&rev, self.protocol));
         let local_sends = self.streams.iter().any(|s| s.role == StreamRole::Send);
@@ -133,6 +134,7 @@ impl TestStats {
             bits_per_second: rate(local_bytes, dur),
             retransmits: if local_sender { s.retransmits_total() } else { None },
             sender: local_sender,
+            omitted_bytes: self.omitted.then_some(s.base.bytes),
         };
         let remote = Totals {
             start: 0.0,
@@ -146,6 +148,7 @@ impl TestStats {
                 None
             },
             sender: local_sender,
+            omitted_bytes: pr.and_then(|r| r.omitted_bytes),
         };
         let (sender, receiver) = if local_sender { (local, remote) } else { (remote, local) };
         let udp = (self.protocol == Protocol::Udp).then(|| udp_totals(s, peer, pr));
@@ -159,6 +162,7 @@ impl TestStats {
             tcp: s.tcp_totals(),
             udp,
             peer_known: peer.is_some(),
+            connect_back: s.meta.connect_back,
         }
     }
 
@@ -298,6 +302,8 @@ impl TestStats {
                 .unwrap_or(0),
             target_bits_per_second: 0.0,
             cpu_percent,
+            // The CPUs this process may run on (its affinity, -A).
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         };
         advice::advise(&input)
     }
@@ -389,6 +395,10 @@ fn direction_sums(streams: &[&StreamSummary], protocol: Protocol) -> DirectionSu
         } else {
             None
         };
+        let omitted = streams
+            .iter()
+            .map(|s| pick(s).omitted_bytes)
+            .collect::<Option<Vec<u64>>>();
         Totals {
             start: 0.0,
             end,
@@ -397,6 +407,7 @@ fn direction_sums(streams: &[&StreamSummary], protocol: Protocol) -> DirectionSu
             bits_per_second: rate(bytes, end),
             retransmits: retr,
             sender: streams.first().map(|s| s.local_sender).unwrap_or(true),
+            omitted_bytes: omitted.filter(|o| !o.is_empty()).map(|o| o.iter().sum()),
         }
     };
     let sent = sum_totals(&|s: &StreamSummary| &s.sender);

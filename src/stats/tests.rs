@@ -76,6 +76,7 @@ fn summary_pairs_local_and_peer_numbers() {
             out_of_order: None,
             duplicates: None,
             ports: None,
+            omitted_bytes: None,
         }],
         ..Results::default()
     };
@@ -124,6 +125,7 @@ fn peer_result(packets: i64, errors: i64, drained: bool) -> Results {
             out_of_order: Some(7),
             duplicates: Some(2),
             ports: None,
+            omitted_bytes: None,
         }],
         receiver_drained: drained,
         ..Results::default()

@@ -39,6 +39,10 @@ pub struct StreamResult {
     /// connect, which a lossy, reordering path can make differ between the
     /// two ends; the ports tell which stream is which. C peers ignore them.
     pub ports: Option<(u16, u16)>,
+    /// wirespeed extension (`"omitted_bytes"`): bytes this side counted in
+    /// its omit period (`-O`), so the peer can reconcile the two totals.
+    /// C peers ignore the key and never send it.
+    pub omitted_bytes: Option<u64>,
 }
 
 /// One side's results.
@@ -128,6 +132,9 @@ impl Results {
                     o.insert("local_port".into(), Value::from(l));
                     o.insert("remote_port".into(), Value::from(r));
                 }
+                if let Some(b) = s.omitted_bytes {
+                    o.insert("omitted_bytes".into(), Value::from(b));
+                }
                 Value::Object(o)
             })
             .collect();
@@ -198,6 +205,7 @@ impl Results {
                     (Some(l), Some(r)) => Some((l, r)),
                     _ => None,
                 },
+                omitted_bytes: o.get("omitted_bytes").and_then(Value::as_u64),
             });
         }
         Ok(r)
@@ -217,6 +225,37 @@ mod tests {
         assert_eq!(r.streams[0].bytes, 891420672);
         assert_eq!(r.streams[0].omitted_errors, Some(0));
         assert_eq!(r.streams[0].end_time, 2.013482);
+    }
+
+    #[test]
+    fn omitted_bytes_go_both_ways_and_are_optional() {
+        let mut r = Results {
+            streams: vec![StreamResult {
+                id: 1,
+                bytes: 10,
+                retransmits: -1,
+                jitter: 0.0,
+                errors: 0,
+                omitted_errors: Some(0),
+                packets: 0,
+                omitted_packets: Some(0),
+                start_time: 0.0,
+                end_time: 1.0,
+                out_of_order: None,
+                duplicates: None,
+                ports: None,
+                omitted_bytes: Some(4096),
+            }],
+            ..Results::default()
+        };
+        let text = r.encode();
+        assert!(text.contains(r#""omitted_bytes":4096"#), "{text}");
+        assert_eq!(Results::decode(text.as_bytes()).unwrap(), r);
+        // A C peer's results have none; ours without -O send none.
+        r.streams[0].omitted_bytes = None;
+        let text = r.encode();
+        assert!(!text.contains("omitted_bytes"), "{text}");
+        assert_eq!(Results::decode(text.as_bytes()).unwrap().streams[0].omitted_bytes, None);
     }
 
     #[test]
@@ -250,6 +289,7 @@ mod tests {
                 out_of_order: Some(3),
                 duplicates: Some(1),
                 ports: Some((5201, 41234)),
+                omitted_bytes: None,
             }],
             server_output_text: Some("line\n".into()),
             server_output_json: None,
@@ -282,6 +322,7 @@ mod tests {
             out_of_order: None,
             duplicates: None,
             ports,
+            omitted_bytes: None,
         };
         // The server saw our stream 1 (port 40001) connect second.
         let theirs = Results {

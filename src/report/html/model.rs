@@ -7,7 +7,7 @@
 //! be foreign, so every field is optional and a missing or odd one is
 //! skipped, never a panic.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::chart::{self, Chart, Series, Unit};
 use crate::cli::units::format_iperf3;
@@ -405,11 +405,18 @@ pub fn view(doc: &Value) -> TestView {
             }
         }
         if !own && !by_server && !intervals.is_empty() {
-            v.notes.push(
+            v.notes.push(if is_iperf2(doc) {
+                // iperf 2 has no --get-server-output: its server reports
+                // the whole test only, which the summary shows.
+                "Jitter and loss are measured by the receiver: this document is the sender's, \
+                 and an iperf 2 server reports them for the whole test only (in the summary). \
+                 Run with -R to plot them."
+                    .into()
+            } else {
                 "Jitter and loss are measured by the receiver: this document is the sender's. \
                  Run with -R, or with --get-server-output, to plot them."
-                    .into(),
-            );
+                    .into()
+            });
         }
         if !src.iter().any(|iv| {
             iv.get("streams")
@@ -448,7 +455,12 @@ pub fn view(doc: &Value) -> TestView {
         }
         v.latency = Some(latency_table(l));
     }
-    v.summary = if udp { udp_table(end) } else { tcp_table(end) };
+    let seen = Seen::of(doc);
+    v.summary = if udp {
+        udp_table(end, seen)
+    } else {
+        tcp_table(end, seen)
+    };
     v.params = params(doc, start, end);
     v
 }
@@ -507,7 +519,9 @@ fn headline(end: &Value, udp: bool) -> Vec<(String, String)> {
             h.push((label.to_string(), rate_text(bps)));
         }
     };
-    let bidir = end.get("sum_sent_bidir_reverse").is_some();
+    // iperf3's --bidir, or iperf 2's -d/-r (whose client knows only what
+    // it received of the server's connect-back).
+    let bidir = end.get("sum_sent_bidir_reverse").is_some() || end.get("sum_received_bidir_reverse").is_some();
     if bidir {
         rate("Sent (client \u{2192} server)", "sum_sent");
         rate("Received (client \u{2192} server)", "sum_received");
@@ -521,7 +535,13 @@ fn headline(end: &Value, udp: bool) -> Vec<(String, String)> {
         }
     }
     if udp {
-        let recv = end.get("sum_received").or_else(|| end.get("sum")).unwrap_or(empty());
+        // The receiver's numbers: `sum_received` (an iperf 2 sender's from
+        // its server's report), or `sum` of a receiver's document. A sender
+        // that heard nothing back measured no jitter or loss.
+        let recv = end
+            .get("sum_received")
+            .or_else(|| end.get("sum").filter(|_| end.get("sum_sent").is_none()))
+            .unwrap_or(empty());
         if let Some(j) = num(recv, "jitter_ms") {
             h.push(("Jitter".into(), format!("{j:.3} ms")));
         }
@@ -549,11 +569,86 @@ fn headline(end: &Value, udp: bool) -> Vec<(String, String)> {
     h
 }
 
+/// Whether `doc` is an iperf 2 test's (its streams carry `"iperf2"`).
+fn is_iperf2(doc: &Value) -> bool {
+    let has = |streams: Option<&Value>| {
+        streams
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|s| s.get("iperf2").is_some()))
+    };
+    has(doc.pointer("/end/streams"))
+        || doc
+            .get("intervals")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|iv| has(iv.get("streams"))))
+}
+
+/// One host's CPU use (`host` or `remote`), as iperf3 counts it: process
+/// CPU time over wall time, so 100% is one CPU and more is more than one.
+/// `None` when not measured: absent (iperf 2 exchanges none), or 0, which
+/// is what an iperf3 server writes for a peer it has not heard from yet
+/// (a process that moved data used some CPU).
+fn cpu_text(c: &Value, who: &str) -> Option<String> {
+    let total = num(c, &format!("{who}_total")).filter(|t| *t > 0.0)?;
+    let part = |k: &str| num(c, &format!("{who}_{k}")).unwrap_or(0.0);
+    let cpus = if total > 100.0 {
+        format!(", i.e. {:.2} CPUs", total / 100.0)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{total:.1}% of one CPU{cpus} (user {:.1}%, system {:.1}%)",
+        part("user"),
+        part("system")
+    ))
+}
+
+/// Which sides of a document its host measured, so the page leaves blank
+/// (rather than shows as measured) the zeros of a side nobody told it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// An iperf3 client: it writes after the results exchange and knows
+    /// both sides.
+    Both,
+    /// An iperf3 server: it writes before the exchange, so the side its
+    /// peer counted (the sender's of what it received, the receiver's of
+    /// what it sent) is zeros.
+    OwnSide,
+    /// iperf 2: no exchange, and the document leaves out what it did not
+    /// see, except a UDP stream's jitter and loss, which only a receiver
+    /// measures (a sender's come back in `peer_report`/`sum_received`).
+    Iperf2,
+}
+
+impl Seen {
+    fn of(doc: &Value) -> Seen {
+        let start = doc.get("start").unwrap_or(empty());
+        if is_iperf2(doc) {
+            Seen::Iperf2
+        } else if start.get("connecting_to").is_none() && start.get("accepted_connection").is_some() {
+            Seen::OwnSide
+        } else {
+            Seen::Both
+        }
+    }
+
+    /// Whether this host has the sender's count of a stream or sum whose
+    /// `"sender"` flag (this host sent it) is `local_sender`.
+    fn sent(self, local_sender: bool) -> bool {
+        self != Seen::OwnSide || local_sender
+    }
+
+    /// Whether it has the receiver's count.
+    fn received(self, local_sender: bool) -> bool {
+        self == Seen::Both || !local_sender
+    }
+}
+
 fn percent_text(p: f64) -> String {
     format!("{}%", crate::json::format_g(p, 2))
 }
 
-fn tcp_table(end: &Value) -> Table {
+fn tcp_table(end: &Value, seen: Seen) -> Table {
     let mut t = Table {
         head: [
             "Stream",
@@ -567,7 +662,12 @@ fn tcp_table(end: &Value) -> Table {
         .to_vec(),
         rows: Vec::new(),
     };
+    // A side this host did not count (`seen`) is blank, not zeros.
     let row = |label: String, s: &Value, r: &Value| -> Vec<String> {
+        let local_sender = flag(s, "sender") || flag(r, "sender");
+        let own = seen == Seen::OwnSide;
+        let s = if own && !local_sender { empty() } else { s };
+        let r = if own && local_sender { empty() } else { r };
         vec![
             label,
             num(s, "bytes").map(bytes_text).unwrap_or_default(),
@@ -594,7 +694,7 @@ fn tcp_table(end: &Value) -> Table {
     t
 }
 
-fn udp_table(end: &Value) -> Table {
+fn udp_table(end: &Value, seen: Seen) -> Table {
     let mut t = Table {
         head: [
             "Stream",
@@ -609,40 +709,65 @@ fn udp_table(end: &Value) -> Table {
         .to_vec(),
         rows: Vec::new(),
     };
-    let row = |label: String, u: &Value| -> Vec<String> {
-        vec![
-            label,
-            num(u, "bytes").map(bytes_text).unwrap_or_default(),
-            num(u, "bits_per_second").map(rate_text).unwrap_or_default(),
-            num(u, "jitter_ms").map(|j| format!("{j:.3} ms")).unwrap_or_default(),
-            match (int(u, "lost_packets"), int(u, "packets")) {
-                (Some(l), Some(p)) => format!("{l}/{p}"),
-                _ => String::new(),
-            },
-            num(u, "lost_percent").map(percent_text).unwrap_or_default(),
-            int(u, "out_of_order").map(|o| o.to_string()).unwrap_or_default(),
-        ]
+    // A row's bytes and its jitter and loss are shown where this host
+    // counted them (`seen`); a row of nothing it counted is left out.
+    let row = |label: String, u: &Value, bytes_seen: bool, loss_seen: bool| -> Option<Vec<String>> {
+        let b = if bytes_seen { u } else { empty() };
+        let l = if loss_seen { u } else { empty() };
+        (bytes_seen || loss_seen).then(|| {
+            vec![
+                label,
+                num(b, "bytes").map(bytes_text).unwrap_or_default(),
+                num(b, "bits_per_second").map(rate_text).unwrap_or_default(),
+                num(l, "jitter_ms").map(|j| format!("{j:.3} ms")).unwrap_or_default(),
+                match (int(l, "lost_packets"), int(l, "packets")) {
+                    (Some(x), Some(p)) => format!("{x}/{p}"),
+                    _ => String::new(),
+                },
+                num(l, "lost_percent").map(percent_text).unwrap_or_default(),
+                int(l, "out_of_order").map(|o| o.to_string()).unwrap_or_default(),
+            ]
+        })
+    };
+    // A stream's and `sum`'s bytes are the sender's (an iperf 2 receiver
+    // writes its own count), their jitter and loss the receiver's; their
+    // "sender" says whether this host sent.
+    let both = |u: &Value| {
+        let local_sender = flag(u, "sender");
+        (
+            seen == Seen::Iperf2 || seen.sent(local_sender),
+            seen.received(local_sender),
+        )
     };
     for st in end.get("streams").and_then(Value::as_array).into_iter().flatten() {
         if let Some(u) = st.get("udp") {
             let sock = int(u, "socket").unwrap_or(0);
-            t.rows.push((false, row(format!("stream {sock}"), u)));
+            let (b, l) = both(u);
+            t.rows
+                .extend(row(format!("stream {sock}"), u, b, l).map(|r| (false, r)));
         }
     }
-    for (key, label) in [
-        ("sum_sent", "sum sent"),
-        ("sum_received", "sum received"),
-        ("sum_sent_bidir_reverse", "sum sent (server \u{2192} client)"),
-        ("sum_received_bidir_reverse", "sum received (server \u{2192} client)"),
-    ] {
-        if let Some(s) = end.get(key) {
-            t.rows.push((true, row(label.into(), s)));
+    // `sum_sent` is the sender's count (it measured no jitter or loss),
+    // `sum_received` the receiver's; they are marked by what they are
+    // (iperf3 3.11+), so `sum` says whether this host sent.
+    for (suffix, label) in [("", ""), ("_bidir_reverse", " (server \u{2192} client)")] {
+        let local_sender = end.get(format!("sum{suffix}")).is_some_and(|s| flag(s, "sender"));
+        if let Some(s) = end.get(format!("sum_sent{suffix}")) {
+            let r = row(format!("sum sent{label}"), s, seen.sent(local_sender), false);
+            t.rows.extend(r.map(|r| (true, r)));
+        }
+        if let Some(s) = end.get(format!("sum_received{suffix}")) {
+            // (An iperf 2 sender's is its receivers' report.)
+            let counted = seen == Seen::Iperf2 || seen.received(local_sender);
+            t.rows
+                .extend(row(format!("sum received{label}"), s, counted, counted).map(|r| (true, r)));
         }
     }
     if end.get("sum_sent").is_none()
         && let Some(s) = end.get("sum")
     {
-        t.rows.push((true, row("sum".into(), s)));
+        let (b, l) = both(s);
+        t.rows.extend(row("sum".into(), s, b, l).map(|r| (true, r)));
     }
     t
 }
@@ -726,16 +851,8 @@ fn params(doc: &Value, start: &Value, end: &Value) -> Vec<(String, String)> {
         }
     }
     if let Some(c) = end.get("cpu_utilization_percent") {
-        let part = |k: &str, u: &str, s: &str| {
-            format!(
-                "{:.1}% (user {:.1}%, system {:.1}%)",
-                num(c, k).unwrap_or(0.0),
-                num(c, u).unwrap_or(0.0),
-                num(c, s).unwrap_or(0.0)
-            )
-        };
-        add("CPU, this host", part("host_total", "host_user", "host_system"));
-        add("CPU, peer", part("remote_total", "remote_user", "remote_system"));
+        add("CPU, this host", cpu_text(c, "host").unwrap_or_default());
+        add("CPU, peer", cpu_text(c, "remote").unwrap_or_default());
     }
     add("Version", text(start, "version").unwrap_or_default().to_string());
     add("System", text(start, "system_info").unwrap_or_default().to_string());
@@ -751,21 +868,155 @@ fn params(doc: &Value, start: &Value, end: &Value) -> Vec<(String, String)> {
 /// Rebuilds a `-J` document from `--json-stream` events
 /// (`{"event": .., "data": ..}` objects), if `events` are such.
 pub fn from_stream_events(events: &[Value]) -> Option<Value> {
-    let mut doc = Map::new();
-    let mut intervals = Vec::new();
-    for e in events {
-        let name = text(e, "event")?;
-        let data = e.get("data")?.clone();
-        match name {
-            "start" | "end" | "error" | "server_output_json" | "server_output_text" => {
-                doc.insert(name.to_string(), data);
-            }
-            "interval" => intervals.push(data),
-            _ => {}
-        }
+    crate::report::json::document_from_stream(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_iperf2_dual_test_heads_with_both_directions() {
+        // What a -d client knows: its own flow sent, the connect-back received.
+        let end = serde_json::json!({
+            "sum_sent": {"bytes": 1000, "bits_per_second": 8000.0},
+            "sum_received_bidir_reverse": {"bytes": 500, "bits_per_second": 4000.0},
+        });
+        let h: Vec<String> = headline(&end, false).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            h,
+            ["Sent (client \u{2192} server)", "Received (server \u{2192} client)"]
+        );
     }
-    doc.entry("start").or_insert_with(|| Value::Object(Map::new()));
-    doc.insert("intervals".into(), Value::Array(intervals));
-    doc.entry("end").or_insert_with(|| Value::Object(Map::new()));
-    Some(Value::Object(doc))
+
+    /// An iperf 2 UDP sender's document: intervals of what it sent, and
+    /// (when its server's report came back) `sum_received` from it.
+    fn iperf2_udp_sender(report: bool) -> Value {
+        let mut end = serde_json::json!({
+            "streams": [{"udp": {"bytes": 1000}, "iperf2": {"transfer_id": 1}}],
+            "sum": {"bytes": 1000, "bits_per_second": 4000.0, "jitter_ms": 0, "lost_packets": 0, "packets": 0},
+            "sum_sent": {"bytes": 1000, "bits_per_second": 4000.0},
+        });
+        if report {
+            end["sum_received"] = serde_json::json!({
+                "bytes": 990, "bits_per_second": 3960.0, "jitter_ms": 0.25,
+                "lost_packets": 3, "packets": 100, "lost_percent": 3.0, "from_peer_report": true,
+            });
+        }
+        serde_json::json!({
+            "start": {"test_start": {"protocol": "UDP"}},
+            "intervals": [{"streams": [{"bytes": 500, "iperf2": {"transfer_id": 1}}],
+                           "sum": {"start": 0, "end": 1, "seconds": 1, "bytes": 500, "bits_per_second": 4000.0}}],
+            "end": end,
+        })
+    }
+
+    fn cells(t: &Table, label: &str) -> Vec<String> {
+        t.rows
+            .iter()
+            .find(|(_, r)| r[0] == label)
+            .unwrap_or_else(|| panic!("no row {label}: {:?}", t.rows))
+            .1
+            .clone()
+    }
+
+    #[test]
+    fn cpu_is_of_one_cpu_and_absent_where_not_measured() {
+        let c = serde_json::json!({
+            "host_total": 108.04, "host_user": 3.6, "host_system": 104.4,
+            "remote_total": 0, "remote_user": 0, "remote_system": 0,
+        });
+        assert_eq!(
+            cpu_text(&c, "host").unwrap(),
+            "108.0% of one CPU, i.e. 1.08 CPUs (user 3.6%, system 104.4%)"
+        );
+        // An iperf3 server's zeros for the peer it has not heard from, and
+        // iperf 2's missing keys, are not 0%.
+        assert_eq!(cpu_text(&c, "remote"), None);
+        assert_eq!(cpu_text(&serde_json::json!({"host_total": 2.5}), "remote"), None);
+        assert_eq!(
+            cpu_text(
+                &serde_json::json!({"host_total": 22.2, "host_user": 1.0, "host_system": 21.2}),
+                "host"
+            )
+            .unwrap(),
+            "22.2% of one CPU (user 1.0%, system 21.2%)"
+        );
+        let doc = serde_json::json!({"start": {}, "intervals": [], "end": {"cpu_utilization_percent": c}});
+        let p = params(&doc, &doc["start"], &doc["end"]);
+        assert!(p.iter().any(|(k, _)| k == "CPU, this host"), "{p:?}");
+        assert!(p.iter().all(|(k, _)| k != "CPU, peer"), "{p:?}");
+    }
+
+    #[test]
+    fn a_servers_report_leaves_its_peers_side_blank() {
+        // iperf3 3.12's own server document of a TCP test it received.
+        let server = |end: Value| serde_json::json!({"start": {"accepted_connection": {"host": "h", "port": 1}}, "intervals": [], "end": end});
+        let doc = server(serde_json::json!({
+            "streams": [{"sender": {"socket": 5, "bytes": 0, "bits_per_second": 0, "retransmits": 0, "sender": false},
+                         "receiver": {"socket": 5, "bytes": 1000, "bits_per_second": 8000.0, "sender": false}}],
+            "sum_sent": {"bytes": 0, "bits_per_second": 0, "retransmits": 0, "sender": false},
+            "sum_received": {"bytes": 1000, "bits_per_second": 8000.0, "sender": false},
+        }));
+        let t = tcp_table(&doc["end"], Seen::of(&doc));
+        for label in ["stream 5", "sum"] {
+            let c = cells(&t, label);
+            assert_eq!(c[1..4], ["", "", ""], "{label}: {c:?}");
+            assert_eq!(c[4], "1000 Bytes", "{label}: {c:?}");
+        }
+        // A UDP test it received: the sender's bytes blank, its own jitter
+        // and loss shown; the sender's sum left out.
+        let doc = server(serde_json::json!({
+            "streams": [{"udp": {"socket": 5, "bytes": 0, "bits_per_second": 0, "jitter_ms": 0.012,
+                                 "lost_packets": 1, "packets": 38, "lost_percent": 2.6, "out_of_order": 0, "sender": false}}],
+            "sum": {"bytes": 0, "bits_per_second": 0, "jitter_ms": 0.012, "lost_packets": 1, "packets": 38, "sender": false},
+            "sum_sent": {"bytes": 0, "bits_per_second": 0, "jitter_ms": 0, "lost_packets": 0, "packets": 0, "sender": true},
+            "sum_received": {"bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0.012,
+                             "lost_packets": 1, "packets": 38, "lost_percent": 2.6, "sender": false},
+        }));
+        let t = udp_table(&doc["end"], Seen::of(&doc));
+        let c = cells(&t, "stream 5");
+        assert_eq!(c[1..3], ["", ""], "{c:?}");
+        assert_eq!(c[3..5], ["0.012 ms", "1/38"], "{c:?}");
+        assert!(t.rows.iter().all(|(_, r)| r[0] != "sum sent"), "{:?}", t.rows);
+        assert_eq!(cells(&t, "sum received")[1], "1000 Bytes");
+    }
+
+    #[test]
+    fn a_udp_senders_sum_sent_has_no_jitter_or_loss() {
+        let doc = serde_json::json!({"start": {"connecting_to": {"host": "h", "port": 1}}, "intervals": [], "end": {
+            "sum": {"bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0.5, "lost_packets": 2, "packets": 10, "sender": true},
+            "sum_sent": {"bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0, "lost_packets": 0, "packets": 10, "sender": true},
+            "sum_received": {"bytes": 980, "bits_per_second": 7840.0, "jitter_ms": 0.5, "lost_packets": 2, "packets": 10, "sender": true},
+        }});
+        let t = udp_table(&doc["end"], Seen::of(&doc));
+        assert_eq!(cells(&t, "sum sent")[3..], ["", "", "", ""]);
+        assert_eq!(cells(&t, "sum received")[3..5], ["0.500 ms", "2/10"]);
+    }
+
+    #[test]
+    fn an_iperf2_udp_sender_heads_with_its_servers_report() {
+        let v = view(&iperf2_udp_sender(true));
+        let h: Vec<(String, String)> = v.headline.clone();
+        assert!(h.contains(&("Jitter".into(), "0.250 ms".into())), "{h:?}");
+        assert!(h.contains(&("Lost".into(), "3/100 (3%)".into())), "{h:?}");
+        // iperf 2 refuses --get-server-output: the page does not suggest it.
+        assert!(
+            v.notes.iter().all(|n| !n.contains("--get-server-output")),
+            "{:?}",
+            v.notes
+        );
+        assert!(
+            v.notes
+                .iter()
+                .any(|n| n.contains("iperf 2 server reports them for the whole test"))
+        );
+        // Without the report, the sender measured no jitter or loss.
+        let v = view(&iperf2_udp_sender(false));
+        assert!(
+            v.headline.iter().all(|(k, _)| k != "Jitter" && k != "Lost"),
+            "{:?}",
+            v.headline
+        );
+    }
 }

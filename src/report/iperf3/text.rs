@@ -693,6 +693,7 @@ mod tests {
             bits_per_second: bps,
             retransmits: retr,
             sender: true,
+            omitted_bytes: None,
         };
         let st = |sock| StreamSummary {
             socket: sock,
@@ -704,6 +705,7 @@ mod tests {
             tcp: None,
             udp: None,
             peer_known: true,
+            connect_back: false,
         };
         let sum = Summary {
             protocol: Protocol::Tcp,

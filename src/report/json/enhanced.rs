@@ -61,14 +61,35 @@ fn bounceback(b: &BouncebackSample) -> Value {
     Value::Object(m)
 }
 
-/// The `"iperf2"` object of one stream (or sum) sample.
-pub fn stream_extras(s: &StreamSample) -> Value {
+/// Whether a stream's data goes from the server to the client, for the
+/// host on `side` that `sends` on it (or receives).
+pub fn server_to_client(side: Side, sends: bool) -> bool {
+    (side == Side::Server) == sends
+}
+
+/// The direction of samples that all flow one way (`None`: mixed, or none).
+fn one_way(side: Side, samples: &[StreamSample]) -> Option<bool> {
+    let first = server_to_client(side, samples.first()?.sender);
+    samples
+        .iter()
+        .all(|s| server_to_client(side, s.sender) == first)
+        .then_some(first)
+}
+
+/// The `"iperf2"` object of one stream (or sum) sample; `reversed`: whether
+/// its data goes from the server to the client (`None`: both ways, left out).
+pub fn stream_extras(s: &StreamSample, reversed: Option<bool>) -> Value {
     let e = &s.extras;
     let mut m = obj();
     if s.id != 0 {
         m.insert("transfer_id".into(), Value::from(s.id));
     }
-    m.insert("reversed".into(), Value::Bool(s.reversed));
+    if let Some(r) = reversed {
+        m.insert("reversed".into(), Value::Bool(r));
+    }
+    if s.connect_back {
+        m.insert("connect_back".into(), Value::Bool(true));
+    }
     let calls = if s.sender { "writes" } else { "reads" };
     m.insert(calls.into(), Value::from(e.calls));
     if s.sender {
@@ -128,52 +149,66 @@ pub fn stream_extras(s: &StreamSample) -> Value {
     Value::Object(m)
 }
 
-/// Adds the iperf 2 extras to one `intervals[]` element built from `r`.
-pub fn interval(v: &mut Value, r: &IntervalReport) {
+/// Adds the iperf 2 extras to one `intervals[]` element built from `r`
+/// by the host on `side`.
+pub fn interval(v: &mut Value, r: &IntervalReport, side: Side) {
     let Value::Object(m) = v else { return };
     if let Some(Value::Array(streams)) = m.get_mut("streams") {
         for (o, s) in streams.iter_mut().zip(&r.streams) {
             if let Value::Object(o) = o {
-                o.insert("iperf2".into(), stream_extras(s));
+                o.insert(
+                    "iperf2".into(),
+                    stream_extras(s, Some(server_to_client(side, s.sender))),
+                );
             }
         }
     }
     if let Some(Value::Object(sum)) = m.get_mut("sum") {
-        sum.insert("iperf2".into(), stream_extras(&r.sum));
+        sum.insert("iperf2".into(), stream_extras(&r.sum, one_way(side, &r.streams)));
     }
     if !r.pairs.is_empty() {
-        m.insert("full_duplex".into(), Value::Array(r.pairs.iter().map(sample).collect()));
+        let pairs = r.pairs.iter().map(|p| sample(p, None)).collect();
+        m.insert("full_duplex".into(), Value::Array(pairs));
     }
 }
 
-/// Adds the iperf 2 extras to the `end` object built from `s`: each
-/// stream's whole-test numbers as this end saw them.
-pub fn end(v: &mut Value, s: &Summary) {
+/// Adds the iperf 2 extras to the `end` object built from `s` by the host
+/// on `side`: each stream's whole-test numbers as this end saw them.
+pub fn end(v: &mut Value, s: &Summary, side: Side) {
     let Value::Object(m) = v else { return };
     if let Some(Value::Array(streams)) = m.get_mut("streams") {
         for ((o, l), st) in streams.iter_mut().zip(&s.local.streams).zip(&s.streams) {
             if let Value::Object(o) = o {
-                o.insert("iperf2".into(), stream_extras(l));
+                let back = server_to_client(side, st.local_sender);
+                o.insert("iperf2".into(), stream_extras(l, Some(back)));
                 only_what_was_seen(o, st);
             }
         }
     }
     // iperf 2 exchanges no results: a side nobody here counted is left
     // out, not written as zeros (a UDP sender's receiver side comes back
-    // with the peer's report, see `peer_report`).
+    // with the peer's report, see `peer_report`). The client's flows are
+    // the test's direction, the server's connect-back flows (-d, -r) its
+    // reverse (`stats` sums them apart), each with only what was seen.
     if !s.streams.iter().any(|st| st.peer_known) {
-        let sends = s.streams.iter().any(|st| st.local_sender);
-        let receives = s.streams.iter().any(|st| !st.local_sender);
-        for (suffix, d) in [("", Some(&s.forward)), ("_bidir_reverse", s.reverse.as_ref())] {
+        for (suffix, back, d) in [
+            ("", false, Some(&s.forward)),
+            ("_bidir_reverse", true, s.reverse.as_ref()),
+        ] {
+            let dir: Vec<&StreamSummary> = s.streams.iter().filter(|st| st.connect_back == back).collect();
+            let sends = dir.iter().any(|st| st.local_sender);
+            let receives = dir.iter().any(|st| !st.local_sender);
             if !receives {
                 m.shift_remove(&format!("sum_received{suffix}"));
             }
             if !sends {
                 m.shift_remove(&format!("sum_sent{suffix}"));
-                if let (Some(Value::Object(sum)), Some(d)) = (m.get_mut(&format!("sum{suffix}")), d) {
-                    sum.insert("bytes".into(), Value::from(d.received.bytes));
-                    sum.insert("bits_per_second".into(), num(d.received.bits_per_second));
-                }
+            }
+            if dir.is_empty() {
+                m.shift_remove(&format!("sum{suffix}"));
+            } else if !sends && let (Some(Value::Object(sum)), Some(d)) = (m.get_mut(&format!("sum{suffix}")), d) {
+                sum.insert("bytes".into(), Value::from(d.received.bytes));
+                sum.insert("bits_per_second".into(), num(d.received.bits_per_second));
             }
         }
     }
@@ -181,10 +216,8 @@ pub fn end(v: &mut Value, s: &Summary) {
         cpu.retain(|k, _| !k.starts_with("remote_"));
     }
     if !s.local.pairs.is_empty() {
-        m.insert(
-            "full_duplex".into(),
-            Value::Array(s.local.pairs.iter().map(sample).collect()),
-        );
+        let pairs = s.local.pairs.iter().map(|p| sample(p, None)).collect();
+        m.insert("full_duplex".into(), Value::Array(pairs));
     }
 }
 
@@ -205,16 +238,32 @@ fn only_what_was_seen(o: &mut Map<String, Value>, st: &StreamSummary) {
 }
 
 /// `end.sum_received` of a sender, rebuilt from the reports its peers
-/// sent back (`streams[].peer_report`); marked `"from_peer_report"`.
+/// sent back (`streams[].peer_report`); marked `"from_peer_report"`. The
+/// reports of connect-back flows (`-d`, `-r`) make
+/// `sum_received_bidir_reverse`.
 pub fn sum_peer_reports(end: &mut Map<String, Value>) {
-    if let Some(Value::Object(r)) = end.get("sum_received")
+    for (suffix, back) in [("", false), ("_bidir_reverse", true)] {
+        sum_peer_reports_of(end, suffix, back);
+    }
+}
+
+fn sum_peer_reports_of(end: &mut Map<String, Value>, suffix: &str, back: bool) {
+    let key = format!("sum_received{suffix}");
+    if let Some(Value::Object(r)) = end.get(&key)
         && r.get("from_peer_report").is_none()
     {
         return;
     }
+    let connect_back = |o: &Value| {
+        o.get("iperf2")
+            .and_then(|x| x.get("connect_back"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
     let reports: Vec<&Map<String, Value>> = match end.get("streams") {
         Some(Value::Array(a)) => a
             .iter()
+            .filter(|o| connect_back(o) == back)
             .filter_map(|o| o.get("peer_report").and_then(Value::as_object))
             .filter(|r| r.get("bytes").is_some())
             .collect(),
@@ -252,11 +301,12 @@ pub fn sum_peer_reports(end: &mut Map<String, Value>) {
     }
     m.insert("sender".into(), Value::Bool(true));
     m.insert("from_peer_report".into(), Value::Bool(true));
-    end.insert("sum_received".into(), Value::Object(m));
+    end.insert(key, Value::Object(m));
 }
 
-/// One sample with iperf3's interval keys and the extras.
-pub fn sample(s: &StreamSample) -> Value {
+/// One sample with iperf3's interval keys and the extras (`reversed` as
+/// [`stream_extras`] takes it).
+pub fn sample(s: &StreamSample, reversed: Option<bool>) -> Value {
     let mut m = obj();
     m.insert("start".into(), num(s.start));
     m.insert("end".into(), num(s.end));
@@ -270,25 +320,30 @@ pub fn sample(s: &StreamSample) -> Value {
         m.insert("lost_percent".into(), num(u.lost_percent));
         m.insert("out_of_order".into(), Value::from(u.out_of_order));
     }
-    m.insert("iperf2".into(), stream_extras(s));
+    m.insert("iperf2".into(), stream_extras(s, reversed));
     Value::Object(m)
 }
 
-/// What the peer reported of a stream, as `end.streams[].peer_report`.
-pub fn peer_report(end: &mut Map<String, Value>, ids: &[u32], p: &PeerReport) {
-    let (id, v) = match p {
-        PeerReport::Report(l) => {
-            let mut v = sample(l);
-            // A server report carries no read count, and a packet rate
-            // only with its latency block: unknown is left out, not 0.
-            if let Some(Value::Object(x)) = v.get_mut("iperf2") {
-                x.shift_remove("reads");
-                if l.udp.as_ref().is_none_or(|u| u.latency.is_none()) {
-                    x.shift_remove("packets_per_second");
-                }
-            }
-            (l.id, v)
+/// A receiver's report of a stream this host (on `side`) sent: the
+/// `peer_report` of `--json-stream` and of `end.streams[]`.
+pub fn report_sample(l: &StreamSample, side: Side) -> Value {
+    let mut v = sample(l, Some(server_to_client(side, true)));
+    // A server report carries no read count, and a packet rate only with
+    // its latency block: unknown is left out, not 0.
+    if let Some(Value::Object(x)) = v.get_mut("iperf2") {
+        x.shift_remove("reads");
+        if l.udp.as_ref().is_none_or(|u| u.latency.is_none()) {
+            x.shift_remove("packets_per_second");
         }
+    }
+    v
+}
+
+/// What the peer reported of a stream this host (on `side`) sent, as
+/// `end.streams[].peer_report`.
+pub fn peer_report(end: &mut Map<String, Value>, ids: &[u32], p: &PeerReport, side: Side) {
+    let (id, v) = match p {
+        PeerReport::Report(l) => (l.id, report_sample(l, side)),
         PeerReport::Missing { id, tries, refused } => {
             let mut m = obj();
             m.insert("missing".into(), Value::Bool(true));
@@ -306,9 +361,32 @@ pub fn peer_report(end: &mut Map<String, Value>, ids: &[u32], p: &PeerReport) {
     }
 }
 
+/// `peer_report` lines (of `--json-stream`) written into the streams of
+/// `end` they report on, by transfer id, where a stream has none yet.
+pub fn peer_reports_by_id(end: &mut Map<String, Value>, reports: &[Value]) {
+    let id_of = |v: &Value| {
+        v.get("iperf2")
+            .and_then(|x| x.get("transfer_id"))
+            .and_then(Value::as_u64)
+    };
+    let Some(Value::Array(streams)) = end.get_mut("streams") else {
+        return;
+    };
+    for r in reports {
+        let Some(id) = id_of(r) else { continue };
+        if let Some(Value::Object(o)) = streams.iter_mut().find(|s| id_of(s) == Some(id))
+            && !o.contains_key("peer_report")
+        {
+            o.insert("peer_report".into(), r.clone());
+        }
+    }
+}
+
 /// Merges a second test's `end` (an iperf 2 dual or tradeoff test's
-/// connect-back) into the first: its streams are appended, its sums take
-/// iperf3's names for a bidirectional test's reverse direction.
+/// connect-back, or the client's own when the connect-back ended first)
+/// into the first: its streams are appended, and its sums, already named
+/// for their direction (the connect-back's `*_bidir_reverse`), join the
+/// first's.
 pub fn merge_end(first: &mut Map<String, Value>, second: Map<String, Value>) {
     for (k, v) in second {
         match k.as_str() {
@@ -318,9 +396,6 @@ pub fn merge_end(first: &mut Map<String, Value>, second: Map<String, Value>) {
                 } else {
                     first.insert(k, v);
                 }
-            }
-            k if k.starts_with("sum") => {
-                first.insert(format!("{k}_bidir_reverse"), v);
             }
             _ => {
                 first.entry(k).or_insert(v);

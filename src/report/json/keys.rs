@@ -191,6 +191,10 @@ fn totals_head(socket: Option<i32>, t: &Totals) -> Map<String, Value> {
     m.insert("seconds".into(), num(t.seconds));
     m.insert("bytes".into(), Value::from(t.bytes));
     m.insert("bits_per_second".into(), num(t.bits_per_second));
+    // Not in iperf3: what the counting side left out with -O.
+    if let Some(o) = t.omitted_bytes {
+        m.insert("omitted_bytes".into(), Value::from(o));
+    }
     m
 }
 
