@@ -61,7 +61,11 @@ impl TextSink {
     fn print(&mut self, chunk: &str) {
         self.after_separator = chunk == SEPARATOR;
         match &self.title {
-            Some(t) => self.out.write(&format!("{t}:  {chunk}")),
+            // Every line carries the title, also in a chunk of several.
+            Some(t) => {
+                let titled: String = chunk.split_inclusive('\n').map(|l| format!("{t}:  {l}")).collect();
+                self.out.write(&titled)
+            }
             None => self.out.write(chunk),
         }
     }
@@ -777,5 +781,9 @@ mod tests {
             "{out}"
         );
         assert!(out.ends_with("tt:  \ntt:  iperf Done.\n"), "{out}");
+        // A chunk of several lines (the latency's end) titles each.
+        let (mut s, buf) = sink(&cfg, Side::Client);
+        s.print("[LAT] idle ...\n[LAT] loaded ...\n");
+        assert_eq!(*buf.lock().unwrap(), "tt:  [LAT] idle ...\ntt:  [LAT] loaded ...\n");
     }
 }
