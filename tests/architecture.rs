@@ -1,0 +1,306 @@
+//! The shape of the code, checked: which source files use which, and no
+//! circle of files that use each other.
+//!
+//! A file uses another when it names a path into it: `crate::a::b::Item`,
+//! `super::x`, `self::y` (in `use` lines or inline), resolved to the file
+//! of the longest module prefix that exists. A circle is a set of files
+//! that reach each other through such uses (a strongly connected component
+//! of more than one file); a module that needs its parent and its parent
+//! it is one too. `#[cfg(test)] mod tests` blocks are left out: tests may
+//! look anywhere.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The circles the code still has, each as its sorted files. The test
+/// fails when a circle appears that is not (within) one of these, and when
+/// one of these is gone, so this list only ever shrinks.
+const KNOWN_CIRCLES: &[&[&str]] = &[
+    &["app.rs", "service.rs"],
+    &["auth/mod.rs", "proto/iperf3/auth.rs"],
+    &[
+        "cli/iperf2/apply/bounceback.rs",
+        "cli/iperf2/apply/extras.rs",
+        "cli/iperf2/apply/mod.rs",
+        "cli/iperf2/apply/network.rs",
+        "cli/iperf2/apply/output.rs",
+        "cli/iperf2/apply/server.rs",
+        "cli/iperf2/apply/traffic.rs",
+        "cli/iperf2/check.rs",
+        "cli/iperf2/table.rs",
+    ],
+    &[
+        "cli/iperf3/apply/auth.rs",
+        "cli/iperf3/apply/extras.rs",
+        "cli/iperf3/apply/mod.rs",
+        "cli/iperf3/apply/network.rs",
+        "cli/iperf3/apply/output.rs",
+        "cli/iperf3/apply/server.rs",
+        "cli/iperf3/apply/test.rs",
+        "cli/iperf3/check.rs",
+        "cli/iperf3/table.rs",
+    ],
+    &["config.rs", "events/mod.rs", "net.rs", "report/mod.rs", "search.rs"],
+    &["iperf2/client.rs", "iperf2/connect_only.rs", "iperf2/udp_client.rs"],
+    &["server/iperf2_flows.rs", "server/iperf2_udp.rs", "server/registry.rs"],
+    &["stats/interval.rs", "stats/stream.rs"],
+];
+
+/// Every `.rs` file under `dir`, by its module path.
+fn modules(root: &Path) -> BTreeMap<Vec<String>, PathBuf> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<Vec<String>, PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let rel = p.strip_prefix(root).unwrap().with_extension("");
+                let mut parts: Vec<String> = rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+                if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+                    parts.pop();
+                }
+                out.insert(parts, p);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// The source without its `#[cfg(test)] mod tests` block (by convention
+/// the file's last item).
+fn without_tests(src: &str) -> &str {
+    match src.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &src[..i],
+        None => src,
+    }
+}
+
+/// The paths `src` names from `crate::`, `super::` or `self::`, each as its
+/// segments (lowercase module-like segments only; an item ends the path).
+fn named_paths(src: &str, module: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let bytes = src.as_bytes();
+    for start in ["crate::", "super::", "self::"] {
+        let mut from = 0;
+        while let Some(i) = src[from..].find(start).map(|i| i + from) {
+            from = i + start.len();
+            // Part of a longer word (`my_crate::`) or path (`super::super::`)?
+            if i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b':') {
+                continue;
+            }
+            let mut base: Vec<String> = match start {
+                "crate::" => Vec::new(),
+                "super::" => module[..module.len().saturating_sub(1)].to_vec(),
+                _ => module.to_vec(),
+            };
+            let rest = &src[from..];
+            // `a::b::{c, d::e}` or `a::b::Item`.
+            let mut prefix = Vec::new();
+            let mut tail = rest;
+            loop {
+                let seg: String = tail
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if seg.is_empty() {
+                    break;
+                }
+                let after = &tail[seg.len()..];
+                if !after.starts_with("::") {
+                    prefix.push(seg);
+                    break;
+                }
+                if seg == "super" {
+                    base.pop();
+                } else {
+                    prefix.push(seg);
+                }
+                tail = &after[2..];
+            }
+            let mut whole = base.clone();
+            whole.extend(prefix.iter().filter(|s| is_module_like(s)).cloned());
+            out.push(whole.clone());
+            if let Some(group) = tail.strip_prefix('{') {
+                let end = matching_brace(group);
+                for item in split_top(&group[..end]) {
+                    let mut p = whole.clone();
+                    for seg in item.split(" as ").next().unwrap_or("").split("::") {
+                        let seg = seg.trim();
+                        if seg == "self" || seg.starts_with('{') {
+                            break;
+                        }
+                        if !is_module_like(seg) {
+                            break;
+                        }
+                        p.push(seg.to_string());
+                    }
+                    out.push(p);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn is_module_like(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn matching_brace(s: &str) -> usize {
+    let mut depth = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return i,
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    s.len()
+}
+
+fn split_top(s: &str) -> Vec<&str> {
+    let (mut depth, mut last, mut out) = (0, 0, Vec::new());
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(s[last..i].trim());
+                last = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(s[last..].trim());
+    out.into_iter().filter(|x| !x.is_empty()).collect()
+}
+
+/// Which files each file uses, as paths relative to `src/`.
+fn uses(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mods = modules(root);
+    let rel = |p: &Path| p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+    let resolve = |path: &[String]| -> Option<String> {
+        (0..=path.len())
+            .rev()
+            .find_map(|n| mods.get(&path[..n].to_vec()))
+            .map(|p| rel(p))
+    };
+    let mut out = BTreeMap::new();
+    for (module, file) in &mods {
+        let src = std::fs::read_to_string(file).unwrap();
+        let me = rel(file);
+        let deps: BTreeSet<String> = named_paths(without_tests(&src), module)
+            .iter()
+            .filter(|p| !p.is_empty())
+            .filter_map(|p| resolve(p))
+            .filter(|d| *d != me && d != "lib.rs")
+            .collect();
+        out.insert(me, deps);
+    }
+    out
+}
+
+/// The circles: strongly connected components of more than one file.
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
+    // Kosaraju: order by finish time, then walk the reversed graph.
+    fn visit(v: &str, g: &BTreeMap<String, BTreeSet<String>>, seen: &mut BTreeSet<String>, order: &mut Vec<String>) {
+        let mut stack = vec![(v.to_string(), false)];
+        while let Some((v, done)) = stack.pop() {
+            if done {
+                order.push(v);
+                continue;
+            }
+            if !seen.insert(v.clone()) {
+                continue;
+            }
+            stack.push((v.clone(), true));
+            for w in g.get(&v).into_iter().flatten() {
+                if !seen.contains(w) {
+                    stack.push((w.clone(), false));
+                }
+            }
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let mut order = Vec::new();
+    for v in graph.keys() {
+        visit(v, graph, &mut seen, &mut order);
+    }
+    let mut rev: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (v, ws) in graph {
+        for w in ws {
+            rev.entry(w.clone()).or_default().insert(v.clone());
+        }
+    }
+    let mut assigned = BTreeSet::new();
+    let mut out = Vec::new();
+    for v in order.iter().rev() {
+        if assigned.contains(v) {
+            continue;
+        }
+        let mut comp = BTreeSet::new();
+        let mut stack = vec![v.clone()];
+        while let Some(x) = stack.pop() {
+            if !assigned.insert(x.clone()) {
+                continue;
+            }
+            comp.insert(x.clone());
+            for w in rev.get(&x).into_iter().flatten() {
+                if !assigned.contains(w) {
+                    stack.push(w.clone());
+                }
+            }
+        }
+        if comp.len() > 1 {
+            out.push(comp);
+        }
+    }
+    out
+}
+
+fn src_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+#[test]
+fn no_new_import_circles_and_the_known_ones_only_shrink() {
+    let found = circles(&uses(&src_root()));
+    let known: Vec<BTreeSet<String>> = KNOWN_CIRCLES
+        .iter()
+        .map(|c| c.iter().map(|s| s.to_string()).collect())
+        .collect();
+    for c in &found {
+        assert!(
+            known.iter().any(|k| c.is_subset(k)),
+            "a new import circle: {c:?}\n(files that use each other; break it by moving what both need to a module below them)"
+        );
+    }
+    for k in &known {
+        assert!(
+            found.iter().any(|c| c.is_subset(k) && !c.is_empty()),
+            "the circle {k:?} is gone: take it out of KNOWN_CIRCLES"
+        );
+    }
+}
+
+#[test]
+fn the_analysis_sees_a_circle_it_is_shown() {
+    let dir = std::env::temp_dir().join(format!("ws-arch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("a")).unwrap();
+    std::fs::write(dir.join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
+    std::fs::write(dir.join("a/mod.rs"), "pub mod x;\nuse crate::b::Thing;\n").unwrap();
+    std::fs::write(dir.join("a/x.rs"), "use super::super::b;\n").unwrap();
+    std::fs::write(dir.join("b.rs"), "use crate::{a::x::Y, c};\npub struct Thing;\n").unwrap();
+    let g = uses(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(g["a/mod.rs"].contains("b.rs"), "{g:?}");
+    assert!(g["a/x.rs"].contains("b.rs"), "{g:?}");
+    assert!(g["b.rs"].contains("a/x.rs"), "{g:?}");
+    let c = circles(&g);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0], ["a/x.rs", "b.rs"].iter().map(|s| s.to_string()).collect());
+}
