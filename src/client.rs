@@ -262,27 +262,25 @@ impl Client<'_> {
             timeout: Some(cfg.net.connect_timeout.unwrap_or(SETUP_WAIT)),
             mptcp: params.mptcp,
         };
-        // TCP streams handshake together; each then gets its cookie in
-        // stream order, which is the order a server that reads cookies as
-        // it accepts (iperf3) numbers them in.
-        let mut tcp = if params.protocol == Protocol::Udp {
-            Vec::new()
-        } else {
-            let signal = self.signal.clone();
-            let apply = |s: &socket2::Socket| {
-                let mut w = Vec::new();
-                net::apply_data_options(s, params, true, Some(server), &mut w)?;
-                if let Some(t) = cfg.net.snd_timeout {
-                    crate::sys::socket::set_user_timeout(&socket2::SockRef::from(s), t)
-                        .map_err(|e| Error::io(Code::SETUSERTIMEOUT, &e))?;
-                }
-                Ok(())
-            };
-            let stop = move || signal.load(Relaxed) != 0;
-            net::connect_tcp_many(server, roles.len(), &opts, &apply, Code::STREAMCONNECT, &stop)
-        }
-        .into_iter();
-        let mut out = Vec::with_capacity(roles.len());
+        // TCP streams handshake a batch at a time; each then gets its
+        // cookie in stream order, which is the order a server that reads
+        // cookies as it accepts (iperf3) numbers them in. A batch, not all:
+        // a server holds only so many connections that have not yet said
+        // whose they are.
+        let signal = self.signal.clone();
+        let stop = move || signal.load(Relaxed) != 0;
+        let apply = |s: &socket2::Socket| {
+            let mut w = Vec::new();
+            net::apply_data_options(s, params, true, Some(server), &mut w)?;
+            if let Some(t) = cfg.net.snd_timeout {
+                crate::sys::socket::set_user_timeout(&socket2::SockRef::from(s), t)
+                    .map_err(|e| Error::io(Code::SETUSERTIMEOUT, &e))?;
+            }
+            Ok(())
+        };
+        let mut tcp = std::collections::VecDeque::new();
+        let roles_len = roles.len();
+        let mut out = Vec::with_capacity(roles_len);
         let mut warnings = Vec::new();
         for (i, role) in roles.into_iter().enumerate() {
             if let Some(s) = self.interrupted() {
@@ -301,7 +299,21 @@ impl Client<'_> {
                 let local = u.local_addr().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
                 (DataSock::Udp(u), local)
             } else {
-                let sock = tcp.next().unwrap_or_else(|| Err(Error::new(Code::STREAMCONNECT)))?;
+                if tcp.is_empty() {
+                    let n = (roles_len - i).min(net::CONNECTS_AT_ONCE);
+                    let opts_at = |k: usize| opts(i + k);
+                    tcp.extend(net::connect_tcp_many(
+                        server,
+                        n,
+                        &opts_at,
+                        &apply,
+                        Code::STREAMCONNECT,
+                        &stop,
+                    ));
+                }
+                let sock = tcp
+                    .pop_front()
+                    .unwrap_or_else(|| Err(Error::new(Code::STREAMCONNECT)))?;
                 if let Some(w) = params.window {
                     net::set_buffers(&socket2::SockRef::from(&sock), w as usize, &mut warnings)?;
                 }

@@ -243,7 +243,8 @@ pub fn connect_tcp(
 /// Handshakes a client keeps in flight at once when it opens many streams.
 pub const CONNECTS_AT_ONCE: usize = 64;
 
-/// Connects `n` TCP sockets to `addr`, socket `i` bound as `opts(i)` asks and
+/// Connects `n` TCP sockets to `addr` (a batch: a client sends each its
+/// cookie before the next batch), socket `i` bound as `opts(i)` asks and
 /// set up by `apply` before its connect. Up to [`CONNECTS_AT_ONCE`]
 /// handshakes run at once (a thread each), so a long path costs a round trip
 /// for a batch, not one per stream. `stop` is looked at before each connect.

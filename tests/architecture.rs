@@ -145,7 +145,9 @@ fn named_paths(src: &str, module: &[String]) -> Vec<Vec<String>> {
 }
 
 fn is_module_like(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 fn matching_brace(s: &str) -> usize {
@@ -185,7 +187,7 @@ fn uses(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let resolve = |path: &[String]| -> Option<String> {
         (0..=path.len())
             .rev()
-            .find_map(|n| mods.get(&path[..n].to_vec()))
+            .find_map(|n| mods.get(&path[..n]))
             .map(|p| rel(p))
     };
     let mut out = BTreeMap::new();
