@@ -13,79 +13,8 @@ use crate::events::{Event, Side};
 use crate::report::{Output, Reporter};
 use crate::{cli, debug, json, metrics, search, server, sys};
 
-/// wirespeed's version.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// The iperf3 release whose options, output and protocol wirespeed's
-/// iperf3 dialect implements.
-pub const IPERF3_VERSION: &str = "3.21";
-
-/// What the client announces as `client_version` (informational for servers).
-pub const CLIENT_VERSION: &str = concat!("wirespeed-", env!("CARGO_PKG_VERSION"));
-
-/// `"wirespeed x.y.z"`, as JSON `start.version` and `-v` print it.
-pub fn version_string() -> String {
-    format!("wirespeed {VERSION}")
-}
-
-/// What SIGHUP does to a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hangup {
-    /// Ends it, like SIGTERM (iperf3's behaviour; a client, or a server
-    /// in a terminal that goes away).
-    End,
-    /// Reopens the log file (a server with `--logfile` / `-o`, for log rotation).
-    ReopenLog,
-    /// Nothing (a daemon without a log file).
-    Ignore,
-}
-
-/// SIGHUP's meaning for a process of `cfg`: a server reopens its log, or
-/// as a daemon without one ignores it; anything else ends.
-pub fn hangup_for(cfg: &TestConfig) -> Hangup {
-    match cfg.role {
-        Role::Server if cfg.output.logfile.is_some() => Hangup::ReopenLog,
-        Role::Server if cfg.server.daemon => Hangup::Ignore,
-        _ => Hangup::End,
-    }
-}
-
-/// Every cell [`install_signals`] made, for [`interrupt`].
-static SIGNAL_CELLS: std::sync::Mutex<Vec<Arc<AtomicUsize>>> = std::sync::Mutex::new(Vec::new());
-
-/// Acts as if signal `sig` had arrived (the Windows service manager's
-/// stop request has no signal of its own).
-pub fn interrupt(sig: usize) {
-    if let Ok(cells) = SIGNAL_CELLS.lock() {
-        for c in cells.iter() {
-            c.store(sig, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-}
-
-/// Installs handlers for SIGINT and SIGTERM (and SIGHUP as `hup` says):
-/// the returned cell holds the number of the last ending signal (0 = none).
-pub fn install_signals(hup: Hangup) -> Arc<AtomicUsize> {
-    let cell = Arc::new(AtomicUsize::new(0));
-    if let Ok(mut cells) = SIGNAL_CELLS.lock() {
-        cells.push(cell.clone());
-    }
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        let _ = signal_hook::flag::register_usize(sig, cell.clone(), sig as usize);
-    }
-    // Windows has no hangup signal (a closed console ends the process).
-    #[cfg(unix)]
-    let _ = match hup {
-        Hangup::End => signal_hook::flag::register_usize(libc::SIGHUP, cell.clone(), libc::SIGHUP as usize),
-        Hangup::ReopenLog => signal_hook::flag::register(libc::SIGHUP, crate::report::log_reopen_flag()),
-        Hangup::Ignore => {
-            signal_hook::flag::register(libc::SIGHUP, Arc::new(std::sync::atomic::AtomicBool::new(false)))
-        }
-    };
-    #[cfg(not(unix))]
-    let _ = hup;
-    cell
-}
+pub use crate::signals::{Hangup, hangup_for, install_signals, interrupt};
+pub use crate::version::{CLIENT_VERSION, IPERF3_VERSION, VERSION, version_string};
 
 fn program_name(args: &[OsString]) -> String {
     args.first()
@@ -102,7 +31,7 @@ fn program_name(args: &[OsString]) -> String {
 pub fn run(args: Vec<OsString>) -> i32 {
     #[cfg(windows)]
     if crate::service::started_by_manager(&args) {
-        return crate::service::run(args);
+        return crate::service::run(args, run);
     }
     let prog = program_name(&args);
     let rest: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();

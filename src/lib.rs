@@ -30,10 +30,13 @@ pub mod search;
 pub mod server;
 #[cfg(windows)]
 pub mod service;
+pub mod signals;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod ui;
 pub mod util;
+pub mod version;
 
-pub use app::{CLIENT_VERSION, VERSION, run, version_string};
+pub use app::run;
+pub use version::{CLIENT_VERSION, VERSION, version_string};

@@ -33,19 +33,28 @@ pub fn started_by_manager(args: &[OsString]) -> bool {
     args.get(1).is_some_and(|a| a == SERVICE_FLAG)
 }
 
+/// What the service runs: the program's entry, given by the application
+/// (so that this module needs nothing above it).
+static ENTRY: OnceLock<fn(Vec<OsString>) -> i32> = OnceLock::new();
+
 fn body() -> i32 {
-    crate::app::run(ARGS.get().cloned().unwrap_or_default())
+    match ENTRY.get() {
+        Some(entry) => entry(ARGS.get().cloned().unwrap_or_default()),
+        None => 1,
+    }
 }
 
 /// The manager asked the service to stop: the server ends as on SIGTERM
 /// (running tests are told, results written).
 fn stop() {
-    crate::app::interrupt(libc::SIGTERM as usize);
+    crate::signals::interrupt(libc::SIGTERM as usize);
 }
 
-/// Runs the service: the options after `--windows-service` (just `-s`
-/// without any) as the server's command line, until the manager stops it.
-pub fn run(args: Vec<OsString>) -> i32 {
+/// Runs the service: `entry` (the program's) with the options after
+/// `--windows-service` (just `-s` without any) as the server's command
+/// line, until the manager stops it.
+pub fn run(args: Vec<OsString>, entry: fn(Vec<OsString>) -> i32) -> i32 {
+    let _ = ENTRY.set(entry);
     let mut own: Vec<OsString> = args.iter().take(1).cloned().collect();
     own.extend(args.iter().skip(2).cloned());
     if own.len() == 1 {

@@ -13,30 +13,13 @@ use super::runner::{Flow, RunOpts, run_flows};
 use crate::cli::units::format_iperf2;
 use crate::config::{Direction, EndCondition, Protocol, TestConfig, TestParams};
 use crate::error::{Code, Error};
-use crate::events::{BannerNote, Connecting, Event, Settings, Side, StartInfo};
+use crate::events::{BannerNote, Connecting, Event, Side, StartInfo};
 use crate::net;
 use crate::report::{Gate, GateKey, Output, Reporter};
 use crate::server::{Mode, Server};
 
 pub use super::tcp_client::{bb_mode, build_header};
-
-/// What differs between a TCP and a UDP client.
-pub(super) trait Transport {
-    /// The banner's socket buffer size and extra lines.
-    fn banner(&self, cfg: &TestConfig, addr: SocketAddr) -> (u64, Vec<BannerNote>);
-    /// Connects the `-P` flows, printing their connection lines.
-    fn connect(&mut self, cfg: &TestConfig, addrs: &[SocketAddr], reporter: &mut Reporter) -> Result<Vec<Flow>, Error>;
-    /// After connecting, before the flows run (UDP `-R`: the hellos).
-    fn before_run(&mut self, _signal: &Arc<AtomicUsize>) {}
-    /// After the flows ran (UDP: the FINs and the server's reports).
-    fn after_run(&mut self, _reporter: &mut Reporter, _signal: &Arc<AtomicUsize>) {}
-    /// How long receivers may take to drain.
-    fn drain(&self) -> Duration;
-    /// Idle limit of a reverse-only test (none: the server closes).
-    fn reverse_idle(&self) -> Option<Duration> {
-        None
-    }
-}
+use super::transport::{Transport, settings};
 
 /// Runs an iperf 2 client test against `host`. Every outcome, failures
 /// included, reaches `reporter` (ending with `Event::Done`).
@@ -306,22 +289,6 @@ fn connect_back_server(
             reporter.emit(Event::Warning(e.text()));
             None
         }
-    }
-}
-
-/// The settings a client's banner shows.
-pub(super) fn settings(cfg: &TestConfig, window: u64, notes: Vec<BannerNote>) -> Settings {
-    let p = &cfg.params;
-    Settings {
-        protocol: p.protocol,
-        pid: std::process::id(),
-        flows: p.streams,
-        block_len: p.block_len_or_default(),
-        tos: p.tos,
-        nodelay: p.protocol == Protocol::Tcp && (p.nodelay || cfg.iperf2.bounceback.is_some()),
-        window,
-        window_requested: p.window.map(u64::from),
-        notes,
     }
 }
 

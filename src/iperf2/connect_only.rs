@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::client::settings;
 use super::tcp_client::connect_one;
+use super::transport::settings;
 use crate::config::TestConfig;
 use crate::error::{Code, Error};
 use crate::events::{BannerNote, ConnectTimes, Connecting, Event};

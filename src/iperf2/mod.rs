@@ -9,6 +9,7 @@ mod connect_only;
 pub mod hooks;
 pub mod runner;
 mod tcp_client;
+mod transport;
 pub mod udp;
 mod udp_client;
 

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::client::Transport;
 use super::hooks::{FrameTracker, UdpRecvHook, wall_clock};
 use super::runner::Flow;
+use super::transport::Transport;
 use super::udp::{FinOutcome, Iperf2Format, client_datagram, relayed_line, send_fin};
 use crate::config::{Direction, EndCondition, TestConfig};
 use crate::engine::{DataSock, DataStream, StreamExtras};

@@ -45,7 +45,7 @@ pub(super) struct Member {
     /// UDP: the sender numbers its datagrams in 64 bits.
     pub seq64: bool,
     /// UDP: datagrams the port read before the flow had a socket.
-    pub prefeed: super::iperf2_udp::Prefeed,
+    pub prefeed: super::registry::Prefeed,
 }
 
 impl Member {
@@ -133,6 +133,15 @@ pub(super) const TCP_GROUP_WAIT: Duration = Duration::from_millis(1500);
 
 /// Groups forming: (client, flows) → where their members go.
 pub(super) type Groups = Mutex<HashMap<(IpAddr, u32), Sender<Member>>>;
+
+/// The iperf 2 groups forming on a server, TCP and UDP apart.
+#[derive(Default)]
+pub(crate) struct Forming {
+    /// (client, `-P`) → where a TCP group's members go.
+    pub(super) tcp: Groups,
+    /// (client, `-P`) → where a UDP group's members go.
+    pub(super) udp: Groups,
+}
 
 /// Joins `m` to the group forming under `key`: `None` if a group took it,
 /// else the new group's receiver (its first member already in it) for the

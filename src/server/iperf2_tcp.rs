@@ -154,17 +154,10 @@ fn connection(ctx: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, buf: Vec<
         }
     };
     // Join a group that is forming, or start one.
-    let Some(rx) = iperf2_flows::join(&ctx.registry.tcp_groups, key, m) else {
+    let Some(rx) = iperf2_flows::join(&ctx.groups.tcp, key, m) else {
         return;
     };
-    let members = iperf2_flows::collect(
-        &ctx.registry.tcp_groups,
-        key,
-        rx,
-        want,
-        iperf2_flows::TCP_GROUP_WAIT,
-        &ctx.stop,
-    );
+    let members = iperf2_flows::collect(&ctx.groups.tcp, key, rx, want, iperf2_flows::TCP_GROUP_WAIT, &ctx.stop);
     iperf2_flows::run_group(ctx, members, &mut Tcp);
 }
 

@@ -50,10 +50,6 @@ const MAX_SESSIONS: usize = 256;
 /// How long a receiver that stopped without its sender's FIN waits for it.
 const LATE_FIN: Duration = Duration::from_secs(3);
 
-/// Datagrams kept for a flow whose session has not started, with their
-/// arrival times (wall clock, ns).
-pub(super) type Prefeed = Arc<Mutex<Vec<(Vec<u8>, i64)>>>;
-
 /// Whether clients are served one at a time (no `-P` groups): `-U`, `-1`,
 /// a multicast group.
 fn one_at_a_time(ctx: &ServerCtx) -> bool {
@@ -127,7 +123,7 @@ pub(super) fn offer(ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d
     let key = (from.ip(), want);
     // Counted at once, so the next datagram sees this session.
     ctx.flows.fetch_add(1, Relaxed);
-    let Some(rx) = iperf2_flows::join(&ctx.registry.udp_groups, key, m) else {
+    let Some(rx) = iperf2_flows::join(&ctx.groups.udp, key, m) else {
         // A member of a forming group, counted with it.
         ctx.flows.fetch_sub(1, Relaxed);
         return;
@@ -135,7 +131,7 @@ pub(super) fn offer(ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d
     let epoch = ctx.registry.udp_drained.load(Relaxed);
     let ctx2 = ctx.clone();
     let spawned = std::thread::Builder::new().name("ws-iperf2-udp".into()).spawn(move || {
-        let members = iperf2_flows::collect(&ctx2.registry.udp_groups, key, rx, want, GROUP_WAIT, &ctx2.stop);
+        let members = iperf2_flows::collect(&ctx2.groups.udp, key, rx, want, GROUP_WAIT, &ctx2.stop);
         // What queued at the port for the members is theirs.
         let t0 = Instant::now();
         while ctx2.registry.udp_drained.load(Relaxed) == epoch && t0.elapsed() < DRAIN_WAIT {

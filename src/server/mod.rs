@@ -81,6 +81,8 @@ pub(crate) struct ServerCtx {
     pub mode: Mode,
     pub out: Output,
     pub registry: Registry,
+    /// iperf 2 `-P` groups forming.
+    pub(crate) groups: iperf2_flows::Forming,
     /// Raised when the server stops: every test ends.
     pub stop: Arc<AtomicBool>,
     /// The signal that stopped it (0: none).
@@ -269,6 +271,7 @@ impl Server {
             mode,
             out,
             registry: Registry::default(),
+            groups: iperf2_flows::Forming::default(),
             stop: Arc::new(AtomicBool::new(false)),
             stop_signal: AtomicUsize::new(0),
             active: AtomicUsize::new(0),

@@ -24,10 +24,14 @@ pub(crate) struct UdpSlot {
     pub given: Vec<(SocketAddr, UdpSocket)>,
 }
 
+/// Datagrams kept for an iperf 2 UDP flow whose session has not started,
+/// with their arrival times (wall clock, ns).
+pub(crate) type Prefeed = std::sync::Arc<Mutex<Vec<(Vec<u8>, i64)>>>;
+
 /// What the acceptor knows of an iperf 2 UDP client address.
 pub(crate) enum UdpPeer {
     /// Accepted; its session has not started: datagrams go to its prefeed.
-    Pending(super::iperf2_udp::Prefeed),
+    Pending(Prefeed),
     /// Its session reads its own socket.
     Active,
     /// Finished at this time; strays are ignored for a while.
@@ -47,12 +51,8 @@ pub(crate) struct Registry {
     pub udp: Mutex<HashMap<IpAddr, UdpSlot>>,
     /// Cookies of every running iperf3 test.
     pub running: Mutex<HashSet<Cookie>>,
-    /// iperf 2 TCP groups forming: (client, `-P`) → where members go.
-    pub(super) tcp_groups: super::iperf2_flows::Groups,
     /// iperf 2 UDP clients by address.
     pub udp_peers: Mutex<HashMap<SocketAddr, UdpPeer>>,
-    /// iperf 2 UDP groups forming: (client, `-P`) → where members go.
-    pub(super) udp_groups: super::iperf2_flows::Groups,
     /// How many times the UDP ports handed over what had queued (a new
     /// flow waits for the next time, so its early datagrams are its own).
     pub udp_drained: std::sync::atomic::AtomicU64,

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::counters::{Snapshot, Welford};
 use super::stream::{StreamRole, StreamStats};
-use super::{TestStats, net_power, pct, rate};
+use super::{TestStats, pct, rate};
 use crate::config::Protocol;
 use crate::events::{BouncebackSample, Enhanced, IntervalReport, LatencyStats, RoleTag, StreamSample, UdpSample};
 
@@ -174,28 +174,6 @@ pub(super) fn bounceback_sample(w: &Welford, retransmits: u32, tcp: Option<(u64,
         retransmits,
         tcp,
         owd: None,
-    }
-}
-
-/// iperf 2's derived numbers: network power (rate over delay) and bytes
-/// in flight, from whichever delay the sample has.
-pub(super) fn add_derived(l: &mut StreamSample) {
-    if let Some(u) = l.udp.as_ref() {
-        if let Some(lat) = u.latency.filter(|x| x.count > 0) {
-            l.extras.net_power = net_power(l.bits_per_second, lat.mean);
-        }
-        return;
-    }
-    if let Some(t) = l.tcp
-        && l.sender
-    {
-        l.extras.net_power = net_power(l.bits_per_second, t.rtt as f64 * 1e-6);
-    }
-    if let Some(lat) = l.extras.latency
-        && lat.count > 0
-    {
-        l.extras.net_power = net_power(l.bits_per_second, lat.mean);
-        l.extras.in_flight = Some(l.bits_per_second / 8.0 * lat.mean);
     }
 }
 

@@ -137,7 +137,7 @@ impl StreamStats {
             extras,
             addrs: self.meta.addrs.clone(),
         };
-        super::interval::add_derived(&mut out);
+        add_derived(&mut out);
         out
     }
 
@@ -297,5 +297,27 @@ fn frame_sample(f: &FrameCounters, then: [u64; 3], latency: super::Welford) -> F
         missed: now[1].saturating_sub(then[1]),
         slips: now[2].saturating_sub(then[2]),
         latency: latency.stats(),
+    }
+}
+
+/// iperf 2's derived numbers: network power (rate over delay) and bytes
+/// in flight, from whichever delay the sample has.
+pub(super) fn add_derived(l: &mut StreamSample) {
+    if let Some(u) = l.udp.as_ref() {
+        if let Some(lat) = u.latency.filter(|x| x.count > 0) {
+            l.extras.net_power = super::net_power(l.bits_per_second, lat.mean);
+        }
+        return;
+    }
+    if let Some(t) = l.tcp
+        && l.sender
+    {
+        l.extras.net_power = super::net_power(l.bits_per_second, t.rtt as f64 * 1e-6);
+    }
+    if let Some(lat) = l.extras.latency
+        && lat.count > 0
+    {
+        l.extras.net_power = super::net_power(l.bits_per_second, lat.mean);
+        l.extras.in_flight = Some(l.bits_per_second / 8.0 * lat.mean);
     }
 }
