@@ -607,7 +607,7 @@ pub struct TestConfig {
     /// iperf 2 dialect settings.
     pub iperf2: Iperf2Options,
     /// `--udp-search`: search for the highest rate with acceptable loss.
-    pub search: Option<crate::search::SearchOptions>,
+    pub search: Option<SearchOptions>,
     /// `--latency[=N]`: round-trip probes per second beside the load.
     pub latency: Option<u32>,
     /// `--rpm`: the responsiveness test instead of one test.
@@ -633,3 +633,21 @@ impl Default for TestConfig {
         }
     }
 }
+
+/// Search settings (`--udp-search [--max-loss P%]`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchOptions {
+    /// Highest acceptable loss, percent of the datagrams sent.
+    pub max_loss_percent: f64,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            max_loss_percent: DEFAULT_MAX_LOSS,
+        }
+    }
+}
+
+/// `--max-loss` when not given, percent.
+pub const DEFAULT_MAX_LOSS: f64 = 0.1;

@@ -34,26 +34,11 @@ use crate::error::{Code, Error, Kind};
 use crate::events::Event;
 use crate::report::{Output, Recorder, Reporter};
 
-/// Search settings (`--udp-search [--max-loss P%]`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SearchOptions {
-    /// Highest acceptable loss, percent of the datagrams sent.
-    pub max_loss_percent: f64,
-}
-
-impl Default for SearchOptions {
-    fn default() -> Self {
-        SearchOptions {
-            max_loss_percent: DEFAULT_MAX_LOSS,
-        }
-    }
-}
+pub use crate::config::{DEFAULT_MAX_LOSS, SearchOptions};
 
 /// Between two probes against an iperf 2 server.
 const IPERF2_PAUSE: Duration = Duration::from_millis(400);
 
-/// `--max-loss` when not given, percent.
-pub const DEFAULT_MAX_LOSS: f64 = 0.1;
 /// Length of one probe when `-t` is not given.
 pub const DEFAULT_PROBE: Duration = Duration::from_secs(2);
 /// First rate tried when `-b` is not given, bit/s (all streams together).

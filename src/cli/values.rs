@@ -4,7 +4,7 @@
 //! Each dialect wraps the result in its own error style (iperf3's
 //! `parameter error - ...`, iperf 2's `ERROR: ...`).
 
-use crate::search::SearchOptions;
+use crate::config::SearchOptions;
 
 /// Splits `host%dev` into the host and the device after `%` (an empty
 /// device is no device: `host%` is the host `host%`).

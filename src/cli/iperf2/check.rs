@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
+use super::opt::Opt;
 use super::state::ParseState;
-use super::table::{Opt, TABLE};
+use super::table::TABLE;
 use super::{CliError, Command, DEFAULT_UDP_LEN, DEFAULT_UDP_LEN_V6, DEFAULT_UDP_RATE, MAX_UDP_LEN, TO_STDERR};
 use crate::cli::getopt::Occurrence;
 use crate::config::*;

@@ -1,6 +1,7 @@
 //! The environment variables 2.1.8 reads before its command line.
 
-use super::table::{Opt, TABLE};
+use super::opt::Opt;
+use super::table::TABLE;
 use crate::cli::getopt::{ArgKind, Occurrence};
 
 /// Environment variables 2.1.8 honours, read before the command line:

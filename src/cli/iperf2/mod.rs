@@ -15,14 +15,16 @@
 mod apply;
 mod check;
 mod env;
+mod opt;
 mod state;
 mod table;
 mod usage;
 
 pub use apply::network::{split_bind, tos_value};
 pub use env::ENV;
+pub use opt::{Answer, ApplyFn, Opt, Row, Scope, Step};
 pub use state::ParseState;
-pub use table::{Answer, ApplyFn, Opt, Row, Scope, Step, TABLE, available};
+pub use table::{TABLE, available};
 pub use usage::{long_usage, short_usage, version_line};
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! Checks that involve several options, run once every row has applied,
 //! in iperf3's order (so the first problem reported is iperf3's first).
 
+use super::opt::{Opt, RoleMark};
 use super::state::ParseState;
-use super::table::{Opt, RoleMark, TABLE};
+use super::table::TABLE;
 use crate::cli::getopt::Occurrence;
 use crate::config::*;
 use crate::error::{Code, Error};

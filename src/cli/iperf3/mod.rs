@@ -8,12 +8,14 @@
 
 mod apply;
 mod check;
+mod opt;
 mod state;
 mod table;
 mod usage;
 
+pub use opt::{Answer, ApplyFn, Opt, RoleMark, Row, Step};
 pub use state::ParseState;
-pub use table::{Answer, ApplyFn, Opt, RoleMark, Row, Step, TABLE, available};
+pub use table::{TABLE, available};
 pub use usage::{long_usage, short_usage};
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use super::value;
 use crate::cli::getopt::Occurrence;
 use crate::cli::iperf2::CliError;
+use crate::cli::iperf2::opt::Opt;
 use crate::cli::iperf2::state::ParseState;
-use crate::cli::iperf2::table::Opt;
 use crate::cli::values;
 
 type Result = std::result::Result<(), CliError>;

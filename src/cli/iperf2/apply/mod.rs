@@ -11,7 +11,7 @@ pub mod server;
 pub mod traffic;
 
 use super::CliError;
-use super::table::Opt;
+use super::opt::Opt;
 use crate::cli::getopt::Occurrence;
 use crate::cli::units::{parse_int, parse_iperf2};
 

@@ -3,8 +3,8 @@
 use super::{int_value, value};
 use crate::cli::getopt::Occurrence;
 use crate::cli::iperf2::CliError;
+use crate::cli::iperf2::opt::Opt;
 use crate::cli::iperf2::state::ParseState;
-use crate::cli::iperf2::table::Opt;
 use crate::cli::units::parse_int;
 use crate::cli::values::{dscp_by_name, split_dev};
 use crate::config::Family;

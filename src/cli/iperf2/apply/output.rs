@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::value;
 use crate::cli::getopt::Occurrence;
+use crate::cli::iperf2::opt::Opt;
 use crate::cli::iperf2::state::ParseState;
-use crate::cli::iperf2::table::Opt;
 use crate::cli::iperf2::{CliError, MIN_INTERVAL};
 use crate::cli::units::parse_seconds;
 

@@ -3,8 +3,8 @@
 
 use super::{int_value, unit_value, value};
 use crate::cli::getopt::Occurrence;
+use crate::cli::iperf2::opt::Opt;
 use crate::cli::iperf2::state::ParseState;
-use crate::cli::iperf2::table::Opt;
 use crate::cli::iperf2::{CliError, tos_value};
 
 type Result = std::result::Result<(), CliError>;

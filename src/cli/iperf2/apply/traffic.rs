@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use super::{int_value, unit_value, value};
 use crate::cli::getopt::Occurrence;
+use crate::cli::iperf2::opt::Opt;
 use crate::cli::iperf2::state::ParseState;
-use crate::cli::iperf2::table::Opt;
 use crate::cli::iperf2::{CliError, MAX_FLOWS};
 use crate::cli::units::parse_seconds;
 use crate::config::EndCondition;

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::{int_arg, perr, value};
 use crate::cli::getopt::Occurrence;
+use crate::cli::iperf3::opt::Opt;
 use crate::cli::iperf3::state::ParseState;
-use crate::cli::iperf3::table::Opt;
 use crate::error::{Code, Error};
 
 type Result = std::result::Result<(), Error>;

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use super::value;
 use crate::cli::getopt::Occurrence;
+use crate::cli::iperf3::opt::Opt;
 use crate::cli::iperf3::state::ParseState;
-use crate::cli::iperf3::table::Opt;
 use crate::cli::values;
 use crate::error::{Code, Error};
 

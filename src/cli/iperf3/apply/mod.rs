@@ -10,7 +10,7 @@ pub mod output;
 pub mod server;
 pub mod test;
 
-use super::table::Opt;
+use super::opt::Opt;
 use crate::cli::getopt::Occurrence;
 use crate::cli::units::parse_int;
 use crate::error::{Code, Error};

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::{perr, value};
 use crate::cli::getopt::Occurrence;
+use crate::cli::iperf3::opt::Opt;
 use crate::cli::iperf3::state::ParseState;
-use crate::cli::iperf3::table::Opt;
 use crate::cli::units::{parse_int, parse_seconds};
 use crate::error::{Code, Error};
 

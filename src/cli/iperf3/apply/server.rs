@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::{int_arg, perr, unit_err, value};
 use crate::cli::getopt::Occurrence;
+use crate::cli::iperf3::opt::Opt;
 use crate::cli::iperf3::state::ParseState;
-use crate::cli::iperf3::table::Opt;
 use crate::cli::units::{parse_rate_iperf3, parse_seconds};
 use crate::error::{Code, Error};
 
