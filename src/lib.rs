@@ -35,6 +35,7 @@ pub mod stats;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod ui;
+pub mod units;
 pub mod util;
 pub mod version;
 

@@ -855,7 +855,7 @@ fn trim_num(v: f64) -> String {
 }
 
 pub(crate) fn rate_text(bps: f64, fmt: char) -> String {
-    format!("{}s/sec", crate::cli::units::format_iperf3(bps / 8.0, fmt))
+    format!("{}s/sec", crate::units::format_iperf3(bps / 8.0, fmt))
 }
 
 fn probe_json(p: &Probe) -> Value {

@@ -7,13 +7,13 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use wirespeed::cli::units;
 use wirespeed::config::{Direction, EndCondition, Protocol, TestParams};
 use wirespeed::proto::iperf2::{self, Amount, ClientAck, ClientHeader, HeaderExt, Need, ServerReport, StartTime};
 use wirespeed::proto::iperf3::params::{ParamsExtras, decode_params, encode_params};
 use wirespeed::proto::iperf3::udp::DatagramHeader;
 use wirespeed::proto::iperf3::{Framer, Results, StreamResult};
 use wirespeed::stats::udp::{Arrival, UdpAccounting};
+use wirespeed::units;
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]

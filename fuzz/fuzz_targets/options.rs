@@ -10,10 +10,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = wirespeed::cli::iperf3::parse_args(&args);
     let _ = wirespeed::cli::iperf2::parse_args_with_env(&args, &|_| None);
     for a in &args {
-        let _ = wirespeed::cli::units::parse_size_iperf3(a);
-        let _ = wirespeed::cli::units::parse_bitrate_iperf3(a);
-        let _ = wirespeed::cli::units::parse_iperf2(a);
-        let _ = wirespeed::cli::units::parse_int(a, true);
-        let _ = wirespeed::cli::units::parse_seconds(a);
+        let _ = wirespeed::units::parse_size_iperf3(a);
+        let _ = wirespeed::units::parse_bitrate_iperf3(a);
+        let _ = wirespeed::units::parse_iperf2(a);
+        let _ = wirespeed::units::parse_int(a, true);
+        let _ = wirespeed::units::parse_seconds(a);
     }
 });

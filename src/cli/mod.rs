@@ -5,7 +5,7 @@
 //! with wirespeed's additions kept from changing the peers' abbreviations);
 //! [`iperf3`] and [`iperf2`] hold each personality's table, whose rows
 //! carry what their option does, and the checks that involve several
-//! options; [`values`] and [`units`] read the values both personalities
+//! options; [`values`] and [`crate::units`] read the values both personalities
 //! read alike.
 
 pub mod completions;
@@ -13,5 +13,4 @@ pub mod getopt;
 pub mod iperf2;
 pub mod iperf3;
 pub mod report;
-pub mod units;
 pub mod values;

@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::runner::{Flow, RunOpts, run_flows};
-use crate::cli::units::format_iperf2;
 use crate::config::{Direction, EndCondition, Protocol, TestConfig, TestParams};
 use crate::error::{Code, Error};
 use crate::events::{BannerNote, Connecting, Event, Side, StartInfo};
 use crate::net;
 use crate::report::{Gate, GateKey, Output, Reporter};
 use crate::server::{Mode, Server};
+use crate::units::format_iperf2;
 
 pub use super::tcp_client::{bb_mode, build_header};
 use super::transport::{Transport, settings};

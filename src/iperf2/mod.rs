@@ -71,7 +71,7 @@ pub(crate) fn pacing_note(p: &crate::config::TestParams) -> Option<BannerNote> {
     (p.fq_rate > 0).then(|| {
         BannerNote::Early(format!(
             "fair-queue socket pacing set to {}/s",
-            crate::cli::units::format_iperf2(p.fq_rate as f64 / 8.0, 'a')
+            crate::units::format_iperf2(p.fq_rate as f64 / 8.0, 'a')
         ))
     })
 }
@@ -79,7 +79,7 @@ pub(crate) fn pacing_note(p: &crate::config::TestParams) -> Option<BannerNote> {
 /// The banner line of an `--isochronous` client (2.1.8's wording).
 pub(crate) fn isoch_note(p: &crate::config::TestParams) -> Option<BannerNote> {
     let f = p.frames?;
-    let bits = |v: f64| crate::cli::units::format_iperf2(v / 8.0, 'a');
+    let bits = |v: f64| crate::units::format_iperf2(v / 8.0, 'a');
     Some(BannerNote::Early(format!(
         "Isochronous: {:.2} frames/sec mean={}/s, stddev={}/s, Period/IPG={:.2}/{:.3} ms",
         f.fps,

@@ -12,8 +12,8 @@ use std::collections::VecDeque;
 use std::io::Write;
 
 use super::Sink;
-use crate::cli::units::format_iperf3;
 use crate::events::{Event, StreamSample};
+use crate::units::format_iperf3;
 
 /// Intervals the sparkline shows.
 const SPARK_LEN: usize = 24;

@@ -8,8 +8,8 @@
 //! that is enough to say which knob matters. Pure arithmetic on numbers
 //! `stats` collected, computed once for every output.
 
-use crate::cli::units::format_iperf3;
 use crate::events::{WindowAdvice, WindowLimit};
+use crate::units::format_iperf3;
 
 /// A limit that held the sender back for at least this share of its busy
 /// time is called the limit.

@@ -508,7 +508,7 @@ fn isochronous(s: &mut ParseState) -> Result {
                     let n = n.parse::<f64>().ok().filter(|n| *n >= 0.0).ok_or_else(bad)?;
                     return Ok(n * 8.0 * len * spec.fps);
                 }
-                crate::cli::units::parse_iperf2_bit_or_byte(x)
+                crate::units::parse_iperf2_bit_or_byte(x)
                     .map_err(|_| CliError::err(format!("--isochronous {what} of '{x}' not recognized")))
             };
             spec.mean = rate(mean, "mean")?;

@@ -10,8 +10,8 @@
 use serde_json::Value;
 
 use super::chart::{self, Chart, Series, Unit};
-use crate::cli::units::format_iperf3;
 use crate::json::lenient_i64;
+use crate::units::format_iperf3;
 
 mod rtt;
 use rtt::{latency_chart, latency_table};

@@ -9,10 +9,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::cli::units::format_iperf2;
 use crate::config::{Protocol, TestConfig};
 use crate::events::*;
 use crate::report::{Output, Sink};
+use crate::units::format_iperf2;
 
 const RULE: &str = "------------------------------------------------------------\n";
 

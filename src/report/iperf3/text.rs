@@ -5,11 +5,11 @@
 //! the same chunks iperf3 prints, because `-T` and `--timestamps` prefix each
 //! chunk rather than each line.
 
-use crate::cli::units::format_iperf3;
 use crate::config::{Direction, Protocol, TestConfig};
 use crate::events::*;
 use crate::json::format_g;
 use crate::report::{Output, Sink};
+use crate::units::format_iperf3;
 
 const SEPARATOR: &str = "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
 const BANNER_RULE: &str = "-----------------------------------------------------------\n";

@@ -7,8 +7,8 @@ use crate::cli::getopt::Occurrence;
 use crate::cli::iperf2::CliError;
 use crate::cli::iperf2::opt::Opt;
 use crate::cli::iperf2::state::ParseState;
-use crate::cli::units::parse_seconds;
 use crate::config::Bounceback;
+use crate::units::parse_seconds;
 
 type Result = std::result::Result<(), CliError>;
 

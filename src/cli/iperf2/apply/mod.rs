@@ -13,7 +13,7 @@ pub mod traffic;
 use super::CliError;
 use super::opt::Opt;
 use crate::cli::getopt::Occurrence;
-use crate::cli::units::{parse_int, parse_iperf2};
+use crate::units::{parse_int, parse_iperf2};
 
 /// The option's value (empty for a flag).
 pub(super) fn value(o: &Occurrence<Opt>) -> &str {

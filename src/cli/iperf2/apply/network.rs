@@ -5,9 +5,9 @@ use crate::cli::getopt::Occurrence;
 use crate::cli::iperf2::CliError;
 use crate::cli::iperf2::opt::Opt;
 use crate::cli::iperf2::state::ParseState;
-use crate::cli::units::parse_int;
 use crate::cli::values::{dscp_by_name, split_dev};
 use crate::config::Family;
+use crate::units::parse_int;
 
 type Result<T = ()> = std::result::Result<T, CliError>;
 

@@ -8,7 +8,7 @@ use crate::cli::getopt::Occurrence;
 use crate::cli::iperf2::opt::Opt;
 use crate::cli::iperf2::state::ParseState;
 use crate::cli::iperf2::{CliError, MIN_INTERVAL};
-use crate::cli::units::parse_seconds;
+use crate::units::parse_seconds;
 
 type Result = std::result::Result<(), CliError>;
 

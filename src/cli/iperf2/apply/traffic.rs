@@ -8,8 +8,8 @@ use crate::cli::getopt::Occurrence;
 use crate::cli::iperf2::opt::Opt;
 use crate::cli::iperf2::state::ParseState;
 use crate::cli::iperf2::{CliError, MAX_FLOWS};
-use crate::cli::units::parse_seconds;
 use crate::config::EndCondition;
+use crate::units::parse_seconds;
 
 type Result = std::result::Result<(), CliError>;
 
@@ -238,7 +238,7 @@ pub fn tcp_write_prefetch(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 /// / `--full-duplex`); 0 sets nothing.
 pub fn fq_rate(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let v = value(o);
-    let bits = crate::cli::units::parse_iperf2_bit_or_byte(v)
+    let bits = crate::units::parse_iperf2_bit_or_byte(v)
         .ok()
         .filter(|b| *b <= 8.0 * u64::MAX as f64 / 16.0)
         .ok_or_else(|| CliError::err(format!("--fq-rate value of '{v}' not recognized")))?;

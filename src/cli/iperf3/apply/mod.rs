@@ -12,8 +12,8 @@ pub mod test;
 
 use super::opt::Opt;
 use crate::cli::getopt::Occurrence;
-use crate::cli::units::parse_int;
 use crate::error::{Code, Error};
+use crate::units::parse_int;
 
 /// A parameter error with the code's own words.
 pub(super) fn perr(code: Code) -> Error {

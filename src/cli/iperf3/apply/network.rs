@@ -6,10 +6,10 @@ use super::{int_arg, perr, unit_err, value};
 use crate::cli::getopt::Occurrence;
 use crate::cli::iperf3::opt::Opt;
 use crate::cli::iperf3::state::ParseState;
-use crate::cli::units::{parse_int, parse_size_iperf3};
 use crate::cli::values::split_dev;
 use crate::config::{Family, KeepAlive};
 use crate::error::{Code, Error};
+use crate::units::{parse_int, parse_size_iperf3};
 
 type Result = std::result::Result<(), Error>;
 

@@ -7,8 +7,8 @@ use super::{perr, value};
 use crate::cli::getopt::Occurrence;
 use crate::cli::iperf3::opt::Opt;
 use crate::cli::iperf3::state::ParseState;
-use crate::cli::units::{parse_int, parse_seconds};
 use crate::error::{Code, Error};
+use crate::units::{parse_int, parse_seconds};
 
 type Result = std::result::Result<(), Error>;
 

@@ -9,10 +9,10 @@ use crate::cli::getopt::Occurrence;
 use crate::cli::iperf3::MAX_PARALLEL;
 use crate::cli::iperf3::opt::Opt;
 use crate::cli::iperf3::state::ParseState;
-use crate::cli::units::{parse_bitrate_iperf3, parse_int, parse_rate_iperf3, parse_seconds, parse_size_iperf3};
 use crate::cli::values::dscp_by_name;
 use crate::config::EndCondition;
 use crate::error::{Code, Error};
+use crate::units::{parse_bitrate_iperf3, parse_int, parse_rate_iperf3, parse_seconds, parse_size_iperf3};
 
 type Result = std::result::Result<(), Error>;
 
