@@ -466,7 +466,7 @@ mod tests {
         set_thread_timer_slack(1000).unwrap();
         let s = UdpSocket::bind("127.0.0.1:0").unwrap();
         set_dont_fragment(&s, false).unwrap();
-        let v = crate::sys::socket::get_int_option(&s, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER).unwrap();
+        let v = crate::socket::get_int_option(&s, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER).unwrap();
         assert_eq!(v, libc::IP_PMTUDISC_DO);
     }
 }

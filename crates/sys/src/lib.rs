@@ -6,11 +6,16 @@
 //! lacks returns [`unsupported`]'s error, which names the feature in one
 //! line, and the caller reports it or, for a pure optimisation, goes on
 //! without it; nothing the user asked for is dropped silently.
-
+//!
 //! The Unix half is the modules' own files; where Windows differs wholly
 //! (processes, the terminal, interfaces, clocks) its half is in
 //! `windows/`, with the same functions. Sockets and UDP keep one file, with
 //! the few calls that differ side by side.
+//!
+//! This is its own crate so that the compiler keeps the fence: the tool
+//! above it forbids `unsafe` outright.
+#![warn(missing_docs)]
+#![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod mem;
 #[cfg(unix)]
