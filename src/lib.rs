@@ -16,14 +16,11 @@ pub mod config;
 pub mod ctrl;
 pub mod debug;
 pub mod engine;
-pub mod error;
 pub mod events;
 pub mod http;
 pub mod iperf2;
-pub mod json;
 pub mod metrics;
 pub mod net;
-pub mod proto;
 pub mod report;
 pub mod rpm;
 pub mod search;
@@ -39,6 +36,9 @@ pub mod version;
 
 pub use app::run;
 pub use version::{CLIENT_VERSION, VERSION, version_string};
+/// The protocol codecs of both dialects, sans IO (`crates/proto`).
+pub use wirespeed_proto as proto;
+pub use wirespeed_proto::{error, json};
 /// The system calls std and socket2 lack: the one crate that may use
 /// `unsafe` (`crates/sys`).
 pub use wirespeed_sys as sys;

@@ -147,4 +147,11 @@ mod tests {
         assert_eq!(&spki[18..22], &[0x03, 0x81, 0xc9, 0x00]);
         assert_eq!(spki.len(), 3 + 15 + 4 + 200);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn pem_text_never_panics(data in proptest::collection::vec(proptest::num::u8::ANY, 0..600)) {
+            let _ = blocks(&String::from_utf8_lossy(&data));
+        }
+    }
 }

@@ -245,11 +245,11 @@ mod tests {
 
     #[test]
     fn a_leading_client_header_is_skipped() {
-        use crate::proto::iperf2::header::{ClientHeader, HeaderExt};
+        use crate::iperf2::header::{ClientHeader, HeaderExt};
         let hdr = ClientHeader {
             num_threads: 1,
             ext: Some(HeaderExt {
-                upper: crate::proto::iperf2::flags::upper::TRIPTIME,
+                upper: crate::iperf2::flags::upper::TRIPTIME,
                 ..HeaderExt::default()
             }),
             start: Some(Default::default()),

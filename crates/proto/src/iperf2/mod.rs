@@ -47,19 +47,23 @@ pub fn version_string(version_u: u32, version_l: u32) -> Option<String> {
     ))
 }
 
-pub(crate) fn be32(b: &[u8], off: usize) -> u32 {
+/// The big-endian word at `off` (the caller has checked the length).
+pub fn be32(b: &[u8], off: usize) -> u32 {
     u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
 }
 
-pub(crate) fn be16(b: &[u8], off: usize) -> u16 {
+/// The big-endian half-word at `off` (the caller has checked the length).
+pub fn be16(b: &[u8], off: usize) -> u16 {
     u16::from_be_bytes([b[off], b[off + 1]])
 }
 
-pub(crate) fn put32(b: &mut [u8], off: usize, v: u32) {
+/// Writes `v` big-endian at `off` (the caller has checked the length).
+pub fn put32(b: &mut [u8], off: usize, v: u32) {
     b[off..off + 4].copy_from_slice(&v.to_be_bytes());
 }
 
-pub(crate) fn put16(b: &mut [u8], off: usize, v: u16) {
+/// Writes `v` big-endian at `off` (the caller has checked the length).
+pub fn put16(b: &mut [u8], off: usize, v: u16) {
     b[off..off + 2].copy_from_slice(&v.to_be_bytes());
 }
 

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::config::{Direction, EndCondition, Protocol, TestParams};
 use crate::error::{Code, Error};
 use crate::json::{lenient_i64, to_compact};
+use crate::params::{Direction, EndCondition, Protocol, TestParams};
 
 /// Parameters as received, plus the wire-only extras.
 #[derive(Debug, Clone, PartialEq)]

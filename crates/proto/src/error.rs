@@ -396,11 +396,12 @@ impl std::error::Error for Error {}
 
 /// iperf3's words for a signal: `Interrupt(2)`.
 pub fn signal_name(sig: usize) -> String {
-    let name = match sig as i32 {
-        libc::SIGINT => "Interrupt",
-        libc::SIGTERM => "Terminated",
+    // The numbers are POSIX's (and Windows' C runtime's for the two it has).
+    let name = match sig {
+        2 => "Interrupt",
+        15 => "Terminated",
         #[cfg(unix)]
-        libc::SIGHUP => "Hangup",
+        1 => "Hangup",
         _ => "Signal",
     };
     format!("{name}({sig})")

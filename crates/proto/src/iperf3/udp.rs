@@ -18,10 +18,10 @@ const LEGACY_HELLO: u32 = 123_456_789;
 /// cookie. C servers read only the first 4 bytes of the datagram, so the
 /// cookie costs them nothing; a wirespeed server uses it to tell its
 /// client's streams from anyone else's at the same address.
-pub const COOKIE_HELLO_LEN: usize = 4 + crate::proto::iperf3::COOKIE_LEN;
+pub const COOKIE_HELLO_LEN: usize = 4 + crate::iperf3::COOKIE_LEN;
 
 /// A hello carrying the test's cookie.
-pub fn cookie_hello(cookie: &[u8; crate::proto::iperf3::COOKIE_LEN]) -> [u8; COOKIE_HELLO_LEN] {
+pub fn cookie_hello(cookie: &[u8; crate::iperf3::COOKIE_LEN]) -> [u8; COOKIE_HELLO_LEN] {
     let mut d = [0u8; COOKIE_HELLO_LEN];
     d[..4].copy_from_slice(&HELLO);
     d[4..].copy_from_slice(cookie);

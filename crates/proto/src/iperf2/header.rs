@@ -577,7 +577,7 @@ mod tests {
         assert_eq!(&again[4..8], &b[4..8]);
     }
     use super::*;
-    use crate::proto::iperf2::{VERSION_L, VERSION_U};
+    use crate::iperf2::{VERSION_L, VERSION_U};
 
     fn words(s: &str) -> Vec<u8> {
         s.split_whitespace()

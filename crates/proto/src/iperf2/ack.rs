@@ -87,7 +87,7 @@ impl ClientAck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::iperf2::{VERSION_L, VERSION_U};
+    use crate::iperf2::{VERSION_L, VERSION_U};
 
     #[test]
     fn plain_ack_matches_the_capture() {
