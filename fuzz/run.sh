@@ -5,7 +5,7 @@
 # stops the run and leaves its input in fuzz/artifacts/<target>/.
 #
 #   fuzz/run.sh 600                      # every target, 10 minutes each
-#   fuzz/run.sh 60 iperf3_params options # two targets, a minute each
+#   fuzz/run.sh 60 iperf3_params iperf3_auth # two targets, a minute each
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and a nightly toolchain, or
 # a stable one with RUSTC_BOOTSTRAP=1 (set here if unset).
@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")"
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-"iperf3_params iperf3_results iperf3_control iperf2_tcp_header udp_datagrams options sniff"}
+targets=${*:-"iperf3_params iperf3_results iperf3_control iperf3_auth iperf2_tcp_header udp_datagrams sniff"}
 export RUSTC_BOOTSTRAP=${RUSTC_BOOTSTRAP:-1}
 cargo fuzz build
 for t in $targets; do

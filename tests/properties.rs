@@ -18,6 +18,35 @@ use wirespeed::units;
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
 
+    /// Both command-line parsers, and the unit readers, on any argument
+    /// vector: a configuration or an error, never a panic.
+    #[test]
+    fn command_lines_never_panic(args in prop::collection::vec("[-a-zA-Z0-9=,.:%@/ ]{0,12}", 0..12)) {
+        let _ = wirespeed::cli::iperf3::parse_args(&args);
+        let _ = wirespeed::cli::iperf2::parse_args_with_env(&args, &|_| None);
+        for a in &args {
+            let _ = units::parse_size_iperf3(a);
+            let _ = units::parse_bitrate_iperf3(a);
+            let _ = units::parse_iperf2(a);
+            let _ = units::parse_int(a, true);
+            let _ = units::parse_seconds(a);
+        }
+    }
+
+    /// An isochronous sender's frame fields, as a hostile sender could
+    /// write them, at both versions' offsets: the receiver's frame
+    /// accounting never panics.
+    #[test]
+    fn frame_accounting_takes_any_datagrams(data in prop::collection::vec(any::<u8>(), 0..2000)) {
+        let frames = std::sync::Arc::new(wirespeed::stats::FrameCounters::default());
+        for at in [iperf2::udp::ISOCH_AT_21, iperf2::udp::ISOCH_AT_22] {
+            let mut t = wirespeed::iperf2::hooks::FrameTracker::new(at, true, frames.clone());
+            for d in data.chunks(120) {
+                t.feed(d, i64::from_le_bytes([d[0]; 8]));
+            }
+        }
+    }
+
     /// Any multiset of sequence numbers in any order (all inside the
     /// duplicate window): received + lost is the highest sequence number,
     /// every repeat is a duplicate, and out-of-order counts the distinct

@@ -7,9 +7,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirespeed::proto::iperf2::bounceback::{BB_HEADER_LEN, BB_MAX_SIZE, BB_MIN_SIZE, BbHeader, is_bounceback};
-use wirespeed::proto::iperf2::header::MAX_TCP_HEADER;
-use wirespeed::proto::iperf2::{BURST_HEADER_LEN, BurstHeader, BurstTracker, ClientAck, ClientHeader, Need};
+use wirespeed_proto::iperf2::bounceback::{BB_HEADER_LEN, BB_MAX_SIZE, BB_MIN_SIZE, BbHeader, is_bounceback};
+use wirespeed_proto::iperf2::header::MAX_TCP_HEADER;
+use wirespeed_proto::iperf2::{BURST_HEADER_LEN, BurstHeader, BurstTracker, ClientAck, ClientHeader, Need};
 
 fuzz_target!(|data: &[u8]| {
     match ClientHeader::need_tcp(data) {

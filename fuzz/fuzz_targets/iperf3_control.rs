@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirespeed::proto::iperf3::Framer;
-use wirespeed::proto::iperf3::machine::{ClientMachine, ServerMachine};
+use wirespeed_proto::iperf3::Framer;
+use wirespeed_proto::iperf3::machine::{ClientMachine, ServerMachine};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&split, rest)) = data.split_first() else { return };

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirespeed::proto::iperf3::params::{Limits, ParamsExtras, decode_params, encode_params, validate};
+use wirespeed_proto::iperf3::params::{Limits, ParamsExtras, decode_params, encode_params, validate};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(p) = decode_params(data) else { return };

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirespeed::proto::iperf3::Results;
+use wirespeed_proto::iperf3::Results;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(r) = Results::decode(data) else { return };

@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirespeed::proto::iperf3::COOKIE_LEN;
-use wirespeed::proto::sniff::{self, Tcp};
+use wirespeed_proto::iperf3::COOKIE_LEN;
+use wirespeed_proto::sniff::{self, Tcp};
 
 fuzz_target!(|data: &[u8]| {
     let whole = sniff::tcp(data);
