@@ -39,16 +39,6 @@ impl Drop for Namespaces {
     }
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|euid| euid == "0"))
-        })
-        .unwrap_or(false)
-}
 
 /// Runs a setup command; panics with its stderr if it fails.
 fn sh(args: &[&str]) {

@@ -17,6 +17,18 @@ pub fn wirespeed() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_wirespeed"))
 }
 
+/// Whether this process runs as root (namespaces, TUN devices, qdiscs).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|euid| euid == "0"))
+        })
+        .unwrap_or(false)
+}
+
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -127,16 +127,6 @@ pub fn pathemu_exe() -> PathBuf {
     ws.parent().unwrap_or(FsPath::new(".")).join("examples").join("pathemu")
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|euid| euid == "0"))
-        })
-        .unwrap_or(false)
-}
 
 /// Whether a namespace of this name exists.
 pub fn netns_exists(name: &str) -> bool {
@@ -175,7 +165,7 @@ impl Path {
     /// notice) where it cannot run, unless WIRESPEED_REQUIRE_PEERS=1.
     pub fn start(spec: &PathSpec) -> Option<Path> {
         let exe = pathemu_exe();
-        let why = if !is_root() {
+        let why = if !super::is_root() {
             Some("the path emulator needs root".to_string())
         } else if !exe.is_file() {
             Some(format!(
