@@ -18,7 +18,7 @@ On each path, the server runs in namespace B and the client in A, each tool
 against its own kind (wirespeed; iperf3 3.12 and the newest; iperf 2.1.8 and
 the newest), one after another:
 
-  * TCP, one stream, `-C cubic` (iperf 2: `-Z cubic`), -t = max(5 s, 40 RTTs):
+  * TCP, one stream, `-C cubic` (iperf 2: `-Z cubic`), -t = max(5 s, 30 RTTs):
     receiver bitrate against the bottleneck's goodput (rate x 1448/1500),
     also over the second half of the test from the receiver's own intervals;
     sender bytes against receiver bytes; client start to exit minus -t.
@@ -90,7 +90,7 @@ class Path:
         # Mathis et al.: MSS/RTT x sqrt(3/2)/sqrt(p), at the idle RTT.
         self.mathis_bps = math.inf if p == 0 else MSS * 8 / (rtt_ms / 1000) * math.sqrt(1.5) / math.sqrt(p)
         self.allowed = self.mathis_bps >= self.ideal_bps
-        self.tcp_secs = max(5, int(math.ceil(40 * rtt_ms / 1000)))
+        self.tcp_secs = max(5, int(math.ceil(30 * rtt_ms / 1000)))
         # Send and receive buffers big enough for twice the path's packets in flight
         # (BDP + queue), so the window is set by TCP and the path, not by a cap.
         need = int(2 * (bdp + self.queue) * 1500 * 2)
@@ -193,9 +193,22 @@ def ring_drops(c):
     return sum(v for side in c["tun"].values() for v in side.values())
 
 
+def udp_snmp(ns):
+    """The namespace's UDP counters (/proc/net/snmp): datagrams its sockets
+    could not take (RcvbufErrors) or send (SndbufErrors)."""
+    p = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"], capture_output=True, text=True,
+                       timeout=10)
+    lines = [l.split() for l in p.stdout.splitlines() if l.startswith("Udp:")]
+    if len(lines) < 2:
+        return {}
+    d = dict(zip(lines[0][1:], (int(x) for x in lines[1][1:])))
+    return {k: d.get(k, 0) for k in ("InDatagrams", "InErrors", "RcvbufErrors", "SndbufErrors")}
+
+
 def run_test(pe, tool, path, kind, client_argv, server_argv, secs):
     """One test: server in B, client in A, both bounded and ended by pid.
-    Returns the outputs, the client's wall time and the counters' change."""
+    Returns the outputs, the client's wall time, how long the server took
+    to finish after the client exited, and the counters' change."""
     rtt = path.rtt_ms / 1000
     proto = "udp" if tool.family == "iperf2" and kind == "udp" else "tcp"
     sout = tempfile.TemporaryFile(mode="w+")
@@ -206,6 +219,7 @@ def run_test(pe, tool, path, kind, client_argv, server_argv, secs):
             res["error"] = "server did not listen: " + read_file(sout).strip()[-200:]
             return res
         before = counters(pe.stats())
+        snmp_before = {"a": udp_snmp(pe.ns_a), "b": udp_snmp(pe.ns_b)}
         cout, cerr = tempfile.TemporaryFile(mode="w+"), tempfile.TemporaryFile(mode="w+")
         limit = secs + 40 + 30 * rtt
         t0 = time.monotonic()
@@ -219,18 +233,69 @@ def run_test(pe, tool, path, kind, client_argv, server_argv, secs):
         res["wall"] = time.monotonic() - t0
         res["rc"] = cl.returncode
         res["client_out"], res["client_err"] = read_file(cout), read_file(cerr)
-        # The server ends by itself (-1) or has written its final report.
-        deadline = time.monotonic() + 5 + 6 * rtt
-        while time.monotonic() < deadline and srv.poll() is None:
-            if tool.server_done(read_file(sout), kind):
-                time.sleep(0.2)
+        # The server ends by itself (-1) or writes its final report when the
+        # last byte has arrived (an iperf 2 client may exit with data still in
+        # its socket): wait for that, as long as the test again at most.
+        t1 = time.monotonic()
+        deadline = t1 + 10 + secs + 10 * rtt
+        done = False
+        while time.monotonic() < deadline:
+            if srv.poll() is not None or tool.server_done(read_file(sout), kind):
+                done = True
                 break
             time.sleep(0.1)
+        res["server_after_client"] = time.monotonic() - t1
+        if not done:
+            res["server_cut"] = f"server still running {res['server_after_client']:.0f} s after the client"
+        elif srv.poll() is None:
+            time.sleep(0.2)
     finally:
         stop(srv)
     res["server_out"] = read_file(sout)
     res["emu"] = diff(counters(settled_stats(pe, 5 + 4 * rtt)), before)
+    res["snmp"] = diff({"a": udp_snmp(pe.ns_a), "b": udp_snmp(pe.ns_b)}, snmp_before)
     return res
+
+
+def model_jitter(path, bps, secs=UDP_SECS, seeds=(1, 2, 3)):
+    """The RFC 3550 estimate the emulator's model gives a perfect receiver of
+    datagrams sent evenly at `bps`, each delayed by a uniform draw in +-J
+    and delivered in delivery order: its mean over the middle of the test
+    (2J/3), its final value when the receiver waits for every straggler
+    (the last arrivals are the most delayed, so it ends lower), and its final
+    value when out-of-order datagrams are left out of the estimate."""
+    if not path.jitter:
+        return None
+    import random
+    J = path.jitter_us / 1e6
+    s = PAYLOAD * 8 / bps
+    n = int(secs / s)
+    mids, finals, inorders = [], [], []
+    for seed in (seeds if n <= 100000 else seeds[:1]):
+        r = random.Random(seed)
+        pk = sorted((i * s + r.uniform(-J, J), i) for i in range(n))
+        jit = jin = 0.0
+        prev = prev_in = None
+        top = -1
+        acc = []
+        for k, (arr, i) in enumerate(pk):
+            t = arr - i * s
+            if prev is not None:
+                jit += (abs(t - prev) - jit) / 16
+                if n // 4 <= k < 3 * n // 4:
+                    acc.append(jit)
+            prev = t
+            if i > top:
+                if prev_in is not None:
+                    jin += (abs(t - prev_in) - jin) / 16
+                prev_in = t
+                top = i
+        mids.append(sum(acc) / len(acc))
+        finals.append(jit)
+        inorders.append(jin)
+    return {"mid_ms": statistics.mean(mids) * 1e3, "final_ms": statistics.mean(finals) * 1e3,
+            "final_min_ms": min(finals) * 1e3, "final_max_ms": max(finals) * 1e3,
+            "inorder_ms": statistics.mean(inorders) * 1e3}
 
 
 # ---------------------------------------------------------------- tools
@@ -288,6 +353,7 @@ class Iperf3Family:
                 out[k + "_ms"] = snd[k] / 1000
         if s and "end" in s:
             out["rx_bytes"] = s["end"]["sum_received"]["bytes"]
+            out["rx_seconds"] = s["end"]["sum_received"].get("seconds")
             out["steady_bps"] = steady([(iv["sum"]["start"], iv["sum"]["end"], iv["sum"]["bytes"])
                                         for iv in s.get("intervals", [])], secs)
         else:
@@ -370,6 +436,7 @@ class Iperf2Family:
             out["error"] = (r.get("client_err") or r.get("client_out") or "no report").strip()[-200:]
             return out
         out["tx_bytes"] = line["bytes"]
+        out["tx_seconds"] = line["end"]
         m = re.search(r"Bytes/sec\s+(\d+)/(\d+)\s+(\d+)", line["text"])
         if m:
             out["retransmits"] = int(m.group(3))
@@ -381,6 +448,7 @@ class Iperf2Family:
             out["error"] = "no server report"
             return out
         out["rx_bytes"] = fin["bytes"]
+        out["rx_seconds"] = fin["end"]
         out["rx_bps"] = fin["bytes"] * 8 / (fin["end"] - fin["start"]) if fin["end"] > fin["start"] else None
         out["rx_bps_reported"] = fin["bps"]
         out["steady_bps"] = steady([(x["start"], x["end"], x["bytes"]) for x in rows if x is not fin and x["start"] > 0],
@@ -501,15 +569,25 @@ def set_buffers(pe, path):
 
 
 def path_budget(path, tools):
-    per_tool = path.tcp_secs + sum(UDP_SECS for _ in path.udp_loads()) + 12 + 20 * path.rtt_ms / 1000
-    return 30 + len(tools) * per_tool
+    """About how long the path takes (seconds), from the quick run's timings."""
+    rtt = path.rtt_ms / 1000
+    per_tool = path.tcp_secs + 1.5 + 6 * rtt + len(path.udp_loads()) * (UDP_SECS + 1.5 + 6 * rtt)
+    return 5 + len(tools) * per_tool + 10 * rtt
+
+
+def path_lifetime(path, tools):
+    """The emulator's hard bound: every test at its own bounds."""
+    rtt = path.rtt_ms / 1000
+    per = sum(2 * secs + 55 + 44 * rtt for secs in [path.tcp_secs] + [UDP_SECS] * len(path.udp_loads()))
+    return int(120 + len(tools) * per)
 
 
 def run_path(path, tools, log):
     seed = zlib.crc32(path.settings().encode())
-    res = {"path": path.to_json(), "seed": seed, "load_before": os.getloadavg()[0], "tools": {}}
+    res = {"path": path.to_json(), "seed": seed, "load_before": os.getloadavg()[0], "tools": {},
+           "jitter_model": model_jitter(path, path.udp_bps(UDP_LOADS[0]))}
     t_start = time.monotonic()
-    lifetime = int(path_budget(path, tools) * 3 + 120)
+    lifetime = path_lifetime(path, tools)
     with PathEmu(both=path.settings(), seed=seed, lifetime=lifetime) as pe:
         res["buffers"] = set_buffers(pe, path)
         res["ping"] = ping(pe, path)
@@ -551,6 +629,17 @@ def common(r, out):
         out["ring_drops"] = ring_drops(r["emu"])
     if "wall" in r:
         out["wall"] = r["wall"]
+    if r.get("server_cut"):
+        out["server_cut"] = r["server_cut"]
+    if "server_after_client" in r:
+        out["server_after_client"] = r["server_after_client"]
+    snmp = r.get("snmp") or {}
+    out["rcvbuf_errors"] = snmp.get("b", {}).get("RcvbufErrors", 0)
+    out["sndbuf_errors"] = snmp.get("a", {}).get("SndbufErrors", 0)
+    # The ends of the outputs, for reading a surprising number afterwards.
+    out["client_tail"] = (r.get("client_out") or "")[-700:]
+    out["client_err_tail"] = (r.get("client_err") or "")[-300:]
+    out["server_tail"] = (r.get("server_out") or "")[-700:]
 
 
 def summarise_tcp(tool, path, r):
@@ -566,13 +655,8 @@ def summarise_tcp(tool, path, r):
         out["tx_minus_rx"] = out["tx_bytes"] - out["rx_bytes"]
     if "wall" in out:
         out["time_to_end"] = out["wall"] - path.tcp_secs
-    if not out.get("error") and tool.family == "iperf2" and "client_out" in r:
-        # Failed outputs are kept for the reader; good ones are large.
-        pass
-    if out.get("error"):
-        out["client_out"] = (r.get("client_out") or "")[-1500:]
-        out["client_err"] = (r.get("client_err") or "")[-1500:]
-        out["server_out"] = (r.get("server_out") or "")[-1500:]
+    if out.get("rx_seconds") is not None:
+        out["rx_over_t"] = out["rx_seconds"] - path.tcp_secs
     return out
 
 
@@ -589,10 +673,6 @@ def summarise_udp(tool, path, r, bps):
         out["drops"] = a["loss"] + a["queue"] + a["outage"] + a["limit"] + a["write_error"]
         out["drops_loss"], out["drops_queue"] = a["loss"], a["queue"]
         out["emu_reordered"] = emu["a2b"]["udp_reordered"]
-    if out.get("error"):
-        out["client_out"] = (r.get("client_out") or "")[-1500:]
-        out["client_err"] = (r.get("client_err") or "")[-1500:]
-        out["server_out"] = (r.get("server_out") or "")[-1500:]
     return out
 
 
@@ -614,7 +694,8 @@ def judge(pr):
         # Exactness: TCP sender bytes = receiver bytes; UDP reported lost = the path's drops.
         ex = []
         if tcp.get("tx_minus_rx") is not None:
-            ex.append(("TCP bytes", tcp["tx_minus_rx"] == 0, f"sent − received = {tcp['tx_minus_rx']:+d} B"))
+            cut = f" ({tcp['server_cut']})" if tcp.get("server_cut") else ""
+            ex.append(("TCP bytes", tcp["tx_minus_rx"] == 0, f"sent − received = {tcp['tx_minus_rx']:+d} B{cut}"))
         for key in ("udp90", "udp120"):
             u = tr.get(key)
             if u and u.get("lost") is not None and u.get("drops") is not None:
@@ -639,7 +720,8 @@ def judge(pr):
             if u.get("lost") is None or u.get("drops") is None:
                 uu.append((key, False, u.get("error") or "no counts"))
             else:
-                uu.append((key, u["lost"] == u["drops"], f"{key[3:]} %: lost {u['lost']} vs drops {u['drops']}"))
+                host = f" (+{u['rcvbuf_errors']} dropped by the receiving host's socket)" if u.get("rcvbuf_errors") else ""
+                uu.append((key, u["lost"] == u["drops"], f"{key[3:]} %: lost {u['lost']} vs drops {u['drops']}{host}"))
         g["udp"] = (all(ok for _, ok, _ in uu) if uu else None, "; ".join(w for _, ok, w in uu if not ok))
         # Idle RTT within 1 ms of 2 x delay: only the tools that measure an idle RTT.
         if name == "wirespeed":
@@ -795,11 +877,17 @@ def render(res):
         x = (tr or {}).get("tcp")
         if not x or x.get("time_to_end") is None:
             return "—"
-        return f"{x['time_to_end']:.2f}"
+        s = f"{x['time_to_end']:.2f}"
+        if x.get("rx_over_t") is not None:
+            s += f" / {x['rx_over_t']:+.2f}"
+        return s + (" (cut)" if x.get("server_cut") else "")
 
     table("TCP: time to end (s)",
           "From starting the client to its exit, minus `-t` (it includes connecting and the tool's setup; the "
-          "path's RTT is in the first column).",
+          "path's RTT is in the first column), then the receiver's own duration minus `-t` (iperf3, wirespeed: "
+          "the server's `end.sum_received.seconds`; iperf 2: the end of the server's final CSV row). \"(cut)\": "
+          "the server was still receiving when the bench stopped it (the test's length again after the "
+          "client's exit).",
           tools, end_cell)
 
     def retr_cell(pr, tr):
@@ -825,12 +913,17 @@ def render(res):
                 return "error"
             s = f"{x['lost']}/{f(x.get('drops'))}"
             s += " ✓" if x["lost"] == x.get("drops") else " ✗"
+            if x.get("rcvbuf_errors"):
+                s += f" (+{x['rcvbuf_errors']} rcvbuf)"
             return s + (" RING" if x.get("ring_drops") else "")
 
         table(f"UDP at {load} of the rate: lost reported / dropped by the path",
               f"1400-byte datagrams at {load} of the bottleneck's IP rate (`-b` = {load} × rate × 1400/1428). "
               "Reported: the receiver's `lost_packets` (iperf3, wirespeed: the server's own `-J`; iperf 2: the "
-              "server's CSV). Dropped: the emulator's A→B `udp_by_len[\"1400\"]` loss + queue drops.",
+              "server's CSV). Dropped: the emulator's A→B `udp_by_len[\"1400\"]` loss + queue drops. "
+              "\"+N rcvbuf\": datagrams the receiving host delivered to no socket because the receiver's buffer "
+              "was full (namespace B's `Udp: RcvbufErrors`), which a tool counts as lost although the path "
+              "delivered them.",
               tools, udp_cell)
 
         def count_cell(pr, tr, key=key):
@@ -850,12 +943,24 @@ def render(res):
             return "—"
         return f"{x['jitter_ms']:.3f}"
 
+    def jit_model(pr):
+        m = pr.get("jitter_model")
+        if not m:
+            return ["0", "0", "0"]
+        return [f"{m['mid_ms']:.3f}", f"{m['final_ms']:.3f} ({m.get('final_min_ms', m['final_ms']):.2f}–"
+                f"{m.get('final_max_ms', m['final_ms']):.2f})", f"{m['inorder_ms']:.3f}"]
+
     table("UDP jitter (ms) at 90 %",
-          "The receiver's RFC 3550 jitter. Expected: about 2J/3 for a uniform ±J on every packet's delay "
-          "(|difference of two uniform draws| averages 2J/3, reordered or not); on a jitter-free path only the "
-          "sender's burstiness through the bottleneck and the emulator's timing (tens of µs) remain.",
+          "The receiver's RFC 3550 jitter (an average of |transit difference| over the last ~16 arrivals) at "
+          "the end of the test. The model columns replay the emulator's model for evenly sent datagrams "
+          "(3 seeds; 1 at 1 Gbit/s): \"mid-test\" is the estimate in the middle of the test, about 2J/3 "
+          "(|difference of two uniform draws| averages 2J/3, reordered or not); \"final, all\" is its value "
+          "after the last datagram when the receiver waits for every straggler (the last arrivals are the "
+          "most delayed ones, so it ends lower: min–max over the seeds); \"final, in order\" leaves "
+          "out-of-order datagrams out of the estimate. On a jitter-free path only the sender's burstiness "
+          "through the bottleneck and the emulator's timing (tens of µs) remain.",
           tools, jit_cell,
-          (["expected"], lambda pr: [f"{expected_jitter_ms(pr['path']):.3f}"]))
+          (["model: mid-test", "final, all", "final, in order"], jit_model))
 
     def ooo_cell(pr, tr):
         x = (tr or {}).get("udp90")
@@ -920,16 +1025,22 @@ METHOD = [
     "path rather than by a buffer cap (the namespaces inherit the host's, whose `tcp_wmem` maximum is 4 MB, "
     "and its default congestion control, bbr: hence `-C cubic`).",
     "- **TCP.** One stream, cubic: `-C cubic` (wirespeed, iperf3), `-Z cubic` (iperf 2), "
-    "`-t` = max(5 s, 40 × RTT) — 5 s up to 80 ms, 8 s at 200 ms, 24 s at 600 ms. Slow start to one BDP "
+    "`-t` = max(5 s, 30 × RTT) — 5 s up to 160 ms, 6 s at 200 ms, 18 s at 600 ms. Slow start to one BDP "
     "takes about log2(BDP/10 packets) RTTs (1.5 s at 100 Mbit/s × 200 ms, 7 s at 1 Gbit/s × 600 ms), "
     "so the goal is judged on the receiver's bitrate over the second half of the test (its own 1 s "
     "intervals: the server's `-J` intervals, the iperf 2 server's `-i 1` CSV rows); the tools' whole-test "
     "number is shown beside it. iperf3 and wirespeed: `-J` at both ends (`-s -1 -J`); iperf 2: client "
-    "`-e -f B` (exact bytes and its RTT), server `-i 1 -y C`.",
+    "`-i 1 -e -f B` (exact bytes and its RTT; without `-i`, iperf 2.2.1's final Rtry and RTT are its "
+    "connect-time sample), server `-i 1 -y C`. After the client exits, the bench waits for the server to "
+    "finish (iperf3 `-1` exits; iperf 2 prints its final row when the last byte has arrived), at most "
+    "10 s + `-t` + 10 RTTs.",
     "- **UDP.** `-l 1400`, 5 s, `-b` = 90 % of the rate in IP bytes (`0.9 × rate × 1400/1428`); also 120 % on "
     "the jitter-free paths with loss 0 or 1 %. wirespeed's 90 % run adds `--latency` (its idle probes, "
     "before the load, are the idle RTT).",
     "- **RTT.** `ping -c 20 -i 0.05` from A before the tests.",
+    "- **Hosts' own drops.** Namespace B's `/proc/net/snmp` `Udp: RcvbufErrors` is read before and after "
+    "each test: datagrams the path delivered but the receiving socket had no room for (the receiver did not "
+    "read fast enough).",
     "- Tools run one after another on one path (wirespeed, iperf3 3.12, the newest iperf3, iperf 2.1.8, "
     "the newest iperf 2), each against its own server, started for that test and ended by pid.",
 ]
