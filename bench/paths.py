@@ -354,8 +354,9 @@ class Iperf3Family:
         if s and "end" in s:
             out["rx_bytes"] = s["end"]["sum_received"]["bytes"]
             out["rx_seconds"] = s["end"]["sum_received"].get("seconds")
-            out["steady_bps"] = steady([(iv["sum"]["start"], iv["sum"]["end"], iv["sum"]["bytes"])
-                                        for iv in s.get("intervals", [])], secs)
+            ivs = [(iv["sum"]["start"], iv["sum"]["end"], iv["sum"]["bytes"]) for iv in s.get("intervals", [])]
+            out["steady_bps"] = steady(ivs, secs)
+            out["rx_intervals_mbps"] = interval_rates(ivs)
         else:
             out["rx_bytes"] = out["rx_bytes_client"]
             out["server_doc"] = "missing"
@@ -369,6 +370,7 @@ class Iperf3Family:
             return out
         end = c["end"]
         out["sent"] = (end.get("sum_sent") or end.get("sum") or {}).get("packets")
+        out["tx_intervals_packets"] = [iv["sum"].get("packets") for iv in c.get("intervals", [])]
         rx = None
         if s and "end" in s:
             rx = s["end"].get("sum_received") or s["end"].get("sum")
@@ -388,6 +390,10 @@ class Iperf3Family:
             out["idle_min_ms"] = lat["idle"].get("min_ms")
             out["idle_probes"] = lat["idle"].get("probes")
         return out
+
+
+def interval_rates(intervals):
+    return [round(n * 8 / (b - a) / 1e6, 2) if b > a else None for a, b, n in intervals]
 
 
 def steady(intervals, secs):
@@ -451,8 +457,9 @@ class Iperf2Family:
         out["rx_seconds"] = fin["end"]
         out["rx_bps"] = fin["bytes"] * 8 / (fin["end"] - fin["start"]) if fin["end"] > fin["start"] else None
         out["rx_bps_reported"] = fin["bps"]
-        out["steady_bps"] = steady([(x["start"], x["end"], x["bytes"]) for x in rows if x is not fin and x["start"] > 0],
-                                   secs)
+        ivs = [(x["start"], x["end"], x["bytes"]) for x in rows if x is not fin and (x["start"] > 0 or x["end"] <= 1.01)]
+        out["steady_bps"] = steady([iv for iv in ivs if iv[0] > 0], secs)
+        out["rx_intervals_mbps"] = interval_rates(ivs)
         return out
 
     def parse_udp(self, r, secs):
@@ -708,7 +715,7 @@ def judge(pr):
         elif tcp.get("steady_ratio") is None:
             g["tcp"] = (False, tcp.get("error") or "no receiver intervals")
         else:
-            ok = abs(tcp["steady_ratio"] - 1) <= 0.05
+            ok = tcp["steady_ratio"] >= 0.95
             g["tcp"] = (ok, "" if ok else f"second half {tcp['steady_ratio']:.3f} of goodput "
                                              f"(whole test {tcp.get('ratio', 0):.3f})")
         # UDP loss = drops (both loads).
@@ -791,7 +798,7 @@ def render(res):
     L.append("")
     L.append("| goal | " + " | ".join(labels) + " |")
     L.append("|---|" + "---|" * len(tools))
-    for key, what in (("exact", "exact (TCP bytes, UDP lost = drops)"), ("tcp", "TCP within 5 % of goodput"),
+    for key, what in (("exact", "exact (TCP bytes, UDP lost = drops)"), ("tcp", "TCP ≥ 95 % of goodput"),
                       ("udp", "UDP lost = drops"), ("rtt", "idle RTT within 1 ms")):
         cells = []
         for t in tools:
@@ -1047,8 +1054,10 @@ METHOD = [
 
 GOALS = [
     "- **exact**: TCP sender bytes = receiver bytes, and UDP reported lost = the path's drops (both loads).",
-    "- **TCP**: the receiver's bitrate over the second half of the test within 5 % of the goodput "
-    "(rate × 1448/1500), judged only where the window allows: loss-free paths, or where the Mathis bound "
+    "- **TCP**: the receiver's bitrate over the second half of the test at least 95 % of the goodput "
+    "(rate × 1448/1500; above it is possible and not a fault: data that crossed the link in the first half "
+    "but waited in the receiver's reassembly queue behind a lost segment is read in the second), judged "
+    "only where the window allows: loss-free paths, or where the Mathis bound "
     "(MSS/RTT × √1.5/√p at the idle RTT) exceeds the goodput. Jitter paths are judged too (jitter does not "
     "shrink the window; the reordering it causes may).",
     "- **UDP**: reported lost = the emulator's drops of 1400-byte payloads A→B, at 90 % and at 120 %.",
