@@ -256,11 +256,11 @@ impl Searcher {
         // its probe, and one spurious failure would cap the whole search.
         // A floor check is not repeated while it only confirms a rate above
         // one already bad; once a floor is known it is a probe of its rate
-        // like any other.
+        // like any other. A sender that fell short is given a second try
+        // too: on a busy host one slow second is not the sender's limit.
         if let Some(last) = self.runs.last()
             && (last.kind == ProbeKind::Search || (last.kind == ProbeKind::FloorCheck && self.loss_floor.is_some()))
-            && last.reached.is_none()
-            && !self.judge(last)
+            && (last.reached.is_some() || !self.judge(last))
         {
             return Ok(Step {
                 rate: last.rate,
@@ -1319,6 +1319,36 @@ mod tests {
         assert!(!s.loss_ok(1) && s.loss_ok(2));
         assert_eq!(s.best(), Some(2_000_000));
         assert_eq!(s.next().map(|s| (s.rate, s.kind)), Ok((4_000_000, ProbeKind::Search)));
+    }
+
+    #[test]
+    fn a_sender_that_falls_short_once_is_given_a_second_try() {
+        let mut s = Searcher::new(16_000_000, 1000, DEFAULT_MAX_LOSS);
+        probe(&mut s, 16_000_000, 0);
+        // A slow second: 30.3 of 32 Mbit/s left the sender.
+        s.record(Run {
+            rate: 32_000_000,
+            kind: ProbeKind::Search,
+            packets: 2705,
+            lost: 0,
+            reached: Some(30_300_000),
+        });
+        assert_eq!(s.next().map(|s| (s.rate, s.kind)), Ok((32_000_000, ProbeKind::Retry)));
+        probe(&mut s, 32_000_000, 0);
+        assert_eq!(s.best(), Some(32_000_000));
+        assert_eq!(s.next().map(|s| (s.rate, s.kind)), Ok((64_000_000, ProbeKind::Search)));
+        // Short twice: what it reached is the answer's bound.
+        for kind in [ProbeKind::Search, ProbeKind::Retry] {
+            s.record(Run {
+                rate: 64_000_000,
+                kind,
+                packets: 5000,
+                lost: 0,
+                reached: Some(40_000_000),
+            });
+        }
+        assert_eq!(s.best(), Some(40_000_000));
+        assert_ne!(s.next().map(|s| s.kind), Ok(ProbeKind::Retry));
     }
 
     /// The floor is within three standard errors of the path's random

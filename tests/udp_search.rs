@@ -140,7 +140,7 @@ fn the_search_prints_each_probe_and_the_answer_on_loopback() {
     );
     assert!(lines[2].trim_start().starts_with("1  50.0 Mbits/sec"), "{}", r.stdout);
     assert!(
-        lines.iter().any(|l| l.starts_with("Highest rate with loss <= 5%: ")),
+        lines.iter().any(|l| l.starts_with("Highest rate with loss <= 5%")),
         "{}",
         r.stdout
     );
@@ -191,7 +191,7 @@ fn the_iperf2_dialect_searches_against_an_iperf2_server() {
         let answer = r
             .stdout
             .lines()
-            .find(|l| l.starts_with("Highest rate with loss <= 5%: "))
+            .find(|l| l.starts_with("Highest rate with loss <= 5%"))
             .unwrap_or_else(|| panic!("{who:?}: {}", r.stdout));
         assert!(answer.contains("bits/sec"), "{answer}");
         // The probes run back to back against one server: the real 2.1.8,
