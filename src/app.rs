@@ -343,7 +343,11 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
                 match cfg.dialect {
                     Dialect::Iperf3 => {
                         out.write_err(&format!("{prog}: {}\n", e.line()));
-                        out.write_err(&format!("{prog}: exiting\n"));
+                        // As iperf3: a PID file it cannot write ends it
+                        // before it serves, in one line.
+                        if e.code != Code::PIDFILE {
+                            out.write_err(&format!("{prog}: exiting\n"));
+                        }
                     }
                     Dialect::Iperf2 => out.write_err(&format!("{}\n", e.text())),
                 }
@@ -524,22 +528,28 @@ pub struct PidFile(std::path::PathBuf);
 
 impl PidFile {
     /// Writes our PID (no newline, as iperf3), refusing if the file names a
-    /// live process.
+    /// live process. A failure names the file (iperf3's words do not, which
+    /// leaves a daemon's user guessing which path was wrong).
     pub fn create(path: &std::path::Path) -> Result<PidFile, Error> {
+        let failed = |why: String| {
+            let words = Code::PIDFILE.message().unwrap_or("unable to write PID file");
+            Error::msg(Code::PIDFILE, format!("{words} {}: {why}", path.display()))
+        };
         if let Ok(old) = std::fs::read_to_string(path)
             && let Ok(pid) = old.trim().parse::<u32>()
             && pid != std::process::id()
             && std::path::Path::new(&format!("/proc/{pid}")).exists()
         {
-            return Err(Error::msg(
-                Code::PIDFILE,
-                format!("unable to write PID file: process {pid} is running"),
-            ));
+            return Err(failed(format!("process {pid} is running")));
         }
         // Write then rename, so a reader never sees a half-written file.
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, std::process::id().to_string()).map_err(|e| Error::io(Code::PIDFILE, &e))?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(Code::PIDFILE, &e))?;
+        let io = |e: std::io::Error| failed(crate::error::errno_text(&e));
+        std::fs::write(&tmp, std::process::id().to_string()).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io(e)
+        })?;
         Ok(PidFile(path.to_path_buf()))
     }
 }

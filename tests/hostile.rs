@@ -1001,10 +1001,31 @@ fn a_daemon_that_cannot_start_fails_its_starter() {
         Duration::from_secs(10),
     );
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    assert!(r.stderr.contains("PID file"), "{}", r.stderr);
+    // One line that names the file it could not write.
+    assert_eq!(
+        r.stderr,
+        format!(
+            "wirespeed: error - unable to write PID file {}: No such file or directory\n",
+            pidfile.display()
+        )
+    );
     // Nothing is left listening.
     std::thread::sleep(Duration::from_millis(200));
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+    // Without -D, the same one line (iperf3 prints no "exiting" here).
+    let r = run(
+        &wirespeed(),
+        &["-s", "-p", &port.to_string(), "-I", pidfile.to_str().unwrap()],
+        Duration::from_secs(10),
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "wirespeed: error - unable to write PID file {}: No such file or directory\n",
+            pidfile.display()
+        )
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
