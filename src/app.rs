@@ -419,7 +419,7 @@ fn run_server(
     // -A n: the server and every thread it starts run on CPU n (a test
     // whose client sent -A x,m runs its own threads on m instead).
     if let Some(cpu) = cfg.net.affinity {
-        sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+        sys::process::pin_current_thread(cpu).map_err(|e| Error::affinity(cpu, &e))?;
     }
     // Many clients, many streams: as many descriptors as we may have.
     let _ = sys::process::raise_nofile_limit();

@@ -217,3 +217,41 @@ fn sctp_without_kernel_support_is_one_clear_line() {
         "SCTP is not supported by this kernel",
     );
 }
+
+/// The CPUs the kernel lists online (`0-3,6`), as the affinity message
+/// should name them.
+#[cfg(target_os = "linux")]
+fn online_cpus() -> (String, usize) {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let list = list.trim().to_string();
+    let max = list
+        .split([',', '-'])
+        .filter_map(|n| n.parse::<usize>().ok())
+        .max()
+        .unwrap();
+    (list, max)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn affinity_to_a_cpu_the_host_lacks_says_which_it_has() {
+    let (list, max) = online_cpus();
+    let missing = (max + 1).to_string();
+    let has = if list.contains(['-', ',']) {
+        format!("CPUs {list}")
+    } else {
+        format!("CPU {list}")
+    };
+    let want = format!("error - unable to set CPU affinity: CPU {missing} does not exist (this host has {has})");
+    // The client pins itself before it connects: no server needed.
+    let r = ws(&["-c", "127.0.0.1", "-p", "1", "-A", &format!("{missing},0")]);
+    assert_one_line_error(&r, &want);
+    assert_json_error(
+        &ws(&["-c", "127.0.0.1", "-p", "1", "-J", "-A", &missing]),
+        &want["error - ".len()..],
+    );
+    // A server pins itself before it listens.
+    let r = ws(&["-s", "-p", &free_port().to_string(), "-A", &missing]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(r.stderr, format!("wirespeed: {want}\nwirespeed: exiting\n"));
+}
