@@ -130,6 +130,11 @@ fn run_iperf3(rest: &[String], prog: &str) -> i32 {
         Err(e) => {
             if wants_json {
                 print_json_error(&e);
+            } else if e.code == Code::NOROLE {
+                // Neither -c nor -s (a bare `wirespeed`): as iperf3, the
+                // line and a blank one on stderr, the usage on stdout.
+                eprintln!("{prog}: {}\n", e.line());
+                print!("{}", cli::iperf3::long_usage(prog));
             } else {
                 eprintln!("{prog}: {}", e.line());
             }

@@ -45,12 +45,42 @@ fn bad_values_name_the_rule() {
     assert_one_line_error(&ws(&["-c", "h", "-l", "12Q"]), "invalid unit value or suffix: '12Q'");
     assert_one_line_error(&ws(&["-c", "h", "-f", "x"]), "bad format specifier");
     assert_one_line_error(&ws(&["-s", "-c", "h"]), "cannot be both server and client");
-    assert_one_line_error(&ws(&[]), "must either be a client (-c) or server (-s)");
     assert_one_line_error(
         &ws(&["-c", "h", "-R", "--bidir"]),
         "cannot be both reverse and bidirectional",
     );
     assert_one_line_error(&ws(&["-s", "-t", "5"]), "client only");
+}
+
+/// A bare `wirespeed` (or one without -c or -s) answers as iperf3 3.12
+/// does: the error and a blank line on stderr, the usage (`-h`'s) on
+/// stdout, exit 1.
+#[test]
+fn no_role_prints_the_usage_as_iperf3_does() {
+    let help = ws(&["-h"]).stdout;
+    assert!(help.starts_with("Usage: wirespeed [-s|-c host] [options]\n"), "{help}");
+    for args in [&[][..], &["-p", "5000"][..]] {
+        let r = ws(args);
+        assert_eq!(r.code, Some(1), "{args:?}");
+        assert_eq!(
+            r.stderr, "wirespeed: parameter error - must either be a client (-c) or server (-s)\n\n",
+            "{args:?}"
+        );
+        assert_eq!(r.stdout, help, "{args:?}");
+    }
+    // The same streams and code as the real iperf3, where it is installed.
+    if let Some(iperf3) = peer("iperf3") {
+        let real = run(&iperf3, &[], T);
+        assert_eq!(real.code, Some(1));
+        assert_eq!(
+            real.stderr,
+            "iperf3: parameter error - must either be a client (-c) or server (-s)\n\n"
+        );
+        assert!(real.stdout.starts_with("Usage: iperf3 [-s|-c host] [options]\n"));
+    }
+    // Other parameter errors stay one line; with -J, a JSON document.
+    assert_one_line_error(&ws(&["-s", "-c", "h"]), "cannot be both server and client");
+    assert_json_error(&ws(&["-J"]), "must either be a client (-c) or server (-s)");
 }
 
 #[test]
