@@ -237,6 +237,7 @@ impl Client<'_> {
             // A wirespeed server half-closes its streams when its senders
             // stop; an iperf3 server closes them at TEST_END.
             peer_half_closes: true,
+            samples: cfg.output.chart_samples(),
             ..LocalOpts::default()
         };
         self.pending = Some((streams, waker, local));

@@ -72,6 +72,8 @@ pub struct RunOpts {
     pub signal: Arc<AtomicUsize>,
     /// `-F` on a sender.
     pub file: Option<std::path::PathBuf>,
+    /// Samples for a chart only (see [`LocalOpts::samples`]).
+    pub samples: Option<Duration>,
     /// Where the test's `start` says it connected to, or whom it accepted.
     pub start: StartInfo,
 }
@@ -201,6 +203,7 @@ pub fn run_flows(
             // counts as data; 2.1.8's sender counts it too.
             fin_datagram: true,
         },
+        samples: opts.samples,
     };
     let mut session = Session::start_with(params, side, streams, waker, &local)?;
     reporter.emit(Event::Start(Box::new(StartInfo {

@@ -232,6 +232,7 @@ impl ServerTest<'_> {
             // An iperf3 client keeps its streams open until the results are
             // exchanged; a wirespeed client half-closes after its last byte.
             peer_half_closes: self.wirespeed_client,
+            samples: self.cfg.output.chart_samples(),
             ..LocalOpts::default()
         };
         let session = Session::start(&self.params, Side::Server, streams, waker, &local)?;
