@@ -544,6 +544,17 @@ fn server_error(ctrl: &mut Ctrl) -> Error {
     let deadline = Instant::now() + Duration::from_secs(5);
     let code = ctrl.recv_i32_or_eof(deadline).ok().flatten().unwrap_or(0);
     let errno = ctrl.recv_i32_or_eof(deadline).ok().flatten().unwrap_or(0);
+    if crate::proto::iperf3::framing::is_policy_refusal(code, errno) {
+        // A wirespeed server's --allow/--deny (an iperf3 client prints
+        // "test authorization failed").
+        return Error {
+            kind: Kind::Server,
+            ..Error::msg(
+                Code::AUTHTEST,
+                "access denied: the server's --allow/--deny does not admit this client's address",
+            )
+        };
+    }
     let mut e = Error::new(Code(code));
     e.errno = (errno != 0).then_some(errno);
     e.kind = Kind::Server;

@@ -57,8 +57,8 @@ Server specific:
   --max-streams #           streams a test may open (default 10000)
   --allow <list>            serve only these clients: addresses, CIDR networks, host names
                             (comma-separated; repeatable; names resolved at start)
-  --deny <list>             refuse these clients (deny wins over --allow); iperf3 clients
-                            are told \"access denied\" (which iperf3 words as busy)
+  --deny <list>             refuse these clients (deny wins over --allow); an iperf3 client
+                            is told \"test authorization failed\", ours \"access denied\"
   --rsa-private-key-path    path to the RSA private key used to decrypt
                             authentication credentials
   --authorized-users-path   path to the configuration file containing user
