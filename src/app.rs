@@ -462,7 +462,7 @@ fn run_server(
             (Some(ep), Some(b)) => {
                 let s = ep.serve(b)?;
                 if !cfg.output.json {
-                    out.write_err(&format!("Watch the tests at {}\n", s.url));
+                    out.write_err(&s.say("Watch the tests at "));
                 }
                 Some(s)
             }
