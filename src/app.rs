@@ -317,7 +317,10 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     // one line and exit 1; it starts serving once the server runs.
     let metrics = match (&cfg.role, &cfg.server.metrics) {
         (Role::Server, Some(addr)) => match metrics::http::Endpoint::bind(addr) {
-            Ok(ep) => Some(ep),
+            Ok(ep) => {
+                announce_metrics(&cfg, &out, &ep);
+                Some(ep)
+            }
             Err(e) => {
                 print_failure(&cfg, &out, &e);
                 return 1;
@@ -359,6 +362,24 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
             }
             1
         }
+    }
+}
+
+/// Where the metrics are, said as the server starts (before a daemon
+/// detaches, so its starter shows it), with a warning when they are open
+/// to every address. Diagnostics go where the server's go; beside `-J`
+/// to stderr, so a JSON log holds JSON only.
+fn announce_metrics(cfg: &TestConfig, out: &Output, ep: &metrics::http::Endpoint) {
+    let (at, warning) = ep.announcement();
+    let warning = warning.map(|w| match cfg.dialect {
+        Dialect::Iperf3 => format!("warning: {w}\n"),
+        Dialect::Iperf2 => format!("WARNING: {w}\n"),
+    });
+    let text = at + warning.as_deref().unwrap_or("");
+    if cfg.output.json {
+        eprint!("{text}");
+    } else {
+        out.write_err(&text);
     }
 }
 

@@ -138,6 +138,7 @@ wirespeed additions:
                             TCP load flows (up to -P, default 16) until goodput
                             saturates, probe round trips, stop when stable or at -t
   --metrics <addr>:<port>   server: serve Prometheus metrics over HTTP at <addr>:<port>
+                            (no token or access list: :<port> is every address)
   --ui <addr>:<port>        server: serve a web page watching its tests live
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
   {prog} ui [--listen <addr>:<port>]
