@@ -59,6 +59,11 @@ fn run_iperf3(rest: &[String], prog: &str) -> i32 {
         Err(e) => {
             if wants_json {
                 print_json_error(&e);
+            } else if e.code == Code::NOROLE {
+                // Neither -c nor -s (a bare `wirespeed`): as iperf3, the
+                // line and a blank one on stderr, the usage on stdout.
+                eprintln!("{prog}: {}\n", e.line());
+                print!("{}", cli::iperf3::long_usage(prog));
             } else {
                 eprintln!("{prog}: {}", e.line());
             }
@@ -241,7 +246,10 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     // one line and exit 1; it starts serving once the server runs.
     let metrics = match (&cfg.role, &cfg.server.metrics) {
         (Role::Server, Some(addr)) => match metrics::http::Endpoint::bind(addr) {
-            Ok(ep) => Some(ep),
+            Ok(ep) => {
+                announce_metrics(&cfg, &out, &ep);
+                Some(ep)
+            }
             Err(e) => {
                 print_failure(&cfg, &out, &e);
                 return 1;
@@ -272,13 +280,35 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
                 match cfg.dialect {
                     Dialect::Iperf3 => {
                         out.write_err(&format!("{prog}: {}\n", e.line()));
-                        out.write_err(&format!("{prog}: exiting\n"));
+                        // As iperf3: a PID file it cannot write ends it
+                        // before it serves, in one line.
+                        if e.code != Code::PIDFILE {
+                            out.write_err(&format!("{prog}: exiting\n"));
+                        }
                     }
                     Dialect::Iperf2 => out.write_err(&format!("{}\n", e.text())),
                 }
             }
             1
         }
+    }
+}
+
+/// Where the metrics are, said as the server starts (before a daemon
+/// detaches, so its starter shows it), with a warning when they are open
+/// to every address. Diagnostics go where the server's go; beside `-J`
+/// to stderr, so a JSON log holds JSON only.
+fn announce_metrics(cfg: &TestConfig, out: &Output, ep: &metrics::http::Endpoint) {
+    let (at, warning) = ep.announcement();
+    let warning = warning.map(|w| match cfg.dialect {
+        Dialect::Iperf3 => format!("warning: {w}\n"),
+        Dialect::Iperf2 => format!("WARNING: {w}\n"),
+    });
+    let text = at + warning.as_deref().unwrap_or("");
+    if cfg.output.json {
+        eprint!("{text}");
+    } else {
+        out.write_err(&text);
     }
 }
 
@@ -344,7 +374,7 @@ fn run_server(
     // -A n: the server and every thread it starts run on CPU n (a test
     // whose client sent -A x,m runs its own threads on m instead).
     if let Some(cpu) = cfg.net.affinity {
-        sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+        sys::process::pin_current_thread(cpu).map_err(|e| Error::affinity(cpu, &e))?;
     }
     // Many clients, many streams: as many descriptors as we may have.
     let _ = sys::process::raise_nofile_limit();
@@ -382,7 +412,7 @@ fn run_server(
             (Some(ep), Some(b)) => {
                 let s = ep.serve(b)?;
                 if !cfg.output.json {
-                    out.write_err(&format!("Watch the tests at {}\n", s.url));
+                    out.write_err(&s.say("Watch the tests at "));
                 }
                 Some(s)
             }
@@ -453,22 +483,28 @@ pub struct PidFile(std::path::PathBuf);
 
 impl PidFile {
     /// Writes our PID (no newline, as iperf3), refusing if the file names a
-    /// live process.
+    /// live process. A failure names the file (iperf3's words do not, which
+    /// leaves a daemon's user guessing which path was wrong).
     pub fn create(path: &std::path::Path) -> Result<PidFile, Error> {
+        let failed = |why: String| {
+            let words = Code::PIDFILE.message().unwrap_or("unable to write PID file");
+            Error::msg(Code::PIDFILE, format!("{words} {}: {why}", path.display()))
+        };
         if let Ok(old) = std::fs::read_to_string(path)
             && let Ok(pid) = old.trim().parse::<u32>()
             && pid != std::process::id()
             && std::path::Path::new(&format!("/proc/{pid}")).exists()
         {
-            return Err(Error::msg(
-                Code::PIDFILE,
-                format!("unable to write PID file: process {pid} is running"),
-            ));
+            return Err(failed(format!("process {pid} is running")));
         }
         // Write then rename, so a reader never sees a half-written file.
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, std::process::id().to_string()).map_err(|e| Error::io(Code::PIDFILE, &e))?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(Code::PIDFILE, &e))?;
+        let io = |e: std::io::Error| failed(crate::error::errno_text(&e));
+        std::fs::write(&tmp, std::process::id().to_string()).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io(e)
+        })?;
         Ok(PidFile(path.to_path_buf()))
     }
 }

@@ -87,7 +87,7 @@ impl Client<'_> {
         // -A n: this thread, and so every thread started after it (stream
         // threads, multiplexing workers), runs on CPU n, as iperf3 pins itself.
         if let Some(cpu) = cfg.net.affinity {
-            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::affinity(cpu, &e))?;
         }
         let mut params = cfg.params.clone();
         // The password is asked for (if it must be) before connecting.
@@ -237,6 +237,7 @@ impl Client<'_> {
             // A wirespeed server half-closes its streams when its senders
             // stop; an iperf3 server closes them at TEST_END.
             peer_half_closes: true,
+            samples: cfg.output.chart_samples(),
             ..LocalOpts::default()
         };
         self.pending = Some((streams, waker, local));
@@ -555,6 +556,17 @@ fn server_error(ctrl: &mut Ctrl) -> Error {
     let deadline = Instant::now() + Duration::from_secs(5);
     let code = ctrl.recv_i32_or_eof(deadline).ok().flatten().unwrap_or(0);
     let errno = ctrl.recv_i32_or_eof(deadline).ok().flatten().unwrap_or(0);
+    if crate::proto::iperf3::framing::is_policy_refusal(code, errno) {
+        // A wirespeed server's --allow/--deny (an iperf3 client prints
+        // "test authorization failed").
+        return Error {
+            kind: Kind::Server,
+            ..Error::msg(
+                Code::AUTHTEST,
+                "access denied: the server's --allow/--deny does not admit this client's address",
+            )
+        };
+    }
     let mut e = Error::new(Code(code));
     e.errno = (errno != 0).then_some(errno);
     e.kind = Kind::Server;

@@ -118,6 +118,14 @@ pub struct OutputOptions {
     pub html_report: Option<PathBuf>,
 }
 
+impl OutputOptions {
+    /// How often a test is sampled for its HTML report's charts alone:
+    /// every second when it has a report but no periodic reports to draw.
+    pub fn chart_samples(&self) -> Option<Duration> {
+        (self.html_report.is_some() && self.interval.is_none()).then(|| Duration::from_secs(1))
+    }
+}
+
 impl Default for OutputOptions {
     fn default() -> Self {
         OutputOptions {

@@ -4,7 +4,7 @@
 //! function of the bytes, so it is tested (and fuzzed) without sockets.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
@@ -52,6 +52,37 @@ pub fn listen(spec: &str, option: &str, what: &str) -> Result<TcpListener, Error
         .set_nonblocking(true)
         .map_err(|e| failed(&Error::io(Code::LISTEN, &e)))?;
     Ok(listener)
+}
+
+/// Where `listener` can be reached: its own address; or, for one on every
+/// address (`0.0.0.0`, `[::]`, `:PORT`), the addresses of this host that
+/// it answers on, those another machine could use first and loopback
+/// last (IPv6 link-local ones are left out: they need a zone). Empty when
+/// it is on every address and the host's addresses cannot be listed.
+pub fn reachable(listener: &TcpListener) -> Vec<SocketAddr> {
+    let Ok(addr) = listener.local_addr() else {
+        return Vec::new();
+    };
+    let v6only = socket2::SockRef::from(listener).only_v6().unwrap_or(true);
+    reachable_at(addr, v6only, &crate::sys::netif::addresses())
+}
+
+fn reachable_at(addr: SocketAddr, v6only: bool, host: &[IpAddr]) -> Vec<SocketAddr> {
+    if !addr.ip().is_unspecified() {
+        return vec![addr];
+    }
+    let answers = |ip: &IpAddr| match ip {
+        IpAddr::V4(_) => addr.is_ipv4() || !v6only,
+        IpAddr::V6(v6) => addr.is_ipv6() && (v6.segments()[0] & 0xffc0) != 0xfe80,
+    };
+    let mut out: Vec<SocketAddr> = host
+        .iter()
+        .filter(|ip| answers(ip) && !ip.is_unspecified())
+        .map(|ip| SocketAddr::new(*ip, addr.port()))
+        .collect();
+    out.sort_by_key(|a| (a.ip().is_loopback(), a.is_ipv6()));
+    out.dedup();
+    out
 }
 
 /// A thread accepting connections; stops when dropped.
@@ -402,6 +433,40 @@ pub fn sse_event(s: &mut TcpStream, name: &str, data: &str) -> std::io::Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listener_on_every_address_is_reached_at_the_hosts_addresses() {
+        let host: Vec<IpAddr> = ["127.0.0.1", "::1", "192.0.2.2", "fd00::2", "fe80::1", "10.1.1.1"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        let at = |addr: &str, v6only: bool| -> Vec<String> {
+            reachable_at(addr.parse().unwrap(), v6only, &host)
+                .iter()
+                .map(|a| a.to_string())
+                .collect()
+        };
+        // Loopback last, link-local left out, the kernel's order kept.
+        assert_eq!(
+            at("0.0.0.0:5280", false),
+            ["192.0.2.2:5280", "10.1.1.1:5280", "127.0.0.1:5280"]
+        );
+        assert_eq!(at("[::]:5280", true), ["[fd00::2]:5280", "[::1]:5280"]);
+        assert_eq!(
+            at("[::]:5280", false),
+            [
+                "192.0.2.2:5280",
+                "10.1.1.1:5280",
+                "[fd00::2]:5280",
+                "127.0.0.1:5280",
+                "[::1]:5280"
+            ]
+        );
+        // One address: that one.
+        assert_eq!(at("192.0.2.2:9201", false), ["192.0.2.2:9201"]);
+        // Addresses unknown: none to offer.
+        assert!(reachable_at("0.0.0.0:1".parse().unwrap(), false, &[]).is_empty());
+    }
 
     #[test]
     fn addresses_take_iperf_like_forms() {

@@ -45,12 +45,42 @@ fn bad_values_name_the_rule() {
     assert_one_line_error(&ws(&["-c", "h", "-l", "12Q"]), "invalid unit value or suffix: '12Q'");
     assert_one_line_error(&ws(&["-c", "h", "-f", "x"]), "bad format specifier");
     assert_one_line_error(&ws(&["-s", "-c", "h"]), "cannot be both server and client");
-    assert_one_line_error(&ws(&[]), "must either be a client (-c) or server (-s)");
     assert_one_line_error(
         &ws(&["-c", "h", "-R", "--bidir"]),
         "cannot be both reverse and bidirectional",
     );
     assert_one_line_error(&ws(&["-s", "-t", "5"]), "client only");
+}
+
+/// A bare `wirespeed` (or one without -c or -s) answers as iperf3 3.12
+/// does: the error and a blank line on stderr, the usage (`-h`'s) on
+/// stdout, exit 1.
+#[test]
+fn no_role_prints_the_usage_as_iperf3_does() {
+    let help = ws(&["-h"]).stdout;
+    assert!(help.starts_with("Usage: wirespeed [-s|-c host] [options]\n"), "{help}");
+    for args in [&[][..], &["-p", "5000"][..]] {
+        let r = ws(args);
+        assert_eq!(r.code, Some(1), "{args:?}");
+        assert_eq!(
+            r.stderr, "wirespeed: parameter error - must either be a client (-c) or server (-s)\n\n",
+            "{args:?}"
+        );
+        assert_eq!(r.stdout, help, "{args:?}");
+    }
+    // The same streams and code as the real iperf3, where it is installed.
+    if let Some(iperf3) = peer("iperf3") {
+        let real = run(&iperf3, &[], T);
+        assert_eq!(real.code, Some(1));
+        assert_eq!(
+            real.stderr,
+            "iperf3: parameter error - must either be a client (-c) or server (-s)\n\n"
+        );
+        assert!(real.stdout.starts_with("Usage: iperf3 [-s|-c host] [options]\n"));
+    }
+    // Other parameter errors stay one line; with -J, a JSON document.
+    assert_one_line_error(&ws(&["-s", "-c", "h"]), "cannot be both server and client");
+    assert_json_error(&ws(&["-J"]), "must either be a client (-c) or server (-s)");
 }
 
 #[test]
@@ -216,4 +246,42 @@ fn sctp_without_kernel_support_is_one_clear_line() {
         &ws(&["-c", "127.0.0.1", "--sctp", "-J"]),
         "SCTP is not supported by this kernel",
     );
+}
+
+/// The CPUs the kernel lists online (`0-3,6`), as the affinity message
+/// should name them.
+#[cfg(target_os = "linux")]
+fn online_cpus() -> (String, usize) {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let list = list.trim().to_string();
+    let max = list
+        .split([',', '-'])
+        .filter_map(|n| n.parse::<usize>().ok())
+        .max()
+        .unwrap();
+    (list, max)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn affinity_to_a_cpu_the_host_lacks_says_which_it_has() {
+    let (list, max) = online_cpus();
+    let missing = (max + 1).to_string();
+    let has = if list.contains(['-', ',']) {
+        format!("CPUs {list}")
+    } else {
+        format!("CPU {list}")
+    };
+    let want = format!("error - unable to set CPU affinity: CPU {missing} does not exist (this host has {has})");
+    // The client pins itself before it connects: no server needed.
+    let r = ws(&["-c", "127.0.0.1", "-p", "1", "-A", &format!("{missing},0")]);
+    assert_one_line_error(&r, &want);
+    assert_json_error(
+        &ws(&["-c", "127.0.0.1", "-p", "1", "-J", "-A", &missing]),
+        &want["error - ".len()..],
+    );
+    // A server pins itself before it listens.
+    let r = ws(&["-s", "-p", &free_port().to_string(), "-A", &missing]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(r.stderr, format!("wirespeed: {want}\nwirespeed: exiting\n"));
 }

@@ -21,7 +21,6 @@ const TEST_RUNNING: u8 = 2;
 const TEST_END: u8 = 4;
 const EXCHANGE_RESULTS: u8 = 13;
 const SERVER_ERROR: u8 = 0xfe;
-const ACCESS_DENIED: u8 = 0xff;
 const SERVER_TERMINATE: u8 = 11;
 
 /// A small deterministic generator (xorshift), so failures reproduce.
@@ -706,12 +705,20 @@ fn a_denied_address_is_refused_in_both_dialects_and_counted() {
     let mut rng = Rng::new(12);
     let mut s = connect(port);
     s.write_all(&rng.cookie()).unwrap();
-    assert_eq!(read_byte(&mut s), Some(ACCESS_DENIED));
+    // Not "busy": SERVER_ERROR with iperf3's "test authorization failed"
+    // (142), and EACCES (13), which tells a wirespeed client why.
+    assert_eq!(server_error(&mut s), (142, 13));
     if let Some(iperf3) = peer("iperf3") {
         let r = run(&iperf3, &["-c", "127.0.0.1", "-p", &p, "-n", "1M"], T);
         assert_eq!(r.code, Some(1));
-        assert!(r.stderr.contains("busy"), "{}", r.stderr);
+        assert_eq!(r.stderr, "iperf3: error - test authorization failed\n");
     }
+    let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-n", "1M"], T);
+    assert_eq!(r.code, Some(1));
+    assert_eq!(
+        r.stderr,
+        "wirespeed: error - access denied: the server's --allow/--deny does not admit this client's address\n"
+    );
     if let Some(iperf) = peer("iperf") {
         let _ = run(&iperf, &["-c", "127.0.0.1", "-p", &p, "-n", "1M"], T);
         assert!(out_shows(&srv, "client not allowed"), "{}", srv.out());
@@ -736,7 +743,8 @@ fn an_allow_list_admits_its_networks_only() {
     real_clients_complete(port, true);
     let r = run(&wirespeed(), &["-c", "::1", "-p", &port.to_string(), "-n", "1M"], T);
     assert_eq!(r.code, Some(1));
-    assert!(r.stderr.contains("busy"), "{}", r.stderr);
+    assert!(r.stderr.contains("access denied"), "{}", r.stderr);
+    assert!(!r.stderr.contains("busy"), "{}", r.stderr);
     let (_srv, port) = server(&["--allow", "127.0.0.2", "--allow", "10.0.0.0/8"]);
     let r = run(
         &wirespeed(),
@@ -782,6 +790,75 @@ fn the_iperf2_server_applies_the_policy_and_its_client_option() {
             assert_eq!(r.code, Some(0), "{extra:?}: {}{}", r.stdout, r.stderr);
         }
     }
+}
+
+/// Our iperf 2 client, refused by a server that closes on it (ours: its
+/// --allow/--deny or --max-tests; 2.1.8's: a wrong permit key), prints no
+/// interval for what it wrote into the closing connection, and one line
+/// that says what happened: iperf 2 has no way to carry the reason.
+#[test]
+fn a_refused_iperf2_client_prints_no_interval_and_says_so() {
+    let closed = |r: &Ran, ctx: &str| {
+        assert_eq!(r.code, Some(1), "{ctx}: {}{}", r.stdout, r.stderr);
+        assert!(!r.stdout.contains(" sec "), "{ctx}: an interval: {}", r.stdout);
+        let lines: Vec<&str> = r.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{ctx}: {}", r.stderr);
+        assert!(
+            lines[0].starts_with("the server closed the connection before the test started (")
+                && lines[0].ends_with("): it may have refused this client"),
+            "{ctx}: {}",
+            r.stderr
+        );
+    };
+    let client = |port: u16, extra: &[&str]| {
+        let p = port.to_string();
+        let mut a = vec!["--iperf2", "-c", "127.0.0.1", "-p", &p, "-t", "2"];
+        a.extend_from_slice(extra);
+        run(&wirespeed(), &a, T)
+    };
+    for extra in [&["--allow", "10.9.9.9"][..], &["--deny", "127.0.0.1"][..]] {
+        let port = free_port();
+        let srv = iperf2_server(Iperf2::Ours, port, extra).unwrap();
+        closed(&client(port, &[]), &format!("--iperf2 -s {extra:?}"));
+        closed(
+            &client(port, &["-P", "2", "-e"]),
+            &format!("--iperf2 -s {extra:?}, -P 2"),
+        );
+        closed(&client(port, &["-R"]), &format!("--iperf2 -s {extra:?}, -R"));
+        assert!(stop_server(srv).contains("(client not allowed)"));
+    }
+    // The shared port's policy.
+    let (mut srv, port) = server(&["--deny", "127.0.0.1"]);
+    closed(&client(port, &[]), "-s --deny");
+    alive(&mut srv);
+    // --max-tests: one test runs, the next is turned away.
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &["--max-tests", "1"]).unwrap();
+    let mut first = Proc::spawn(
+        &wirespeed(),
+        &["--iperf2", "-c", "127.0.0.1", "-p", &port.to_string(), "-t", "4"],
+    );
+    assert!(first.wait_for_line("connected with", Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(300));
+    closed(&client(port, &[]), "--max-tests 1");
+    assert_eq!(first.wait(T).and_then(|s| s.code()), Some(0), "{}", first.err());
+    assert!(stop_server(srv).contains("(server is busy)"));
+    // The real 2.1.8 server, whose client prints the interval and exits 0.
+    if let Some(iperf) = peer("iperf") {
+        let port = free_port();
+        let p = port.to_string();
+        let srv = Proc::spawn(&iperf, &["-s", "-p", &p, "--permit-key=right1"]);
+        wait_listening(port);
+        closed(&client(port, &["--permit-key=wrong1"]), "2.1.8 --permit-key");
+        stop_server(srv);
+    }
+    // A test the server takes still runs and reports.
+    let port = free_port();
+    let srv = iperf2_server(Iperf2::Ours, port, &["--allow", "127.0.0.1"]).unwrap();
+    let r = client(port, &["-t", "1"]);
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains(" sec "), "{}", r.stdout);
+    stop_server(srv);
 }
 
 #[test]
@@ -1001,10 +1078,31 @@ fn a_daemon_that_cannot_start_fails_its_starter() {
         Duration::from_secs(10),
     );
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    assert!(r.stderr.contains("PID file"), "{}", r.stderr);
+    // One line that names the file it could not write.
+    assert_eq!(
+        r.stderr,
+        format!(
+            "wirespeed: error - unable to write PID file {}: No such file or directory\n",
+            pidfile.display()
+        )
+    );
     // Nothing is left listening.
     std::thread::sleep(Duration::from_millis(200));
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+    // Without -D, the same one line (iperf3 prints no "exiting" here).
+    let r = run(
+        &wirespeed(),
+        &["-s", "-p", &port.to_string(), "-I", pidfile.to_str().unwrap()],
+        Duration::from_secs(10),
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "wirespeed: error - unable to write PID file {}: No such file or directory\n",
+            pidfile.display()
+        )
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -258,6 +258,80 @@ fn report_option_plots_the_numbers_json_prints() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
 }
 
+/// The x of each point of chart `id`'s first series.
+fn xs(html: &str, id: &str) -> Vec<f64> {
+    let p = plotted(html, id).unwrap_or_else(|| panic!("no {id} chart"));
+    p.series[0].1.iter().map(|(x, _)| *x).collect()
+}
+
+/// A test without periodic reports (iperf 2 without -i, iperf3 -i 0) is
+/// sampled every second for its page, which draws those samples, while
+/// every other output prints what it would without --report.
+#[test]
+fn a_test_without_periodic_reports_is_sampled_for_its_charts() {
+    let dir = scratch("sampled");
+    let secs = |xs: &[f64]| xs.iter().map(|x| (x * 10.0).round() / 10.0).collect::<Vec<_>>();
+    // iperf 2, client and server (the server's own page, from its flows).
+    let port = common::free_port();
+    let srv_page = dir.join("srv.html");
+    let _srv = common::iperf2_server(common::Iperf2::Ours, port, &["--report", srv_page.to_str().unwrap()]).unwrap();
+    let page = dir.join("i2.html");
+    let args = ["--iperf2", "-c", "127.0.0.1", "-p", &port.to_string(), "-t", "3"];
+    let with: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--report", page.to_str().unwrap()])
+        .collect();
+    let r = run(&wirespeed(), &with, T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("No intervals were measured"));
+    // Points at the middle of each second.
+    assert_eq!(secs(&xs(&html, "throughput"))[..3], [0.5, 1.5, 2.5]);
+    // The text is what it is without --report: the whole-test line only.
+    let plain = run(&wirespeed(), &args, T);
+    let shape = |t: &str| t.lines().filter(|l| l.contains(" sec ")).count();
+    assert_eq!((shape(&r.stdout), shape(&plain.stdout)), (1, 1), "{}", r.stdout);
+    // -J too: no intervals, with or without the page.
+    let j: Vec<&str> = with.iter().copied().chain(["-J"]).collect();
+    let doc = json(&run(&wirespeed(), &j, T).stdout);
+    assert_eq!(doc["intervals"].as_array().map(Vec::len), Some(0), "{doc}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !srv_page.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let html = std::fs::read_to_string(&srv_page).expect("the server's page");
+    assert!(xs(&html, "throughput").len() >= 3, "the server's page");
+    // iperf3 -i 0: -J keeps its one whole-test interval; the page has seconds.
+    let port = common::free_port();
+    let _srv = wirespeed_server(port, &[]);
+    let page = dir.join("i3.html");
+    let r = run(
+        &wirespeed(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "3",
+            "-i",
+            "0",
+            "-J",
+            "--report",
+            page.to_str().unwrap(),
+        ],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let doc = json(&r.stdout);
+    let ivs = doc["intervals"].as_array().unwrap();
+    assert_eq!(ivs.len(), 1, "{doc}");
+    assert_eq!(ivs[0]["sum"]["start"].as_f64(), Some(0.0));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(secs(&xs(&html, "throughput"))[..3], [0.5, 1.5, 2.5]);
+}
+
 #[test]
 fn a_server_writes_one_numbered_report_per_test() {
     let dir = scratch("server");

@@ -207,6 +207,50 @@ fn enhanced_reports_show_latency_pps_and_inp() {
     }
 }
 
+/// A `-e` client of a server without `-e`: the server's report carries no
+/// latency fields, so the client prints it in the short layout, as
+/// 2.1.8's client does (not zero latency, `0 pps` and `NAN`). Every pair,
+/// the real one included, which shows what 2.1.8 does.
+#[test]
+fn an_enhanced_client_prints_a_plain_servers_report_plainly() {
+    let pairs = [
+        (Iperf2::Real, Iperf2::Ours),
+        (Iperf2::Ours, Iperf2::Real),
+        (Iperf2::Ours, Iperf2::Ours),
+        (Iperf2::Real, Iperf2::Real),
+    ];
+    for (s, c) in pairs {
+        let Some((r, srv)) = pair(s, "", c, "-t 1 -e") else {
+            return;
+        };
+        ok(&r);
+        let ctx = format!("{s:?} server, {c:?} client:\n{}\n{srv}", r.stdout);
+        let lines: Vec<&str> = r.stdout.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.ends_with("Server Report:"))
+            .unwrap_or_else(|| panic!("{ctx}"));
+        assert_eq!(
+            lines[at + 1],
+            "[ ID] Interval       Transfer     Bandwidth        Jitter   Lost/Total Datagrams",
+            "{ctx}"
+        );
+        let rep = relayed(&r.stdout);
+        assert_eq!(rep.len(), 1, "{ctx}");
+        assert!(loss_of(&rep[0]).is_some(), "{ctx}");
+        assert!(!rep[0].contains("pps") && !rep[0].contains("NAN"), "{ctx}");
+        // With --trip-times the report carries latency: the enhanced layout.
+        let Some((r, srv)) = pair(s, "", c, "-t 1 -e --trip-times") else {
+            return;
+        };
+        ok(&r);
+        let ctx = format!("{s:?} server, {c:?} client:\n{}\n{srv}", r.stdout);
+        let rep = relayed(&r.stdout);
+        assert_eq!(rep.len(), 1, "{ctx}");
+        assert!(rep[0].contains(" pps ") && rep[0].contains(" pkts "), "{ctx}");
+    }
+}
+
 #[test]
 fn parallel_flows_have_sum_lines_and_reports_each() {
     for (s, c) in BOTH {

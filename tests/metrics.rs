@@ -331,3 +331,59 @@ fn latency_probes_fill_the_servers_round_trip_histogram() {
     let sum = sample(&text, &format!("{name}_sum{{phase=\"idle\"}}")).unwrap();
     assert!(sum > 0.0 && sum < 10.0, "{text}");
 }
+
+/// The server's stderr once it holds `needle` (its stderr is read on a
+/// thread of its own).
+fn stderr_with(p: &Proc, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !p.err().contains(needle) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    p.err()
+}
+
+#[test]
+fn a_server_says_where_its_metrics_are_and_warns_when_anyone_may_read_them() {
+    // One address: that one, and no warning.
+    let (port, mport) = (free_port(), free_port());
+    let srv = wirespeed_server(port, &["--metrics", &format!("127.0.0.1:{mport}")]);
+    assert_eq!(
+        stderr_with(&srv, "/metrics\n"),
+        format!("Metrics at http://127.0.0.1:{mport}/metrics\n")
+    );
+    drop(srv);
+    // Every address: each of the host's (never 0.0.0.0), and a warning.
+    let (port, mport) = (free_port(), free_port());
+    let srv = wirespeed_server(port, &["--metrics", &format!(":{mport}")]);
+    let err = stderr_with(&srv, "warning: ");
+    let urls: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|w| w.starts_with("http://"))
+        .collect();
+    assert!(err.starts_with("Metrics at http://"), "{err}");
+    assert!(
+        urls.contains(&format!("http://127.0.0.1:{mport}/metrics").as_str()),
+        "{err}"
+    );
+    assert!(!err.contains("0.0.0.0") && !err.contains("[::]:"), "{err}");
+    assert!(
+        err.lines().last().unwrap().starts_with(&format!(
+            "warning: --metrics :{mport} listens on every address, with no token or access list"
+        )),
+        "{err}"
+    );
+    // Each printed address answers.
+    for u in &urls {
+        let addr = u.trim_start_matches("http://").trim_end_matches("/metrics");
+        let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("{addr}: {e}"));
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        assert!(
+            out.starts_with("HTTP/1.1 200 OK") && out.contains("wirespeed_up 1"),
+            "{addr}: {out}"
+        );
+    }
+}

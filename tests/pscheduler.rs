@@ -328,6 +328,30 @@ fn wirespeed_called_iperf3_reports_the_iperf3_release_it_implements() {
     // Under its own name it says what it is first.
     let own = run(&wirespeed(), &["--version"], T).stdout;
     assert!(own.starts_with("wirespeed "), "{own}");
+    // docs/pscheduler.md shows both outputs whole: the same lines, with
+    // the system line (the host's own) and the version numbers aside.
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/pscheduler.md")).unwrap();
+    for (cmd, printed) in [("$ iperf3 --version", &text), ("$ wirespeed --version", &own)] {
+        let shown: Vec<&str> = doc
+            .lines()
+            .skip_while(|l| !l.starts_with(cmd))
+            .skip(1)
+            .take_while(|l| !l.starts_with('$') && !l.starts_with("```"))
+            .collect();
+        let printed: Vec<&str> = printed.lines().collect();
+        assert_eq!(
+            shown.len(),
+            printed.len(),
+            "docs/pscheduler.md shows {cmd} as {shown:?}, it prints {printed:?}"
+        );
+        let words = |l: &str| l.split_whitespace().take(2).map(String::from).collect::<Vec<_>>();
+        assert_eq!(words(shown[0])[0], words(printed[0])[0], "{cmd}");
+        assert!(
+            shown[1].starts_with("Linux ") && printed[1].starts_with("Linux "),
+            "{cmd}"
+        );
+        assert_eq!(shown[2], printed[2], "{cmd}: the features line");
+    }
     // So a 3.12 peer makes pScheduler ask us for PKCS#1 padding, and a
     // newer one for none.
     if let Some(old) = old {

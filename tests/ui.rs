@@ -202,6 +202,20 @@ fn the_page_runs_tests_against_three_servers_and_shows_them_live() {
     let doc = download_json(&b, run);
     assert!(!doc["intervals"].as_array().unwrap().is_empty(), "{doc}");
     b.screenshot(&artifacts().join("ui-compare-and-stop.png"));
+
+    // Opened again, the page shows its newest run, not "No test yet."
+    b.go(&format!("http://127.0.0.1:{ui_port}/"));
+    let status = b.wait_for(
+        &format!(
+            "const s = document.getElementById('status').textContent; return s.startsWith('Run {run}: stopped') && s"
+        ),
+        Duration::from_secs(10),
+    );
+    assert!(status.as_str().is_some(), "{status}");
+    b.wait_for(
+        "return document.querySelectorAll('#live svg.chart').length > 0",
+        Duration::from_secs(10),
+    );
 }
 
 #[test]
@@ -265,14 +279,15 @@ fn requests_are_refused_without_the_token_or_from_other_sites() {
     assert_eq!(s, 401);
     let (s, _) = http(port, "GET", "/api/runs", &[], "");
     assert_eq!(s, 401);
-    let (s, _) = http(
+    let (s, body) = http(
         port,
         "POST",
         "/api/runs",
         &[json, ("X-Wirespeed-Token", &t), ("Origin", "http://evil.example")],
         form,
     );
-    assert_eq!(s, 401);
+    assert_eq!(s, 403, "{body}");
+    assert!(body.contains("another origin (http://evil.example)"), "{body}");
     let (s, body) = http(port, "POST", "/api/check", &[json, ("X-Wirespeed-Token", &t)], form);
     assert_eq!(s, 200, "{body}");
     assert!(body.contains("wirespeed -c 127.0.0.1 -t 1"), "{body}");

@@ -466,7 +466,7 @@ fn pin_stream_thread(task: &StreamTask) {
     if let Some(cpu) = task.affinity
         && let Err(e) = crate::sys::process::pin_current_thread(cpu)
     {
-        task.control.fail(Error::io(Code::AFFINITY, &e));
+        task.control.fail(Error::affinity(cpu, &e));
     }
 }
 

@@ -137,7 +137,7 @@ impl Mux {
                 if let Some(cpu) = share[0].1.affinity
                     && let Err(e) = crate::sys::process::pin_current_thread(cpu)
                 {
-                    control.fail(Error::io(Code::AFFINITY, &e));
+                    control.fail(Error::affinity(cpu, &e));
                 }
                 if let Err(e) = Worker::new(share).and_then(|mut wk| wk.run()) {
                     control.fail(e);

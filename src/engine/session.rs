@@ -44,6 +44,16 @@ pub struct LocalOpts {
     /// or iperf 2 peer; an iperf3 server, which closes its streams at
     /// TEST_END): receivers drain to EOF instead of until quiet.
     pub peer_half_closes: bool,
+    /// Also sample this often for a chart only ([`Event::Sample`]), when
+    /// there are no periodic reports to draw.
+    pub samples: Option<Duration>,
+}
+
+/// Samples taken for a chart only, on a chain of their own.
+struct ChartSamples {
+    every: Duration,
+    next: Instant,
+    aside: crate::stats::Aside,
 }
 
 /// What every stream of a test shares: its steering, its end, its
@@ -352,6 +362,8 @@ pub struct Session {
     /// UDP: how long every receiving stream must be quiet before a receive
     /// goal (-n/-k) counts as reached though datagrams were lost.
     udp_quiet: Duration,
+    /// Samples for a chart only (no periodic reports).
+    samples: Option<ChartSamples>,
 }
 
 impl Session {
@@ -390,18 +402,27 @@ impl Session {
             .unwrap_or_default()
             .max(Duration::from_secs(2));
         let control = plan.control;
+        let stats = TestStats::new(
+            launch.stats,
+            params.protocol,
+            params.streams,
+            plan.omitting,
+            now,
+            control.epoch,
+        )
+        .presented(local.presentation);
+        let samples = local
+            .samples
+            .filter(|every| interval.is_none() && !every.is_zero())
+            .map(|every| ChartSamples {
+                every,
+                next: now + every,
+                aside: stats.aside(),
+            });
         Ok(Session {
             params: params.clone(),
             side,
-            stats: TestStats::new(
-                launch.stats,
-                params.protocol,
-                params.streams,
-                plan.omitting,
-                now,
-                control.epoch,
-            )
-            .presented(local.presentation),
+            stats,
             control,
             handles: launch.handles,
             muxes,
@@ -417,12 +438,17 @@ impl Session {
             started: now,
             socks: launch.socks,
             udp_quiet,
+            samples,
         })
     }
 
     /// The earliest timer.
     pub fn next_deadline(&self) -> Option<Instant> {
-        [self.next_tick, self.omit_end, self.end_at].into_iter().flatten().min()
+        let sample = self.samples.as_ref().map(|s| s.next);
+        [self.next_tick, self.omit_end, self.end_at, sample]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Whether the test's end condition is met (time, bytes, blocks), or
@@ -539,13 +565,25 @@ impl Session {
             {
                 emit(Event::Interval(Box::new(r)));
             }
+            if let Some(sm) = self.samples.as_mut()
+                && let Some(r) = self
+                    .stats
+                    .sample_aside(&mut sm.aside, now, sm.every.as_secs_f64() * 0.1, false)
+            {
+                emit(Event::Sample(Box::new(r)));
+            }
             self.stats.end_omit(now);
             self.control.omitting.store(false, Relaxed);
             self.omit_end = None;
             self.next_tick = self.interval.map(|i| now + i);
+            if let Some(sm) = self.samples.as_mut() {
+                sm.aside = self.stats.aside();
+                sm.next = now + sm.every;
+            }
             emit(Event::OmitDone);
             return;
         }
+        self.chart_sample(now, emit);
         if let (Some(t), Some(i)) = (self.next_tick, self.interval)
             && now >= t
         {
@@ -561,6 +599,22 @@ impl Session {
                 next += i;
             }
             self.next_tick = Some(next);
+        }
+    }
+
+    /// A chart-only sample, when one is due (not at the end: the last one
+    /// is taken when the streams stop).
+    fn chart_sample(&mut self, now: Instant, emit: &mut dyn FnMut(Event)) {
+        let ending = self.end_at.is_some_and(|e| now >= e);
+        let Some(sm) = self.samples.as_mut() else { return };
+        if now < sm.next {
+            return;
+        }
+        if !ending && let Some(r) = self.stats.sample_aside(&mut sm.aside, now, 0.0, false) {
+            emit(Event::Sample(Box::new(r)));
+        }
+        while sm.next <= now {
+            sm.next += sm.every;
         }
     }
 
@@ -669,6 +723,15 @@ impl Session {
     pub fn final_sample(&mut self, now: Instant, emit: &mut dyn FnMut(Event)) {
         let min = self.interval.map(|i| i.as_secs_f64() * 0.1).unwrap_or(0.0);
         let now = self.stats.all_ended().map_or(now, |e| e.min(now));
+        // The chart's last sample first: a test that ended within its
+        // first second has only this one.
+        if let Some(sm) = self.samples.as_mut()
+            && let Some(r) = self
+                .stats
+                .sample_aside(&mut sm.aside, now, sm.every.as_secs_f64() * 0.1, true)
+        {
+            emit(Event::Sample(Box::new(r)));
+        }
         if let Some(r) = self.stats.sample(now, min, true) {
             emit(Event::Interval(Box::new(r)));
         }

@@ -393,6 +393,11 @@ pub enum Event {
     OmitDone,
     /// A reporting interval.
     Interval(Box<IntervalReport>),
+    /// An interval measured for a chart only: a test with `--report` but
+    /// without periodic reports (iperf3's `-i 0`, iperf 2 without `-i`)
+    /// is sampled every second for its HTML report. No other output
+    /// prints it; the reported intervals and the end are as without it.
+    Sample(Box<IntervalReport>),
     /// The test's final numbers.
     End(Box<Summary>),
     /// What the peer reported of a stream after the end (iperf 2 UDP).

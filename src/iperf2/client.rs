@@ -196,6 +196,7 @@ fn run_all(
             _ => None,
         },
         signal: signal.clone(),
+        samples: cfg.output.chart_samples(),
         start: StartInfo {
             connecting_to: Some((host.to_string(), cfg.port)),
             ..StartInfo::default()

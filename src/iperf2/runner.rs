@@ -72,6 +72,8 @@ pub struct RunOpts {
     pub signal: Arc<AtomicUsize>,
     /// `-F` on a sender.
     pub file: Option<std::path::PathBuf>,
+    /// Samples for a chart only (see [`LocalOpts::samples`]).
+    pub samples: Option<Duration>,
     /// Where the test's `start` says it connected to, or whom it accepted.
     pub start: StartInfo,
 }
@@ -100,6 +102,34 @@ fn await_close(mut s: TcpStream, deadline: Instant) {
     }
 }
 
+/// How soon after connecting a server that refuses a client closes on it:
+/// the round trip of the header and the close, and time to decide.
+fn refusal_window(path: PathTiming) -> Duration {
+    Duration::from_secs(1).max(path.rtt * 3)
+}
+
+/// A TCP client's flow the server closed (reset, or a broken pipe) as it
+/// began, before anything came back: the server refused this client. iperf
+/// 2 has no way to say why (a 2.1.8 server closes a client whose permit
+/// key is wrong; ours one its --allow/--deny does not admit, or beyond
+/// --max-tests), so the error says what is known, and replaces the end
+/// report, whose "transfer" would be what the client wrote into a closing
+/// connection.
+fn closed_before_start(params: &TestParams, session: &Session, e: &Error, at: Instant) -> Option<Error> {
+    let by_peer = matches!(e.errno, Some(libc::ECONNRESET | libc::EPIPE));
+    let early = at.saturating_duration_since(session.started) < refusal_window(session.path_timing());
+    let nothing_back = session.stats.total_bytes(crate::stats::StreamRole::Recv) == 0;
+    (params.protocol == crate::config::Protocol::Tcp && by_peer && early && nothing_back).then(|| {
+        Error::msg(
+            e.code,
+            format!(
+                "the server closed the connection before the test started ({}): it may have refused this client",
+                e.why()
+            ),
+        )
+    })
+}
+
 /// iperf 2's part of the test loop.
 struct Iperf2Steering<'a> {
     opts: &'a RunOpts,
@@ -109,6 +139,8 @@ struct Iperf2Steering<'a> {
     closers: Vec<TcpStream>,
     close_limit: Duration,
     failure: Option<Error>,
+    /// When the first stream failed.
+    failed_at: Option<Instant>,
 }
 
 impl Steering for Iperf2Steering<'_> {
@@ -146,6 +178,7 @@ impl Steering for Iperf2Steering<'_> {
     /// A failed stream ends the test at once; the reports still print.
     fn stream_failed(&mut self, e: Error) -> Result<Turn, Error> {
         self.failure = Some(e);
+        self.failed_at = Some(Instant::now());
         Ok(Turn::Abort)
     }
 
@@ -201,6 +234,7 @@ pub fn run_flows(
             // counts as data; 2.1.8's sender counts it too.
             fin_datagram: true,
         },
+        samples: opts.samples,
     };
     let mut session = Session::start_with(params, side, streams, waker, &local)?;
     reporter.emit(Event::Start(Box::new(StartInfo {
@@ -216,6 +250,7 @@ pub fn run_flows(
         closers,
         close_limit: await_close_limit(params),
         failure: None,
+        failed_at: None,
     };
     let spec = RunSpec {
         drain: opts.drain,
@@ -226,6 +261,13 @@ pub fn run_flows(
         peer_ends: false,
     };
     crate::engine::run::run(&mut session, &spec, &mut steer, &mut |e| reporter.emit(e))?;
+    if side == Side::Client
+        && let (Some(e), Some(at)) = (&steer.failure, steer.failed_at)
+        && let Some(refused) = closed_before_start(params, &session, e, at)
+    {
+        // No end report: what was written before is no measurement.
+        return Err(refused);
+    }
     let summary = session.stats.summary(Instant::now(), None, session.congestion());
     let lines = summary.local.streams.clone();
     reporter.emit(Event::End(Box::new(summary)));

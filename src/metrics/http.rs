@@ -39,6 +39,40 @@ impl Endpoint {
         &self.addr
     }
 
+    /// What a server says of its metrics at start: where they are (each
+    /// of the host's addresses for a listener on every address), and a
+    /// warning when anyone who can reach the host may read them.
+    pub fn announcement(&self) -> (String, Option<String>) {
+        let lead = "Metrics at ";
+        let mut text = String::new();
+        let reach = http::reachable(&self.listener);
+        for (i, a) in reach.iter().enumerate() {
+            let pad = if i == 0 {
+                lead.to_string()
+            } else {
+                format!("{:>w$} ", "or", w = lead.len() - 1)
+            };
+            text.push_str(&format!("{pad}http://{a}/metrics\n"));
+        }
+        let local = self.listener.local_addr().ok();
+        if reach.is_empty()
+            && let Some(a) = local
+        {
+            text.push_str(&format!("{lead}http://{a}/metrics (every address of this host)\n"));
+        }
+        let everywhere = local.is_some_and(|a| a.ip().is_unspecified());
+        let warning = everywhere.then(|| {
+            let port = self.port();
+            format!(
+                "--metrics {} listens on every address, with no token or access list (--allow and --deny \
+                 apply to tests only), and its metrics name the clients served: give it one address \
+                 (--metrics 127.0.0.1:{port}) or keep port {port} from others",
+                self.addr
+            )
+        });
+        (text, warning)
+    }
+
     /// Serves `metrics` on a thread until the returned handle is dropped.
     pub fn serve(self, metrics: Arc<Metrics>) -> Result<Serving, Error> {
         http::serve(self.listener, "ws-metrics", move |s| answer(s, &metrics))

@@ -91,7 +91,8 @@ enum Next {
     Stay,
     /// To the iperf3 test collecting streams with its cookie.
     Stream(SyncSender<DataSock>),
-    /// ACCESS_DENIED, counted as this refusal.
+    /// Refused (ACCESS_DENIED, or SERVER_ERROR for the access policy),
+    /// counted as this refusal.
     Refuse(Refusal),
     /// Its stage is complete: to a test thread.
     HandOn,
@@ -472,7 +473,7 @@ impl Acceptor {
                 let _ = tx.try_send(DataSock::Tcp(stream));
             }
             (Next::Refuse(why), _) => {
-                deny(stream);
+                deny(stream, why);
                 self.ctx.refused(why);
                 if why == Refusal::Policy {
                     self.ctx.say(Event::Refused(Box::new(Refused {
@@ -491,7 +492,7 @@ impl Acceptor {
                 if !self.ctx.has_room() {
                     // Others finished their exchange first.
                     self.ctx.registry.release(cookie);
-                    deny(stream);
+                    deny(stream, Refusal::Busy);
                     self.ctx.refused(Refusal::Busy);
                     return;
                 }
@@ -767,8 +768,12 @@ fn read_pending(p: &mut Pending) -> Progress {
     }
 }
 
-/// ACCESS_DENIED and close: the busy answer.
-fn deny(mut s: TcpStream) {
+/// The refusal, then close: ACCESS_DENIED (iperf3's busy answer), or for
+/// a client the access policy does not admit, SERVER_ERROR saying so.
+fn deny(mut s: TcpStream, why: Refusal) {
     let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
-    let _ = s.write_all(&[State::AccessDenied.to_byte()]);
+    let _ = match why {
+        Refusal::Policy => s.write_all(&crate::proto::iperf3::framing::policy_refusal_frame()),
+        _ => s.write_all(&[State::AccessDenied.to_byte()]),
+    };
 }

@@ -149,6 +149,7 @@ pub(super) fn serve(ctx: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: 
         stop: ctx.stop.clone(),
         file: None,
         signal: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        samples: cfg.output.chart_samples(),
         start: StartInfo {
             accepted_connection: Some(crate::net::split_addr(&peer)),
             ..StartInfo::default()

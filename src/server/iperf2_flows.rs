@@ -347,6 +347,7 @@ fn run_set(
         stop: ctx.stop.clone(),
         file: None,
         signal: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        samples: ctx.flow_cfg.output.chart_samples(),
         start: StartInfo::default(),
     };
     if let Err(e) = run_flows(&params, side(ctx), flows, &opts, rep) {

@@ -220,7 +220,7 @@ impl ServerTest<'_> {
     fn run(&mut self) -> Result<(), Error> {
         // The client's -A n,m: this test's threads run on CPU m.
         if let Some(cpu) = self.params.server_affinity {
-            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::io(Code::AFFINITY, &e))?;
+            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::affinity(cpu, &e))?;
         }
         let streams = self.collect_streams()?;
         let waker = self.ctrl.waker();
@@ -232,6 +232,7 @@ impl ServerTest<'_> {
             // An iperf3 client keeps its streams open until the results are
             // exchanged; a wirespeed client half-closes after its last byte.
             peer_half_closes: self.wirespeed_client,
+            samples: self.cfg.output.chart_samples(),
             ..LocalOpts::default()
         };
         let session = Session::start(&self.params, Side::Server, streams, waker, &local)?;

@@ -205,7 +205,7 @@ struct Snapshot {
 }
 
 /// The reporter's view of one histogram: what it reported last.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct HistogramView {
     last: Snapshot,
 }

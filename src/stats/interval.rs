@@ -39,6 +39,40 @@ impl TestStats {
         Some(report(streams, start, end, omitted))
     }
 
+    /// Where a second chain of samples would start now (see [`Aside`]).
+    pub fn aside(&self) -> Aside {
+        Aside {
+            streams: self.streams.iter().map(Cursor::of).collect(),
+            last_sample: self.last_sample,
+            end_secs: self.end_secs,
+            grid_end: self.grid_end,
+        }
+    }
+
+    /// Takes a sample of the chain `aside` instead of the reported one,
+    /// which is left as it was.
+    pub fn sample_aside(
+        &mut self,
+        aside: &mut Aside,
+        now: Instant,
+        min_len: f64,
+        last: bool,
+    ) -> Option<IntervalReport> {
+        self.swap_chain(aside);
+        let r = self.sample(now, min_len, last);
+        self.swap_chain(aside);
+        r
+    }
+
+    fn swap_chain(&mut self, a: &mut Aside) {
+        for (s, c) in self.streams.iter_mut().zip(&mut a.streams) {
+            c.swap(s);
+        }
+        std::mem::swap(&mut self.last_sample, &mut a.last_sample);
+        std::mem::swap(&mut self.end_secs, &mut a.end_secs);
+        std::mem::swap(&mut self.grid_end, &mut a.grid_end);
+    }
+
     /// The span an interval covers: the instants it was taken at, or (on
     /// a grid) the next step(s) of the grid for a periodic report and from
     /// the grid to the real end for the last one.
@@ -276,5 +310,69 @@ pub(super) fn sum_samples(streams: &[&StreamSample], id: u32, start: f64, end: f
             ..Enhanced::default()
         },
         addrs: None,
+    }
+}
+
+/// A second chain of samples beside the reported one: intervals measured
+/// for a chart only (the HTML report of a test without periodic reports).
+/// Sampling moves a stream's counters-at-the-last-sample and feeds the
+/// end's TCP extremes; the aside chain keeps its own copy of all that, so
+/// the reported intervals and the end's numbers are what they would be
+/// without it. (What the streams' hooks hand out once per interval, such
+/// as iperf 2's burst latency, goes to whichever chain asks first.)
+#[derive(Debug)]
+pub struct Aside {
+    streams: Vec<Cursor>,
+    last_sample: Instant,
+    end_secs: f64,
+    grid_end: f64,
+}
+
+/// Where one chain of samples stands in a stream.
+#[derive(Debug)]
+struct Cursor {
+    last: Snapshot,
+    last_bins: [u64; 8],
+    last_frames: [u64; 3],
+    histogram: super::histogram::HistogramView,
+    last_retrans: u32,
+    limits: [u64; 3],
+    min_rtt: u32,
+    tcp_totals: crate::events::TcpTotals,
+    rtt_sum: u64,
+    rtt_n: u64,
+    bb_retrans: u32,
+}
+
+impl Cursor {
+    fn of(s: &StreamStats) -> Cursor {
+        Cursor {
+            last: s.last,
+            last_bins: s.last_bins,
+            last_frames: s.last_frames,
+            histogram: s.histogram.clone(),
+            last_retrans: s.last_retrans,
+            limits: s.limits,
+            min_rtt: s.min_rtt,
+            tcp_totals: s.tcp_totals,
+            rtt_sum: s.rtt_sum,
+            rtt_n: s.rtt_n,
+            bb_retrans: s.bb_retrans,
+        }
+    }
+
+    fn swap(&mut self, s: &mut StreamStats) {
+        use std::mem::swap;
+        swap(&mut self.last, &mut s.last);
+        swap(&mut self.last_bins, &mut s.last_bins);
+        swap(&mut self.last_frames, &mut s.last_frames);
+        swap(&mut self.histogram, &mut s.histogram);
+        swap(&mut self.last_retrans, &mut s.last_retrans);
+        swap(&mut self.limits, &mut s.limits);
+        swap(&mut self.min_rtt, &mut s.min_rtt);
+        swap(&mut self.tcp_totals, &mut s.tcp_totals);
+        swap(&mut self.rtt_sum, &mut s.rtt_sum);
+        swap(&mut self.rtt_n, &mut s.rtt_n);
+        swap(&mut self.bb_retrans, &mut s.bb_retrans);
     }
 }

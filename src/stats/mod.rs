@@ -20,6 +20,7 @@ pub mod udp;
 use std::time::{Duration, Instant};
 
 pub use counters::{BouncebackCounters, DetailCounters, FrameCounters, LatencyCounter, StreamCounters, Welford};
+pub use interval::Aside;
 pub use stream::{StreamMeta, StreamRole, StreamStats};
 
 use crate::config::Protocol;

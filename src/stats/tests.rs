@@ -36,6 +36,30 @@ fn intervals_report_deltas_and_sums() {
 }
 
 #[test]
+fn samples_aside_leave_the_reported_chain_as_it_was() {
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    let (a, ca) = stream(1, StreamRole::Send);
+    let mut st = TestStats::new(vec![a], Protocol::Tcp, 1, false, t0, t0);
+    let mut aside = st.aside();
+    ca.bytes.store(1000, Relaxed);
+    let r = st.sample_aside(&mut aside, at(1000), 0.0, false).unwrap();
+    assert_eq!((r.sum.start, r.sum.end, r.sum.bytes), (0.0, 1.0, 1000));
+    ca.bytes.store(4000, Relaxed);
+    let r = st.sample_aside(&mut aside, at(2000), 0.0, false).unwrap();
+    assert_eq!((r.sum.start, r.sum.end, r.sum.bytes), (1.0, 2.0, 3000));
+    ca.bytes.store(4500, Relaxed);
+    let r = st.sample_aside(&mut aside, at(2500), 0.0, true).unwrap();
+    assert_eq!((r.sum.start, r.sum.end, r.sum.bytes), (2.0, 2.5, 500));
+    // The reported chain never moved: its one interval is the whole test,
+    // as without the samples.
+    let r = st.sample(at(2500), 0.0, true).unwrap();
+    assert_eq!((r.sum.start, r.sum.end, r.sum.bytes), (0.0, 2.5, 4500));
+    let sum = st.summary(at(2500), None, None);
+    assert_eq!(sum.local.sum.bytes, 4500);
+}
+
+#[test]
 fn omit_resets_the_baseline() {
     let t0 = Instant::now();
     let (a, ca) = stream(1, StreamRole::Send);

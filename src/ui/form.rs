@@ -124,7 +124,11 @@ pub fn plan(form: &Value) -> Result<Plan, String> {
     let mut opt = |name: &str, flag: &str| -> Result<(), String> {
         if let Some(v) = field(form, name)? {
             args.push(flag.into());
-            args.push(v.into());
+            args.push(match (dialect, name) {
+                (Dialect::Iperf2, "bitrate") => iperf2_units(v, Power::Thousand),
+                (Dialect::Iperf2, "length" | "window") => iperf2_units(v, Power::K1024),
+                _ => v.into(),
+            });
         }
         Ok(())
     };
@@ -167,6 +171,29 @@ pub fn plan(form: &Value) -> Result<Plan, String> {
     }
     let time = check(dialect, &args)?;
     Ok(Plan { dialect, args, time })
+}
+
+/// What a unit letter multiplies by.
+#[derive(Clone, Copy)]
+enum Power {
+    Thousand,
+    K1024,
+}
+
+/// The form's numbers mean what the fields say, in both dialects (as
+/// iperf3 reads them): a rate's k/M/G/T are powers of 1000, a size's
+/// powers of 1024. iperf 2 tells the two by the letter's case, for rates
+/// and sizes alike (lower case 1000, upper case 1024: its `-b 20M` is
+/// 20.97 Mbit/s), so its command line gets the letters that give the same
+/// number.
+fn iperf2_units(v: &str, power: Power) -> String {
+    v.chars()
+        .map(|c| match (c, power) {
+            ('K' | 'M' | 'G' | 'T', Power::Thousand) => c.to_ascii_lowercase(),
+            ('k' | 'm' | 'g' | 't', Power::K1024) => c.to_ascii_uppercase(),
+            _ => c,
+        })
+        .collect()
 }
 
 /// Parses `args` as the dialect's command line would (with `--json-stream`
@@ -219,6 +246,45 @@ mod tests {
             "wirespeed --iperf2 -c ::1 -t 2 --tcp-congestion reno -d -e"
         );
         assert_eq!(p.process_args()[0], "--iperf2");
+    }
+
+    #[test]
+    fn a_value_means_the_same_number_in_both_dialects() {
+        let cfg = |dialect: &str, extra: Value| {
+            let mut f = json!({"dialect": dialect, "host": "127.0.0.1", "time": "2"});
+            f.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            let p = plan(&f).unwrap();
+            let c = match p.dialect {
+                Dialect::Iperf3 => match crate::cli::iperf3::parse_args(&p.args).unwrap() {
+                    crate::cli::iperf3::Command::Run(c, _) => c,
+                    _ => unreachable!(),
+                },
+                Dialect::Iperf2 => match crate::cli::iperf2::parse_args_with_env(&p.args, &|_| None).unwrap() {
+                    crate::cli::iperf2::Command::Run(c, _) => c,
+                    _ => unreachable!(),
+                },
+            };
+            (p, c)
+        };
+        // 20M is 20,000,000 bit/s in both (iperf 2's own "20M" is 20.97 Mbit/s).
+        for rate in ["20M", "20m"] {
+            let (_, a) = cfg("iperf3", json!({ "bitrate": rate }));
+            let (p, b) = cfg("iperf2", json!({ "bitrate": rate }));
+            assert_eq!((a.params.rate, b.params.rate), (20_000_000, 20_000_000), "{rate}");
+            assert!(p.command_line().contains(" -b 20m "), "{}", p.command_line());
+        }
+        // UDP packet rates too: 2k datagrams/s.
+        let (p, b) = cfg("iperf2", json!({"bitrate": "2Kpps", "protocol": "udp"}));
+        assert_eq!(b.params.pps, Some(2000), "{}", p.command_line());
+        // Sizes are powers of 1024 in both (iperf 2's own "128k" is 128,000).
+        for len in ["128K", "128k"] {
+            let (_, a) = cfg("iperf3", json!({ "length": len, "window": "256k" }));
+            let (p, b) = cfg("iperf2", json!({ "length": len, "window": "256k" }));
+            assert_eq!(a.params.block_len, Some(131_072), "{len}");
+            assert_eq!(a.params.block_len, b.params.block_len, "{len}: {}", p.command_line());
+            assert_eq!(a.params.window, b.params.window, "{}", p.command_line());
+            assert!(p.command_line().contains(" -l 128K -w 256K"), "{}", p.command_line());
+        }
     }
 
     #[test]

@@ -29,8 +29,26 @@ pub struct Endpoint {
 /// The page being served; stops when dropped.
 pub struct Serving {
     _thread: crate::http::Serving,
-    /// The page's address (with the token when one is needed to open it).
-    pub url: String,
+    /// The page's addresses (with the token when one is needed to open
+    /// it): one, or for a listener on every address, each of this host's.
+    pub urls: Vec<String>,
+}
+
+impl Serving {
+    /// `lead` and the page's address, then a line for each other address
+    /// it can be opened at, aligned under the first.
+    pub fn say(&self, lead: &str) -> String {
+        let mut out = String::new();
+        for (i, u) in self.urls.iter().enumerate() {
+            let pad = if i == 0 {
+                lead.to_string()
+            } else {
+                format!("{:>w$} ", "or", w = lead.len().saturating_sub(1))
+            };
+            out.push_str(&format!("{pad}{u}\n"));
+        }
+        out
+    }
 }
 
 /// 128 random bits in hex, from the system's source (no weaker fallback:
@@ -63,15 +81,28 @@ impl Endpoint {
     /// Serves `board` on a thread until the handle is dropped.
     pub fn serve(self, board: Arc<Board>) -> Result<Serving, Error> {
         let addr = self.listener.local_addr().map_err(|e| Error::io(Code::LISTEN, &e))?;
-        let shown = match addr.ip() {
-            ip if ip.is_unspecified() => format!("{}:{}", crate::net::host_string(ip), addr.port()),
-            _ => addr.to_string(),
+        // The page needs the token unless it is served on loopback alone.
+        let url = |shown: &str| {
+            if addr.ip().is_loopback() {
+                format!("http://{shown}/")
+            } else {
+                format!("http://{shown}/?token={}", self.token)
+            }
         };
-        let url = if addr.ip().is_loopback() {
-            format!("http://{shown}/")
-        } else {
-            format!("http://{shown}/?token={}", self.token)
-        };
+        // On every address: where another machine can open it (an
+        // address of 0.0.0.0 opens nothing elsewhere).
+        let mut urls: Vec<String> = crate::http::reachable(&self.listener)
+            .iter()
+            .map(|a| url(&a.to_string()))
+            .collect();
+        if urls.is_empty() {
+            let shown = addr.to_string();
+            let ip = shown.rsplit_once(':').map_or(shown.as_str(), |(h, _)| h);
+            urls.push(format!(
+                "{} (every address of this host: put one in place of {ip})",
+                url(&shown)
+            ));
+        }
         let site = Arc::new(web::Site {
             board,
             token: self.token,
@@ -79,7 +110,7 @@ impl Endpoint {
         });
         Ok(Serving {
             _thread: crate::http::serve(self.listener, "ws-ui-accept", web::answerer(site))?,
-            url,
+            urls,
         })
     }
 }
@@ -170,7 +201,7 @@ pub fn run(args: &[String], prog: &str) -> i32 {
             return 1;
         }
     };
-    println!("wirespeed UI at {}", serving.url);
+    print!("{}", serving.say("wirespeed UI at "));
     println!("(Ctrl-C to quit)");
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -199,5 +230,38 @@ mod tests {
         assert!(Endpoint::bind("127.0.0.1:0", Some("short".into())).is_err());
         assert!(Endpoint::bind("nonsense", None).is_err());
         assert_eq!(random_token().unwrap().len(), 32);
+    }
+
+    #[test]
+    fn the_printed_addresses_can_be_opened() {
+        let token = Some("0123456789abcdef".to_string());
+        let board = || Board::new(Mode::Client { max_running: 1 });
+        let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        // On loopback: one address, no token needed.
+        let s = Endpoint::bind(&format!("127.0.0.1:{}", free()), token.clone())
+            .unwrap()
+            .serve(board())
+            .unwrap();
+        assert_eq!(s.urls.len(), 1);
+        assert!(
+            s.urls[0].starts_with("http://127.0.0.1:") && s.urls[0].ends_with('/'),
+            "{:?}",
+            s.urls
+        );
+        // On every address: never 0.0.0.0 (which opens nothing elsewhere),
+        // but the host's addresses, each with the token, loopback last.
+        let s = Endpoint::bind(&format!("0.0.0.0:{}", free()), token)
+            .unwrap()
+            .serve(board())
+            .unwrap();
+        let said = s.say("wirespeed UI at ");
+        assert!(!said.contains("http://0.0.0.0:"), "{said}");
+        assert!(said.starts_with("wirespeed UI at http://"), "{said}");
+        assert!(said.lines().all(|l| l.ends_with("/?token=0123456789abcdef")), "{said}");
+        assert!(
+            said.lines().skip(1).all(|l| l.starts_with("             or http://")),
+            "{said}"
+        );
+        assert!(said.lines().last().unwrap().contains("http://127.0.0.1:"), "{said}");
     }
 }

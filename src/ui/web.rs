@@ -69,16 +69,30 @@ impl Site {
     }
 
     /// GETs may carry the token in the query (links, EventSource); POSTs
-    /// only in the header.
-    fn authorized(&self, req: &Request) -> bool {
+    /// only in the header, and from the page's own origin. The refusal
+    /// says which of the two was wrong.
+    fn authorized(&self, req: &Request) -> Result<(), Response> {
         let header = req.header("x-wirespeed-token");
-        if req.method == "POST" {
-            let same_origin = req
-                .header("origin")
-                .is_none_or(|o| req.header("host").is_some_and(|h| o.strip_prefix("http://") == Some(h)));
-            return same_origin && self.token_in(header);
+        let token = if req.method == "POST" {
+            header
+        } else {
+            header.or(req.param("token"))
+        };
+        if !self.token_in(token) {
+            return Err(error("401 Unauthorized", "this request needs the UI's token"));
         }
-        self.token_in(header.or(req.param("token")))
+        if req.method == "POST"
+            && let Some(origin) = req.header("origin")
+            && req
+                .header("host")
+                .is_none_or(|h| origin.strip_prefix("http://") != Some(h))
+        {
+            return Err(error(
+                "403 Forbidden",
+                format!("this request comes from another origin ({origin}): the UI takes it from its own page only"),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -170,8 +184,8 @@ pub fn route(site: &Site, req: &Request) -> Answer {
     let Some(api) = req.path.strip_prefix("/api/") else {
         return whole(Response::text("404 Not Found", "not found\n"));
     };
-    if !site.authorized(req) {
-        return whole(error("401 Unauthorized", "this request needs the UI's token"));
+    if let Err(refusal) = site.authorized(req) {
+        return whole(refusal);
     }
     let parts: Vec<&str> = api.split('/').collect();
     let post = req.method == "POST";
@@ -417,11 +431,26 @@ mod tests {
             )),
             "401 Unauthorized"
         );
+        // The right token from the wrong origin: the refusal says so.
+        let Answer::Whole(r) = route(
+            &s,
+            &req(
+                "POST /api/check HTTP/1.1|Host: h|Origin: http://evil|X-Wirespeed-Token: 0123456789abcdef",
+                form,
+            ),
+        ) else {
+            panic!()
+        };
+        assert_eq!(r.status, "403 Forbidden");
+        let body = String::from_utf8(r.body).unwrap();
+        assert!(body.contains("another origin (http://evil)"), "{body}");
+        assert!(!body.contains("token"), "{body}");
+        // A wrong token is the token's fault, whatever the origin.
         assert_eq!(
             status(route(
                 &s,
                 &req(
-                    "POST /api/check HTTP/1.1|Host: h|Origin: http://evil|X-Wirespeed-Token: 0123456789abcdef",
+                    "POST /api/check HTTP/1.1|Host: h|Origin: http://evil|X-Wirespeed-Token: 0123456789abcdeX",
                     form
                 )
             )),

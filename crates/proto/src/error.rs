@@ -288,6 +288,26 @@ impl Error {
         err
     }
 
+    /// `-A`: pinning to `cpu` failed. When the CPU does not exist, says so
+    /// and which do, where the OS's word ("Invalid argument") would leave
+    /// the user guessing.
+    pub fn affinity(cpu: usize, e: &io::Error) -> Error {
+        let words = Code::AFFINITY.message().unwrap_or("");
+        match crate::sys::process::cpus_online() {
+            Some(online) if !online.contains(&cpu) => {
+                let has = match online.as_slice() {
+                    [one] => format!("CPU {one}"),
+                    _ => format!("CPUs {}", cpu_list(&online)),
+                };
+                Error::msg(
+                    Code::AFFINITY,
+                    format!("{words}: CPU {cpu} does not exist (this host has {has})"),
+                )
+            }
+            _ => Error::io(Code::AFFINITY, e),
+        }
+    }
+
     /// A parameter (command-line) error with the table message.
     pub fn param(code: Code) -> Error {
         Error {
@@ -363,6 +383,25 @@ fn io_words(e: &io::Error) -> String {
     }
 }
 
+/// CPU numbers as the kernel lists them: runs become ranges (`0-3,6`).
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
 /// `strerror(3)` wording without std's " (os error N)" suffix.
 pub fn strerror(errno: i32) -> String {
     let s = io::Error::from_raw_os_error(errno).to_string();
@@ -410,6 +449,29 @@ pub fn signal_name(sig: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_read_like_the_kernels() {
+        assert_eq!(cpu_list(&[0, 1]), "0-1");
+        assert_eq!(cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
+        assert_eq!(cpu_list(&[5]), "5");
+        // A CPU beyond any the kernel has fails with its words kept when
+        // the host's list cannot be read, else with the list.
+        let e = Error::affinity(1 << 20, &io::Error::from_raw_os_error(libc::EINVAL));
+        assert!(e.text().starts_with("unable to set CPU affinity: "), "{}", e.text());
+        if let Some(online) = crate::sys::process::cpus_online() {
+            let list = cpu_list(&online);
+            assert!(
+                e.text().contains("CPU 1048576 does not exist (this host has CPU"),
+                "{}",
+                e.text()
+            );
+            assert!(e.text().ends_with(&format!("{list})")), "{}", e.text());
+        }
+        // Other failures keep the system's words.
+        let e = Error::affinity(0, &io::Error::from_raw_os_error(libc::EPERM));
+        assert_eq!(e.text(), "unable to set CPU affinity: Operation not permitted");
+    }
 
     #[test]
     fn messages_read_like_iperf3() {

@@ -10,13 +10,37 @@ pub fn interface_of(ip: IpAddr) -> Option<String> {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
     };
+    let mut found = None;
+    each_address(&mut |name, addr| {
+        if addr == ip {
+            found = Some(name.to_string());
+            return false;
+        }
+        true
+    });
+    found
+}
+
+/// Every address assigned to an interface of this host, in the kernel's
+/// order (a listener on every address can be reached at these).
+pub fn addresses() -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    each_address(&mut |_, addr| {
+        out.push(addr);
+        true
+    });
+    out
+}
+
+/// Calls `f(interface, address)` for each IP address of each interface,
+/// until it returns false.
+fn each_address(f: &mut dyn FnMut(&str, IpAddr) -> bool) {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs writes a list head into `head` on success; we free
     // it with freeifaddrs below and never use it afterwards.
     if unsafe { libc::getifaddrs(&mut head) } != 0 {
-        return None;
+        return;
     }
-    let mut found = None;
     let mut cur = head;
     while !cur.is_null() {
         // SAFETY: `cur` is a node of the list getifaddrs returned, alive
@@ -41,16 +65,15 @@ pub fn interface_of(ip: IpAddr) -> Option<String> {
                 _ => None,
             }
         };
-        if addr == Some(ip) {
-            // SAFETY: ifa_name is a NUL-terminated string owned by the list.
-            let name = unsafe { CStr::from_ptr(ifa.ifa_name) };
-            found = Some(name.to_string_lossy().into_owned());
+        let Some(addr) = addr else { continue };
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let name = unsafe { CStr::from_ptr(ifa.ifa_name) };
+        if !f(&name.to_string_lossy(), addr) {
             break;
         }
     }
     // SAFETY: `head` came from a successful getifaddrs and is freed once.
     unsafe { libc::freeifaddrs(head) };
-    found
 }
 
 /// The index of the network interface called `name` (for joining a

@@ -30,6 +30,29 @@ pub fn current_affinity() -> io::Result<Vec<usize>> {
     Err(super::unsupported("CPU affinity"))
 }
 
+/// The CPUs this host has online (Linux only), to say which exist when a
+/// pin fails.
+#[cfg(not(target_os = "linux"))]
+pub fn cpus_online() -> Option<Vec<usize>> {
+    None
+}
+
+/// The CPUs this host has online, from the kernel's list (`0-3,6`).
+#[cfg(target_os = "linux")]
+pub fn cpus_online() -> Option<Vec<usize>> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+        if b < a || b >= libc::CPU_SETSIZE as usize {
+            return None;
+        }
+        cpus.extend(a..=b);
+    }
+    (!cpus.is_empty()).then_some(cpus)
+}
+
 /// Pins the calling thread to one CPU.
 #[cfg(target_os = "linux")]
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {

@@ -57,8 +57,8 @@ Server specific:
   --max-streams #           streams a test may open (default 10000)
   --allow <list>            serve only these clients: addresses, CIDR networks, host names
                             (comma-separated; repeatable; names resolved at start)
-  --deny <list>             refuse these clients (deny wins over --allow); iperf3 clients
-                            are told \"access denied\" (which iperf3 words as busy)
+  --deny <list>             refuse these clients (deny wins over --allow); an iperf3 client
+                            is told \"test authorization failed\", ours \"access denied\"
   --rsa-private-key-path    path to the RSA private key used to decrypt
                             authentication credentials
   --authorized-users-path   path to the configuration file containing user
@@ -138,6 +138,7 @@ wirespeed additions:
                             TCP load flows (up to -P, default 16) until goodput
                             saturates, probe round trips, stop when stable or at -t
   --metrics <addr>:<port>   server: serve Prometheus metrics over HTTP at <addr>:<port>
+                            (no token or access list: :<port> is every address)
   --ui <addr>:<port>        server: serve a web page watching its tests live
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
   {prog} ui [--listen <addr>:<port>]

@@ -1,6 +1,8 @@
 //! `--report FILE.html`: a sink that builds the `-J` document from the event
 //! stream (with the JSON sink itself, so the numbers are the ones `-J`
-//! prints) and renders it once the test is done.
+//! prints) and renders it once the test is done. A test without periodic
+//! reports is sampled every second for the charts ([`Event::Sample`]):
+//! those samples are the document's intervals.
 
 use std::path::PathBuf;
 
@@ -18,6 +20,9 @@ pub struct HtmlSink {
     out: Output,
     side: Side,
     started: bool,
+    /// The test is sampled for the charts alone ([`Event::Sample`]): the
+    /// charts draw those samples rather than the one whole-test interval.
+    sampled: bool,
     failure: Option<Error>,
 }
 
@@ -31,6 +36,7 @@ impl HtmlSink {
             out,
             side,
             started: false,
+            sampled: false,
             failure: None,
         }
     }
@@ -60,8 +66,15 @@ impl Sink for HtmlSink {
             // already reaches the user through the other outputs.
             Event::Done if self.started => {
                 self.started = false;
+                self.sampled = false;
                 self.write();
             }
+            Event::Sample(r) => {
+                self.sampled = true;
+                self.json.event(&Event::Interval(r.clone()));
+                return;
+            }
+            Event::Interval(_) if self.sampled => return,
             _ => {}
         }
         self.json.event(ev);

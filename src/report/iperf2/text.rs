@@ -673,7 +673,15 @@ impl Iperf2Text {
 
     /// One stream's line of a report, and what follows it.
     fn flow(&self, r: &Report, l: &StreamSample) {
-        let kind = self.kind(l);
+        let kind = match (&l.udp, r.relay) {
+            // A receiver's report is laid out as the receiver sent it:
+            // enhanced only when it carries the latency fields (a server
+            // with -e, or a --trip-times sender), whatever this end's -e,
+            // as 2.1.8's client does.
+            (Some(u), true) if u.latency.is_none() => Kind::UdpRecv,
+            (Some(_), true) => Kind::UdpRecvE,
+            _ => self.kind(l),
+        };
         let tag = id_tag(l.id, l.reversed);
         // 2.1.8 does not star these two lines, even for a starred flow.
         let plain = id_tag(l.id, false);

@@ -480,7 +480,7 @@ impl Sink for TextSink {
             )),
             Event::Start(s) => self.on_start(s),
             Event::OmitDone => {}
-            Event::ConnectTimes(_) | Event::PeerReport(_) => {}
+            Event::ConnectTimes(_) | Event::PeerReport(_) | Event::Sample(_) => {}
             Event::Refused(r) if r.policy => self.print(&format!(
                 "Refused connection from {}, port {} (access policy)\n",
                 r.remote.0, r.remote.1

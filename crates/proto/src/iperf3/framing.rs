@@ -117,6 +117,23 @@ pub fn server_error_frame(code: i32, errno: i32) -> [u8; 9] {
     f
 }
 
+/// The errno of a wirespeed server's SERVER_ERROR refusing a client its
+/// `--allow`/`--deny` does not admit. The code is iperf3's "test
+/// authorization failed" (what an iperf3 client prints: its "busy" would
+/// be untrue, and "try again later" futile); EACCES beside it tells a
+/// wirespeed client that it was the address, not a login.
+pub const POLICY_ERRNO: i32 = 13;
+
+/// SERVER_ERROR refusing a client by its address (see [`POLICY_ERRNO`]).
+pub fn policy_refusal_frame() -> [u8; 9] {
+    server_error_frame(crate::error::Code::AUTHTEST.0, POLICY_ERRNO)
+}
+
+/// Whether a SERVER_ERROR's code and errno are a refusal by address.
+pub fn is_policy_refusal(code: i32, errno: i32) -> bool {
+    code == crate::error::Code::AUTHTEST.0 && errno == POLICY_ERRNO
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

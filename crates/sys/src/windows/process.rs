@@ -56,6 +56,15 @@ pub fn current_affinity() -> io::Result<Vec<usize>> {
     Ok((0..usize::BITS as usize).filter(|c| process & (1 << c) != 0).collect())
 }
 
+/// The CPUs the system has (of the first 64), to say which exist when a
+/// pin fails.
+pub fn cpus_online() -> Option<Vec<usize>> {
+    let (mut process, mut system) = (0usize, 0usize);
+    // SAFETY: the pseudo-handle of this process and two live usizes.
+    let ok = unsafe { GetProcessAffinityMask(GetCurrentProcess(), &mut process, &mut system) };
+    (ok != 0 && system != 0).then(|| (0..usize::BITS as usize).filter(|c| system & (1 << c) != 0).collect())
+}
+
 /// A detached daemon: none can exist on Windows.
 pub enum Detached {}
 

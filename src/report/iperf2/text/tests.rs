@@ -463,6 +463,26 @@ fn relayed_report_with_latency_switches_to_enhanced_and_shows_reordering() {
 }
 
 #[test]
+fn an_enhanced_client_prints_a_plain_servers_report_in_the_short_layout() {
+    // `-u -e` against a server without -e: its report has no latency
+    // fields, and 2.1.8's client prints it as a plain one (not zeros,
+    // `0 pps` and `NAN`).
+    let mut cfg = TestConfig::default();
+    cfg.output.enhanced = true;
+    cfg.output.interval = None;
+    let (mut s, buf) = sink(&cfg, Side::Client);
+    let report = udp_line(1, false, 0.0, 1.0208, 93 * 1470, udp_rx(0.005, 0, 93));
+    s.event(&relayed(report));
+    assert_eq!(
+        *buf.lock().unwrap(),
+        "[  1] Server Report:
+[ ID] Interval       Transfer     Bandwidth        Jitter   Lost/Total Datagrams
+[  1] 0.0000-1.0208 sec   134 KBytes  1.07 Mbits/sec   0.005 ms 0/93 (0%)
+"
+    );
+}
+
+#[test]
 fn hidden_addresses() {
     assert_eq!(hidden("10.1.2.3"), "*.*.*.3");
     assert_eq!(hidden("example.com"), "(**hidden**)");
