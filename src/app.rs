@@ -374,7 +374,7 @@ fn run_server(
     // -A n: the server and every thread it starts run on CPU n (a test
     // whose client sent -A x,m runs its own threads on m instead).
     if let Some(cpu) = cfg.net.affinity {
-        sys::process::pin_current_thread(cpu).map_err(|e| Error::affinity(cpu, &e))?;
+        crate::engine::pin(cpu)?;
     }
     // Many clients, many streams: as many descriptors as we may have.
     let _ = sys::process::raise_nofile_limit();

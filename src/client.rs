@@ -87,7 +87,7 @@ impl Client<'_> {
         // -A n: this thread, and so every thread started after it (stream
         // threads, multiplexing workers), runs on CPU n, as iperf3 pins itself.
         if let Some(cpu) = cfg.net.affinity {
-            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::affinity(cpu, &e))?;
+            crate::engine::pin(cpu)?;
         }
         let mut params = cfg.params.clone();
         // The password is asked for (if it must be) before connecting.

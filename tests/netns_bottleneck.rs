@@ -39,7 +39,6 @@ impl Drop for Namespaces {
     }
 }
 
-
 /// Runs a setup command; panics with its stderr if it fails.
 fn sh(args: &[&str]) {
     let out = Command::new(args[0])

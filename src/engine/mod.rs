@@ -464,10 +464,17 @@ pub fn is_timeout(e: &io::Error) -> bool {
 /// pinned fails the test.
 fn pin_stream_thread(task: &StreamTask) {
     if let Some(cpu) = task.affinity
-        && let Err(e) = crate::sys::process::pin_current_thread(cpu)
+        && let Err(e) = pin(cpu)
     {
-        task.control.fail(Error::affinity(cpu, &e));
+        task.control.fail(e);
     }
+}
+
+/// `-A`: pins the calling thread (and so the threads it starts) to `cpu`,
+/// with an error that names the host's CPUs when `cpu` is not one of them.
+pub fn pin(cpu: usize) -> Result<(), Error> {
+    crate::sys::process::pin_current_thread(cpu)
+        .map_err(|e| Error::affinity(cpu, &e, crate::sys::process::cpus_online().as_deref()))
 }
 
 #[cfg(test)]

@@ -135,9 +135,9 @@ impl Mux {
                 let control = share[0].1.control.clone();
                 let n = share.len();
                 if let Some(cpu) = share[0].1.affinity
-                    && let Err(e) = crate::sys::process::pin_current_thread(cpu)
+                    && let Err(e) = super::pin(cpu)
                 {
-                    control.fail(Error::affinity(cpu, &e));
+                    control.fail(e);
                 }
                 if let Err(e) = Worker::new(share).and_then(|mut wk| wk.run()) {
                     control.fail(e);

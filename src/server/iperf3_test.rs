@@ -220,7 +220,7 @@ impl ServerTest<'_> {
     fn run(&mut self) -> Result<(), Error> {
         // The client's -A n,m: this test's threads run on CPU m.
         if let Some(cpu) = self.params.server_affinity {
-            crate::sys::process::pin_current_thread(cpu).map_err(|e| Error::affinity(cpu, &e))?;
+            crate::engine::pin(cpu)?;
         }
         let streams = self.collect_streams()?;
         let waker = self.ctrl.waker();

@@ -127,7 +127,6 @@ pub fn pathemu_exe() -> PathBuf {
     ws.parent().unwrap_or(FsPath::new(".")).join("examples").join("pathemu")
 }
 
-
 /// Whether a namespace of this name exists.
 pub fn netns_exists(name: &str) -> bool {
     FsPath::new("/run/netns").join(name).exists()

@@ -288,16 +288,16 @@ impl Error {
         err
     }
 
-    /// `-A`: pinning to `cpu` failed. When the CPU does not exist, says so
-    /// and which do, where the OS's word ("Invalid argument") would leave
-    /// the user guessing.
-    pub fn affinity(cpu: usize, e: &io::Error) -> Error {
+    /// `-A`: pinning to `cpu` failed. When the CPU is not among the host's
+    /// `online` ones (if known), says so and which are, where the OS's word
+    /// ("Invalid argument") would leave the user guessing.
+    pub fn affinity(cpu: usize, e: &io::Error, online: Option<&[usize]>) -> Error {
         let words = Code::AFFINITY.message().unwrap_or("");
-        match crate::sys::process::cpus_online() {
+        match online {
             Some(online) if !online.contains(&cpu) => {
-                let has = match online.as_slice() {
+                let has = match online {
                     [one] => format!("CPU {one}"),
-                    _ => format!("CPUs {}", cpu_list(&online)),
+                    _ => format!("CPUs {}", cpu_list(online)),
                 };
                 Error::msg(
                     Code::AFFINITY,
@@ -455,21 +455,23 @@ mod tests {
         assert_eq!(cpu_list(&[0, 1]), "0-1");
         assert_eq!(cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
         assert_eq!(cpu_list(&[5]), "5");
-        // A CPU beyond any the kernel has fails with its words kept when
-        // the host's list cannot be read, else with the list.
-        let e = Error::affinity(1 << 20, &io::Error::from_raw_os_error(libc::EINVAL));
-        assert!(e.text().starts_with("unable to set CPU affinity: "), "{}", e.text());
-        if let Some(online) = crate::sys::process::cpus_online() {
-            let list = cpu_list(&online);
-            assert!(
-                e.text().contains("CPU 1048576 does not exist (this host has CPU"),
-                "{}",
-                e.text()
-            );
-            assert!(e.text().ends_with(&format!("{list})")), "{}", e.text());
-        }
+        // A CPU beyond any the host has fails with its words kept when
+        // the host's list is unknown, else with the list.
+        let einval = io::Error::from_raw_os_error(libc::EINVAL);
+        let e = Error::affinity(1 << 20, &einval, None);
+        assert_eq!(e.text(), "unable to set CPU affinity: Invalid argument");
+        let e = Error::affinity(1 << 20, &einval, Some(&[0, 1]));
+        assert_eq!(
+            e.text(),
+            "unable to set CPU affinity: CPU 1048576 does not exist (this host has CPUs 0-1)"
+        );
+        let e = Error::affinity(3, &einval, Some(&[2]));
+        assert_eq!(
+            e.text(),
+            "unable to set CPU affinity: CPU 3 does not exist (this host has CPU 2)"
+        );
         // Other failures keep the system's words.
-        let e = Error::affinity(0, &io::Error::from_raw_os_error(libc::EPERM));
+        let e = Error::affinity(0, &io::Error::from_raw_os_error(libc::EPERM), Some(&[0, 1]));
         assert_eq!(e.text(), "unable to set CPU affinity: Operation not permitted");
     }
 
