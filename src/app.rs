@@ -10,8 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use crate::config::{Dialect, Role, TestConfig};
 use crate::error::{Code, Error};
 use crate::events::{Event, Side};
+use crate::modes::search;
 use crate::report::{Output, Reporter};
-use crate::{cli, debug, json, metrics, search, server, sys};
+use crate::{cli, debug, json, metrics, server, sys};
 
 pub use crate::signals::{Hangup, hangup_for, install_signals, interrupt};
 pub use crate::version::{CLIENT_VERSION, IPERF3_VERSION, VERSION, version_string};
@@ -333,14 +334,14 @@ fn run_client(
     warnings: &[String],
 ) -> Result<(), Error> {
     let client = |c: &TestConfig, r: &mut Reporter| match c.dialect {
-        Dialect::Iperf3 => crate::client::run(c, host, c.port, r, signal),
-        Dialect::Iperf2 => crate::iperf2::client::run(c, host, r, signal),
+        Dialect::Iperf3 => crate::dialect::iperf3::client::run(c, host, c.port, r, signal),
+        Dialect::Iperf2 => crate::dialect::iperf2::client::run(c, host, r, signal),
     };
     if let Some(opts) = cfg.search {
         return search::run(cfg, opts, out, signal, &mut |pc, r| client(pc, r));
     }
     if cfg.rpm {
-        return crate::rpm::run(cfg, host, out, signal);
+        return crate::modes::rpm::run(cfg, host, out, signal);
     }
     let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
     if cfg.output.json {

@@ -10,20 +10,17 @@
 pub mod app;
 pub mod auth;
 pub mod cli;
-pub mod client;
 pub mod clock;
 pub mod config;
-pub mod ctrl;
 pub mod debug;
+pub mod dialect;
 pub mod engine;
 pub mod events;
 pub mod http;
-pub mod iperf2;
 pub mod metrics;
+pub mod modes;
 pub mod net;
 pub mod report;
-pub mod rpm;
-pub mod search;
 pub mod server;
 #[cfg(windows)]
 pub mod service;

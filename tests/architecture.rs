@@ -6,8 +6,10 @@
 //! of the longest module prefix that exists. A circle is a set of files
 //! that reach each other through such uses (a strongly connected component
 //! of more than one file); a module that needs its parent and its parent
-//! it is one too. `#[cfg(test)] mod tests` blocks are left out: tests may
-//! look anywhere.
+//! it through such a path is one too. A `mod.rs` naming its own children
+//! bare (`acceptor::run`) is not counted: a module's face may run its
+//! rooms, whose shared types it holds. `#[cfg(test)] mod tests` blocks are
+//! left out: tests may look anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

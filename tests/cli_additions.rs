@@ -109,9 +109,12 @@ fn iperf2_capital_w_asks_for_the_window_advice() {
 fn iperf2_udp_search_is_the_iperf3_dialects_search() {
     let c = iperf2("-c h --udp-search");
     let search = c.search.expect("a search");
-    assert_eq!(search.max_loss_percent, wirespeed::search::DEFAULT_MAX_LOSS);
+    assert_eq!(search.max_loss_percent, wirespeed::modes::search::DEFAULT_MAX_LOSS);
     assert_eq!(c.params.protocol, Protocol::Udp, "-u is implied");
-    assert_eq!(c.params.end, EndCondition::Time(wirespeed::search::DEFAULT_PROBE));
+    assert_eq!(
+        c.params.end,
+        EndCondition::Time(wirespeed::modes::search::DEFAULT_PROBE)
+    );
     assert_eq!(c.params.rate, 0, "without -b the search starts at its own rate");
     assert_eq!(c.params.block_len, Some(iperf2::DEFAULT_UDP_LEN));
     let c = iperf2("-c h --udp-search --max-loss 1.5% -t 5 -b 10m -P 2");

@@ -915,7 +915,7 @@ fn short_test(port: u16, args: &str) {
     };
     let mut reporter = wirespeed::report::Reporter::new();
     let sig = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    wirespeed::client::run(&cfg, "127.0.0.1", port, &mut reporter, &sig)
+    wirespeed::dialect::iperf3::client::run(&cfg, "127.0.0.1", port, &mut reporter, &sig)
         .unwrap_or_else(|e| panic!("{args}: {}", e.line()));
 }
 

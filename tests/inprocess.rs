@@ -35,7 +35,7 @@ fn run(args: &str) -> Vec<Event> {
     let mut reporter = Reporter::new();
     reporter.add(Box::new(rec.clone()));
     let sig = Arc::new(AtomicUsize::new(0));
-    let r = wirespeed::client::run(&cfg, "127.0.0.1", port, &mut reporter, &sig);
+    let r = wirespeed::dialect::iperf3::client::run(&cfg, "127.0.0.1", port, &mut reporter, &sig);
     stop.store(15, Relaxed);
     t.join().unwrap().unwrap();
     r.unwrap_or_else(|e| panic!("client failed: {}", e.line()));

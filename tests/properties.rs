@@ -40,7 +40,7 @@ proptest! {
     fn frame_accounting_takes_any_datagrams(data in prop::collection::vec(any::<u8>(), 0..2000)) {
         let frames = std::sync::Arc::new(wirespeed::stats::FrameCounters::default());
         for at in [iperf2::udp::ISOCH_AT_21, iperf2::udp::ISOCH_AT_22] {
-            let mut t = wirespeed::iperf2::hooks::FrameTracker::new(at, true, frames.clone());
+            let mut t = wirespeed::dialect::iperf2::hooks::FrameTracker::new(at, true, frames.clone());
             for d in data.chunks(120) {
                 t.feed(d, i64::from_le_bytes([d[0]; 8]));
             }

@@ -53,7 +53,7 @@ pub fn dscp_by_name(name: &str) -> Option<u8> {
 /// `--max-loss P[%]`: the loss a UDP search accepts, percent; the error is
 /// the line to show.
 pub fn max_loss(v: &str) -> Result<f64, String> {
-    crate::search::parse_max_loss(v)
+    crate::modes::search::parse_max_loss(v)
         .ok_or_else(|| format!("invalid --max-loss '{v}': a percentage from 0 up to (not including) 100"))
 }
 

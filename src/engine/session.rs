@@ -12,7 +12,7 @@ use super::drain::{DrainTimes, PathTiming};
 use super::pacer::{PaceRate, Pacer};
 use super::placement::{ThreadCount, multiplexed};
 use super::streams::{DataSock, DataStream, StreamExtras};
-use super::udp::{Iperf3Format, UdpOptions};
+use super::udp::UdpOptions;
 use super::{Budget, Payload, Sinkhole, StreamHandle, StreamTask, Target, TestControl};
 use crate::config::{Direction, EndCondition, Protocol, TestParams};
 use crate::error::{Code, Error};
@@ -281,15 +281,11 @@ impl Launch {
             DataSock::Udp(sock) => {
                 let mut opts = plan.udp.clone();
                 opts.prefeed = extras.udp_prefeed;
-                match extras.udp_format {
-                    Some(f) => super::udp::spawn_udp_with(sock, task, f, opts, extras.hook)?,
-                    None => {
-                        let format = Iperf3Format {
-                            wide: params.udp_counters_64bit,
-                        };
-                        super::udp::spawn_udp_with(sock, task, format, opts, extras.hook)?
-                    }
-                }
+                // The dialect's header: the engine writes no datagram of its own.
+                let format = extras.udp_format.ok_or_else(|| {
+                    Error::msg(Code::INITSTREAM, "a UDP stream was started without its datagram format")
+                })?;
+                super::udp::spawn_udp_with(sock, task, format, opts, extras.hook)?
             }
         };
         self.handles.push((ds.role, Some(handle)));
@@ -367,18 +363,6 @@ pub struct Session {
 }
 
 impl Session {
-    /// Starts a thread per stream.
-    pub fn start(
-        params: &TestParams,
-        side: Side,
-        streams: Vec<DataStream>,
-        waker: Arc<mio::Waker>,
-        local: &LocalOpts,
-    ) -> Result<Session, Error> {
-        let streams = streams.into_iter().map(|d| (d, StreamExtras::default())).collect();
-        Session::start_with(params, side, streams, waker, local)
-    }
-
     /// Starts a thread per stream (or multiplexed workers), each stream
     /// with its dialect extras.
     pub fn start_with(

@@ -100,7 +100,7 @@ pub struct StreamExtras {
     /// A byte budget of this stream alone (iperf 2's `-n` is per flow),
     /// instead of the test's shared one.
     pub budget: Option<u64>,
-    /// UDP: the dialect's datagram layout (iperf3's when `None`).
+    /// UDP: the dialect's datagram layout (a UDP stream needs one).
     pub udp_format: Option<Arc<dyn crate::engine::udp::DatagramFormat>>,
     /// UDP: datagrams of the stream a listener read before the stream had
     /// a socket, with their arrival times (wall clock, ns).

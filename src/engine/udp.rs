@@ -19,7 +19,6 @@ use super::frames::{Frame, FrameClock, pieces};
 use super::pacer::{Pacer, sleep_until};
 use super::{StreamHandle, StreamHook, StreamTask, is_timeout};
 use crate::error::{Code, Error};
-use crate::proto::iperf3::udp::DatagramHeader;
 use crate::stats::StreamRole;
 use crate::stats::udp::UdpAccounting;
 use crate::sys::udp::{self as sysudp, GSO_MAX_SEGMENTS, MAX_BATCH, MAX_UDP_PAYLOAD, RecvBatch};
@@ -98,33 +97,6 @@ impl DatagramFormat for std::sync::Arc<dyn DatagramFormat> {
 
     fn stamp_frame(&self, buf: &mut [u8], frame: &Frame, remaining: u32) {
         (**self).stamp_frame(buf, frame, remaining)
-    }
-}
-
-/// iperf3's header: seconds, microseconds, 32- or 64-bit sequence number.
-#[derive(Debug, Clone, Copy)]
-pub struct Iperf3Format {
-    /// 64-bit sequence numbers (`--udp-counters-64bit`).
-    pub wide: bool,
-}
-
-impl DatagramFormat for Iperf3Format {
-    fn header_len(&self) -> usize {
-        DatagramHeader::len(self.wide)
-    }
-
-    #[inline]
-    fn stamp(&self, buf: &mut [u8], seq: u64, sent_ns: u64) {
-        DatagramHeader::at(sent_ns, seq).write(buf, self.wide);
-    }
-
-    #[inline]
-    fn parse(&self, buf: &[u8]) -> Option<(u64, u64)> {
-        DatagramHeader::read(buf, self.wide).map(|h| (h.seq, h.sent_ns()))
-    }
-
-    fn narrow(&self) -> bool {
-        !self.wide
     }
 }
 
@@ -697,6 +669,7 @@ fn recv_loop<F: DatagramFormat>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dialect::iperf3::udp::Iperf3Format;
     use crate::engine::pacer::PaceRate;
     use crate::engine::{Budget, Payload, Sinkhole, TestControl};
     use crate::stats::StreamCounters;

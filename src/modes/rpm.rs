@@ -323,8 +323,10 @@ fn measure(cfg: &TestConfig, host: &str, out: &Output, signal: &Arc<AtomicUsize>
                     let mut rep = Reporter::new();
                     rep.add(Box::new(LoadSink(sh.clone())));
                     let r = match c.dialect {
-                        crate::config::Dialect::Iperf3 => crate::client::run(&c, host, c.port, &mut rep, &sig),
-                        crate::config::Dialect::Iperf2 => crate::iperf2::client::run(&c, host, &mut rep, &sig),
+                        crate::config::Dialect::Iperf3 => {
+                            crate::dialect::iperf3::client::run(&c, host, c.port, &mut rep, &sig)
+                        }
+                        crate::config::Dialect::Iperf2 => crate::dialect::iperf2::client::run(&c, host, &mut rep, &sig),
                     };
                     if let Err(e) = r
                         && sig.load(Relaxed) == 0
@@ -483,8 +485,8 @@ impl Printer {
             "[RPM] {:6.2} sec  {:2} flows  goodput {} (avg {}){}  RPM {} (foreign {}, loaded {})\n",
             iv.at,
             iv.flows,
-            crate::search::rate_text(iv.goodput, 'a'),
-            crate::search::rate_text(iv.goodput_avg, 'a'),
+            crate::modes::search::rate_text(iv.goodput, 'a'),
+            crate::modes::search::rate_text(iv.goodput_avg, 'a'),
             if iv.saturated { " saturated" } else { "" },
             n(iv.rpm),
             n(iv.foreign),
@@ -528,7 +530,7 @@ impl Printer {
         }
         s.push_str(&format!(
             "[RPM] goodput {} with {flows} load flows\n",
-            crate::search::rate_text(goodput, 'a')
+            crate::modes::search::rate_text(goodput, 'a')
         ));
         if let (Some(rpm), Some((t, rr))) = (r.idle_rpm, r.idle_ms) {
             s.push_str(&format!(

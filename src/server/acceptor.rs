@@ -27,7 +27,7 @@ use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Poll, Token};
 
 use super::sockets::Sockets;
-use super::{MAX_PENDING, Mode, Outcome, ServerCtx, iperf2_tcp, iperf2_udp, iperf3_test};
+use super::{MAX_PENDING, Mode, Outcome, ServerCtx};
 use crate::engine::DataSock;
 use crate::error::{Code, Error};
 use crate::events::{Event, Refused};
@@ -381,7 +381,7 @@ impl Acceptor {
         if let Mode::ConnectBack { .. } = self.ctx.mode {
             self.ctx.served.fetch_add(1, Relaxed);
             if let Ok(s) = mio_to_std(stream) {
-                iperf2_tcp::serve(self.ctx.clone(), s, peer, Vec::new());
+                crate::dialect::iperf2::server::tcp::serve(self.ctx.clone(), s, peer, Vec::new());
             }
             return;
         }
@@ -496,13 +496,13 @@ impl Acceptor {
                     self.ctx.refused(Refusal::Busy);
                     return;
                 }
-                iperf3_test::start(&self.ctx, stream, cookie, peer, body);
+                crate::dialect::iperf3::server::start(&self.ctx, stream, cookie, peer, body);
             }
             (Next::HandOn, _) => {
                 if self.ctx.policy.permits(peer.ip()) {
                     self.ctx.served.fetch_add(1, Relaxed);
                 }
-                iperf2_tcp::serve(self.ctx.clone(), stream, peer, buf);
+                crate::dialect::iperf2::server::tcp::serve(self.ctx.clone(), stream, peer, buf);
             }
             (Next::Stay | Next::Close, _) => {
                 if let Some(c) = cookie {
@@ -563,15 +563,15 @@ impl Acceptor {
                 let d = &buf[..n.min(buf.len())];
                 match sniff::udp(d) {
                     sniff::Udp::Iperf3(h) if self.ctx.mode == Mode::Shared => {
-                        iperf3_test::udp_hello(&self.ctx, h, net_canonical(from));
+                        crate::dialect::iperf3::server::udp_hello(&self.ctx, h, net_canonical(from));
                     }
                     _ => {
-                        iperf2_udp::offer(&self.ctx, local, from, d, crate::clock::wall_ns());
+                        crate::dialect::iperf2::server::udp::offer(&self.ctx, local, from, d, crate::clock::wall_ns());
                     }
                 }
             }
             // The flows started this turn have what queued for them.
-            iperf2_udp::drained(&self.ctx);
+            crate::dialect::iperf2::server::udp::drained(&self.ctx);
         }
         more
     }

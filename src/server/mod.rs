@@ -7,21 +7,16 @@
 //! connect-back) and runs one [`acceptor`] over all of it. The acceptor
 //! tells each client's dialect from its first bytes or datagram
 //! (`proto::sniff`) and hands it to the test that serves it: an iperf3
-//! test ([`iperf3_test`]) or iperf 2 flows ([`iperf2_tcp`],
-//! [`iperf2_udp`]). Every test is counted in one registry, against one
+//! test (`dialect::iperf3::server`) or iperf 2 flows
+//! (`dialect::iperf2::server`). Every test is counted in one registry, against one
 //! `--max-tests`, under one access policy, into one `--metrics`.
 
-mod acceptor;
+pub(crate) mod acceptor;
 pub mod access;
-mod bounceback;
-mod iperf2_flows;
-mod iperf2_tcp;
-mod iperf2_udp;
-mod iperf3_test;
-mod rate;
-mod registry;
-mod sockets;
-mod window;
+pub(crate) mod rate;
+pub(crate) mod registry;
+pub(crate) mod sockets;
+pub(crate) mod window;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
@@ -69,6 +64,24 @@ pub(crate) enum Outcome {
     Refused,
 }
 
+/// State a dialect keeps for the whole server, one value per type, made
+/// on first use: the shared server holds it without knowing its type.
+#[derive(Default)]
+pub(crate) struct Rooms(Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>);
+
+impl Rooms {
+    /// The server's `T`, made now if it has none yet.
+    pub(crate) fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut rooms = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(room) = rooms.iter().find_map(|r| r.clone().downcast::<T>().ok()) {
+            return room;
+        }
+        let room = Arc::new(T::default());
+        rooms.push(room.clone());
+        room
+    }
+}
+
 /// What the acceptor and every test of a server share: configuration,
 /// limits, access policy, metrics, the registry of running tests, and the
 /// stop.
@@ -81,8 +94,9 @@ pub(crate) struct ServerCtx {
     pub mode: Mode,
     pub out: Output,
     pub registry: Registry,
-    /// iperf 2 `-P` groups forming.
-    pub(crate) groups: iperf2_flows::Forming,
+    /// What a dialect keeps for the whole server (iperf 2: its `-P`
+    /// groups forming).
+    pub(crate) rooms: Rooms,
     /// Raised when the server stops: every test ends.
     pub stop: Arc<AtomicBool>,
     /// The signal that stopped it (0: none).
@@ -123,7 +137,7 @@ pub(crate) struct ServerCtx {
 impl ServerCtx {
     /// The next iperf 2 transfer id.
     pub fn next_id(&self) -> u32 {
-        crate::iperf2::next_id()
+        crate::dialect::iperf2::next_id()
     }
 
     /// A reporter with the sinks `cfg` asks for (a connect-back's: its
@@ -271,7 +285,7 @@ impl Server {
             mode,
             out,
             registry: Registry::default(),
-            groups: iperf2_flows::Forming::default(),
+            rooms: Rooms::default(),
             stop: Arc::new(AtomicBool::new(false)),
             stop_signal: AtomicUsize::new(0),
             active: AtomicUsize::new(0),

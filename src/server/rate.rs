@@ -19,7 +19,7 @@ use crate::config::{TestConfig, TestParams};
 use crate::error::{Code, Error};
 
 /// The measured-rate check of one test.
-pub(super) struct RateWatch {
+pub(crate) struct RateWatch {
     /// Bit/s (0: no limit).
     limit: u64,
     window: Duration,

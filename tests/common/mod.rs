@@ -429,7 +429,7 @@ impl InprocServer {
         let mut reporter = wirespeed::report::Reporter::new();
         reporter.add(Box::new(rec.clone()));
         let sig = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let r = wirespeed::client::run(&cfg, "127.0.0.1", self.port, &mut reporter, &sig);
+        let r = wirespeed::dialect::iperf3::client::run(&cfg, "127.0.0.1", self.port, &mut reporter, &sig);
         r.map_err(|e| e.line())?;
         let events = rec.events.lock().unwrap().clone();
         Ok(events)

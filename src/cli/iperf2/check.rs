@@ -306,7 +306,7 @@ fn client_role(s: &mut ParseState) -> Result {
         cfg.params.end = EndCondition::Time(Duration::from_secs_f64(t));
     } else if cfg.search.is_some() && !matches!(cfg.params.end, EndCondition::Bytes(_)) {
         // Probes are short unless -t says otherwise.
-        cfg.params.end = EndCondition::Time(crate::search::DEFAULT_PROBE);
+        cfg.params.end = EndCondition::Time(crate::modes::search::DEFAULT_PROBE);
     }
     if cfg.server.daemon {
         return Err(CliError::err("option -D is only valid for a server"));
@@ -409,9 +409,9 @@ fn block_length(s: &mut ParseState) -> Result {
         let need = if cfg.iperf2.compat {
             crate::proto::iperf2::udp::DATAGRAM_HEADER_LEN as u64
         } else if cfg.params.trip_times {
-            crate::iperf2::udp::MIN_DATAGRAM_TRIP_TIMES as u64
+            crate::dialect::iperf2::udp::MIN_DATAGRAM_TRIP_TIMES as u64
         } else {
-            crate::iperf2::udp::MIN_DATAGRAM as u64
+            crate::dialect::iperf2::udp::MIN_DATAGRAM as u64
         };
         if !s.server && block < need {
             return Err(CliError::err(format!(
@@ -632,5 +632,5 @@ fn search_limits(s: &ParseState) -> Result {
     if cfg.iperf2.no_udp_fin {
         return no("--no-udp-fin (each probe needs the server's report)");
     }
-    crate::search::check_config(cfg, s.interval_given).map_err(|e| CliError::err(e.text()))
+    crate::modes::search::check_config(cfg, s.interval_given).map_err(|e| CliError::err(e.text()))
 }

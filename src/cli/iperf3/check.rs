@@ -24,7 +24,7 @@ pub(super) fn all(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     client_file(s)?;
     auth_pairs(&s.cfg)?;
     if s.cfg.search.is_some() {
-        crate::search::check_config(&s.cfg, given(Opt::Interval))?;
+        crate::modes::search::check_config(&s.cfg, given(Opt::Interval))?;
     }
     if s.cfg.rpm {
         rpm_rules(&s.cfg)?;
@@ -133,7 +133,7 @@ fn direction_and_end(s: &mut ParseState) -> Result {
         s.cfg.search = Some(so);
         if s.end_conditions == 0 {
             // Probes are short unless -t says otherwise.
-            s.cfg.params.end = EndCondition::Time(crate::search::DEFAULT_PROBE);
+            s.cfg.params.end = EndCondition::Time(crate::modes::search::DEFAULT_PROBE);
         }
         // The search is a UDP measurement: -u is implied.
         s.udp = true;

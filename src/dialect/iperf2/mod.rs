@@ -8,6 +8,7 @@ pub mod client;
 mod connect_only;
 pub mod hooks;
 pub mod runner;
+pub mod server;
 mod tcp_client;
 mod transport;
 pub mod udp;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use crate::config::{Protocol, TestConfig};
-use crate::ctrl::{Ctrl, Polled};
+use crate::dialect::iperf3::ctrl::{Ctrl, Polled};
 use crate::engine::run::{Ended, RunSpec, Steering, Turn};
 use crate::engine::{
     DataSock, DataStream, LocalOpts, Session, StreamExtras, fds_per_stream, reserve_fds, stream_id, stream_roles,
@@ -287,7 +287,7 @@ impl Client<'_> {
             if let Some(s) = self.interrupted() {
                 return Err(interrupt_error(s));
             }
-            let mut extras = StreamExtras::default();
+            let mut extras = super::udp::extras(params);
             let (sock, local) = if params.protocol == Protocol::Udp {
                 let mut w = Vec::new();
                 let u = net::connect_udp(server, &opts(i), |s| {

@@ -8,10 +8,8 @@ use std::sync::mpsc::{self, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::registry::UdpSlot;
-use super::{Outcome, ServerCtx};
 use crate::config::{Protocol, TestConfig};
-use crate::ctrl::{Ctrl, Polled, Woke};
+use crate::dialect::iperf3::ctrl::{Ctrl, Polled, Woke};
 use crate::engine::drain::DrainTimes;
 use crate::engine::run::{Ended, RunSpec, Steering, Turn};
 use crate::engine::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
@@ -26,6 +24,8 @@ use crate::proto::iperf3::udp::{HELLO_REPLY, Hello};
 use crate::proto::iperf3::{Cookie, Results, State, max_results_len};
 use crate::report::json::JsonSink;
 use crate::report::{Output, Reporter, Sink};
+use crate::server::registry::UdpSlot;
+use crate::server::{Outcome, ServerCtx};
 
 const WHOLE_MSG: Duration = Duration::from_secs(30);
 /// How long a client may be silent past its test's time before the test
@@ -33,7 +33,7 @@ const WHOLE_MSG: Duration = Duration::from_secs(30);
 const SILENT_AFTER_END: Duration = Duration::from_secs(10);
 
 /// Starts a test thread for a client whose parameters arrived.
-pub(super) fn start(ctx: &Arc<ServerCtx>, stream: TcpStream, cookie: Cookie, peer: SocketAddr, params: Vec<u8>) {
+pub(crate) fn start(ctx: &Arc<ServerCtx>, stream: TcpStream, cookie: Cookie, peer: SocketAddr, params: Vec<u8>) {
     let ctx2 = ctx.clone();
     // Counted now, so `--max-tests` sees it before the thread runs.
     ctx.active.fetch_add(1, Relaxed);
@@ -55,7 +55,7 @@ pub(super) fn start(ctx: &Arc<ServerCtx>, stream: TcpStream, cookie: Cookie, pee
 /// gets a socket of its own (bound to the port, connected to the client's
 /// stream socket), the reply from it, and the socket goes to the test.
 /// A repeated hello (the reply was lost) gets the reply again.
-pub(super) fn udp_hello(ctx: &ServerCtx, hello: Hello, from: SocketAddr) {
+pub(crate) fn udp_hello(ctx: &ServerCtx, hello: Hello, from: SocketAddr) {
     let Ok(mut udp) = ctx.registry.udp.lock() else { return };
     let Some(slot) = udp.get_mut(&from.ip()) else { return };
     let ours = match hello {
@@ -235,7 +235,11 @@ impl ServerTest<'_> {
             samples: self.cfg.output.chart_samples(),
             ..LocalOpts::default()
         };
-        let session = Session::start(&self.params, Side::Server, streams, waker, &local)?;
+        let streams = streams
+            .into_iter()
+            .map(|d| (d, super::udp::extras(&self.params)))
+            .collect();
+        let session = Session::start_with(&self.params, Side::Server, streams, waker, &local)?;
         self.ctrl.send_state(State::TestStart)?;
         self.ctrl.send_state(State::TestRunning)?;
         let start = StartInfo {
@@ -386,7 +390,7 @@ impl ServerTest<'_> {
             rcv_timeout: self.cfg.net.rcv_timeout.unwrap_or(Duration::from_secs(120)),
             nominal_end: self.params.duration().map(|d| started + self.params.omit + d),
             moved: (started, 0),
-            rate: super::rate::RateWatch::new(&self.cfg, &self.params, started),
+            rate: crate::server::rate::RateWatch::new(&self.cfg, &self.params, started),
             stopped: None,
         };
         let spec = RunSpec {
@@ -466,7 +470,7 @@ struct ServerSteering<'a> {
     /// vanished without a word (half-open control connection, no FIN or
     /// RST) while we send moves nothing any more.
     moved: (Instant, u64),
-    rate: super::rate::RateWatch,
+    rate: crate::server::rate::RateWatch,
     stopped: Option<ServerStop>,
 }
 

@@ -11,17 +11,17 @@ use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 
-use super::{Running, ServerCtx};
+use crate::dialect::iperf2::client::bb_mode;
+use crate::dialect::iperf2::conn_line;
+use crate::dialect::iperf2::runner::{Flow, RunOpts, run_flows};
 use crate::engine::StreamKind;
 use crate::engine::bounceback::EchoSpec;
 use crate::engine::{DataSock, DataStream, StreamExtras};
 use crate::events::{Event, Side, StartInfo};
-use crate::iperf2::client::bb_mode;
-use crate::iperf2::conn_line;
-use crate::iperf2::runner::{Flow, RunOpts, run_flows};
 use crate::proto::iperf2::bounceback::{
     BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader, LATENCY_PROBE_MARK, PreviousRtt,
 };
+use crate::server::{Running, ServerCtx};
 use crate::stats::{BouncebackCounters, StreamMeta, StreamRole};
 
 /// How long the rest of the first header may take once it has begun.
@@ -107,7 +107,7 @@ pub(super) fn serve(ctx: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: 
         first.bbflags & BB_CLOCKSYNCED != 0,
     ));
     if !ctx.has_echo_room() {
-        super::iperf2_flows::refuse(ctx, local, peer, "server is busy");
+        crate::dialect::iperf2::server::groups::refuse(ctx, local, peer, "server is busy");
         ctx.refused(crate::metrics::Refusal::Busy);
         return;
     }

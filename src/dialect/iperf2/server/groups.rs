@@ -14,14 +14,14 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use super::{Mode, Running, ServerCtx};
 use crate::config::{Protocol, TestConfig, TestParams};
+use crate::dialect::iperf2::runner::{Flow, RunOpts, run_flows};
 use crate::engine::DataSock;
 use crate::events::{Connecting, Event, Refused, Settings, Side, StartInfo};
-use crate::iperf2::runner::{Flow, RunOpts, run_flows};
 use crate::proto::iperf2::flags;
 use crate::proto::iperf2::header::{Amount, ClientHeader};
 use crate::report::Reporter;
+use crate::server::{Mode, Running, ServerCtx};
 
 /// One accepted connection (or UDP flow) whose header has been read.
 pub(super) struct Member {
@@ -45,7 +45,7 @@ pub(super) struct Member {
     /// UDP: the sender numbers its datagrams in 64 bits.
     pub seq64: bool,
     /// UDP: datagrams the port read before the flow had a socket.
-    pub prefeed: super::registry::Prefeed,
+    pub prefeed: crate::server::registry::Prefeed,
 }
 
 impl Member {

@@ -12,20 +12,20 @@ use std::time::Duration;
 
 use socket2::SockRef;
 
-use super::iperf2_flows::{self, Member, Sending, Transport};
-use super::{Mode, ServerCtx};
+use super::groups::{Member, Sending, Transport};
 use crate::clock::wall_clock;
 use crate::config::{Protocol, TestParams};
+use crate::dialect::iperf2::hooks::{BurstStamp, RecvHook};
+use crate::dialect::iperf2::runner::Flow;
 use crate::engine::StreamHook;
 use crate::engine::{DataSock, DataStream, StreamExtras};
 use crate::events::{Event, Settings};
-use crate::iperf2::hooks::{BurstStamp, RecvHook};
-use crate::iperf2::runner::Flow;
 use crate::metrics::Refusal;
 use crate::net;
 use crate::proto::iperf2::header::{Amount, ClientHeader, Need};
 use crate::proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs, version_string};
 use crate::report::Reporter;
+use crate::server::{Mode, ServerCtx};
 use crate::stats::histogram::{HistogramSpec, LatencyHistogram};
 use crate::stats::{DetailCounters, StreamMeta, StreamRole};
 
@@ -34,7 +34,7 @@ const CLOCK_SKEW: f64 = 600.0;
 
 /// Serves one connection on a thread of its own. `prefix` holds the bytes
 /// the acceptor read (the whole header, if there is one).
-pub(super) fn serve(ctx: Arc<ServerCtx>, stream: TcpStream, peer: SocketAddr, prefix: Vec<u8>) {
+pub(crate) fn serve(ctx: Arc<ServerCtx>, stream: TcpStream, peer: SocketAddr, prefix: Vec<u8>) {
     // Counted before the thread runs, so the acceptor's one-at-a-time
     // and end rules see it at once.
     ctx.flows.fetch_add(1, Relaxed);
@@ -69,7 +69,7 @@ fn connection(ctx: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, buf: Vec<
     let accepted = wall_clock();
     if !ctx.policy.permits(peer.ip()) {
         ctx.refused(Refusal::Policy);
-        iperf2_flows::refuse(ctx, local, peer, "client not allowed");
+        super::groups::refuse(ctx, local, peer, "client not allowed");
         return;
     }
     let connect_back = matches!(ctx.mode, Mode::ConnectBack { .. });
@@ -82,7 +82,7 @@ fn connection(ctx: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, buf: Vec<
         }
     };
     if len == 0 && !connect_back && crate::proto::iperf2::bounceback::is_bounceback(&buf) {
-        super::bounceback::serve(ctx, sock, peer, buf);
+        crate::dialect::iperf2::server::bounceback::serve(ctx, sock, peer, buf);
         return;
     }
     if ctx.strict && len == 0 && !is_payload_pattern(&buf) {
@@ -103,12 +103,12 @@ fn connection(ctx: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, buf: Vec<
     if let Err((why, words)) = check_header(ctx, &header) {
         ctx.refused(why);
         if why != Refusal::Unrecognized {
-            iperf2_flows::refuse(ctx, local, peer, words);
+            super::groups::refuse(ctx, local, peer, words);
         }
         return;
     }
     let Some(trip) = admit(ctx, &sock, &header, len > 0, accepted) else {
-        iperf2_flows::refuse(ctx, local, peer, "permit key fail");
+        super::groups::refuse(ctx, local, peer, "permit key fail");
         return;
     };
     let cfg = &ctx.flow_cfg;
@@ -124,7 +124,7 @@ fn connection(ctx: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, buf: Vec<
     let tcp_init = if connect_back {
         None
     } else {
-        crate::iperf2::tcp_init(&sock)
+        crate::dialect::iperf2::tcp_init(&sock)
     };
     let m = Member {
         // A 2.2 client's --sync-transfer-id: its number for the flow.
@@ -146,7 +146,7 @@ fn connection(ctx: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, buf: Vec<
     let (key, want) = match ctx.mode {
         Mode::ConnectBack { expect } => ((net::canonical_ip(peer.ip()), expect), expect),
         _ if !m.has_header || m.header.num_threads <= 1 => {
-            return iperf2_flows::run_group(ctx, vec![m], &mut Tcp);
+            return super::groups::run_group(ctx, vec![m], &mut Tcp);
         }
         _ => {
             let n = m.header.num_threads;
@@ -154,11 +154,12 @@ fn connection(ctx: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, buf: Vec<
         }
     };
     // Join a group that is forming, or start one.
-    let Some(rx) = iperf2_flows::join(&ctx.groups.tcp, key, m) else {
+    let forming = ctx.rooms.get::<super::groups::Forming>();
+    let Some(rx) = super::groups::join(&forming.tcp, key, m) else {
         return;
     };
-    let members = iperf2_flows::collect(&ctx.groups.tcp, key, rx, want, iperf2_flows::TCP_GROUP_WAIT, &ctx.stop);
-    iperf2_flows::run_group(ctx, members, &mut Tcp);
+    let members = super::groups::collect(&forming.tcp, key, rx, want, super::groups::TCP_GROUP_WAIT, &ctx.stop);
+    super::groups::run_group(ctx, members, &mut Tcp);
 }
 
 /// The permit key and the trip-times clock check; answers the client's ack
@@ -185,7 +186,7 @@ fn admit(
         let st = header.start.unwrap_or_default();
         let skew = (join_secs(st.sec, st.usec) - join_secs(accepted.0, accepted.1)).abs();
         if skew > CLOCK_SKEW {
-            ctx.reporter(cfg, iperf2_flows::side(ctx)).emit(Event::Notice(
+            ctx.reporter(cfg, super::groups::side(ctx)).emit(Event::Notice(
                 "WARN: ignore --trip-times because client didn't provide valid start timestamp within 600 seconds of now"
                     .into(),
             ));
@@ -222,7 +223,7 @@ fn check_header(ctx: &ServerCtx, h: &ClientHeader) -> Result<(), (Refusal, &'sta
     {
         return Err((Refusal::Unrecognized, "not an iperf 2 header"));
     }
-    match iperf2_flows::over_limits(&ctx.cfg.server, h) {
+    match super::groups::over_limits(&ctx.cfg.server, h) {
         Some(why) => Err((Refusal::Limit, why)),
         None => Ok(()),
     }
@@ -253,7 +254,7 @@ fn write_prefetch(h: &ClientHeader) -> Option<u32> {
 fn print_connection(ctx: &ServerCtx, m: &Member) {
     let DataSock::Tcp(sock) = &m.sock else { return };
     let h = &m.header;
-    let mut line = crate::iperf2::conn_line(m.id, sock, m.local, m.peer);
+    let mut line = crate::dialect::iperf2::conn_line(m.id, sock, m.local, m.peer);
     line.when = None;
     line.tcp_init = m.tcp_init;
     let reverse = m.reverse();
@@ -276,7 +277,7 @@ fn print_connection(ctx: &ServerCtx, m: &Member) {
     // The server re-arms quick acks where it reads (not on a -R flow).
     line.qack = quickack(h) && !reverse;
     line.peer_version = h.version().and_then(|(u, l)| version_string(u, l));
-    iperf2_flows::announce(ctx, m, line);
+    super::groups::announce(ctx, m, line);
 }
 
 /// iperf 2's TCP flows.
@@ -395,7 +396,7 @@ impl Transport for Tcp {
             window_requested: params.window.map(u64::from),
             notes: Vec::new(),
         };
-        iperf2_flows::connect_back_banner(ctx, m, port, settings, rep);
+        super::groups::connect_back_banner(ctx, m, port, settings, rep);
         let opts = net::ConnectOpts {
             timeout: Some(Duration::from_secs(10)),
             ..net::ConnectOpts::default()
@@ -416,7 +417,7 @@ impl Transport for Tcp {
             Ok(s) => {
                 let local = s.local_addr().ok()?;
                 let id = ctx.next_id();
-                let mut line = crate::iperf2::conn_line(id, &s, local, addr);
+                let mut line = crate::dialect::iperf2::conn_line(id, &s, local, addr);
                 line.reversed = true;
                 line.mode = Some("reverse".into());
                 line.when = None;
@@ -431,7 +432,7 @@ impl Transport for Tcp {
     }
 
     fn params(&self, ctx: &ServerCtx, h: &ClientHeader, streams: usize, trip: bool) -> TestParams {
-        let mut p = iperf2_flows::base_params(ctx, h, streams, trip);
+        let mut p = super::groups::base_params(ctx, h, streams, trip);
         // The rate limits reads (in the hooks), not a sender.
         p.rate = 0;
         p

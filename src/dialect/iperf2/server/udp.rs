@@ -16,19 +16,19 @@ use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 
-use super::iperf2_flows::{self, Member, Sending, Transport};
-use super::registry::UdpPeer;
-use super::{Mode, ServerCtx};
+use super::groups::{Member, Sending, Transport};
 use crate::config::{EndCondition, Protocol, TestParams};
+use crate::dialect::iperf2::hooks::{FrameTracker, UdpRecvHook};
+use crate::dialect::iperf2::runner::Flow;
+use crate::dialect::iperf2::udp::{FinOutcome, Iperf2Format, answer_fin, relayed_line, report_of, send_fin};
 use crate::engine::{DataSock, DataStream, StreamExtras};
 use crate::events::{BannerNote, Event, PeerReport, Settings, StreamSample};
-use crate::iperf2::hooks::{FrameTracker, UdpRecvHook};
-use crate::iperf2::runner::Flow;
-use crate::iperf2::udp::{FinOutcome, Iperf2Format, answer_fin, relayed_line, report_of, send_fin};
 use crate::net;
 use crate::proto::iperf2::header::Amount;
 use crate::proto::iperf2::{ClientHeader, DatagramHeader, IsochPayload, flags, version_string};
 use crate::report::Reporter;
+use crate::server::registry::UdpPeer;
+use crate::server::{Mode, ServerCtx};
 use crate::stats::histogram::{HistogramSpec, LatencyHistogram};
 use crate::stats::{DetailCounters, FrameCounters, StreamMeta, StreamRole};
 
@@ -57,7 +57,7 @@ fn one_at_a_time(ctx: &ServerCtx) -> bool {
 }
 
 /// The port has handed over everything that was queued.
-pub(super) fn drained(ctx: &ServerCtx) {
+pub(crate) fn drained(ctx: &ServerCtx) {
     ctx.registry.udp_drained.fetch_add(1, Relaxed);
 }
 
@@ -65,7 +65,7 @@ pub(super) fn drained(ctx: &ServerCtx) {
 /// at `rx_ns` (wall clock): the first datagram of a new client starts a
 /// flow; one of a flow not yet running is kept for it; anything else is
 /// dropped.
-pub(super) fn offer(ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d: &[u8], rx_ns: i64) {
+pub(crate) fn offer(ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d: &[u8], rx_ns: i64) {
     let from = net::canonical(from);
     let Ok(mut peers) = ctx.registry.udp_peers.lock() else {
         return;
@@ -101,11 +101,11 @@ pub(super) fn offer(ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d
     } else {
         header
             .as_ref()
-            .and_then(|h| iperf2_flows::over_limits(&ctx.cfg.server, h))
+            .and_then(|h| super::groups::over_limits(&ctx.cfg.server, h))
     };
     if let Some(why) = refusal {
         peers.insert(from, UdpPeer::Denied);
-        iperf2_flows::refuse(ctx, local, from, why);
+        super::groups::refuse(ctx, local, from, why);
         return;
     }
     let Some(m) = member(ctx, local, from, header, d, rx_ns) else {
@@ -123,7 +123,7 @@ pub(super) fn offer(ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d
     let key = (from.ip(), want);
     // Counted at once, so the next datagram sees this session.
     ctx.flows.fetch_add(1, Relaxed);
-    let Some(rx) = iperf2_flows::join(&ctx.groups.udp, key, m) else {
+    let Some(rx) = super::groups::join(&ctx.rooms.get::<super::groups::Forming>().udp, key, m) else {
         // A member of a forming group, counted with it.
         ctx.flows.fetch_sub(1, Relaxed);
         return;
@@ -131,7 +131,14 @@ pub(super) fn offer(ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d
     let epoch = ctx.registry.udp_drained.load(Relaxed);
     let ctx2 = ctx.clone();
     let spawned = std::thread::Builder::new().name("ws-iperf2-udp".into()).spawn(move || {
-        let members = iperf2_flows::collect(&ctx2.groups.udp, key, rx, want, GROUP_WAIT, &ctx2.stop);
+        let members = super::groups::collect(
+            &ctx2.rooms.get::<super::groups::Forming>().udp,
+            key,
+            rx,
+            want,
+            GROUP_WAIT,
+            &ctx2.stop,
+        );
         // What queued at the port for the members is theirs.
         let t0 = Instant::now();
         while ctx2.registry.udp_drained.load(Relaxed) == epoch && t0.elapsed() < DRAIN_WAIT {
@@ -139,7 +146,7 @@ pub(super) fn offer(ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d
         }
         set_peers(&ctx2, &members, UdpPeer::Active);
         let mut t = Udp::default();
-        iperf2_flows::run_group(&ctx2, members_sorted(members), &mut t);
+        super::groups::run_group(&ctx2, members_sorted(members), &mut t);
         set_peers(&ctx2, &t.served, UdpPeer::Done(Instant::now()));
         ctx2.flows.fetch_sub(1, Relaxed);
     });
@@ -243,7 +250,7 @@ fn member(
 
 fn print_connection(ctx: &ServerCtx, m: &Member) {
     let DataSock::Udp(sock) = &m.sock else { return };
-    let mut line = crate::iperf2::udp_conn_line(m.id, sock, m.local, m.peer);
+    let mut line = crate::dialect::iperf2::udp_conn_line(m.id, sock, m.local, m.peer);
     if m.reverse() {
         line.mode = Some("reverse".into());
         line.no_udp_fin = true;
@@ -257,7 +264,7 @@ fn print_connection(ctx: &ServerCtx, m: &Member) {
         line.no_udp_fin = true;
     }
     line.peer_version = m.header.version().and_then(|(u, l)| version_string(u, l));
-    iperf2_flows::announce(ctx, m, line);
+    super::groups::announce(ctx, m, line);
 }
 
 /// Receivers answering their senders' FINs: (stream id, whether the
@@ -447,10 +454,10 @@ impl Transport for Udp {
             window_requested: params.window.map(u64::from),
             notes: vec![BannerNote::Datagrams { len: block, ipg_us }],
         };
-        iperf2_flows::connect_back_banner(ctx, m, port, settings, rep);
+        super::groups::connect_back_banner(ctx, m, port, settings, rep);
         let local = sock.local_addr().ok()?;
         let id = ctx.next_id();
-        let mut line = crate::iperf2::udp_conn_line(id, &sock, local, addr);
+        let mut line = crate::dialect::iperf2::udp_conn_line(id, &sock, local, addr);
         line.reversed = true;
         line.mode = Some("reverse".into());
         line.when = None;
@@ -460,7 +467,7 @@ impl Transport for Udp {
 
     /// The client's rate, duration and datagram size for our senders.
     fn params(&self, ctx: &ServerCtx, h: &ClientHeader, streams: usize, trip: bool) -> TestParams {
-        let mut p = iperf2_flows::base_params(ctx, h, streams, trip);
+        let mut p = super::groups::base_params(ctx, h, streams, trip);
         p.protocol = Protocol::Udp;
         p.block_len = Some(Udp::block_len(ctx, h));
         let rate = match h.ext.map(|e| e.rate).unwrap_or(0) {
