@@ -5,9 +5,10 @@
 //! with wirespeed's additions kept from changing the peers' abbreviations);
 //! [`iperf3`] and [`iperf2`] hold each personality's table, whose rows
 //! carry what their option does, and the checks that involve several
-//! options; [`values`] and [`crate::units`] read the values both personalities
+//! options, over the apply steps both share ([`apply`]); [`values`] and [`crate::units`] read the values both personalities
 //! read alike.
 
+pub mod apply;
 pub mod completions;
 pub mod getopt;
 pub mod iperf2;

@@ -136,3 +136,32 @@ impl ParseState {
         }
     }
 }
+
+impl crate::cli::apply::Gather for ParseState {
+    type Error = super::CliError;
+
+    fn cfg(&mut self) -> &mut TestConfig {
+        &mut self.cfg
+    }
+
+    fn search(&mut self) -> &mut SearchRequest {
+        &mut self.search
+    }
+
+    fn set_udp(&mut self) {
+        self.udp = true;
+    }
+
+    fn set_reverse(&mut self) {
+        self.reverse = true;
+    }
+
+    /// iperf 2 says a bad value in one line, with no code.
+    fn value_error(_: crate::error::Code, msg: String) -> Self::Error {
+        super::CliError::err(msg)
+    }
+
+    fn server_option(&mut self, spelled: &str) {
+        self.server_opt = Some(spelled.to_string());
+    }
+}

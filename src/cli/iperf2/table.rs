@@ -1,12 +1,13 @@
 //! The iperf 2 dialect's option table: each row is an option's spellings,
 //! where it means something, and what it does to the configuration.
 
-use super::apply::{bounceback, extras, network, output, server, traffic};
+use super::apply::{bounceback, network, output, server, traffic};
 use super::opt::{Answer, Opt, Row, Scope, Step};
 
 /// What `row!` calls the place an option applies.
 type Place = Scope;
 
+use crate::cli::apply as shared;
 use crate::cli::getopt::row;
 use Step::{Answer as A, Apply as F, NotBuilt as No};
 
@@ -40,7 +41,7 @@ pub const TABLE: &[Row] = &[
     row!(N, Tradeoff,             'r', "tradeoff",               None,     Client,    F(traffic::tradeoff)),
     row!(N, Server,               's', "server",                 None,     Any,       F(server::server)),
     row!(N, Time,                 't', "time",                   Required, Any,       F(traffic::time)),
-    row!(N, Udp,                  'u', "udp",                    None,     Any,       F(traffic::udp)),
+    row!(N, Udp,                  'u', "udp",                    None,     Any,       F(shared::udp)),
     row!(N, Version,              'v', "version",                None,     Any,       A(Answer::Version)),
     row!(N, Window,               'w', "window",                 Required, Any,       F(traffic::window)),
     row!(N, ReportExclude,        'x', "reportexclude",          Required, Any,       F(output::report_exclude)),
@@ -55,7 +56,7 @@ pub const TABLE: &[Row] = &[
     row!(N, BouncebackNoQuickack, -,   "bounceback-no-quickack", None,     Client,    F(bounceback::no_quickack)),
     row!(N, BouncebackPeriod,     -,   "bounceback-period",      Required, Client,    F(bounceback::period)),
     row!(N, Compat,               'C', "compatibility",          None,     Any,       F(traffic::compat)),
-    row!(N, Daemon,               'D', "daemon",                 None,     Any,       F(server::daemon)),
+    row!(N, Daemon,               'D', "daemon",                 None,     Any,       F(shared::daemon)),
     row!(N, FileInput,            'F', "file_input",             Required, Client,    F(traffic::file_input)),
     row!(N, SsmHost,              'H', "ssm-host",               Required, Any,       F(server::ssm_host)),
     row!(N, StdinInput,           'I', "stdin_input",            None,     Client,    F(traffic::stdin_input)),
@@ -63,14 +64,14 @@ pub const TABLE: &[Row] = &[
     row!(N, NoDelay,              'N', "nodelay",                None,     Tcp,       F(traffic::nodelay)),
     row!(N, ListenPort,           'L', "listenport",             Required, Client,    F(network::listen_port)),
     row!(N, Parallel,             'P', "parallel",               Required, Any,       F(traffic::parallel)),
-    row!(N, Reverse,              'R', "reverse",                None,     Client,    F(traffic::reverse)),
+    row!(N, Reverse,              'R', "reverse",                None,     Client,    F(shared::reverse)),
     row!(N, Tos,                  'S', "tos",                    Required, Any,       F(network::tos)),
     row!(N, Ttl,                  'T', "ttl",                    Required, Client,    F(network::ttl)),
     row!(N, SingleUdp,            'U', "single_udp",             None,     Any,       F(traffic::single_udp)),
     row!(N, Ipv6Domain,           'V', "ipv6_domain",            None,     Any,       F(network::v6)),
     row!(N, SuggestWin,           'W', "suggest_win_size",       None,     Tcp,       F(output::suggest_window)),
     row!(N, PeerDetect,           'X', "peer-detect",            None,     Client,    F(traffic::peer_detect)),
-    row!(N, Congestion,           'Z', "tcp-congestion",         Required, Tcp,       F(traffic::congestion)),
+    row!(N, Congestion,           'Z', "tcp-congestion",         Required, Tcp,       F(shared::congestion)),
     row!(N, Histograms,           -,   "histograms",             Optional, Any,       F(output::histograms)),
     row!(N, HideIps,              -,   "hide-ips",               None,     Any,       F(output::hide_ips)),
     row!(N, Histograms,           -,   "udp-histograms",         Optional, Any,       F(output::histograms)),
@@ -108,7 +109,7 @@ pub const TABLE: &[Row] = &[
     row!(N, NumReportStructs,     -,   "NUM_REPORT_STRUCTS",     Required, Any,       No(NOT_YET)),
     // wirespeed additions: aliases, the access policy, output and the UDP search
     row!(X, Enhanced,             -,   "enhancedreports",        None,     Any,       F(output::enhanced)),
-    row!(X, Congestion,           -,   "linux-congestion",       Required, Tcp,       F(traffic::congestion)),
+    row!(X, Congestion,           -,   "linux-congestion",       Required, Tcp,       F(shared::congestion)),
     // iperf 2.2's: --dscp (the TOS's upper six bits), --tcp-cca (-Z's other name)
     row!(X, Dscp,                 -,   "dscp",                   Required, Any,       F(network::dscp)),
     row!(X, TcpCca,               -,   "tcp-cca",                Required, Tcp,       F(traffic::tcp_cca)),
@@ -116,18 +117,18 @@ pub const TABLE: &[Row] = &[
     row!(X, WorkingLoad,          -,   "working-load",           Optional, Client,    F(bounceback::working_load)),
     row!(X, BouncebackRequest,    -,   "bounceback-request",     Required, TcpClient, F(bounceback::request)),
     row!(X, BouncebackReply,      -,   "bounceback-reply",       Required, TcpClient, F(bounceback::reply)),
-    row!(X, Allow,                -,   "allow",                  Required, Any,       F(server::allow)),
-    row!(X, Deny,                 -,   "deny",                   Required, Any,       F(server::deny)),
+    row!(X, Allow,                -,   "allow",                  Required, Any,       F(shared::allow)),
+    row!(X, Deny,                 -,   "deny",                   Required, Any,       F(shared::deny)),
     row!(X, MaxTests,             -,   "max-tests",              Required, Any,       F(server::max_tests)),
-    row!(X, Ui,                   -,   "ui",                     Required, Any,       F(server::ui)),
-    row!(X, Json,                 'J', "json",                   None,     Any,       F(extras::json)),
-    row!(X, JsonStream,           -,   "json-stream",            None,     Any,       F(extras::json_stream)),
-    row!(X, Report,               -,   "report",                 Required, Any,       F(extras::report)),
-    row!(X, Live,                 -,   "live",                   None,     Client,    F(extras::live)),
-    row!(X, UdpSearch,            -,   "udp-search",             None,     Client,    F(extras::udp_search)),
-    row!(X, MaxLoss,              -,   "max-loss",               Required, Client,    F(extras::max_loss)),
-    row!(X, Latency,              -,   "latency",                Optional, Client,    F(extras::latency)),
-    row!(X, Rpm,                  -,   "rpm",                    None,     TcpClient, F(extras::rpm)),
+    row!(X, Ui,                   -,   "ui",                     Required, Any,       F(shared::ui)),
+    row!(X, Json,                 'J', "json",                   None,     Any,       F(shared::json)),
+    row!(X, JsonStream,           -,   "json-stream",            None,     Any,       F(shared::json_stream)),
+    row!(X, Report,               -,   "report",                 Required, Any,       F(shared::report)),
+    row!(X, Live,                 -,   "live",                   None,     Client,    F(shared::live)),
+    row!(X, UdpSearch,            -,   "udp-search",             None,     Client,    F(shared::udp_search)),
+    row!(X, MaxLoss,              -,   "max-loss",               Required, Client,    F(shared::max_loss)),
+    row!(X, Latency,              -,   "latency",                Optional, Client,    F(shared::latency)),
+    row!(X, Rpm,                  -,   "rpm",                    None,     TcpClient, F(shared::rpm)),
 ];
 
 /// Whether an option of [`TABLE`] works (rather than being refused as not

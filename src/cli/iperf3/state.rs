@@ -60,3 +60,27 @@ impl ParseState {
         }
     }
 }
+
+impl crate::cli::apply::Gather for ParseState {
+    type Error = crate::error::Error;
+
+    fn cfg(&mut self) -> &mut TestConfig {
+        &mut self.cfg
+    }
+
+    fn search(&mut self) -> &mut SearchRequest {
+        &mut self.search
+    }
+
+    fn set_udp(&mut self) {
+        self.udp = true;
+    }
+
+    fn set_reverse(&mut self) {
+        self.reverse = true;
+    }
+
+    fn value_error(code: crate::error::Code, msg: String) -> Self::Error {
+        crate::error::Error::param_msg(code, msg)
+    }
+}

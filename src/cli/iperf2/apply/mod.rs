@@ -4,7 +4,6 @@
 //! several options wait for [`super::check`].
 
 pub mod bounceback;
-pub mod extras;
 pub mod network;
 pub mod output;
 pub mod server;

@@ -21,12 +21,6 @@ pub fn single_client(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
-/// `-D`.
-pub fn daemon(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.server.daemon = true;
-    Ok(())
-}
-
 /// `-H host`: the SSM source (checked with `-B` later).
 pub fn ssm_host(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.cfg.iperf2.ssm_host = Some(value(o).to_string());
@@ -49,30 +43,6 @@ pub fn tos_override(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let v = value(o);
     let t = tos_value(v).ok_or_else(|| CliError::err(format!("{} value of '{v}' not recognized", o.spelled)))?;
     s.tos_override = Some(t);
-    Ok(())
-}
-
-/// `--allow list` (a wirespeed addition).
-pub fn allow(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    let list = crate::server::access::split_list("--allow", value(o)).map_err(CliError::err)?;
-    s.cfg.server.allow.extend(list);
-    s.server_opt = Some("--allow".into());
-    Ok(())
-}
-
-/// `--deny list` (a wirespeed addition).
-pub fn deny(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    let list = crate::server::access::split_list("--deny", value(o)).map_err(CliError::err)?;
-    s.cfg.server.deny.extend(list);
-    s.server_opt = Some("--deny".into());
-    Ok(())
-}
-
-/// `--ui ADDR:PORT` (a wirespeed addition): the web page watching the
-/// server's tests.
-pub fn ui(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.server.ui = Some(value(o).to_string());
-    s.server_opt = Some("--ui".into());
     Ok(())
 }
 

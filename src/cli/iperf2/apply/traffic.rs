@@ -48,12 +48,6 @@ pub fn tradeoff(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
-/// `-R`.
-pub fn reverse(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.reverse = true;
-    Ok(())
-}
-
 /// `--full-duplex`.
 pub fn full_duplex(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.full_duplex = true;
@@ -82,12 +76,6 @@ pub fn time(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         .filter(|t| *t >= 0.0 && *t <= 21_474_836.0)
         .ok_or_else(|| CliError::err(format!("-t value of '{v}' not recognized")))?;
     s.time = Some(t);
-    Ok(())
-}
-
-/// `-u`.
-pub fn udp(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.udp = true;
     Ok(())
 }
 
@@ -173,12 +161,6 @@ pub fn parallel(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 /// `-X`.
 pub fn peer_detect(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.cfg.iperf2.peer_detect = true;
-    Ok(())
-}
-
-/// `-Z algo`.
-pub fn congestion(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.params.congestion = Some(value(o).to_string());
     Ok(())
 }
 

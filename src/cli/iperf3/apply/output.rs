@@ -41,19 +41,6 @@ pub fn verbose(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
-/// `-J`.
-pub fn json(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.output.json = true;
-    Ok(())
-}
-
-/// `--json-stream` (implies `-J`).
-pub fn json_stream(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.output.json = true;
-    s.cfg.output.json_stream = true;
-    Ok(())
-}
-
 /// `--json-stream-full-output`.
 pub fn json_stream_full(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.cfg.output.json_stream_full = true;

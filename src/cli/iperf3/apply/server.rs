@@ -18,12 +18,6 @@ pub fn server(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
-/// `-D`.
-pub fn daemon(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.server.daemon = true;
-    Ok(())
-}
-
 /// `-1`.
 pub fn one_off(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.cfg.server.one_off = true;

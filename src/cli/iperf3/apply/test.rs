@@ -48,12 +48,6 @@ pub fn mptcp(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
-/// `-u`.
-pub fn udp(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.udp = true;
-    Ok(())
-}
-
 /// `-b rate[KMGT][/burst]` or `Npps[/burst]`; a burst is at most 1000.
 pub fn bitrate(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let v = value(o);
@@ -134,12 +128,6 @@ pub fn parallel(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
-/// `-R`.
-pub fn reverse(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.reverse = true;
-    Ok(())
-}
-
 /// `--bidir`.
 pub fn bidir(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.bidir = true;
@@ -154,12 +142,6 @@ pub fn window(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         return Err(perr(Code::BUFSIZE));
     }
     s.cfg.params.window = (w >= 1.0).then_some(w as u32);
-    Ok(())
-}
-
-/// `-C algo`.
-pub fn congestion(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.params.congestion = Some(value(o).to_string());
     Ok(())
 }
 
