@@ -31,7 +31,7 @@ const IPERF2_LONG: &[&str] = &[
 ];
 
 /// The long options `iperf --help` (2.1.8) lists. Three are not the
-/// table's names (spec/iperf2.md §2): `--stdin` and `--udp-histogram` work
+/// table's names (docs/protocols.md, Option names): `--stdin` and `--udp-histogram` work
 /// in 2.1.8 as abbreviations of `--stdin_input` and `--udp-histograms`;
 /// `--fileinput` is refused by 2.1.8 (the option is `--file_input`), so it
 /// is refused here too.
@@ -54,7 +54,8 @@ const IPERF2_HELP: &[&str] = &[
 const IPERF2_REFUSED: &[&str] = &["fileinput", "peerdetect"];
 
 /// iperf3 3.21's long options: its `longopts[]` table (iperf_api.c), in
-/// order; spec/iperf3-cli-output.md §a.2 lists the same set.
+/// order; src/cli/iperf3/table.rs starts with the same set (docs/protocols.md,
+/// Option names).
 #[rustfmt::skip]
 const IPERF3_LONG: &[&str] = &[
     "port", "format", "interval", "daemon", "one-off", "verbose", "json", "json-stream",

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(30);
 
-// iperf3 state bytes and error codes (spec/iperf3-protocol.md).
+// iperf3 state bytes and error codes (docs/protocols.md, iperf3: state bytes).
 const PARAM_EXCHANGE: u8 = 9;
 const CREATE_STREAMS: u8 = 10;
 const TEST_START: u8 = 1;

@@ -1,4 +1,4 @@
-//! Bounceback streams (`spec/iperf2.md` §1.10): request/response round
+//! Bounceback streams (`docs/protocols.md`, iperf 2: bounceback): request/response round
 //! trips instead of bulk data. The client writes a message and waits for
 //! it to come back, in bursts of `count` messages every `period`; the
 //! server stamps its receive and send times and writes each message back.

@@ -1,6 +1,6 @@
 //! `--latency[=N]`: round-trip probes beside any test's load, on a
 //! connection of their own. The probes are iperf 2 bounceback messages
-//! (`spec/iperf2.md` §1.10), so a wirespeed server on either dialect's port
+//! (`docs/protocols.md`, iperf 2: bounceback), so a wirespeed server on either dialect's port
 //! and a real iperf 2 server answer them; an iperf3 server does not, and
 //! the client says so before the test starts.
 //!

@@ -1,6 +1,6 @@
 //! `--rpm`: responsiveness under working conditions, after
 //! draft-ietf-ippm-responsiveness, adapted to a tool without HTTP or TLS
-//! (`research/responsiveness.md` §9; the result is a TCP-only RPM).
+//! (`docs/protocols.md`, Responsiveness (`--rpm`); the result is a TCP-only RPM).
 //!
 //! Load: capacity-seeking TCP flows, each a test of its own against the
 //! server (a wirespeed server runs them side by side, in either dialect,

@@ -3,7 +3,8 @@
 //! default), or with `-i` once per interval until `-t`. Every connect
 //! prints its connection line with the connect time (`(ct=… ms)`); with
 //! `-e` and more than one connect, the `[ CT]` line ends the test with
-//! their distribution and the failures (`spec/iperf2-latency.md` §7).
+//! their distribution and the failures (`docs/protocols.md`, iperf 2:
+//! `--connect-only`).
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};

@@ -367,7 +367,8 @@ mod tests {
             .collect()
     }
 
-    // Golden words captured from the real 2.1.8 client (spec §1.5), from
+    // Golden words captured from the real 2.1.8 client (docs/protocols.md,
+    // iperf 2: client header in UDP datagrams), from
     // offset 16 (after the sequence/time prefix).
     #[test]
     fn datagram_settings_match_what_2_1_8_sends() {

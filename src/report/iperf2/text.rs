@@ -2,7 +2,7 @@
 //! (4-decimal interval times), from the one event stream.
 //!
 //! Layouts were matched against the real program's output
-//! (`spec/iperf2.md` §3). A column header is printed before the first line
+//! (`docs/protocols.md`, Output: iperf 2 text). A column header is printed before the first line
 //! that needs it and again whenever the kind of line changes or a banner
 //! intervened; that state is shared by every sink of one process (a dual
 //! test's two directions print under one header).

@@ -1,7 +1,7 @@
 //! iperf3's human-readable output, line for line.
 //!
 //! Layouts follow iperf3 master's format strings (`iperf_locale.c`); the
-//! `spec/iperf3-cli-output.md` catalogue counts their spaces. Text goes out in
+//! `docs/protocols.md` (Output: iperf3 text) counts their spaces. Text goes out in
 //! the same chunks iperf3 prints, because `-T` and `--timestamps` prefix each
 //! chunk rather than each line.
 

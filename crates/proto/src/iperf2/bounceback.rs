@@ -1,4 +1,5 @@
-//! The bounceback message (`--bounceback`, `spec/iperf2.md` §1.10): the
+//! The bounceback message (`--bounceback`, `docs/protocols.md`, iperf 2:
+//! bounceback): the
 //! client writes `bbsize` bytes starting with this 60-byte header, the
 //! server stamps its receive and send times and writes the same bytes
 //! back. Layout as 2.1.8 puts it on the wire (all big-endian):

@@ -595,7 +595,8 @@ mod tests {
         }
     }
 
-    // Golden words captured from the real 2.1.8 client (spec §1.4).
+    // Golden words captured from the real 2.1.8 client (docs/protocols.md,
+    // iperf 2: client header over TCP).
     #[test]
     fn plain_header_with_explicit_len_is_byte_exact() {
         let wire = words(

@@ -1,4 +1,5 @@
-//! The iperf 2.x wire protocol (`spec/iperf2.md` §1), sans-IO.
+//! The iperf 2.x wire protocol (`docs/protocols.md`, the iperf 2 sections),
+//! sans-IO.
 //!
 //! iperf2 has no control connection: a TCP client opens each data
 //! connection with a header carrying the test settings, a UDP client puts

@@ -354,7 +354,8 @@ mod tests {
         assert_eq!(DatagramHeader::read(&b[..10], true), None);
     }
 
-    // The hand-made report the spec fed a real 2.1.8 client (§1.6).
+    // A hand-made report fed to a real 2.1.8 client (docs/protocols.md,
+    // iperf 2: server report).
     fn spec_report() -> ServerReport {
         ServerReport {
             flags: 0,

@@ -1,5 +1,5 @@
 //! iperf3's authentication token and authorized-users file, without I/O or
-//! cryptography (`spec/iperf3-protocol.md` §11).
+//! cryptography (`docs/protocols.md`, iperf3: authentication).
 //!
 //! A client sends `authtoken` in its parameters: the standard base64 of one
 //! RSA block that encrypts the text `user: U\npwd:  P\nts:   T` (two spaces

@@ -1,4 +1,4 @@
-//! The iperf3 control protocol (`spec/iperf3-protocol.md`).
+//! The iperf3 control protocol (`docs/protocols.md`, the iperf3 sections).
 
 pub mod auth;
 pub mod cookie;

@@ -1,4 +1,5 @@
-//! iperf3's UDP data path on the wire (`spec/iperf3-protocol.md` §8.2): the
+//! iperf3's UDP data path on the wire (`docs/protocols.md`, iperf3: UDP
+//! streams): the
 //! per-stream handshake and the header every datagram starts with.
 //!
 //! Sans-IO: byte arrays in and out. The engine stamps and parses headers in
@@ -153,7 +154,8 @@ mod tests {
     }
 
     /// First datagram of a `iperf3 -u -b 5M` stream as captured on the wire
-    /// (spec §7): (sec, usec, seq) = (615, 488830, 1).
+    /// (`docs/protocols.md`, iperf3: UDP streams): (sec, usec, seq) =
+    /// (615, 488830, 1).
     #[test]
     fn golden_32_bit_header() {
         let wire = [0, 0, 0x02, 0x67, 0x00, 0x07, 0x75, 0x7e, 0, 0, 0, 1];

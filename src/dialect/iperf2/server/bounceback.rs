@@ -1,4 +1,4 @@
-//! The server side of `--bounceback` (`spec/iperf2.md` §1.10): a
+//! The server side of `--bounceback` (`docs/protocols.md`, iperf 2: bounceback): a
 //! connection whose first word opens a bounceback test becomes one echo
 //! stream, run through the one test loop like any flow (the client side
 //! is a stream kind of the iperf 2 client; both loops are in
