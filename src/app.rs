@@ -379,7 +379,7 @@ fn run_server(
     }
     // Many clients, many streams: as many descriptors as we may have.
     let _ = sys::process::raise_nofile_limit();
-    let mut server = server::Server::bind(cfg, out.clone())?;
+    let mut server = server::Server::bind(cfg, out.clone(), crate::dialect::wings())?;
     // The starting process waits until the daemon serves, and exits 1 with
     // the reason if it cannot (a pidfile that cannot be written, ...).
     // The Windows service is already in the background (its options still
@@ -402,7 +402,7 @@ fn run_server(
         .as_ref()
         .map(|_| crate::ui::board::Board::new(crate::ui::board::Mode::Server));
     if let Some(b) = &board {
-        server = server.with_ui(b.clone());
+        server = server.watched_by(Box::new(b.clone()));
     }
     let started = (|| -> Result<_, Error> {
         let serving = match (metrics, registry) {
@@ -450,7 +450,7 @@ fn run_loopback(cfg: &TestConfig, out: Output, signal: &Arc<AtomicUsize>) -> Res
     scfg.net.bind = Some("127.0.0.1".into());
     scfg.net.family = crate::config::Family::V4;
     scfg.output.interval = cfg.output.interval;
-    let server = server::Server::bind(&scfg, Output::discard())?;
+    let server = server::Server::bind(&scfg, Output::discard(), crate::dialect::wings())?;
     let port = server.port();
     let stop = Arc::new(AtomicUsize::new(0));
     let stop2 = stop.clone();

@@ -1,5 +1,6 @@
-//! The shape of the code, checked: which source files use which, and no
-//! circle of files that use each other.
+//! The shape of the code, checked: which source files use which, no
+//! circle of files that use each other, and no two rooms (top-level
+//! modules; each dialect's wing apart) that reach each other.
 //!
 //! A file uses another when it names a path into it: `crate::a::b::Item`,
 //! `super::x`, `self::y` (in `use` lines or inline), resolved to the file
@@ -254,6 +255,40 @@ fn no_two_files_use_each_other() {
     );
 }
 
+/// The room a file belongs to: its top-level module, or for the dialect
+/// wings, `dialect/<wing>`.
+fn room(file: &str) -> String {
+    let parts: Vec<&str> = file.trim_end_matches(".rs").split('/').collect();
+    match parts.as_slice() {
+        ["dialect", wing, _, ..] => format!("dialect/{wing}"),
+        [top, ..] => top.to_string(),
+        [] => String::new(),
+    }
+}
+
+/// The rooms each room uses (through any of its files).
+fn rooms(files: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, deps) in files {
+        let r = room(from);
+        let entry = out.entry(r.clone()).or_default();
+        entry.extend(deps.iter().map(|d| room(d)).filter(|d| *d != r));
+    }
+    out
+}
+
+#[test]
+fn no_two_rooms_reach_each_other() {
+    // The rooms stand in layers: the shared server hands clients to the
+    // wings through `server::Wings` and never names them; the wings, the
+    // modes, the CLI and the UI sit above what they use.
+    let found = circles(&rooms(&uses(&src_root())));
+    assert!(
+        found.is_empty(),
+        "rooms (top-level modules, a dialect's wing each) that reach each other: {found:#?}"
+    );
+}
+
 #[test]
 fn the_analysis_sees_a_circle_it_is_shown() {
     let dir = std::env::temp_dir().join(format!("ws-arch-{}", std::process::id()));
@@ -271,4 +306,10 @@ fn the_analysis_sees_a_circle_it_is_shown() {
     let c = circles(&g);
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(c[0], ["a/x.rs", "b.rs"].iter().map(|s| s.to_string()).collect());
+    let r = circles(&rooms(&g));
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0], ["a", "b"].iter().map(|s| s.to_string()).collect());
+    assert_eq!(room("dialect/iperf2/server/tcp.rs"), "dialect/iperf2");
+    assert_eq!(room("dialect/mod.rs"), "dialect");
+    assert_eq!(room("app.rs"), "app");
 }

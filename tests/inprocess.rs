@@ -19,7 +19,7 @@ fn run(args: &str) -> Vec<Event> {
         ..TestConfig::default()
     };
     scfg.net.bind = Some("127.0.0.1".into());
-    let server = Server::bind(&scfg, Output::discard()).unwrap();
+    let server = Server::bind(&scfg, Output::discard(), wirespeed::dialect::wings()).unwrap();
     let port = server.port();
     let stop = Arc::new(AtomicUsize::new(0));
     let s2 = stop.clone();

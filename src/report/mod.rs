@@ -21,6 +21,13 @@ use crate::config::{Dialect, TestConfig};
 use crate::error::{Code, Error};
 use crate::events::Side;
 
+/// Something that watches every test a server runs (the web UI's board):
+/// it gives each test a sink of its own.
+pub trait Watcher: Send + Sync {
+    /// The sink of a test called `title`, of `dialect`.
+    fn sink(&self, title: String, dialect: crate::config::Dialect) -> Box<dyn Sink>;
+}
+
 /// A consumer of measurement events.
 pub trait Sink: Send {
     /// Handles one event.

@@ -18,8 +18,12 @@ pub(crate) mod registry;
 pub(crate) mod sockets;
 pub(crate) mod window;
 
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
+
+use crate::proto::iperf3::Cookie;
+use crate::proto::iperf3::udp::Hello;
 
 pub use access::AccessPolicy;
 pub use sockets::Join;
@@ -64,6 +68,24 @@ pub(crate) enum Outcome {
     Refused,
 }
 
+/// Where the acceptor hands each client: the dialects' entry points. The
+/// wings fill it in (`crate::dialect::wings`); the shared server calls
+/// them without knowing what is behind them.
+#[derive(Clone, Copy)]
+pub struct Wings {
+    /// An iperf3 control connection whose cookie and parameters were read.
+    pub(crate) iperf3_test: fn(&Arc<ServerCtx>, TcpStream, Cookie, SocketAddr, Vec<u8>),
+    /// An iperf3 UDP stream's hello.
+    pub(crate) iperf3_udp_hello: for<'a> fn(&ServerCtx, Hello<'a>, SocketAddr),
+    /// An iperf 2 TCP connection, with the bytes read from it so far.
+    pub(crate) iperf2_tcp: fn(Arc<ServerCtx>, TcpStream, SocketAddr, Vec<u8>),
+    /// A datagram that is not an iperf3 hello (an iperf 2 flow's), with
+    /// the port it came to and its arrival time (wall clock, ns).
+    pub(crate) iperf2_udp: fn(&Arc<ServerCtx>, SocketAddr, SocketAddr, &[u8], i64),
+    /// The acceptor read every datagram waiting: flows may take theirs.
+    pub(crate) iperf2_udp_drained: fn(&ServerCtx),
+}
+
 /// State a dialect keeps for the whole server, one value per type, made
 /// on first use: the shared server holds it without knowing its type.
 #[derive(Default)]
@@ -97,6 +119,8 @@ pub(crate) struct ServerCtx {
     /// What a dialect keeps for the whole server (iperf 2: its `-P`
     /// groups forming).
     pub(crate) rooms: Rooms,
+    /// Where each client is handed.
+    pub(crate) wings: Wings,
     /// Raised when the server stops: every test ends.
     pub stop: Arc<AtomicBool>,
     /// The signal that stopped it (0: none).
@@ -118,8 +142,8 @@ pub(crate) struct ServerCtx {
     /// Why UDP tests cannot run, if the UDP port could not be opened.
     pub udp_error: Option<Error>,
     pub metrics: OnceLock<Arc<Metrics>>,
-    /// The web page's board (`--ui`).
-    pub ui: OnceLock<Arc<crate::ui::board::Board>>,
+    /// What watches every test (`--ui`'s board).
+    pub watcher: OnceLock<Box<dyn crate::report::Watcher>>,
     pub policy: AccessPolicy,
     pub auth: Option<crate::auth::ServerAuth>,
     /// On a shared port, headerless iperf 2 data must start with 2.1.8's
@@ -135,11 +159,6 @@ pub(crate) struct ServerCtx {
 }
 
 impl ServerCtx {
-    /// The next iperf 2 transfer id.
-    pub fn next_id(&self) -> u32 {
-        crate::dialect::iperf2::next_id()
-    }
-
     /// A reporter with the sinks `cfg` asks for (a connect-back's: its
     /// client's).
     pub fn reporter(&self, cfg: &TestConfig, side: Side) -> Reporter {
@@ -163,13 +182,13 @@ impl ServerCtx {
             let labels = crate::metrics::labels(cfg.dialect, protocol);
             r.add(Box::new(MetricsSink::new(m.clone(), labels, client.clone())));
         }
-        if let Some(b) = self.ui.get() {
+        if let Some(w) = self.watcher.get() {
             let who = match cfg.dialect {
                 crate::config::Dialect::Iperf3 => "iperf3",
                 crate::config::Dialect::Iperf2 => "iperf 2",
             };
             let title = format!("{} {who} test from {client}", protocol.name());
-            r.add(Box::new(b.serve(title, cfg.dialect)));
+            r.add(w.sink(title, cfg.dialect));
         }
     }
 
@@ -246,16 +265,16 @@ pub struct Server {
 
 impl Server {
     /// Binds the server `cfg` describes (its dialect decides the mode).
-    pub fn bind(cfg: &TestConfig, out: Output) -> Result<Server, Error> {
+    pub fn bind(cfg: &TestConfig, out: Output, wings: Wings) -> Result<Server, Error> {
         let mode = match cfg.dialect {
             Dialect::Iperf3 => Mode::Shared,
             Dialect::Iperf2 => Mode::Iperf2,
         };
-        Server::bind_mode(cfg, out, mode)
+        Server::bind_mode(cfg, out, mode, wings)
     }
 
     /// Binds a server of `mode` for `cfg`.
-    pub fn bind_mode(cfg: &TestConfig, out: Output, mode: Mode) -> Result<Server, Error> {
+    pub fn bind_mode(cfg: &TestConfig, out: Output, mode: Mode, wings: Wings) -> Result<Server, Error> {
         let sockets = sockets::Sockets::open(cfg, mode)?;
         let (done_tx, done_rx) = mpsc::channel();
         let policy = match mode {
@@ -286,6 +305,7 @@ impl Server {
             out,
             registry: Registry::default(),
             rooms: Rooms::default(),
+            wings,
             stop: Arc::new(AtomicBool::new(false)),
             stop_signal: AtomicUsize::new(0),
             active: AtomicUsize::new(0),
@@ -297,7 +317,7 @@ impl Server {
             port: sockets.port,
             udp_error: sockets.udp_error.clone(),
             metrics: OnceLock::new(),
-            ui: OnceLock::new(),
+            watcher: OnceLock::new(),
             policy,
             auth,
             strict: mode == Mode::Shared,
@@ -329,9 +349,9 @@ impl Server {
         self
     }
 
-    /// Shows each test on `board` (`--ui`). Call before `run`.
-    pub fn with_ui(self, board: Arc<crate::ui::board::Board>) -> Server {
-        let _ = self.ctx.ui.set(board);
+    /// Shows each test to `watcher` (`--ui`'s board). Call before `run`.
+    pub fn watched_by(self, watcher: Box<dyn crate::report::Watcher>) -> Server {
+        let _ = self.ctx.watcher.set(watcher);
         self
     }
 

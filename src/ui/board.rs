@@ -349,6 +349,12 @@ impl Board {
     }
 }
 
+impl crate::report::Watcher for Arc<Board> {
+    fn sink(&self, title: String, dialect: Dialect) -> Box<dyn crate::report::Sink> {
+        Box::new(self.serve(title, dialect))
+    }
+}
+
 /// A server test's events, onto the board.
 pub struct BoardSink {
     board: Arc<Board>,

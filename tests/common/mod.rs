@@ -407,7 +407,9 @@ impl InprocServer {
             ..TestConfig::default()
         };
         scfg.net.bind = Some("127.0.0.1".into());
-        let server = wirespeed::server::Server::bind(&scfg, wirespeed::report::Output::discard()).unwrap();
+        let server =
+            wirespeed::server::Server::bind(&scfg, wirespeed::report::Output::discard(), wirespeed::dialect::wings())
+                .unwrap();
         let port = server.port();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let s2 = stop.clone();

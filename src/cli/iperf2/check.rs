@@ -409,9 +409,9 @@ fn block_length(s: &mut ParseState) -> Result {
         let need = if cfg.iperf2.compat {
             crate::proto::iperf2::udp::DATAGRAM_HEADER_LEN as u64
         } else if cfg.params.trip_times {
-            crate::dialect::iperf2::udp::MIN_DATAGRAM_TRIP_TIMES as u64
+            crate::proto::iperf2::udp::MIN_DATAGRAM_TRIP_TIMES as u64
         } else {
-            crate::dialect::iperf2::udp::MIN_DATAGRAM as u64
+            crate::proto::iperf2::udp::MIN_DATAGRAM as u64
         };
         if !s.server && block < need {
             return Err(CliError::err(format!(

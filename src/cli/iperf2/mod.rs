@@ -37,16 +37,9 @@ use crate::config::*;
 
 /// iperf2's default port.
 pub const DEFAULT_PORT: u16 = 5001;
-/// iperf2's default UDP datagram size (IPv4).
-pub const DEFAULT_UDP_LEN: u32 = 1470;
-/// iperf2's default UDP datagram size from an IPv6 client.
-pub const DEFAULT_UDP_LEN_V6: u32 = 1450;
-/// The largest UDP payload over IPv4.
-pub const MAX_UDP_LEN: u32 = 65507;
-/// iperf2's default UDP rate: 1 Mbit/s in binary units.
-pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
-/// How far behind a paced sender may catch up at once, µs.
-pub const IPERF2_CATCH_UP_US: u32 = 100_000;
+pub use crate::proto::iperf2::defaults::{
+    DEFAULT_UDP_LEN, DEFAULT_UDP_LEN_V6, DEFAULT_UDP_RATE, IPERF2_CATCH_UP_US, MAX_UDP_LEN,
+};
 /// Smallest `-i` (Debian's fast-sampling build).
 pub const MIN_INTERVAL: f64 = 0.0001;
 /// Most flows `-P` asks for: iperf 2 flows run a thread each.

@@ -274,7 +274,12 @@ fn connect_back_server(
     let wait = (p.duration().unwrap_or(Duration::ZERO) + Duration::from_secs(extra)).max(Duration::from_secs(3));
     bcfg.server.listen_time = Some(wait);
     bcfg.output.enhanced = false;
-    match Server::bind_mode(&bcfg, Output::discard(), Mode::ConnectBack { expect: p.streams }) {
+    match Server::bind_mode(
+        &bcfg,
+        Output::discard(),
+        Mode::ConnectBack { expect: p.streams },
+        crate::dialect::wings(),
+    ) {
         Ok(s) => {
             reporter.emit(Event::Listening(Box::new(s.listening())));
             if p.direction == Direction::Tradeoff {

@@ -15,14 +15,7 @@ use crate::proto::iperf2::udp::{
 use crate::proto::iperf2::{ClientHeader, DatagramHeader, put32, split_secs};
 use crate::stats::net_power;
 
-/// How much of a datagram 2.1.8 reserves for headers (zeroed, then the
-/// settings written in): the pattern starts after it.
-pub const HEADER_AREA: usize = 160;
-/// Bytes the settings of a plain test need (sequence prefix, v1 header,
-/// extension): the smallest datagram a client sends.
-pub const MIN_DATAGRAM: usize = 76;
-/// With `--trip-times` the start-time block at 108..128 must fit too.
-pub const MIN_DATAGRAM_TRIP_TIMES: usize = 128;
+pub use crate::proto::iperf2::udp::{HEADER_AREA, MIN_DATAGRAM, MIN_DATAGRAM_TRIP_TIMES};
 /// How long a client waits for the report after its first FIN; each
 /// later wait is twice the last, up to [`FIN_WAIT_MAX`]. (2.1.8 retries
 /// every 10 ms for 2 s: across a 600 ms round trip that is 60 FINs before

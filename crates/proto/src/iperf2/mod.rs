@@ -11,6 +11,7 @@
 pub mod ack;
 pub mod bounceback;
 pub mod burst;
+pub mod defaults;
 pub mod flags;
 pub mod header;
 pub mod udp;

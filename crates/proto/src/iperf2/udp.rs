@@ -5,6 +5,15 @@
 use super::flags::{self, SERVER_HEADER_EXTEND};
 use super::{be32, join_secs, put32, split_secs};
 
+/// How much of a datagram 2.1.8 reserves for headers (zeroed, then the
+/// settings written in): the pattern starts after it.
+pub const HEADER_AREA: usize = 160;
+/// Bytes the settings of a plain test need (sequence prefix, v1 header,
+/// extension): the smallest datagram a client sends.
+pub const MIN_DATAGRAM: usize = 76;
+/// With `--trip-times` the start-time block at 108..128 must fit too.
+pub const MIN_DATAGRAM_TRIP_TIMES: usize = 128;
+
 /// Length of `UDP_datagram`.
 pub const DATAGRAM_HEADER_LEN: usize = 16;
 /// Length of `server_hdr`.

@@ -98,7 +98,7 @@ pub(super) fn serve(ctx: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: 
             crate::sys::socket::set_tclass(&r, tos)
         };
     }
-    let id = ctx.next_id();
+    let id = crate::dialect::iperf2::next_id();
     let mut line = conn_line(id, &sock, local, peer);
     line.mode = Some(bb_mode(
         first.bbflags & BB_QUICKACK != 0,

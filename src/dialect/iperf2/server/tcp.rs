@@ -128,7 +128,10 @@ fn connection(ctx: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, buf: Vec<
     };
     let m = Member {
         // A 2.2 client's --sync-transfer-id: its number for the flow.
-        id: header.transfer_id.filter(|t| *t > 0).unwrap_or_else(|| ctx.next_id()),
+        id: header
+            .transfer_id
+            .filter(|t| *t > 0)
+            .unwrap_or_else(crate::dialect::iperf2::next_id),
         peer,
         local,
         has_header: len > 0,
@@ -416,7 +419,7 @@ impl Transport for Tcp {
         match connected {
             Ok(s) => {
                 let local = s.local_addr().ok()?;
-                let id = ctx.next_id();
+                let id = crate::dialect::iperf2::next_id();
                 let mut line = crate::dialect::iperf2::conn_line(id, &s, local, addr);
                 line.reversed = true;
                 line.mode = Some("reverse".into());

@@ -233,7 +233,10 @@ fn member(
     let trip = header.upper() & flags::upper::TRIPTIME != 0;
     Some(Member {
         // A 2.2 client's --sync-transfer-id: its number for the flow.
-        id: header.transfer_id.filter(|t| *t > 0).unwrap_or_else(|| ctx.next_id()),
+        id: header
+            .transfer_id
+            .filter(|t| *t > 0)
+            .unwrap_or_else(crate::dialect::iperf2::next_id),
         peer: from,
         local: sock_local,
         seq64: !has_header || header.flags & flags::SEQNO64B != 0,
@@ -299,8 +302,8 @@ impl Udp {
                 .flow_cfg
                 .params
                 .block_len
-                .filter(|b| (16..=crate::cli::iperf2::MAX_UDP_LEN).contains(b))
-                .unwrap_or(crate::cli::iperf2::DEFAULT_UDP_LEN),
+                .filter(|b| (16..=crate::proto::iperf2::defaults::MAX_UDP_LEN).contains(b))
+                .unwrap_or(crate::proto::iperf2::defaults::DEFAULT_UDP_LEN),
         }
     }
 }
@@ -456,7 +459,7 @@ impl Transport for Udp {
         };
         super::groups::connect_back_banner(ctx, m, port, settings, rep);
         let local = sock.local_addr().ok()?;
-        let id = ctx.next_id();
+        let id = crate::dialect::iperf2::next_id();
         let mut line = crate::dialect::iperf2::udp_conn_line(id, &sock, local, addr);
         line.reversed = true;
         line.mode = Some("reverse".into());
@@ -471,7 +474,7 @@ impl Transport for Udp {
         p.protocol = Protocol::Udp;
         p.block_len = Some(Udp::block_len(ctx, h));
         let rate = match h.ext.map(|e| e.rate).unwrap_or(0) {
-            0 => crate::cli::iperf2::DEFAULT_UDP_RATE,
+            0 => crate::proto::iperf2::defaults::DEFAULT_UDP_RATE,
             r => r,
         };
         if h.upper() & flags::upper::UNITS_PPS != 0 {
@@ -481,7 +484,7 @@ impl Transport for Udp {
             p.pps = None;
             p.rate = rate;
         }
-        p.pacing_timer = crate::cli::iperf2::IPERF2_CATCH_UP_US;
+        p.pacing_timer = crate::proto::iperf2::defaults::IPERF2_CATCH_UP_US;
         if !matches!(h.amount, Some(Amount::Time(_))) {
             p.end = EndCondition::Time(Duration::ZERO);
         }
