@@ -2,7 +2,10 @@
 //! by pid), free ports, and the real iperf peers.
 #![allow(dead_code)]
 
+pub mod login;
+pub mod netns;
 pub mod pathemu;
+pub mod webdriver;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
@@ -27,6 +30,47 @@ pub fn is_root() -> bool {
                 .and_then(|l| l.split_whitespace().nth(2).map(|euid| euid == "0"))
         })
         .unwrap_or(false)
+}
+
+/// Tests that build namespaces or an emulated path run one at a time
+/// within a test binary: while one holds its [`PathTurn`], no other such
+/// test shares the CPUs, the namespaces' address ranges or the TUN
+/// devices with it. The thread that holds the turn may take it again (a
+/// test that starts a second path before its first is gone).
+pub struct PathTurn(());
+
+static TURN: Mutex<(Option<std::thread::ThreadId>, usize)> = Mutex::new((None, 0));
+static TURN_FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// Waits for this thread's turn to build a path (see [`PathTurn`]).
+pub fn path_turn() -> PathTurn {
+    let me = std::thread::current().id();
+    let mut t = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        match t.0 {
+            None => {
+                *t = (Some(me), 1);
+                break;
+            }
+            Some(owner) if owner == me => {
+                t.1 += 1;
+                break;
+            }
+            Some(_) => t = TURN_FREED.wait(t).unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+    PathTurn(())
+}
+
+impl Drop for PathTurn {
+    fn drop(&mut self) {
+        let mut t = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        t.1 = t.1.saturating_sub(1);
+        if t.1 == 0 {
+            t.0 = None;
+            TURN_FREED.notify_all();
+        }
+    }
 }
 
 /// A port nobody listens on right now.

@@ -24,6 +24,8 @@ pub struct NetnsPair {
     pub addr_b: String,
     /// `a`'s interface.
     pub dev_a: String,
+    /// Held while the pair exists.
+    _turn: crate::common::PathTurn,
 }
 
 fn ip(args: &[&str]) -> bool {
@@ -48,6 +50,7 @@ impl NetnsPair {
             eprintln!("NOTICE: network namespaces need root and iproute2; skipping");
             return None;
         }
+        let turn = crate::common::path_turn();
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let tag = format!("{}x{n}", std::process::id());
         let p = NetnsPair {
@@ -56,6 +59,7 @@ impl NetnsPair {
             addr_a: format!("10.251.{}.1", n % 250),
             addr_b: format!("10.251.{}.2", n % 250),
             dev_a: format!("wsa{tag}"),
+            _turn: turn,
         };
         let dev_b = format!("wsb{tag}");
         let ok = ip(&["netns", "add", &p.a])

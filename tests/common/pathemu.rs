@@ -157,6 +157,9 @@ pub struct Path {
     signalled: Option<i32>,
     /// `chrt` and its arguments, put before programs run in the namespaces.
     prefix: Vec<String>,
+    /// Held while the path exists (declared last: dropped after the
+    /// emulator is gone).
+    _turn: super::PathTurn,
 }
 
 impl Path {
@@ -192,6 +195,7 @@ impl Path {
     }
 
     fn spawn(exe: &FsPath, args: &[String]) -> Path {
+        let turn = super::path_turn();
         let mut child = Command::new(exe)
             .args(args)
             .stdin(Stdio::piped())
@@ -236,6 +240,7 @@ impl Path {
             final_stats: None,
             signalled: None,
             prefix: Vec::new(),
+            _turn: turn,
         };
         let ready = p
             .expect(&["ready"], Duration::from_secs(20))

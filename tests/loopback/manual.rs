@@ -1,0 +1,99 @@
+//! The manual page and the shell completions cover every option the parser
+//! accepts, and render / parse with the real tools.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{peer, run, wirespeed};
+use wirespeed::cli::iperf3::{TABLE, available};
+
+const T: Duration = Duration::from_secs(30);
+
+fn man_page() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("man/wirespeed.1")
+}
+
+#[test]
+fn the_manual_documents_every_accepted_option() {
+    let text = std::fs::read_to_string(man_page()).unwrap();
+    for o in TABLE.iter().filter(|o| available(o.key)) {
+        if let Some(l) = o.long {
+            let roff = format!("\\-\\-{}", l.replace('-', "\\-"));
+            assert!(text.contains(&roff), "man page lacks --{l}");
+        }
+        if let Some(c) = o.short {
+            assert!(text.contains(&format!("\\-{c}")), "man page lacks -{c}");
+        }
+    }
+    for extra in [
+        "wirespeed report",
+        "\\-\\-completions",
+        "IPERF 2 PERSONALITY",
+        "wirespeed_refusals_total",
+    ] {
+        assert!(text.contains(extra), "man page lacks {extra}");
+    }
+}
+
+#[test]
+fn the_manual_renders_without_warnings() {
+    let Some(groff) = peer("groff") else { return };
+    let page = man_page();
+    let r = run(&groff, &["-man", "-Tutf8", "-ww", "-z", page.to_str().unwrap()], T);
+    assert_eq!(r.code, Some(0));
+    assert!(r.stderr.is_empty(), "groff warnings:\n{}", r.stderr);
+    let Some(man) = peer("man") else { return };
+    let r = run(&man, &["-l", page.to_str().unwrap()], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("WIRESPEED(1)") && r.stdout.contains("--report"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn completion_scripts_parse_in_their_shells() {
+    for (shell, check) in [("bash", "bash"), ("zsh", "zsh"), ("fish", "fish")] {
+        let r = run(&wirespeed(), &["--completions", shell], T);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        for o in TABLE.iter().filter(|o| available(o.key)) {
+            if let Some(l) = o.long {
+                assert!(r.stdout.contains(l), "{shell} completion lacks --{l}");
+            }
+        }
+        let file = std::env::temp_dir().join(format!("ws-completion-{}.{shell}", std::process::id()));
+        std::fs::write(&file, &r.stdout).unwrap();
+        let found = std::env::var_os("PATH")
+            .and_then(|p| std::env::split_paths(&p).map(|d| d.join(check)).find(|p| p.is_file()));
+        match found {
+            Some(bin) => {
+                let c = run(&bin, &["-n", file.to_str().unwrap()], T);
+                assert_eq!(c.code, Some(0), "{shell} -n: {}", c.stderr);
+            }
+            None => eprintln!("NOTICE: {check} not installed; its completion script is not syntax-checked"),
+        }
+        let _ = std::fs::remove_file(&file);
+    }
+    let r = run(&wirespeed(), &["--completions", "tcsh"], T);
+    assert_eq!(r.code, Some(1));
+    assert_eq!(r.stderr.lines().count(), 1);
+}
+
+#[test]
+fn help_lists_the_wirespeed_additions() {
+    let r = run(&wirespeed(), &["--help"], T);
+    assert_eq!(r.code, Some(0));
+    for s in [
+        "--report",
+        "--live",
+        "--metrics",
+        "--loopback",
+        "wirespeed report",
+        "--completions",
+    ] {
+        assert!(r.stdout.contains(s), "--help lacks {s}");
+    }
+}

@@ -1,0 +1,209 @@
+//! UDP between a wirespeed client and an in-process wirespeed server:
+//! the numbers both ends report must agree exactly (every datagram sent is
+//! accounted for as received or lost), in every direction and end mode.
+
+use crate::common;
+
+use common::*;
+use std::net::UdpSocket;
+use std::time::Duration;
+
+use wirespeed::events::{Event, StreamSummary, Summary, UdpTotals};
+
+fn udp(st: &StreamSummary) -> UdpTotals {
+    st.udp.expect("a UDP stream summary")
+}
+
+/// Every stream: what the sender sent is what the receiver saw (highest
+/// sequence), nothing lost, nothing reordered or duplicated on loopback.
+fn assert_exact(s: &Summary) {
+    for st in &s.streams {
+        let u = udp(st);
+        assert!(u.sent_packets > 0, "stream {} sent nothing", st.id);
+        assert_eq!(u.packets, u.sent_packets, "stream {}: {u:?}", st.id);
+        assert_eq!(u.lost, Some(0), "stream {}: {u:?}", st.id);
+        assert_eq!(st.sender.bytes, st.receiver.bytes, "stream {}", st.id);
+    }
+}
+
+fn client(args: &str) -> Vec<Event> {
+    let srv = InprocServer::start();
+    srv.client(args).unwrap_or_else(|e| panic!("{args}: {e}"))
+}
+
+#[test]
+fn forward_udp_accounts_for_every_datagram() {
+    let ev = client("-u -b 20M -t 1 -l 1200");
+    let s = summary_of(&ev);
+    assert_exact(s);
+    assert!(s.local_sends && !s.local_receives);
+    // Interval lines of a sender carry its datagram counts, and they add up.
+    let sent: i64 = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Interval(r) => r.streams[0].udp.map(|u| u.packets),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(sent, udp(&s.streams[0]).sent_packets);
+}
+
+#[test]
+fn reverse_udp_accounts_for_every_datagram() {
+    let ev = client("-u -R -b 20M -t 1 -l 1000");
+    let s = summary_of(&ev);
+    assert!(!s.local_sends && s.local_receives);
+    assert_exact(s);
+}
+
+#[test]
+fn bidir_udp_counts_both_directions_apart() {
+    let ev = client("-u --bidir -P 2 -b 10M -t 1 -l 1000");
+    let s = summary_of(&ev);
+    assert_eq!(s.streams.iter().map(|x| x.id).collect::<Vec<_>>(), vec![1, 3, 4, 5]);
+    assert_exact(s);
+    let rev = s.reverse.as_ref().expect("reverse direction sums");
+    assert_eq!(rev.udp.unwrap().sent_packets, rev.udp.unwrap().packets);
+    assert_eq!(s.forward.udp.unwrap().sent_packets, s.forward.udp.unwrap().packets);
+}
+
+#[test]
+fn parallel_udp_with_explicit_length() {
+    let ev = client("-u -P 2 -l 1000 -b 10M -t 1");
+    let s = summary_of(&ev);
+    assert_eq!(s.streams.len(), 2);
+    assert_exact(s);
+    let sum = s.forward.udp.unwrap();
+    assert_eq!(
+        sum.sent_packets,
+        s.streams.iter().map(|x| udp(x).sent_packets).sum::<i64>()
+    );
+    // Each datagram carries exactly -l bytes.
+    assert_eq!(s.forward.sent.bytes, sum.sent_packets as u64 * 1000);
+}
+
+#[test]
+fn sixty_four_bit_counters_agree_on_both_ends() {
+    let ev = client("-u --udp-counters-64bit -b 20M -t 1 -l 800");
+    assert_exact(summary_of(&ev));
+}
+
+#[test]
+fn block_count_is_exact_on_both_ends() {
+    let ev = client("-u -k 777 -P 3 -l 500 -b 40M");
+    let s = summary_of(&ev);
+    assert_exact(s);
+    assert_eq!(s.forward.udp.unwrap().sent_packets, 777);
+    assert_eq!(s.forward.udp.unwrap().packets, 777);
+}
+
+#[test]
+fn reverse_byte_count_is_whole_datagrams() {
+    // 100 000 bytes of 1000-byte datagrams: exactly 100, received by the client.
+    let ev = client("-u -R -n 100000 -l 1000 -b 40M");
+    let s = summary_of(&ev);
+    assert_exact(s);
+    assert_eq!(s.forward.received.bytes, 100_000);
+    assert_eq!(s.forward.udp.unwrap().packets, 100);
+}
+
+#[test]
+fn byte_count_rounds_up_to_a_whole_datagram() {
+    let ev = client("-u -n 10500 -l 1000 -b 40M");
+    let s = summary_of(&ev);
+    assert_exact(s);
+    assert_eq!(s.forward.udp.unwrap().sent_packets, 11);
+}
+
+#[test]
+fn packet_rate_is_announced_and_kept() {
+    let ev = client("-u -b 2000pps -l 200 -t 1");
+    let start = ev
+        .iter()
+        .find_map(|e| match e {
+            Event::Start(s) => Some(s.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(start.target_pps, Some(2000));
+    assert_eq!(start.target_bitrate, 2000 * 200 * 8);
+    let s = summary_of(&ev);
+    assert_exact(s);
+    // The pacer schedules datagrams every 0.5 ms before 1 s: 2000 of them,
+    // never more; only a scheduling stall spanning the end could cost a few.
+    let sent = udp(&s.streams[0]).sent_packets;
+    assert!((1950..=2000).contains(&sent), "{sent}");
+}
+
+#[test]
+fn omitted_datagrams_are_left_out_of_the_totals() {
+    let ev = client("-u -O 1 -t 1 -b 8M -l 1000");
+    let ivs: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Interval(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert!(ivs[0].streams[0].omitted);
+    assert!(!ivs.last().unwrap().streams[0].omitted);
+    let s = summary_of(&ev);
+    let counted: i64 = ivs
+        .iter()
+        .filter(|r| !r.streams[0].omitted)
+        .filter_map(|r| r.streams[0].udp.map(|u| u.packets))
+        .sum();
+    let u = udp(&s.streams[0]);
+    assert_eq!(u.sent_packets, counted);
+    assert_eq!(u.lost, Some(0));
+    // The receiver's post-omit total matches what was sent after the omit
+    // period, give or take what crossed the boundary while the two ends'
+    // clocks (started one control message apart) disagreed on it.
+    assert!((u.packets - u.sent_packets).abs() <= u.sent_packets / 50, "{u:?}");
+}
+
+#[test]
+fn two_udp_tests_from_one_address_run_at_once() {
+    let srv = std::sync::Arc::new(InprocServer::start());
+    let runs: Vec<_> = (0..2)
+        .map(|_| {
+            let srv = srv.clone();
+            std::thread::spawn(move || srv.client("-u -P 2 -b 10M -t 1 -l 1000"))
+        })
+        .collect();
+    for r in runs {
+        let ev = r.join().unwrap().expect("both tests complete");
+        assert_exact(summary_of(&ev));
+    }
+}
+
+#[test]
+fn junk_at_the_udp_port_does_not_disturb_a_test() {
+    let srv = std::sync::Arc::new(InprocServer::start());
+    let port = srv.port;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let st = stop.clone();
+    let junk = std::thread::spawn(move || {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut i = 0u32;
+        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+            // Random-ish sizes and bytes, including fake hellos from a stranger.
+            let len = (i % 7) as usize * 300;
+            let mut d = vec![(i % 251) as u8; len];
+            if i.is_multiple_of(5) {
+                d = b"9876".to_vec();
+            }
+            let _ = s.send_to(&d, ("127.0.0.1", port));
+            i += 1;
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    });
+    let ev = srv.client("-u -b 10M -t 1 -l 1000");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    junk.join().unwrap();
+    // The stranger shares the client's address (both 127.0.0.1): its
+    // hellos may take a stream slot, which is what UDP without cookies
+    // allows; the test itself must still finish and account exactly.
+    let ev = ev.expect("the test completes despite junk");
+    assert_exact(summary_of(&ev));
+}

@@ -1,0 +1,11 @@
+//! Tests of many flows and of hostile input: thousands of streams, many
+//! clients at once, and a server attacked with junk, floods and dead
+//! clients.
+//!
+//! One test binary for the tier, a module per file.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod hostile;
+mod many_flows;
