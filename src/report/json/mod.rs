@@ -300,6 +300,7 @@ pub fn stream_event(ev: &Event, side: Side, dialect: Dialect) -> Option<Value> {
         Event::Error(e) => ("error", Value::from(error_text(e, side, dialect))),
         Event::Notice(n) if dialect == Dialect::Iperf3 => ("error", Value::from(n.clone())),
         Event::Warning(w) => ("warning", Value::from(w.clone())),
+        Event::Mode(m) => super::mode::stream_line(m),
         _ => return None,
     };
     let mut m = obj();
@@ -310,6 +311,10 @@ pub fn stream_event(ev: &Event, side: Side, dialect: Dialect) -> Option<Value> {
 
 impl Sink for JsonStreamSink {
     fn event(&mut self, ev: &Event) {
+        if let Event::Mode(m) = ev {
+            self.out.write(&super::mode::stream_text(m));
+            return;
+        }
         match ev {
             // Another test's lines (a -d connect-back runs beside) pass a
             // held end; a new test, an end, an error or the close do not.
@@ -342,6 +347,9 @@ impl Sink for JsonStreamSink {
 /// streams they report on (with `sum_received` from them) where the
 /// `end` lacks them. `None` if a line is not such an event.
 pub fn document_from_stream(events: &[Value]) -> Option<Value> {
+    if let Some(d) = super::mode::document_from_stream(events) {
+        return Some(d);
+    }
     let mut doc = obj();
     let mut intervals = Vec::new();
     let mut reports = Vec::new();
