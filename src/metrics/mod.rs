@@ -601,6 +601,54 @@ fn number(v: f64) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_modes_answer_becomes_its_gauges() {
+        use crate::events::{Event, Finish, LossFloor, ModeEvent, RpmEnd, SearchAnswer, SearchEnd};
+        use crate::report::Sink;
+        let m = std::sync::Arc::new(Metrics::new());
+        assert!(!m.render().contains("wirespeed_rpm"), "no mode, no gauges");
+        let mut sink = ModeMetrics::new(m.clone());
+        sink.event(&Event::Mode(ModeEvent::RpmEnd(Box::new(RpmEnd {
+            rpm: Some(1234.5),
+            class: Some("Good".into()),
+            confidence: "high".into(),
+            direction: "upload".into(),
+            goodput: 8e9,
+            flows: 3,
+            idle_rpm: None,
+            idle_ms: None,
+            tm_ms: (None, None, None),
+            p90_ms: None,
+            failures: 0,
+        }))));
+        sink.event(&Event::Mode(ModeEvent::SearchEnd(Box::new(SearchEnd {
+            probes: Vec::new(),
+            floor: Some(LossFloor {
+                loss: 0.01,
+                packets: 1000,
+                up_to: 10,
+            }),
+            outcome: Ok(SearchAnswer {
+                rate: 49_000_000,
+                received_bps: 48e6,
+                lost_percent: 1.0,
+                finish: Finish::Converged,
+            }),
+        }))));
+        let t = m.render();
+        for line in [
+            "wirespeed_rpm 1234.5\n",
+            "wirespeed_rpm_goodput_bits_per_second 8000000000\n",
+            "wirespeed_rpm_load_flows 3\n",
+            "wirespeed_rpm_done 1\n",
+            "wirespeed_udp_search_bits_per_second 49000000\n",
+            "wirespeed_udp_search_loss_floor_percent 1\n",
+            "# TYPE wirespeed_udp_search_bits_per_second gauge\n",
+        ] {
+            assert!(t.contains(line), "{line}: {t}");
+        }
+    }
+
     fn result(client: &str) -> ClientResult {
         ClientResult {
             client: client.into(),

@@ -74,7 +74,7 @@ fn role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
         return Err(perr(Code::NOROLE));
     }
     // A mode's client (`--rpm`, `--udp-search`) serves its own metrics.
-    let mode_client = s.client.is_some() && (s.cfg.rpm || s.cfg.search.is_some());
+    let mode_client = s.client.is_some() && (s.cfg.rpm || s.search.search);
     for o in opts {
         match (TABLE[o.row].place, s.is_server) {
             (RoleMark::Client, true) => return Err(perr(Code::CLIENTONLY)),
