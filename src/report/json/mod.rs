@@ -345,7 +345,8 @@ impl Sink for JsonStreamSink {
 /// `connected`), every `interval`, the `end`s merged (a connect-back's
 /// sums are its `*_bidir_reverse`), and `peer_report`s written into the
 /// streams they report on (with `sum_received` from them) where the
-/// `end` lacks them. `None` if a line is not such an event.
+/// `end` lacks them. `None` if a line is not such an event. A mode's
+/// lines (`--rpm`, `--udp-search`) make that mode's document.
 pub fn document_from_stream(events: &[Value]) -> Option<Value> {
     if let Some(d) = super::mode::document_from_stream(events) {
         return Some(d);
