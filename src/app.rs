@@ -246,7 +246,7 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     // Bind the metrics endpoint before anything else, so a busy address is
     // one line and exit 1; it starts serving once the server runs.
     let metrics = match (&cfg.role, &cfg.server.metrics) {
-        (Role::Server, Some(addr)) => match metrics::http::Endpoint::bind(addr) {
+        (Role::Server | Role::Client(_), Some(addr)) => match metrics::http::Endpoint::bind(addr) {
             Ok(ep) => {
                 announce_metrics(&cfg, &out, &ep);
                 Some(ep)
@@ -270,6 +270,7 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     };
     let signal = install_signals(hangup_for(&cfg));
     let result = match &cfg.role {
+        Role::Client(host) if crate::report::mode::is_mode(&cfg) => run_mode(&cfg, host, &out, &signal, metrics),
         Role::Client(host) => run_client(&cfg, host, &out, &signal, warnings),
         Role::Loopback => run_loopback(&cfg, out.clone(), &signal),
         Role::Server => run_server(&cfg, out.clone(), signal.clone(), metrics, ui),
@@ -337,11 +338,8 @@ fn run_client(
         Dialect::Iperf3 => crate::dialect::iperf3::client::run(c, host, c.port, r, signal),
         Dialect::Iperf2 => crate::dialect::iperf2::client::run(c, host, r, signal),
     };
-    if let Some(opts) = cfg.search {
-        return search::run(cfg, opts, out, signal, &mut |pc, r| client(pc, r));
-    }
-    if cfg.rpm {
-        return crate::modes::rpm::run(cfg, host, out, signal);
+    if crate::report::mode::is_mode(cfg) {
+        return run_mode(cfg, host, out, signal, None);
     }
     let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
     if cfg.output.json {
@@ -361,6 +359,35 @@ fn run_client(
         }
     }
     let r = client(cfg, &mut reporter);
+    finish(r, &mut reporter, out)
+}
+
+/// A mode that runs many tests to answer one question (`--rpm`,
+/// `--udp-search`), with its metrics served while it runs (`--metrics`).
+fn run_mode(
+    cfg: &TestConfig,
+    host: &str,
+    out: &Output,
+    signal: &Arc<AtomicUsize>,
+    metrics: Option<metrics::http::Endpoint>,
+) -> Result<(), Error> {
+    let client = |c: &TestConfig, r: &mut Reporter| match c.dialect {
+        Dialect::Iperf3 => crate::dialect::iperf3::client::run(c, host, c.port, r, signal),
+        Dialect::Iperf2 => crate::dialect::iperf2::client::run(c, host, r, signal),
+    };
+    let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
+    let _serving = match metrics {
+        Some(ep) => {
+            let registry = Arc::new(metrics::Metrics::new());
+            reporter.add(Box::new(metrics::ModeMetrics::new(registry.clone())));
+            Some(ep.serve(registry)?)
+        }
+        None => None,
+    };
+    let r = match cfg.search {
+        Some(opts) => search::run(cfg, opts, &mut reporter, signal, &mut |pc, r| client(pc, r)),
+        None => crate::modes::rpm::run(cfg, host, &mut reporter, signal),
+    };
     finish(r, &mut reporter, out)
 }
 

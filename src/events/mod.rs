@@ -12,9 +12,11 @@
 //! ride along in [`Enhanced`] and in the optional fields, for whichever
 //! renderer shows them.
 
+mod mode;
 mod sample;
 mod summary;
 
+pub use mode::*;
 pub use sample::*;
 pub use summary::*;
 
@@ -417,4 +419,7 @@ pub enum Event {
     Error(Error),
     /// The test is over (a JSON document is printed now).
     Done,
+    /// A mode that runs many tests to answer one question (`--rpm`,
+    /// `--udp-search`) tells its progress and answer.
+    Mode(ModeEvent),
 }

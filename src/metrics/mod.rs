@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-pub use sink::MetricsSink;
+pub use sink::{MetricsSink, ModeMetrics};
 
 use crate::config::{Dialect, Protocol};
 use crate::error::{Code, Error};
@@ -139,6 +139,36 @@ struct State {
     scrapes: u64,
     rtt_idle: RttHistogram,
     rtt_loaded: RttHistogram,
+    /// A client's `--rpm`, once it reported.
+    rpm: Option<RpmGauges>,
+    /// A client's `--udp-search`, once a probe ended.
+    search: Option<SearchGauges>,
+}
+
+/// The latest figures of a responsiveness test (`--rpm`).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct RpmGauges {
+    /// The latest interval's responsiveness, or the result once final.
+    pub rpm: Option<f64>,
+    /// The goodput's moving average, bit/s.
+    pub goodput: f64,
+    /// Load flows running.
+    pub flows: u32,
+    /// The result is final.
+    pub done: bool,
+}
+
+/// The latest figures of a UDP rate search (`--udp-search`).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct SearchGauges {
+    /// Probes run.
+    pub probes: u64,
+    /// The latest probe: rate asked, rate received (bit/s), loss (percent).
+    pub probe: (f64, f64, f64),
+    /// The answer: the highest rate with acceptable loss, bit/s.
+    pub answer: Option<f64>,
+    /// The loss floor the probes showed, percent.
+    pub loss_floor: Option<f64>,
 }
 
 /// Upper bounds (s) of the round-trip histogram's buckets: 100 µs to 5 s,
@@ -269,6 +299,16 @@ impl Metrics {
         });
     }
 
+    /// A responsiveness test's latest figures.
+    pub fn rpm(&self, g: RpmGauges) {
+        self.with(|s| s.rpm = Some(g));
+    }
+
+    /// Changes the UDP search's figures.
+    pub fn search(&self, f: impl FnOnce(&mut SearchGauges)) {
+        self.with(|s| f(s.search.get_or_insert_with(SearchGauges::default)));
+    }
+
     /// The server turned a connection away.
     pub fn refused(&self, why: Refusal) {
         self.with(|s| *s.refusals.entry(why).or_default() += 1);
@@ -307,6 +347,7 @@ impl Metrics {
         );
         s.rtt_idle.render(rtt, "idle", &mut o);
         s.rtt_loaded.render(rtt, "loaded", &mut o);
+        render_modes(&s, &mut o);
         head(
             &mut o,
             "wirespeed_scrapes_total",
@@ -472,6 +513,77 @@ fn render_clients(s: &State, o: &mut String) {
     let _ = writeln!(o, "wirespeed_client_results_evicted_total {}", s.evicted);
 }
 
+/// A client mode's gauges (`--rpm`, `--udp-search`), once it has any.
+fn render_modes(s: &State, o: &mut String) {
+    if let Some(r) = &s.rpm {
+        if let Some(v) = r.rpm {
+            head(
+                o,
+                "wirespeed_rpm",
+                "gauge",
+                "Responsiveness (round trips per minute) of --rpm: the latest interval's, the result once final.",
+            );
+            let _ = writeln!(o, "wirespeed_rpm {}", number(v));
+        }
+        head(
+            o,
+            "wirespeed_rpm_goodput_bits_per_second",
+            "gauge",
+            "Goodput of --rpm's load flows (moving average), bit/s.",
+        );
+        let _ = writeln!(o, "wirespeed_rpm_goodput_bits_per_second {}", number(r.goodput));
+        head(o, "wirespeed_rpm_load_flows", "gauge", "Load flows --rpm runs.");
+        let _ = writeln!(o, "wirespeed_rpm_load_flows {}", r.flows);
+        head(o, "wirespeed_rpm_done", "gauge", "1 once --rpm's result is final.");
+        let _ = writeln!(o, "wirespeed_rpm_done {}", u8::from(r.done));
+    }
+    if let Some(g) = &s.search {
+        head(o, "wirespeed_udp_search_probes", "gauge", "Probes --udp-search ran.");
+        let _ = writeln!(o, "wirespeed_udp_search_probes {}", g.probes);
+        head(
+            o,
+            "wirespeed_udp_search_probe_bits_per_second",
+            "gauge",
+            "The latest probe of --udp-search: the rate asked and the rate received, bit/s.",
+        );
+        let _ = writeln!(
+            o,
+            "wirespeed_udp_search_probe_bits_per_second{{rate=\"asked\"}} {}",
+            number(g.probe.0)
+        );
+        let _ = writeln!(
+            o,
+            "wirespeed_udp_search_probe_bits_per_second{{rate=\"received\"}} {}",
+            number(g.probe.1)
+        );
+        head(
+            o,
+            "wirespeed_udp_search_probe_lost_percent",
+            "gauge",
+            "Datagrams the latest probe of --udp-search lost, percent.",
+        );
+        let _ = writeln!(o, "wirespeed_udp_search_probe_lost_percent {}", number(g.probe.2));
+        if let Some(f) = g.loss_floor {
+            head(
+                o,
+                "wirespeed_udp_search_loss_floor_percent",
+                "gauge",
+                "The loss --udp-search found at every rate (random loss), percent.",
+            );
+            let _ = writeln!(o, "wirespeed_udp_search_loss_floor_percent {}", number(f));
+        }
+        if let Some(a) = g.answer {
+            head(
+                o,
+                "wirespeed_udp_search_bits_per_second",
+                "gauge",
+                "The answer of --udp-search: the highest rate with acceptable loss, bit/s.",
+            );
+            let _ = writeln!(o, "wirespeed_udp_search_bits_per_second {}", number(a));
+        }
+    }
+}
+
 fn head(o: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
@@ -488,6 +600,54 @@ fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_modes_answer_becomes_its_gauges() {
+        use crate::events::{Event, Finish, LossFloor, ModeEvent, RpmEnd, SearchAnswer, SearchEnd};
+        use crate::report::Sink;
+        let m = std::sync::Arc::new(Metrics::new());
+        assert!(!m.render().contains("wirespeed_rpm"), "no mode, no gauges");
+        let mut sink = ModeMetrics::new(m.clone());
+        sink.event(&Event::Mode(ModeEvent::RpmEnd(Box::new(RpmEnd {
+            rpm: Some(1234.5),
+            class: Some("Good".into()),
+            confidence: "high".into(),
+            direction: "upload".into(),
+            goodput: 8e9,
+            flows: 3,
+            idle_rpm: None,
+            idle_ms: None,
+            tm_ms: (None, None, None),
+            p90_ms: None,
+            failures: 0,
+        }))));
+        sink.event(&Event::Mode(ModeEvent::SearchEnd(Box::new(SearchEnd {
+            probes: Vec::new(),
+            floor: Some(LossFloor {
+                loss: 0.01,
+                packets: 1000,
+                up_to: 10,
+            }),
+            outcome: Ok(SearchAnswer {
+                rate: 49_000_000,
+                received_bps: 48e6,
+                lost_percent: 1.0,
+                finish: Finish::Converged,
+            }),
+        }))));
+        let t = m.render();
+        for line in [
+            "wirespeed_rpm 1234.5\n",
+            "wirespeed_rpm_goodput_bits_per_second 8000000000\n",
+            "wirespeed_rpm_load_flows 3\n",
+            "wirespeed_rpm_done 1\n",
+            "wirespeed_udp_search_bits_per_second 49000000\n",
+            "wirespeed_udp_search_loss_floor_percent 1\n",
+            "# TYPE wirespeed_udp_search_bits_per_second gauge\n",
+        ] {
+            assert!(t.contains(line), "{line}: {t}");
+        }
+    }
 
     fn result(client: &str) -> ClientResult {
         ClientResult {

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use super::{ClientResult, Metrics};
-use crate::events::{Event, Summary};
+use super::{ClientResult, Metrics, RpmGauges};
+use crate::events::{Event, ModeEvent, Summary};
 use crate::report::Sink;
 
 /// Feeds a server test's events into the shared [`Metrics`]: a test counts
@@ -137,6 +137,50 @@ impl Drop for MetricsSink {
         if self.started && !self.done {
             self.failed = true;
             self.end();
+        }
+    }
+}
+
+/// Feeds a client mode's events (`--rpm`, `--udp-search`) into the
+/// [`Metrics`] its `--metrics` endpoint serves: the latest RPM, goodput
+/// and flows; the search's latest probe, its loss floor and its answer.
+pub struct ModeMetrics {
+    metrics: Arc<Metrics>,
+}
+
+impl ModeMetrics {
+    /// A sink feeding `metrics`.
+    pub fn new(metrics: Arc<Metrics>) -> ModeMetrics {
+        ModeMetrics { metrics }
+    }
+}
+
+impl Sink for ModeMetrics {
+    fn event(&mut self, ev: &Event) {
+        let Event::Mode(m) = ev else { return };
+        match m {
+            ModeEvent::RpmInterval(iv) => self.metrics.rpm(RpmGauges {
+                rpm: iv.rpm,
+                goodput: iv.goodput_avg,
+                flows: iv.flows,
+                done: false,
+            }),
+            ModeEvent::RpmEnd(r) => self.metrics.rpm(RpmGauges {
+                rpm: r.rpm,
+                goodput: r.goodput,
+                flows: r.flows,
+                done: true,
+            }),
+            ModeEvent::SearchProbe(p) => self.metrics.search(|g| {
+                g.probes = p.n as u64;
+                g.probe = (p.probe.rate as f64, p.probe.received_bps, p.probe.lost_percent);
+            }),
+            ModeEvent::SearchFloor(f) => self.metrics.search(|g| g.loss_floor = Some(100.0 * f.loss)),
+            ModeEvent::SearchEnd(e) => self.metrics.search(|g| {
+                g.loss_floor = e.floor.map(|f| 100.0 * f.loss);
+                g.answer = e.outcome.as_ref().ok().map(|a| a.rate as f64);
+            }),
+            ModeEvent::RpmStart(_) | ModeEvent::SearchStart(_) => {}
         }
     }
 }

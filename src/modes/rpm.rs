@@ -30,12 +30,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-
 use crate::config::{Direction, EndCondition, TestConfig};
 use crate::error::{Code, Error};
-use crate::events::Event;
-use crate::report::{Output, Reporter, Sink};
+use crate::events::{Event, ModeEvent, RpmEnd, RpmStart};
+use crate::report::{Reporter, Sink};
 
 /// The interval between evaluations and added flows (ID).
 pub const INTERVAL: Duration = Duration::from_secs(1);
@@ -139,52 +137,7 @@ impl Sink for LoadSink {
     }
 }
 
-/// One interval's figures.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RpmInterval {
-    /// Seconds since the load started (end of the interval).
-    pub at: f64,
-    /// Load flows running.
-    pub flows: u32,
-    /// Goodput in the interval, bit/s.
-    pub goodput: f64,
-    /// Moving average of the last MAD intervals' goodput.
-    pub goodput_avg: f64,
-    /// Foreign RPM from the last MAD intervals' probes.
-    pub foreign: Option<f64>,
-    /// Loaded RPM from the load flows' RTTs.
-    pub loaded: Option<f64>,
-    /// The responsiveness.
-    pub rpm: Option<f64>,
-    /// Goodput saturated.
-    pub saturated: bool,
-}
-
-/// The result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RpmResult {
-    /// Every interval.
-    pub intervals: Vec<RpmInterval>,
-    /// Idle foreign RPM (before the load).
-    pub idle_rpm: Option<f64>,
-    /// Idle probes' trimmed means, ms (tcp, rr).
-    pub idle_ms: Option<(f64, f64)>,
-    /// Loaded trimmed means, ms: tcp_f, rr_f, self.
-    pub tm_ms: (Option<f64>, Option<f64>, Option<f64>),
-    /// 90th percentile of the foreign probes' round trip, ms.
-    pub p90_ms: Option<f64>,
-    /// "high", "medium" or "low".
-    pub confidence: &'static str,
-    /// Probes that failed.
-    pub failures: u64,
-}
-
-impl RpmResult {
-    /// The final responsiveness.
-    pub fn rpm(&self) -> Option<f64> {
-        self.intervals.last().and_then(|i| i.rpm)
-    }
-}
+pub use crate::events::RpmInterval;
 
 fn rpm_of(ms: f64) -> f64 {
     60_000.0 / ms.max(1e-6)
@@ -222,19 +175,19 @@ fn load_config(cfg: &TestConfig, remaining: Duration) -> TestConfig {
     c
 }
 
-/// Runs the responsiveness test and prints it; a failure is printed as a
-/// client's (one line, or a `-J` document with `error`).
-pub fn run(cfg: &TestConfig, host: &str, out: &Output, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
-    let r = measure(cfg, host, out, signal);
+/// Runs the responsiveness test, telling it to `reporter` as
+/// [`ModeEvent`]s; a failure is told as a client's (`Error`, `Done`).
+pub fn run(cfg: &TestConfig, host: &str, reporter: &mut Reporter, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
+    let r = measure(cfg, host, reporter, signal);
     if let Err(e) = &r {
-        let mut rep = Reporter::for_config(cfg, out.clone(), crate::events::Side::Client);
-        rep.emit(Event::Error(e.clone()));
-        rep.emit(Event::Done);
+        reporter.emit(Event::Error(e.clone()));
+        reporter.emit(Event::Done);
     }
     r
 }
 
-fn measure(cfg: &TestConfig, host: &str, out: &Output, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
+/// The test's time limit and most load flows.
+fn limits(cfg: &TestConfig) -> (Duration, u32) {
     let limit = match cfg.params.end {
         EndCondition::Time(t) if !t.is_zero() => t,
         _ => Duration::from_secs(10),
@@ -244,13 +197,76 @@ fn measure(cfg: &TestConfig, host: &str, out: &Output, signal: &Arc<AtomicUsize>
     } else {
         MAX_FLOWS
     };
-    let printer = Printer::new(cfg, out.clone());
-    printer.begin(host, cfg.port, max_flows, limit);
+    (limit, max_flows)
+}
+
+/// The whole test: the idle probes, the load with the probes beside it
+/// (one evaluation a second), and the result.
+fn measure(cfg: &TestConfig, host: &str, reporter: &mut Reporter, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
+    let (limit, max_flows) = limits(cfg);
+    let tell = |r: &mut Reporter, m: ModeEvent| r.emit(Event::Mode(m));
+    tell(
+        reporter,
+        ModeEvent::RpmStart(Box::new(RpmStart {
+            host: host.to_string(),
+            port: cfg.port,
+            method: METHOD.into(),
+            interval_seconds: INTERVAL.as_secs_f64(),
+            mad: MAD,
+            sdt: SDT,
+            max_flows,
+            probes_per_second: PROBES_PER_SECOND,
+            trimmed_mean_keep: TRIM_KEEP,
+            time_limit_seconds: limit.as_secs_f64(),
+        })),
+    );
     let stop = Arc::new(AtomicBool::new(false));
-    // Idle: a few probes on the quiet path.
+    let idle_ms = idle_probes(cfg, host, &stop)?;
+    let shared = Arc::new(Shared::default());
+    let started = Instant::now();
+    let load = Load {
+        cfg,
+        host,
+        limit,
+        max_flows,
+        started,
+        shared: shared.clone(),
+        load_signal: Arc::new(AtomicUsize::new(0)),
+    };
+    let (intervals, confidence) = std::thread::scope(|scope| {
+        let (sh, st) = (shared.clone(), stop.clone());
+        scope.spawn(move || probe_loop(cfg, host, &sh, &st));
+        let r = load.run(scope, signal, &mut |iv| {
+            tell(reporter, ModeEvent::RpmInterval(Box::new(iv.clone())))
+        });
+        // End the probes and whatever load still runs; the scope then
+        // waits for their threads.
+        stop.store(true, Relaxed);
+        load.load_signal.store(libc::SIGTERM as usize, Relaxed);
+        r
+    })?;
+    let end = result(
+        &shared,
+        started,
+        limit,
+        idle_ms,
+        &intervals,
+        confidence,
+        cfg.params.direction,
+    );
+    tell(reporter, ModeEvent::RpmEnd(Box::new(end)));
+    Ok(())
+}
+
+/// The method's name in the outputs.
+const METHOD: &str = "TCP-only RPM (draft-ietf-ippm-responsiveness)";
+
+/// A few probes on the quiet path: their trimmed means, ms (TCP
+/// handshake, round trip). A server that answers none is a failure.
+fn idle_probes(cfg: &TestConfig, host: &str, stop: &AtomicBool) -> Result<Option<(f64, f64)>, Error> {
     let mut idle = Vec::new();
     for _ in 0..IDLE_PROBES {
-        match foreign_probe(cfg, host, &stop) {
+        match foreign_probe(cfg, host, stop) {
             Ok(p) => idle.push(p),
             Err(why) => {
                 return Err(Error::msg(
@@ -265,155 +281,222 @@ fn measure(cfg: &TestConfig, host: &str, out: &Output, signal: &Arc<AtomicUsize>
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let idle_tm = (
-        trimmed_mean(&idle.iter().map(|p| p.tcp_ms).collect::<Vec<_>>()),
-        trimmed_mean(&idle.iter().map(|p| p.rr_ms).collect::<Vec<_>>()),
-    );
-    let idle_ms = match idle_tm {
-        (Some(a), Some(b)) => Some((a, b)),
-        _ => None,
-    };
-    let shared = Arc::new(Shared::default());
-    let load_signal = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let result = std::thread::scope(|scope| {
-        // The probes, beside the load.
-        let (sh, st) = (shared.clone(), stop.clone());
-        scope.spawn(move || {
-            let period = Duration::from_secs_f64(1.0 / f64::from(PROBES_PER_SECOND));
-            let mut next = Instant::now();
-            while !st.load(Relaxed) {
-                match foreign_probe(cfg, host, &st) {
-                    Ok(p) => {
-                        if let Ok(mut v) = sh.probes.lock() {
-                            v.push(p);
-                        }
-                    }
-                    Err(_) if st.load(Relaxed) => break,
-                    Err(_) => {
-                        sh.failures.fetch_add(1, Relaxed);
-                    }
-                }
-                next += period;
-                let now = Instant::now();
-                if next < now {
-                    next = now;
-                }
-                while !st.load(Relaxed) && Instant::now() < next {
-                    std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
+    Ok(
+        match (
+            trimmed_mean(&idle.iter().map(|p| p.tcp_ms).collect::<Vec<_>>()),
+            trimmed_mean(&idle.iter().map(|p| p.rr_ms).collect::<Vec<_>>()),
+        ) {
+            (Some(a), Some(b)) => Some((a, b)),
+            _ => None,
+        },
+    )
+}
+
+/// The foreign probes beside the load, [`PROBES_PER_SECOND`] until `stop`.
+fn probe_loop(cfg: &TestConfig, host: &str, sh: &Shared, st: &AtomicBool) {
+    let period = Duration::from_secs_f64(1.0 / f64::from(PROBES_PER_SECOND));
+    let mut next = Instant::now();
+    while !st.load(Relaxed) {
+        match foreign_probe(cfg, host, st) {
+            Ok(p) => {
+                if let Ok(mut v) = sh.probes.lock() {
+                    v.push(p);
                 }
             }
-        });
+            Err(_) if st.load(Relaxed) => break,
+            Err(_) => {
+                sh.failures.fetch_add(1, Relaxed);
+            }
+        }
+        next += period;
+        let now = Instant::now();
+        if next < now {
+            next = now;
+        }
+        while !st.load(Relaxed) && Instant::now() < next {
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
+        }
+    }
+}
+
+/// The load and its evaluation.
+struct Load<'a> {
+    cfg: &'a TestConfig,
+    host: &'a str,
+    limit: Duration,
+    max_flows: u32,
+    started: Instant,
+    shared: Arc<Shared>,
+    /// Raised to end the load flows.
+    load_signal: Arc<AtomicUsize>,
+}
+
+/// What the evaluations so far remember.
+#[derive(Default)]
+struct Evaluation {
+    goodputs: Vec<f64>,
+    averages: Vec<f64>,
+    /// The responsiveness of the saturated intervals.
+    rpms: Vec<f64>,
+    last_bytes: u64,
+}
+
+impl<'a> Load<'a> {
+    /// Adds a load flow every interval and evaluates each interval
+    /// (`told` hears of it) until the result is stable or the time is up;
+    /// returns the intervals and the confidence.
+    fn run<'s>(
+        &'s self,
+        scope: &'s std::thread::Scope<'s, '_>,
+        signal: &AtomicUsize,
+        told: &mut dyn FnMut(&RpmInterval),
+    ) -> Result<(Vec<RpmInterval>, &'static str), Error>
+    where
+        'a: 's,
+    {
         let mut flows = 0u32;
         let mut intervals: Vec<RpmInterval> = Vec::new();
-        let mut goodputs: Vec<f64> = Vec::new();
-        let mut averages: Vec<f64> = Vec::new();
-        let mut rpms: Vec<f64> = Vec::new();
-        let mut last_bytes = 0u64;
-        let mut confidence = "low";
+        let mut eval = Evaluation::default();
         let mut k = 0u32;
-        let r = loop {
-            // Add the interval's load flows.
-            let remaining = limit.saturating_sub(started.elapsed());
-            if flows < max_flows && !remaining.is_zero() {
+        loop {
+            let remaining = self.limit.saturating_sub(self.started.elapsed());
+            if flows < self.max_flows && !remaining.is_zero() {
                 flows += 1;
-                let c = load_config(cfg, remaining);
-                let (sh, sig) = (shared.clone(), load_signal.clone());
-                scope.spawn(move || {
-                    let mut rep = Reporter::new();
-                    rep.add(Box::new(LoadSink(sh.clone())));
-                    let r = match c.dialect {
-                        crate::config::Dialect::Iperf3 => {
-                            crate::dialect::iperf3::client::run(&c, host, c.port, &mut rep, &sig)
-                        }
-                        crate::config::Dialect::Iperf2 => crate::dialect::iperf2::client::run(&c, host, &mut rep, &sig),
-                    };
-                    if let Err(e) = r
-                        && sig.load(Relaxed) == 0
-                        && let Ok(mut f) = sh.failed.lock()
-                    {
-                        f.get_or_insert(e);
-                    }
-                });
+                self.add_flow(scope, remaining);
             }
             k += 1;
-            let due = started + INTERVAL * k;
+            let due = self.started + INTERVAL * k;
             while Instant::now() < due && signal.load(Relaxed) == 0 {
                 std::thread::sleep((due - Instant::now()).min(Duration::from_millis(20)));
             }
             if signal.load(Relaxed) != 0 {
-                break Err(Error::interrupted(Code::CLIENTTERM, "client", signal.load(Relaxed)));
+                return Err(Error::interrupted(Code::CLIENTTERM, "client", signal.load(Relaxed)));
             }
-            if let Some(e) = shared.failed.lock().ok().and_then(|mut f| f.take()) {
-                break Err(e);
+            if let Some(e) = self.shared.failed.lock().ok().and_then(|mut f| f.take()) {
+                return Err(e);
             }
-            let bytes = shared.bytes.load(Relaxed);
-            let goodput = (bytes - last_bytes) as f64 * 8.0 / INTERVAL.as_secs_f64();
-            last_bytes = bytes;
-            goodputs.push(goodput);
-            let w = &goodputs[goodputs.len().saturating_sub(MAD)..];
-            let avg = w.iter().sum::<f64>() / w.len() as f64;
-            averages.push(avg);
-            let saturated = stable(&averages);
-            // The probes of the last MAD intervals.
-            let since = Instant::now().checked_sub(INTERVAL * MAD as u32).unwrap_or(started);
-            let (tcp_f, rr_f): (Vec<f64>, Vec<f64>) = shared
-                .probes
-                .lock()
-                .map(|v| v.iter().filter(|p| p.at >= since).map(|p| (p.tcp_ms, p.rr_ms)).unzip())
-                .unwrap_or_default();
-            let selfs: Vec<f64> = shared
-                .selfs
-                .lock()
-                .map(|v| v.iter().filter(|s| s.at >= since).map(|s| s.ms).collect())
-                .unwrap_or_default();
-            let foreign = match (trimmed_mean(&tcp_f), trimmed_mean(&rr_f)) {
-                (Some(a), Some(b)) => Some(rpm_of((a + b) / 2.0)),
-                _ => None,
-            };
-            let loaded = trimmed_mean(&selfs).map(rpm_of);
-            let rpm = match (foreign, loaded) {
-                (Some(f), Some(l)) => Some((f + l) / 2.0),
-                (f, l) => f.or(l),
-            };
-            if let (true, Some(r)) = (saturated, rpm) {
-                rpms.push(r);
-            }
-            let iv = RpmInterval {
-                at: started.elapsed().as_secs_f64(),
-                flows,
-                goodput,
-                goodput_avg: avg,
-                foreign,
-                loaded,
-                rpm,
-                saturated,
-            };
-            printer.interval(&iv);
+            let iv = self.evaluate(&mut eval, flows);
+            told(&iv);
+            let saturated = iv.saturated;
             intervals.push(iv);
-            if saturated && stable(&rpms) {
-                confidence = "high";
-                break Ok(intervals);
+            if saturated && stable(&eval.rpms) {
+                return Ok((intervals, "high"));
             }
-            if started.elapsed() + INTERVAL / 2 >= limit {
-                confidence = if intervals.len() >= MAD { "medium" } else { "low" };
-                break Ok(intervals);
+            if self.started.elapsed() + INTERVAL / 2 >= self.limit {
+                let confidence = if intervals.len() >= MAD { "medium" } else { "low" };
+                return Ok((intervals, confidence));
             }
+        }
+    }
+
+    /// Starts one more load flow, a one-stream client test of its own.
+    fn add_flow<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>, remaining: Duration)
+    where
+        'a: 's,
+    {
+        let c = load_config(self.cfg, remaining);
+        let (sh, sig, host) = (self.shared.clone(), self.load_signal.clone(), self.host);
+        scope.spawn(move || {
+            let mut rep = Reporter::new();
+            rep.add(Box::new(LoadSink(sh.clone())));
+            let r = match c.dialect {
+                crate::config::Dialect::Iperf3 => crate::dialect::iperf3::client::run(&c, host, c.port, &mut rep, &sig),
+                crate::config::Dialect::Iperf2 => crate::dialect::iperf2::client::run(&c, host, &mut rep, &sig),
+            };
+            if let Err(e) = r
+                && sig.load(Relaxed) == 0
+                && let Ok(mut f) = sh.failed.lock()
+            {
+                f.get_or_insert(e);
+            }
+        });
+    }
+
+    /// The interval just ended: goodput and its moving average, whether it
+    /// is saturated, and the responsiveness from the last MAD intervals'
+    /// probes and load RTTs.
+    fn evaluate(&self, e: &mut Evaluation, flows: u32) -> RpmInterval {
+        let bytes = self.shared.bytes.load(Relaxed);
+        let goodput = (bytes - e.last_bytes) as f64 * 8.0 / INTERVAL.as_secs_f64();
+        e.last_bytes = bytes;
+        e.goodputs.push(goodput);
+        let w = &e.goodputs[e.goodputs.len().saturating_sub(MAD)..];
+        let avg = w.iter().sum::<f64>() / w.len() as f64;
+        e.averages.push(avg);
+        let saturated = stable(&e.averages);
+        // The probes of the last MAD intervals.
+        let since = Instant::now()
+            .checked_sub(INTERVAL * MAD as u32)
+            .unwrap_or(self.started);
+        let (tcp_f, rr_f): (Vec<f64>, Vec<f64>) = self
+            .shared
+            .probes
+            .lock()
+            .map(|v| v.iter().filter(|p| p.at >= since).map(|p| (p.tcp_ms, p.rr_ms)).unzip())
+            .unwrap_or_default();
+        let selfs: Vec<f64> = self
+            .shared
+            .selfs
+            .lock()
+            .map(|v| v.iter().filter(|s| s.at >= since).map(|s| s.ms).collect())
+            .unwrap_or_default();
+        let foreign = match (trimmed_mean(&tcp_f), trimmed_mean(&rr_f)) {
+            (Some(a), Some(b)) => Some(rpm_of((a + b) / 2.0)),
+            _ => None,
         };
-        // End the probes and whatever load still runs; the scope then
-        // waits for their threads.
-        stop.store(true, Relaxed);
-        load_signal.store(libc::SIGTERM as usize, Relaxed);
-        r.map(|iv| (iv, confidence))
-    });
-    let (intervals, confidence) = result?;
+        let loaded = trimmed_mean(&selfs).map(rpm_of);
+        let rpm = match (foreign, loaded) {
+            (Some(f), Some(l)) => Some((f + l) / 2.0),
+            (f, l) => f.or(l),
+        };
+        if let (true, Some(r)) = (saturated, rpm) {
+            e.rpms.push(r);
+        }
+        RpmInterval {
+            at: self.started.elapsed().as_secs_f64(),
+            flows,
+            goodput,
+            goodput_avg: avg,
+            foreign,
+            loaded,
+            rpm,
+            saturated,
+        }
+    }
+}
+
+/// The result: the last interval's responsiveness and goodput, the idle
+/// figures, and the loaded trimmed means of the last MAD intervals of the
+/// time limit.
+fn result(
+    shared: &Shared,
+    started: Instant,
+    limit: Duration,
+    idle_ms: Option<(f64, f64)>,
+    intervals: &[RpmInterval],
+    confidence: &str,
+    direction: Direction,
+) -> RpmEnd {
     let since = started + limit.saturating_sub(INTERVAL * MAD as u32);
     let probes = shared.probes.lock().map(|v| v.clone()).unwrap_or_default();
     let window: Vec<&Probe> = probes.iter().filter(|p| p.at >= since).collect();
     let mut rr: Vec<f64> = window.iter().map(|p| p.rr_ms).collect();
     rr.sort_by(f64::total_cmp);
     let selfs = shared.selfs.lock().map(|v| v.clone()).unwrap_or_default();
-    let res = RpmResult {
+    let last = intervals.last();
+    let rpm = last.and_then(|i| i.rpm);
+    RpmEnd {
+        rpm,
+        class: rpm.map(|r| class(r).to_string()),
+        confidence: confidence.to_string(),
+        direction: match direction {
+            Direction::Reverse => "download",
+            Direction::Bidir => "upload and download",
+            _ => "upload",
+        }
+        .to_string(),
+        goodput: last.map_or(0.0, |i| i.goodput_avg),
+        flows: last.map_or(0, |i| i.flows),
         idle_rpm: idle_ms.map(|(a, b)| rpm_of((a + b) / 2.0)),
         idle_ms,
         tm_ms: (
@@ -422,134 +505,7 @@ fn measure(cfg: &TestConfig, host: &str, out: &Output, signal: &Arc<AtomicUsize>
             trimmed_mean(&selfs.iter().filter(|s| s.at >= since).map(|s| s.ms).collect::<Vec<_>>()),
         ),
         p90_ms: (!rr.is_empty()).then(|| rr[((rr.len() as f64 * 0.9).ceil() as usize).clamp(1, rr.len()) - 1]),
-        intervals,
-        confidence,
         failures: shared.failures.load(Relaxed),
-    };
-    printer.end(&res, cfg.params.direction);
-    Ok(())
-}
-
-/// Prints the test as text or as one JSON document (`-J`).
-struct Printer {
-    out: Output,
-    json: bool,
-    doc: Mutex<Value>,
-}
-
-impl Printer {
-    fn new(cfg: &TestConfig, out: Output) -> Printer {
-        Printer {
-            out,
-            json: cfg.output.json,
-            doc: Mutex::new(json!({"intervals": []})),
-        }
-    }
-
-    fn begin(&self, host: &str, port: u16, flows: u32, limit: Duration) {
-        if self.json {
-            if let Ok(mut d) = self.doc.lock() {
-                d["start"] = json!({
-                    "host": host, "port": port, "method": "TCP-only RPM (draft-ietf-ippm-responsiveness)",
-                    "interval_seconds": INTERVAL.as_secs_f64(), "mad": MAD, "sdt": SDT,
-                    "max_flows": flows, "probes_per_second": PROBES_PER_SECOND,
-                    "trimmed_mean_keep": TRIM_KEEP, "time_limit_seconds": limit.as_secs_f64(),
-                });
-            }
-            return;
-        }
-        self.out.write(&format!(
-            "Responsiveness test (TCP-only RPM, after draft-ietf-ippm-responsiveness) with {host} port {port}: \
-             up to {flows} load flows, one more every {:.0} s, {} probes/s, for at most {:.0} s\n",
-            INTERVAL.as_secs_f64(),
-            PROBES_PER_SECOND,
-            limit.as_secs_f64()
-        ));
-    }
-
-    fn interval(&self, iv: &RpmInterval) {
-        if self.json {
-            if let Ok(mut d) = self.doc.lock()
-                && let Some(a) = d["intervals"].as_array_mut()
-            {
-                a.push(json!({
-                    "seconds": iv.at, "flows": iv.flows, "goodput_bits_per_second": iv.goodput,
-                    "goodput_moving_average": iv.goodput_avg, "saturated": iv.saturated,
-                    "rpm": iv.rpm, "foreign_rpm": iv.foreign, "loaded_rpm": iv.loaded,
-                }));
-            }
-            return;
-        }
-        let n = |v: Option<f64>| v.map_or("-".to_string(), |r| format!("{r:.0}"));
-        self.out.write(&format!(
-            "[RPM] {:6.2} sec  {:2} flows  goodput {} (avg {}){}  RPM {} (foreign {}, loaded {})\n",
-            iv.at,
-            iv.flows,
-            crate::modes::search::rate_text(iv.goodput, 'a'),
-            crate::modes::search::rate_text(iv.goodput_avg, 'a'),
-            if iv.saturated { " saturated" } else { "" },
-            n(iv.rpm),
-            n(iv.foreign),
-            n(iv.loaded)
-        ));
-    }
-
-    fn end(&self, r: &RpmResult, direction: Direction) {
-        let last = r.intervals.last();
-        let goodput = last.map_or(0.0, |i| i.goodput_avg);
-        let flows = last.map_or(0, |i| i.flows);
-        let dir = match direction {
-            Direction::Reverse => "download",
-            Direction::Bidir => "upload and download",
-            _ => "upload",
-        };
-        if self.json {
-            if let Ok(mut d) = self.doc.lock() {
-                d["end"] = json!({
-                    "rpm": r.rpm(), "class": r.rpm().map(class), "confidence": r.confidence,
-                    "direction": dir, "goodput_bits_per_second": goodput, "flows": flows,
-                    "idle_rpm": r.idle_rpm,
-                    "idle": r.idle_ms.map(|(t, rr)| json!({"tcp_handshake_ms": t, "round_trip_ms": rr})),
-                    "loaded": {"tcp_handshake_ms": r.tm_ms.0, "round_trip_ms": r.tm_ms.1,
-                               "tcp_info_rtt_ms": r.tm_ms.2, "round_trip_p90_ms": r.p90_ms},
-                    "probe_failures": r.failures,
-                });
-                self.out.write(&format!("{}\n", crate::json::to_formatted(&d)));
-            }
-            return;
-        }
-        let ms = |v: Option<f64>| v.map_or("-".to_string(), |m| format!("{m:.3} ms"));
-        let mut s = String::new();
-        match r.rpm() {
-            Some(rpm) => s.push_str(&format!(
-                "[RPM] Responsiveness: {rpm:.0} RPM ({}), TCP-only, {dir}; confidence {}\n",
-                class(rpm),
-                r.confidence
-            )),
-            None => s.push_str("[RPM] Responsiveness: no probe came back under load\n"),
-        }
-        s.push_str(&format!(
-            "[RPM] goodput {} with {flows} load flows\n",
-            crate::modes::search::rate_text(goodput, 'a')
-        ));
-        if let (Some(rpm), Some((t, rr))) = (r.idle_rpm, r.idle_ms) {
-            s.push_str(&format!(
-                "[RPM] idle:   {rpm:.0} RPM (TCP handshake {t:.3} ms, round trip {rr:.3} ms)\n"
-            ));
-        }
-        s.push_str(&format!(
-            "[RPM] loaded: TCP handshake {}, round trip {} (p90 {}), load flows' RTT {}{}\n",
-            ms(r.tm_ms.0),
-            ms(r.tm_ms.1),
-            ms(r.p90_ms),
-            ms(r.tm_ms.2),
-            if r.failures > 0 {
-                format!(" ({} probes failed)", r.failures)
-            } else {
-                String::new()
-            }
-        ));
-        self.out.write(&s);
     }
 }
 

@@ -27,14 +27,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
-
 use crate::config::{Direction, EndCondition, Protocol, TestConfig};
 use crate::error::{Code, Error, Kind};
-use crate::events::Event;
-use crate::report::{Output, Recorder, Reporter};
+use crate::events::{Event, ModeEvent, SearchAnswer, SearchEnd, SearchProbe, SearchStart};
+use crate::report::mode::{percent, rate_text, trim_num};
+use crate::report::{Recorder, Reporter};
 
 pub use crate::config::{DEFAULT_MAX_LOSS, SearchOptions};
+pub use crate::events::{Finish, LossFloor, Probe};
 
 /// Between two probes against an iperf 2 server.
 const IPERF2_PAUSE: Duration = Duration::from_millis(400);
@@ -58,51 +58,6 @@ const SENDER_SHORTFALL: f64 = 0.97;
 pub fn parse_max_loss(s: &str) -> Option<f64> {
     let v: f64 = s.trim().trim_end_matches('%').trim().parse().ok()?;
     (v.is_finite() && (0.0..100.0).contains(&v)).then_some(v)
-}
-
-/// What one probe measured.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Probe {
-    /// Rate asked of all streams together, bit/s.
-    pub rate: u64,
-    /// Rate the sender reached, bit/s.
-    pub sent_bps: f64,
-    /// Rate the receiver counted, bit/s.
-    pub received_bps: f64,
-    /// Datagrams the receiver expected (its highest sequence numbers).
-    pub packets: i64,
-    /// Datagrams lost.
-    pub lost: i64,
-    /// Loss, percent.
-    pub lost_percent: f64,
-    /// Receiver's jitter, ms.
-    pub jitter_ms: f64,
-    /// The sender fell well short of the asked rate.
-    pub sender_limited: bool,
-    /// Loss within the threshold and the sender reached the rate.
-    pub ok: bool,
-    /// This probe re-checks a rate whose first probe lost too much.
-    pub retry: bool,
-    /// The loss was within the threshold (whatever rate was reached).
-    pub loss_ok: bool,
-    /// This probe checks whether the loss grows with the rate
-    /// ([`ProbeKind::FloorCheck`]).
-    pub floor_check: bool,
-}
-
-/// Why the search ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finish {
-    /// Good and bad rates are within the resolution.
-    Converged,
-    /// Every rate up to the ceiling was good.
-    Ceiling,
-    /// The sender could not reach higher rates: the answer is the sender's.
-    SenderLimited,
-    /// Even the lowest rate lost too much.
-    NoGoodRate,
-    /// The probe budget ran out.
-    ProbeLimit,
 }
 
 /// Why a probe is run.
@@ -139,19 +94,6 @@ pub struct Run {
     pub lost: i64,
     /// For a sender that fell short of `rate`: the rate it reached.
     pub reached: Option<u64>,
-}
-
-/// Loss that does not depend on the rate: the path drops about this
-/// fraction at rates far apart, so it is not the rate's doing.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LossFloor {
-    /// Fraction of the datagrams lost (0..1), pooled over the probes at
-    /// rates up to `up_to`.
-    pub loss: f64,
-    /// Datagrams the estimate pools.
-    pub packets: i64,
-    /// Highest rate whose probes are pooled, bit/s.
-    pub up_to: u64,
 }
 
 /// Two bad rates at least this far apart (less the sender's shortfall)
@@ -583,9 +525,6 @@ pub fn check_config(cfg: &TestConfig, interval_given: bool) -> Result<(), Error>
     if cfg.params.get_server_output {
         return Err(no("--get-server-output"));
     }
-    if cfg.output.html_report.is_some() {
-        return Err(no("--report"));
-    }
     if cfg.output.live {
         return Err(no("--live"));
     }
@@ -595,13 +534,14 @@ pub fn check_config(cfg: &TestConfig, interval_given: bool) -> Result<(), Error>
 /// Runs one client test with the given configuration and reporter.
 type ProbeFn<'a> = dyn FnMut(&TestConfig, &mut Reporter) -> Result<(), Error> + 'a;
 
-/// Runs the search against a server, printing each probe and the answer
-/// on `out` (text, `-J` document or `--json-stream` lines). `probe` runs one
-/// client test (against `host:port`, or the loopback server).
+/// Runs the search against a server, telling each probe and the answer to
+/// `reporter` as [`ModeEvent`]s (its sinks print them as text, a `-J`
+/// document or `--json-stream` lines). `probe` runs one client test
+/// (against `host:port`, or the loopback server).
 pub fn run(
     cfg: &TestConfig,
     opts: SearchOptions,
-    out: &Output,
+    reporter: &mut Reporter,
     signal: &Arc<AtomicUsize>,
     probe: &mut ProbeFn<'_>,
 ) -> Result<(), Error> {
@@ -630,8 +570,25 @@ pub fn run(
         cfg = &owned;
     }
     let mut search = Searcher::new(start, lowest, opts.max_loss_percent);
-    let printer = Printer::new(cfg, opts, secs, out.clone());
-    printer.begin();
+    let tell = |r: &mut Reporter, m: ModeEvent| r.emit(Event::Mode(m));
+    tell(
+        reporter,
+        ModeEvent::SearchStart(Box::new(SearchStart {
+            max_loss_percent: opts.max_loss_percent,
+            probe_seconds: secs.as_secs_f64(),
+            streams: cfg.params.streams.max(1),
+            blksize: cfg.params.block_len.unwrap_or(crate::config::DEFAULT_UDP_BLOCK),
+            reverse: cfg.params.direction == Direction::Reverse,
+            resolution: RESOLUTION,
+        })),
+    );
+    let end = |r: &mut Reporter, probes: Vec<Probe>, floor: Option<LossFloor>, outcome| {
+        r.emit(Event::Mode(ModeEvent::SearchEnd(Box::new(SearchEnd {
+            probes,
+            floor,
+            outcome,
+        }))))
+    };
     let mut probes: Vec<Probe> = Vec::new();
     let mut floor_told = false;
     let finish = loop {
@@ -648,7 +605,7 @@ pub fn run(
         let mut p = match one_probe(cfg, step.rate, streams, secs, signal, probe) {
             Ok(p) => p,
             Err(e) => {
-                printer.fail(&probes, search.loss_floor(), &e);
+                end(reporter, probes, search.loss_floor(), Err(e.clone()));
                 return Err(e);
             }
         };
@@ -664,10 +621,17 @@ pub fn run(
         p.loss_ok = search.loss_ok(probes.len());
         p.ok = p.loss_ok && !p.sender_limited;
         let retrying = matches!(search.next(), Ok(s) if s.kind == ProbeKind::Retry);
-        printer.probe(probes.len() + 1, &p, retrying);
+        tell(
+            reporter,
+            ModeEvent::SearchProbe(Box::new(SearchProbe {
+                n: probes.len() + 1,
+                probe: p.clone(),
+                retrying,
+            })),
+        );
         probes.push(p);
         if let (false, Some(f)) = (floor_told, search.loss_floor()) {
-            printer.floor_found(&f);
+            tell(reporter, ModeEvent::SearchFloor(f));
             floor_told = true;
         }
     };
@@ -701,11 +665,17 @@ pub fn run(
                     rate_text(lowest as f64, 'a')
                 ),
             );
-            printer.fail(&probes, loss_floor, &e);
+            end(reporter, probes, loss_floor, Err(e.clone()));
             Err(e)
         }
         (finish, Some((rate, p))) => {
-            printer.answer(&probes, rate, &p, finish, loss_floor);
+            let answer = SearchAnswer {
+                rate,
+                received_bps: p.received_bps,
+                lost_percent: p.lost_percent,
+                finish,
+            };
+            end(reporter, probes, loss_floor, Ok(answer));
             Ok(())
         }
     }
@@ -726,6 +696,8 @@ fn one_probe(
     pc.output.json_stream = false;
     pc.output.interval = None;
     pc.search = None;
+    pc.output.html_report = None;
+    pc.output.live = false;
     let mut attempt = 0;
     loop {
         let rec = Recorder::default();
@@ -839,258 +811,11 @@ fn received(end: &crate::events::Summary, events: &[Event], dialect: crate::conf
     })
 }
 
-/// A loss for the search's own lines: two significant digits like
-/// iperf's, but never "1e+02".
-fn percent(v: f64) -> String {
-    if v >= 10.0 {
-        format!("{v:.0}")
-    } else {
-        crate::json::format_g(v, 2)
-    }
-}
-
-fn trim_num(v: f64) -> String {
-    let s = format!("{v:.4}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-pub(crate) fn rate_text(bps: f64, fmt: char) -> String {
-    format!("{}s/sec", crate::units::format_iperf3(bps / 8.0, fmt))
-}
-
-fn probe_json(p: &Probe) -> Value {
-    json!({
-        "bits_per_second": p.rate,
-        "sent_bits_per_second": p.sent_bps,
-        "received_bits_per_second": p.received_bps,
-        "packets": p.packets,
-        "lost_packets": p.lost,
-        "lost_percent": p.lost_percent,
-        "jitter_ms": p.jitter_ms,
-        "sender_limited": p.sender_limited,
-        "ok": p.ok,
-        "retry": p.retry,
-        "floor_check": p.floor_check,
-    })
-}
-
-fn floor_json(f: &LossFloor) -> Value {
-    json!({
-        "loss_floor_percent": 100.0 * f.loss,
-        "packets": f.packets,
-        "up_to_bits_per_second": f.up_to,
-    })
-}
-
-fn finish_name(f: Finish) -> &'static str {
-    match f {
-        Finish::Converged => "converged",
-        Finish::Ceiling => "ceiling",
-        Finish::SenderLimited => "sender_limited",
-        Finish::NoGoodRate => "no_good_rate",
-        Finish::ProbeLimit => "probe_limit",
-    }
-}
-
-/// Prints the search in the configured format.
-struct Printer {
-    out: Output,
-    fmt: char,
-    title: String,
-    json: bool,
-    stream: bool,
-    head: Value,
-}
-
-impl Printer {
-    fn new(cfg: &TestConfig, opts: SearchOptions, secs: Duration, out: Output) -> Printer {
-        let head = json!({
-            "max_loss_percent": opts.max_loss_percent,
-            "probe_seconds": secs.as_secs_f64(),
-            "streams": cfg.params.streams.max(1),
-            "blksize": cfg.params.block_len.unwrap_or(crate::config::DEFAULT_UDP_BLOCK),
-            "reverse": cfg.params.direction == Direction::Reverse,
-            "resolution": RESOLUTION,
-        });
-        Printer {
-            out,
-            fmt: match cfg.output.format {
-                'k' | 'm' | 'g' | 't' | 'K' | 'M' | 'G' | 'T' => cfg.output.format,
-                _ => 'a',
-            },
-            title: cfg.output.title.as_ref().map(|t| format!("{t}:  ")).unwrap_or_default(),
-            json: cfg.output.json && !cfg.output.json_stream,
-            stream: cfg.output.json_stream,
-            head,
-        }
-    }
-
-    fn line(&self, text: &str) {
-        self.out.write(&format!("{}{text}\n", self.title));
-    }
-
-    fn stream_event(&self, event: &str, data: Value) {
-        let v = json!({ "event": event, "data": data });
-        self.out
-            .write(&format!("{}\n", serde_json::to_string(&v).unwrap_or_default()));
-    }
-
-    fn begin(&self) {
-        if self.stream {
-            self.stream_event("search_start", self.head.clone());
-        } else if !self.json {
-            self.line(&format!(
-                "Searching for the highest UDP rate with loss <= {}% ({} s probes, {} stream{})",
-                trim_num(self.head["max_loss_percent"].as_f64().unwrap_or(0.0)),
-                trim_num(self.head["probe_seconds"].as_f64().unwrap_or(0.0)),
-                self.head["streams"],
-                if self.head["streams"].as_u64() == Some(1) {
-                    ""
-                } else {
-                    "s"
-                }
-            ));
-            self.line("Probe  Asked                Received             Lost/Total Datagrams");
-        }
-    }
-
-    fn max_loss(&self) -> String {
-        trim_num(self.head["max_loss_percent"].as_f64().unwrap_or(0.0))
-    }
-
-    /// One probe's line; `retrying` says the searcher runs its rate again.
-    fn probe(&self, n: usize, p: &Probe, retrying: bool) {
-        if self.stream {
-            self.stream_event("probe", probe_json(p));
-        } else if !self.json {
-            let verdict = if p.ok && p.retry {
-                "ok on a second try"
-            } else if p.ok {
-                "ok"
-            } else if retrying {
-                "too much loss, trying again"
-            } else if p.sender_limited {
-                "sender short of the rate"
-            } else {
-                "too much loss"
-            };
-            // The asked rate jumps above one that just lost too much:
-            // say why.
-            let why = if p.floor_check {
-                " (does the loss grow with the rate?)"
-            } else {
-                ""
-            };
-            self.line(&format!(
-                "{n:>5}  {:<19}  {:<19}  {}/{} ({}%)  {verdict}{why}",
-                rate_text(p.rate as f64, self.fmt),
-                rate_text(p.received_bps, self.fmt),
-                p.lost,
-                p.packets,
-                percent(p.lost_percent)
-            ));
-        }
-    }
-
-    /// The probes just showed a loss floor: from here on they are judged
-    /// against it.
-    fn floor_found(&self, f: &LossFloor) {
-        if self.stream {
-            self.stream_event("loss_floor", floor_json(f));
-        } else if !self.json {
-            self.line(&format!(
-                "Random loss: rates twice apart lost alike, about {}% up to {}; a probe is now ok when it loses at most {}% more",
-                percent(100.0 * f.loss),
-                rate_text(f.up_to as f64, self.fmt).trim_start(),
-                self.max_loss()
-            ));
-        }
-    }
-
-    fn document(&self, probes: &[Probe], result: Option<Value>, error: Option<&Error>) -> Value {
-        let mut search = match self.head.clone() {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        search.insert("probes".into(), probes.iter().map(probe_json).collect());
-        if let Some(r) = result {
-            search.insert("result".into(), r);
-        }
-        let mut start = Map::new();
-        start.insert("version".into(), crate::version_string().into());
-        start.insert("system_info".into(), crate::sys::process::system_info().into());
-        let mut doc = Map::new();
-        doc.insert("start".into(), Value::Object(start));
-        doc.insert("search".into(), Value::Object(search));
-        if let Some(e) = error {
-            doc.insert("error".into(), e.text().into());
-        }
-        Value::Object(doc)
-    }
-
-    fn answer(&self, probes: &[Probe], rate: u64, p: &Probe, finish: Finish, floor: Option<LossFloor>) {
-        let result = json!({
-            "bits_per_second": rate,
-            "received_bits_per_second": p.received_bps,
-            "lost_percent": p.lost_percent,
-            "finish": finish_name(finish),
-            "loss_floor_percent": floor.map(|f| 100.0 * f.loss),
-        });
-        if self.stream {
-            self.stream_event("search_end", result);
-        } else if self.json {
-            let doc = self.document(probes, Some(result), None);
-            self.out.write(&format!("{}\n", crate::json::to_formatted(&doc)));
-        } else {
-            let above = match floor {
-                Some(f) => {
-                    let floor = percent(100.0 * f.loss);
-                    self.line(&format!(
-                        "The path loses about {floor}% at every rate probed, however low: that much is taken as random loss, and the rate reported is the highest whose loss stays within {}% of it.",
-                        self.max_loss()
-                    ));
-                    format!(" above the {floor}% floor")
-                }
-                None => String::new(),
-            };
-            self.line(&format!(
-                "Highest rate with loss <= {}%{above}: {} (received {}, {}% lost)",
-                self.max_loss(),
-                rate_text(rate as f64, self.fmt),
-                rate_text(p.received_bps, self.fmt),
-                percent(p.lost_percent)
-            ));
-            match finish {
-                Finish::SenderLimited => {
-                    self.line("The sender could not go faster: the path may carry more than this.")
-                }
-                Finish::Ceiling => self.line("Every rate up to the search's ceiling was carried."),
-                Finish::ProbeLimit => self.line("The search stopped at its probe limit before converging."),
-                _ => {}
-            }
-            self.line("");
-            self.line("iperf Done.");
-        }
-    }
-
-    fn fail(&self, probes: &[Probe], floor: Option<LossFloor>, e: &Error) {
-        if self.stream {
-            self.stream_event("error", Value::String(e.text()));
-        } else if self.json {
-            let mut doc = self.document(probes, None, Some(e));
-            if let Some(f) = floor {
-                doc["search"]["loss_floor_percent"] = json!(100.0 * f.loss);
-            }
-            self.out.write(&format!("{}\n", crate::json::to_formatted(&doc)));
-        } else {
-            self.out.write_err(&format!("{}: {}\n", self.out.program(), e.line()));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::Output;
+    use serde_json::Value;
 
     /// Datagram length and probe time of the synthetic paths.
     const LEN: f64 = 1448.0;
@@ -1513,6 +1238,7 @@ mod tests {
         cfg.params.end = EndCondition::Time(Duration::from_secs(1));
         cfg.output.json = json;
         cfg.output.json_stream = stream;
+        cfg.search = Some(SearchOptions::default());
         let buf = Arc::new(Mutex::new(String::new()));
         let mut probe = |pc: &TestConfig, r: &mut Reporter| {
             let rate = pc.params.rate as f64;
@@ -1539,7 +1265,9 @@ mod tests {
         };
         let out = Output::buffer(buf.clone());
         let signal = Arc::new(AtomicUsize::new(0));
-        let r = run(&cfg, SearchOptions::default(), &out, &signal, &mut probe);
+        let mut rep = Reporter::for_config(&cfg, out, crate::events::Side::Client);
+        let r = run(&cfg, SearchOptions::default(), &mut rep, &signal, &mut probe);
+        drop(rep);
         let text = buf.lock().unwrap().clone();
         (text, r)
     }

@@ -10,6 +10,7 @@ pub mod iperf3;
 pub mod json;
 pub mod latency;
 pub mod live;
+pub mod mode;
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
@@ -247,9 +248,19 @@ impl Reporter {
 
     /// The sinks a configuration asks for, writing to `out`: one
     /// format (JSON, the JSON stream, CSV, or the dialect's text, with
-    /// `--live` drawn around it on a terminal), and the HTML report.
+    /// `--live` drawn around it on a terminal), and the HTML report. A
+    /// mode (`--rpm`, `--udp-search`) has its own text and `-J` document
+    /// beside them (the JSON stream and the HTML report write its events
+    /// themselves).
     pub fn for_config(cfg: &TestConfig, out: Output, side: Side) -> Reporter {
         let mut r = Reporter::new();
+        if mode::is_mode(cfg) && !cfg.output.json_stream {
+            if cfg.output.json {
+                r.add(Box::new(mode::ModeJson::new(out.clone())));
+            } else {
+                r.add(Box::new(mode::ModeText::new(cfg, out.clone())));
+            }
+        }
         if cfg.output.json_stream {
             r.add(Box::new(json::JsonStreamSink::new(cfg, out.clone(), side)));
             if cfg.output.json_stream_full {

@@ -111,6 +111,7 @@ pub fn compare(a: &Value, a_label: &str, b: &Value, b_label: &str) -> String {
         unit: chart::Unit::BitsPerSecond,
         series: vec![series(a_label, pa, 0), series(b_label, pb, 1)],
         x_span: (0.0, end),
+        x_name: None,
         shade: None,
         note: None,
     };

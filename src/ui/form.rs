@@ -104,6 +104,7 @@ pub fn plan(form: &Value) -> Result<Plan, String> {
         "window",
         "congestion",
         "latency",
+        "mode",
     ];
     if let Some(k) = form
         .as_object()
@@ -165,11 +166,29 @@ pub fn plan(form: &Value) -> Result<Plan, String> {
     if checked(form, "latency") {
         args.push("--latency".into());
     }
+    // A mode runs many tests to answer one question; each dialect's parser
+    // says what it takes (a search is UDP: it gets -u unless given).
+    let mode = field(form, "mode")?;
+    match mode {
+        None | Some("normal") => {}
+        Some("rpm") => args.push("--rpm".into()),
+        Some("search") => {
+            if !args.iter().any(|a| a == "-u") {
+                args.push("-u".into());
+            }
+            args.push("--udp-search".into());
+        }
+        Some(m) => return Err(format!("mode: '{m}' is neither normal, rpm nor search")),
+    }
     if dialect == Dialect::Iperf2 {
         // The enhanced report: what iperf 2 users read, and the JSON's extras.
         args.push("-e".into());
     }
-    let time = check(dialect, &args)?;
+    let mut time = check(dialect, &args)?;
+    if mode == Some("search") {
+        // Each probe runs -t seconds, with a pause between them.
+        time = (time + 1.0) * crate::modes::search::MAX_PROBES as f64;
+    }
     Ok(Plan { dialect, args, time })
 }
 
@@ -285,6 +304,30 @@ mod tests {
             assert_eq!(a.params.window, b.params.window, "{}", p.command_line());
             assert!(p.command_line().contains(" -l 128K -w 256K"), "{}", p.command_line());
         }
+    }
+
+    #[test]
+    fn the_mode_choice_adds_rpm_or_the_udp_search() {
+        let p = plan(&json!({"host": "127.0.0.1", "time": "5", "mode": "rpm"})).unwrap();
+        assert_eq!(p.command_line(), "wirespeed -c 127.0.0.1 -t 5 --rpm");
+        assert_eq!(p.time, 5.0);
+        let p = plan(&json!({"dialect": "iperf2", "host": "127.0.0.1", "time": "4", "mode": "rpm"})).unwrap();
+        assert_eq!(p.command_line(), "wirespeed --iperf2 -c 127.0.0.1 -t 4 --rpm -e");
+        // A search is UDP, its -t one probe's length: the run may take
+        // every probe's.
+        let p = plan(&json!({"host": "127.0.0.1", "time": "1", "mode": "search"})).unwrap();
+        assert_eq!(p.command_line(), "wirespeed -c 127.0.0.1 -t 1 -u --udp-search");
+        assert!(p.time >= 40.0, "{}", p.time);
+        let p = plan(&json!({"dialect": "iperf2", "host": "127.0.0.1", "protocol": "udp", "mode": "search"})).unwrap();
+        assert_eq!(p.command_line(), "wirespeed --iperf2 -c 127.0.0.1 -u --udp-search -e");
+        let p = plan(&json!({"host": "127.0.0.1", "time": "2", "mode": "normal"})).unwrap();
+        assert_eq!(p.command_line(), "wirespeed -c 127.0.0.1 -t 2");
+        // The dialect's parser judges the mode's line, in its words.
+        let e = plan(&json!({"host": "127.0.0.1", "mode": "rpm", "protocol": "udp"})).unwrap_err();
+        assert!(e.contains("--rpm cannot be used with -u"), "{e}");
+        let e = plan(&json!({"host": "127.0.0.1", "mode": "search", "interval": "1"})).unwrap_err();
+        assert!(e.contains("--udp-search cannot be used with -i"), "{e}");
+        assert!(plan(&json!({"host": "127.0.0.1", "mode": "fast"})).is_err());
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod k8s;
 mod live;
 mod manual;
 mod metrics;
+mod modes_events;
 mod options;
 mod properties;
 mod pscheduler;

@@ -61,8 +61,8 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
             Some("--udp-search")
         } else if !matches!(c.params.end, EndCondition::Time(_)) {
             Some("-n (it runs for a time)")
-        } else if c.output.csv || c.output.json_stream {
-            Some("-y C or --json-stream")
+        } else if c.output.csv {
+            Some("-y C")
         } else {
             None
         };

@@ -51,8 +51,6 @@ fn rpm_rules(cfg: &crate::config::TestConfig) -> Result {
         Some("-u (its load is TCP)")
     } else if !matches!(cfg.params.end, EndCondition::Time(_)) {
         Some("-n or -k (it runs for a time)")
-    } else if cfg.output.json_stream {
-        Some("--json-stream")
     } else {
         None
     };
@@ -75,9 +73,12 @@ fn role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     if !s.is_server && !is_client {
         return Err(perr(Code::NOROLE));
     }
+    // A mode's client (`--rpm`, `--udp-search`) serves its own metrics.
+    let mode_client = s.client.is_some() && (s.cfg.rpm || s.search.search);
     for o in opts {
         match (TABLE[o.row].place, s.is_server) {
             (RoleMark::Client, true) => return Err(perr(Code::CLIENTONLY)),
+            (RoleMark::Server, false) if o.key == Opt::Metrics && mode_client => {}
             (RoleMark::Server, false) => return Err(perr(Code::SERVERONLY)),
             _ => {}
         }

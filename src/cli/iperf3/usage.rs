@@ -139,6 +139,7 @@ wirespeed additions:
                             saturates, probe round trips, stop when stable or at -t
   --metrics <addr>:<port>   server: serve Prometheus metrics over HTTP at <addr>:<port>
                             (no token or access list: :<port> is every address)
+                            (a client's --rpm or --udp-search: its results, while it runs)
   --ui <addr>:<port>        server: serve a web page watching its tests live
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
   {prog} ui [--listen <addr>:<port>]

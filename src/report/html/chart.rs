@@ -52,6 +52,8 @@ pub enum Unit {
     Percent,
     /// A plain count per interval.
     Count,
+    /// Round trips per minute (responsiveness).
+    Rpm,
 }
 
 impl Unit {
@@ -81,6 +83,7 @@ impl Unit {
             Unit::Millis => (1.0, "ms"),
             Unit::Percent => (1.0, "%"),
             Unit::Count => (1.0, "count"),
+            Unit::Rpm => (1.0, "RPM"),
         }
     }
 }
@@ -115,6 +118,8 @@ pub struct Chart {
     pub series: Vec<Series>,
     /// The time axis' ends (seconds).
     pub x_span: (f64, f64),
+    /// What the x axis counts when it is not time ("Probe").
+    pub x_name: Option<String>,
     /// An x range to shade and label (the omitted warm-up).
     pub shade: Option<(f64, f64, String)>,
     /// A note printed under the chart.
@@ -281,9 +286,10 @@ pub fn render(c: &Chart) -> String {
     );
     let _ = write!(
         s,
-        r#"<text class="label" x="{:.2}" y="{:.2}" text-anchor="middle">Time (s)</text>"#,
+        r#"<text class="label" x="{:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
         (pl + pr) / 2.0,
-        HEIGHT - 8.0
+        HEIGHT - 8.0,
+        escape(c.x_name.as_deref().unwrap_or("Time (s)"))
     );
     let _ = write!(
         s,
@@ -409,6 +415,7 @@ mod tests {
                 in_legend: true,
             }],
             x_span: (0.0, 2.0),
+            x_name: None,
             shade: None,
             note: None,
         };

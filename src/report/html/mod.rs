@@ -66,10 +66,14 @@ pub fn parse_documents(text: &str, name: &str) -> Result<Vec<Value>, Error> {
     }
     let is_event = |v: &Value| v.get("event").is_some_and(Value::is_string) && v.get("data").is_some();
     let docs: Vec<Value> = if values.iter().all(is_event) {
-        // --json-stream: a new test begins at each "start" event.
+        // --json-stream: a new test (or mode) begins at each start event.
         let mut groups: Vec<Vec<Value>> = Vec::new();
         for v in values {
-            if v.get("event").and_then(Value::as_str) == Some("start") || groups.is_empty() {
+            let first = matches!(
+                v.get("event").and_then(Value::as_str),
+                Some("start" | "rpm_start" | "search_start")
+            );
+            if first || groups.is_empty() {
                 groups.push(Vec::new());
             }
             if let Some(g) = groups.last_mut() {

@@ -13,6 +13,7 @@ use super::chart::{self, Chart, Series, Unit};
 use crate::json::lenient_i64;
 use crate::units::format_iperf3;
 
+mod mode;
 mod rtt;
 use rtt::{latency_chart, latency_table};
 
@@ -325,6 +326,7 @@ fn build_chart(spec: &ChartSpec, intervals: &[Value]) -> Option<Chart> {
         unit: spec.unit,
         series,
         x_span: span,
+        x_name: None,
         shade: warm.map(|(a, b)| (a, b, "omitted".to_string())),
         note: crowd.then(|| format!("{n} streams, drawn in light blue; the dark line is their sum.")),
     })
@@ -337,6 +339,10 @@ fn is_array_of_objects(v: Option<&Value>) -> bool {
 /// Checks that `doc` looks like an iperf3 `-J` document.
 pub fn check_document(doc: &Value) -> Result<(), String> {
     let obj = doc.as_object().ok_or("the JSON value is not an object")?;
+    // A mode's document (`--rpm`, `--udp-search`) has a shape of its own.
+    if mode::is_search(doc) || mode::is_rpm(doc) {
+        return Ok(());
+    }
     if !obj.get("start").is_some_and(Value::is_object) {
         return Err("it has no \"start\" object".into());
     }
@@ -351,6 +357,12 @@ pub fn check_document(doc: &Value) -> Result<(), String> {
 
 /// Builds the view of one document (already checked with [`check_document`]).
 pub fn view(doc: &Value) -> TestView {
+    if mode::is_search(doc) {
+        return mode::search_view(doc);
+    }
+    if mode::is_rpm(doc) {
+        return mode::rpm_view(doc);
+    }
     let start = doc.get("start").unwrap_or(empty());
     let end = doc.get("end").unwrap_or(empty());
     let ts = start.get("test_start").unwrap_or(empty());

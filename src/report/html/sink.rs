@@ -11,6 +11,7 @@ use crate::config::TestConfig;
 use crate::error::Error;
 use crate::events::{Event, Side};
 use crate::report::json::JsonSink;
+use crate::report::mode::ModeDoc;
 use crate::report::{Output, Sink};
 
 /// Writes the HTML report of a test when it ends.
@@ -24,6 +25,8 @@ pub struct HtmlSink {
     /// charts draw those samples rather than the one whole-test interval.
     sampled: bool,
     failure: Option<Error>,
+    /// A mode's document (`--rpm`, `--udp-search`), written when it ends.
+    mode: ModeDoc,
 }
 
 impl HtmlSink {
@@ -38,11 +41,16 @@ impl HtmlSink {
             started: false,
             sampled: false,
             failure: None,
+            mode: ModeDoc::default(),
         }
     }
 
     fn write(&mut self) {
         let doc = self.json.document();
+        self.write_doc(doc);
+    }
+
+    fn write_doc(&mut self, doc: serde_json::Value) {
         let who = match self.side {
             Side::Client => "client",
             Side::Server => "server",
@@ -61,6 +69,12 @@ impl HtmlSink {
 impl Sink for HtmlSink {
     fn event(&mut self, ev: &Event) {
         match ev {
+            Event::Mode(m) => {
+                if let Some(doc) = self.mode.event(m) {
+                    self.write_doc(doc);
+                }
+                return;
+            }
             Event::Start(_) => self.started = true,
             // A test that never started has nothing to draw: its error
             // already reaches the user through the other outputs.

@@ -504,6 +504,8 @@ impl Sink for TextSink {
                     self.print("iperf Done.\n");
                 }
             }
+            // A mode's text is its own sink's (`report::mode`).
+            Event::Mode(_) => {}
         }
     }
 }

@@ -300,6 +300,7 @@ pub fn stream_event(ev: &Event, side: Side, dialect: Dialect) -> Option<Value> {
         Event::Error(e) => ("error", Value::from(error_text(e, side, dialect))),
         Event::Notice(n) if dialect == Dialect::Iperf3 => ("error", Value::from(n.clone())),
         Event::Warning(w) => ("warning", Value::from(w.clone())),
+        Event::Mode(m) => super::mode::stream_line(m),
         _ => return None,
     };
     let mut m = obj();
@@ -310,6 +311,10 @@ pub fn stream_event(ev: &Event, side: Side, dialect: Dialect) -> Option<Value> {
 
 impl Sink for JsonStreamSink {
     fn event(&mut self, ev: &Event) {
+        if let Event::Mode(m) = ev {
+            self.out.write(&super::mode::stream_text(m));
+            return;
+        }
         match ev {
             // Another test's lines (a -d connect-back runs beside) pass a
             // held end; a new test, an end, an error or the close do not.
@@ -340,8 +345,12 @@ impl Sink for JsonStreamSink {
 /// `connected`), every `interval`, the `end`s merged (a connect-back's
 /// sums are its `*_bidir_reverse`), and `peer_report`s written into the
 /// streams they report on (with `sum_received` from them) where the
-/// `end` lacks them. `None` if a line is not such an event.
+/// `end` lacks them. `None` if a line is not such an event. A mode's
+/// lines (`--rpm`, `--udp-search`) make that mode's document.
 pub fn document_from_stream(events: &[Value]) -> Option<Value> {
+    if let Some(d) = super::mode::document_from_stream(events) {
+        return Some(d);
+    }
     let mut doc = obj();
     let mut intervals = Vec::new();
     let mut reports = Vec::new();

@@ -49,6 +49,7 @@ pub(super) fn latency_chart(intervals: &[Value]) -> Option<Chart> {
         unit: Unit::Millis,
         series,
         x_span: span,
+        x_name: None,
         shade: warm.map(|(a, b)| (a, b, "omitted".to_string())),
         note: None,
     })
