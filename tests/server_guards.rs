@@ -221,3 +221,53 @@ fn a_silent_iperf2_client_is_ended_by_the_idle_guard() {
     assert!(closed);
     assert!(srv.running(), "{}", srv.err());
 }
+
+/// `wirespeed --iperf2 -s` takes the iperf3 server's limits as options of
+/// its own and holds its clients to the same guards: the rate (TCP and
+/// UDP), the maximum duration, the receive timeout.
+#[test]
+fn the_iperf2_server_takes_the_same_limits() {
+    let port = free_port();
+    let mut srv = iperf2_server(
+        Iperf2::Ours,
+        port,
+        &["--server-bitrate-limit", "100M/1", "--server-max-duration", "6"],
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let r = iperf2_client(Iperf2::Ours, port, "-t 5", T).unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "{:?}\n{}{}",
+        t0.elapsed(),
+        r.stdout,
+        r.stderr
+    );
+    assert!(err_shows(&srv, OVER_RATE), "{}{}", srv.out(), srv.err());
+    let _ = iperf2_client(Iperf2::Ours, port, "-t 8", T).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !srv.out().contains("longer than the server allows") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(srv.out().contains("longer than the server allows"), "{}", srv.out());
+    assert!(srv.running(), "{}", srv.err());
+
+    let port = free_port();
+    let mut srv = iperf2_server(
+        Iperf2::Ours,
+        port,
+        &["-u", "--server-bitrate-limit", "5M/1", "--rcv-timeout", "1000"],
+    )
+    .unwrap();
+    let _ = iperf2_client(Iperf2::Ours, port, "-u -b 20M -t 3", T).unwrap();
+    assert!(err_shows(&srv, OVER_RATE), "{}{}", srv.out(), srv.err());
+    let c = spawn_client(Iperf2::Ours, port, "-u -b 1M -t 8");
+    let mut c = c.unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&c, "STOP");
+    let shown = err_shows(&srv, IDLE);
+    signal(&c, "CONT");
+    assert!(shown, "{}{}", srv.out(), srv.err());
+    c.wait(T);
+    assert!(srv.running(), "{}", srv.err());
+}
