@@ -1,17 +1,17 @@
 //! Server options: the role, its process, whom it serves, and its side of
 //! the sockets.
 
+use std::time::Duration;
+
 use super::{int_value, unit_value, value};
 use crate::cli::getopt::Occurrence;
 use crate::cli::iperf2::opt::Opt;
 use crate::cli::iperf2::state::ParseState;
 use crate::cli::iperf2::{CliError, tos_value};
 
-type Result = std::result::Result<(), CliError>;
-
-use std::time::Duration;
-
 use crate::units::{parse_rate_iperf3, parse_seconds};
+
+type Result = std::result::Result<(), CliError>;
 
 /// `-s`.
 pub fn server(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
