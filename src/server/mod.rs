@@ -13,6 +13,7 @@
 
 pub(crate) mod acceptor;
 pub mod access;
+pub(crate) mod guards;
 pub(crate) mod rate;
 pub(crate) mod registry;
 pub(crate) mod sockets;

@@ -1,7 +1,8 @@
 //! `--server-bitrate-limit rate[/secs]`: the rate a running iperf3 test
 //! measures, averaged over the window (`secs`, default 5 s, as iperf3),
 //! must stay at or under the limit; past it the test ends with iperf3's
-//! error 27 ("total required bandwidth is larger than server limit").
+//! error 27 ("total required bandwidth is larger than server limit"), an
+//! iperf 2 client's as well (`server::guards`).
 //!
 //! iperf3 judges only once a whole window has passed, so a test shorter
 //! than the window (a 3 s test under `--server-max-duration 3`, say) is
@@ -16,9 +17,9 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::config::{TestConfig, TestParams};
-use crate::error::{Code, Error};
 
 /// The measured-rate check of one test.
+#[derive(Clone)]
 pub(crate) struct RateWatch {
     /// Bit/s (0: no limit).
     limit: u64,
@@ -47,12 +48,17 @@ impl RateWatch {
         }
     }
 
-    /// An interval ended at `now` with `moved` bytes moved in all: an
-    /// error if the average over the window (or all of a short test so
-    /// far) is over the limit.
-    pub fn interval(&mut self, now: Instant, moved: u64) -> Result<(), Error> {
+    /// Whether there is a limit to judge.
+    pub fn limited(&self) -> bool {
+        self.limit > 0
+    }
+
+    /// An interval ended at `now` with `moved` bytes moved in all: what
+    /// was measured, if the average over the window (or all of a short
+    /// test so far) is over the limit.
+    pub fn judge(&mut self, now: Instant, moved: u64) -> Option<Over> {
         if self.limit == 0 {
-            return Ok(());
+            return None;
         }
         self.samples.push_back((now, moved));
         // The base: the newest sample at least a window back.
@@ -60,18 +66,33 @@ impl RateWatch {
             self.samples.pop_front();
         }
         let (Some(first), Some(last)) = (self.samples.front(), self.samples.back()) else {
-            return Ok(());
+            return None;
         };
         let secs = last.0.duration_since(first.0).as_secs_f64();
         let full = secs + SLACK >= self.window.as_secs_f64();
         if secs > 0.0 && (full || self.short) {
             let bps = last.1.saturating_sub(first.1) as f64 * 8.0 / secs;
             if bps > self.limit as f64 {
-                return Err(Error::new(Code::TOTALRATE));
+                return Some(Over {
+                    bps,
+                    span: last.0.duration_since(first.0),
+                    limit: self.limit,
+                });
             }
         }
-        Ok(())
+        None
     }
+}
+
+/// A measured rate over the limit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Over {
+    /// What was measured, bit/s.
+    pub bps: f64,
+    /// Over how long.
+    pub span: Duration,
+    /// The limit, bit/s.
+    pub limit: u64,
 }
 
 #[cfg(test)]
@@ -100,7 +121,7 @@ mod tests {
     fn trips(w: &mut RateWatch, t0: Instant, bps: u64, seconds: u64) -> Option<u64> {
         (1..=seconds).find(|s| {
             let at = t0 + Duration::from_secs(*s) + Duration::from_millis(10);
-            w.interval(at, bps / 8 * s).is_err()
+            w.judge(at, bps / 8 * s).is_some()
         })
     }
 

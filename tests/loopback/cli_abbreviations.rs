@@ -93,7 +93,7 @@ const IPERF3_312_HELP: &[&str] = &[
 const IPERF2_EXTRAS: &[&str] = &[
     "enhancedreports", "linux-congestion", "allow", "deny", "json", "json-stream", "report", "live", "udp-search",
     "latency",    "max-loss", "max-tests", "dscp", "tcp-cca", "working-load", "rpm", "bounceback-request",
-    "bounceback-reply", "sync-transfer-id", "ui",
+    "bounceback-reply", "sync-transfer-id", "ui", "server-bitrate-limit", "server-max-duration", "rcv-timeout",
 ];
 
 /// wirespeed's own long options in the iperf3 dialect.

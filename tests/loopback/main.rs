@@ -27,6 +27,7 @@ mod options;
 mod properties;
 mod pscheduler;
 mod server;
+mod server_guards;
 mod server_json_errors;
 mod udp;
 mod window_size;

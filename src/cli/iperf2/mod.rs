@@ -578,6 +578,31 @@ mod tests {
     }
 
     #[test]
+    fn the_iperf3_servers_limits_are_server_options() {
+        let c = run("-s --server-bitrate-limit 100M/2 --server-max-duration 30 --rcv-timeout 1500");
+        assert_eq!(c.server.bitrate_limit, 100_000_000);
+        assert_eq!(c.server.bitrate_limit_window, Duration::from_secs(2));
+        assert_eq!(c.server.max_duration, Some(Duration::from_secs(30)));
+        assert_eq!(c.net.rcv_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(
+            run("-s --server-bitrate-limit 1G").server.bitrate_limit_window,
+            Duration::from_secs(5)
+        );
+        assert_eq!(run("-s --server-max-duration 0").server.max_duration, None);
+        for o in [
+            "--server-bitrate-limit 1M",
+            "--server-max-duration 5",
+            "--rcv-timeout 500",
+        ] {
+            assert!(err(&format!("-c h {o}")).contains("only valid for a server"), "{o}");
+        }
+        assert!(err("-s --server-bitrate-limit fast").contains("invalid rate"));
+        assert!(err("-s --server-bitrate-limit 1M/100").contains("0.1 to 60"));
+        assert!(err("-s --server-max-duration 90000").contains("between 0 and 86400"));
+        assert!(err("-s --rcv-timeout 50").contains("between 100"));
+    }
+
+    #[test]
     fn a_tcp_server_takes_a_read_rate() {
         let (c, w) = run_env("-s -b 100m", &[]).unwrap();
         assert_eq!(c.params.rate, 100_000_000);

@@ -120,6 +120,10 @@ pub const TABLE: &[Row] = &[
     row!(X, Allow,                -,   "allow",                  Required, Any,       F(shared::allow)),
     row!(X, Deny,                 -,   "deny",                   Required, Any,       F(shared::deny)),
     row!(X, MaxTests,             -,   "max-tests",              Required, Any,       F(server::max_tests)),
+    // the iperf3 server's limits, which its guards hold iperf 2 clients to
+    row!(X, ServerBitrateLimit,   -,   "server-bitrate-limit",   Required, Any,       F(server::bitrate_limit)),
+    row!(X, ServerMaxDuration,    -,   "server-max-duration",    Required, Any,       F(server::max_duration)),
+    row!(X, RcvTimeout,           -,   "rcv-timeout",            Required, Any,       F(server::rcv_timeout)),
     row!(X, Ui,                   -,   "ui",                     Required, Any,       F(shared::ui)),
     row!(X, Json,                 'J', "json",                   None,     Any,       F(shared::json)),
     row!(X, JsonStream,           -,   "json-stream",            None,     Any,       F(shared::json_stream)),

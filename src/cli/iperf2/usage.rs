@@ -62,6 +62,9 @@ Server specific:
                            (comma-separated, repeatable; a wirespeed addition)
       --deny <list>        refuse these clients (wins over --allow and -c)
       --max-tests #        serve at most this many clients at once (default: no limit)
+      --server-bitrate-limit #[KMG][/#]  end a test faster than this on average over # s (default 5)
+      --server-max-duration #  refuse a test longer than # seconds (these three: the iperf3 server's)
+      --rcv-timeout #      end a test that received or moved nothing for # ms (default 60000)
       --ui <addr>:<port>   serve a web page watching the tests live (a wirespeed addition)
   -V, --ipv6_domain        Enable IPv6 reception by setting the domain and socket to AF_INET6 (Can receive on both IPv4 and IPv6)
 

@@ -18,6 +18,7 @@ use crate::engine::{DataStream, LocalOpts, Session, StreamExtras};
 use crate::error::{Code, Error};
 use crate::events::{Event, Side, StartInfo, StreamSample};
 use crate::report::Reporter;
+use crate::server::guards::{Breach, Guards};
 use crate::stats::Presentation;
 use crate::sys::AsSock;
 
@@ -141,6 +142,10 @@ struct Iperf2Steering<'a> {
     failure: Option<Error>,
     /// When the first stream failed.
     failed_at: Option<Instant>,
+    /// A server's guards (`server::guards`), and the limit that ended the
+    /// test, if one did.
+    guards: Option<Guards>,
+    breach: Option<Breach>,
 }
 
 impl Steering for Iperf2Steering<'_> {
@@ -149,10 +154,23 @@ impl Steering for Iperf2Steering<'_> {
         if o.stop.load(Relaxed) || o.signal.load(Relaxed) != 0 || o.watchdog.is_some_and(|w| now >= w) {
             return Ok(Turn::Finish);
         }
+        // The flows' own end when no FIN comes (a UDP receiver's sender
+        // that sends none, or whose FIN was lost), before the guards.
         if let (Some(limit), Some(idle)) = (o.idle_limit, session.stats.rx_idle(now))
             && idle >= limit
         {
             return Ok(Turn::Finish);
+        }
+        if let Some(g) = self.guards.as_mut() {
+            let r = g
+                .check(session, now, &|| session.path_timing())
+                .and_then(|()| g.tick(now, session.stats.moved()));
+            if let Err(b) = r {
+                // The test is over: its streams close now (a TCP client's
+                // next write meets a reset), its reports still print.
+                self.breach = Some(b);
+                return Ok(Turn::Abort);
+            }
         }
         // A receiver its sender's FIN ended answers now, not when the
         // other flows are done.
@@ -209,6 +227,20 @@ pub fn run_flows(
     opts: &RunOpts,
     reporter: &mut Reporter,
 ) -> Result<(), Error> {
+    run_flows_guarded(params, side, flows, opts, None, reporter).map(|_| ())
+}
+
+/// [`run_flows`] held to a server's `guards`: the limit that ended the
+/// test, if one did (its reports have printed; saying why is the
+/// caller's).
+pub(crate) fn run_flows_guarded(
+    params: &TestParams,
+    side: Side,
+    flows: Vec<Flow>,
+    opts: &RunOpts,
+    guards: Option<Guards>,
+    reporter: &mut Reporter,
+) -> Result<Option<Breach>, Error> {
     let poll = Poll::new().map_err(|e| Error::io(Code::INITTEST, &e))?;
     let waker = Arc::new(Waker::new(poll.registry(), Token(0)).map_err(|e| Error::io(Code::INITTEST, &e))?);
     let mut streams = Vec::with_capacity(flows.len());
@@ -251,6 +283,8 @@ pub fn run_flows(
         close_limit: await_close_limit(params),
         failure: None,
         failed_at: None,
+        guards,
+        breach: None,
     };
     let spec = RunSpec {
         drain: opts.drain,
@@ -276,8 +310,9 @@ pub fn run_flows(
             f(line);
         }
     }
-    match steer.failure {
-        Some(e) => Err(e),
-        None => Ok(()),
+    match (steer.breach, steer.failure) {
+        (Some(b), _) => Ok(Some(b)),
+        (None, Some(e)) => Err(e),
+        (None, None) => Ok(None),
     }
 }

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use crate::config::{Protocol, TestConfig};
 use crate::dialect::iperf3::ctrl::{Ctrl, Polled, Woke};
-use crate::engine::drain::DrainTimes;
 use crate::engine::run::{Ended, RunSpec, Steering, Turn};
 use crate::engine::{DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles};
 use crate::error::{Code, Error};
@@ -24,13 +23,11 @@ use crate::proto::iperf3::udp::{HELLO_REPLY, Hello};
 use crate::proto::iperf3::{Cookie, Results, State, max_results_len};
 use crate::report::json::JsonSink;
 use crate::report::{Output, Reporter, Sink};
+use crate::server::guards::{Guards, RCV_TIMEOUT};
 use crate::server::registry::UdpSlot;
 use crate::server::{Outcome, ServerCtx};
 
 const WHOLE_MSG: Duration = Duration::from_secs(30);
-/// How long a client may be silent past its test's time before the test
-/// is freed (at least; a long path stretches it).
-const SILENT_AFTER_END: Duration = Duration::from_secs(10);
 
 /// Starts a test thread for a client whose parameters arrived.
 pub(crate) fn start(ctx: &Arc<ServerCtx>, stream: TcpStream, cookie: Cookie, peer: SocketAddr, params: Vec<u8>) {
@@ -380,17 +377,7 @@ impl ServerTest<'_> {
             ctrl: &mut self.ctrl,
             machine: &mut machine,
             ctx: self.ctx,
-            // A byte or block count has no duration of its own: then
-            // `--server-max-duration`, if set, bounds the test.
-            watchdog: self
-                .params
-                .duration()
-                .or(self.cfg.server.max_duration)
-                .map(|d| started + self.params.omit + d + Duration::from_secs(40)),
-            rcv_timeout: self.cfg.net.rcv_timeout.unwrap_or(Duration::from_secs(120)),
-            nominal_end: self.params.duration().map(|d| started + self.params.omit + d),
-            moved: (started, 0),
-            rate: crate::server::rate::RateWatch::new(&self.cfg, &self.params, started),
+            guards: Guards::new(&self.cfg, &self.params, started, RCV_TIMEOUT),
             stopped: None,
         };
         let spec = RunSpec {
@@ -456,21 +443,13 @@ impl ServerTest<'_> {
 type ServerStop = (State, Option<&'static str>);
 
 /// The iperf3 server's part of the test loop: the control connection,
-/// the server's stop, its watchdogs and limits.
+/// the server's stop; its watchdogs and limits are the server's guards
+/// (`server::guards`), which iperf 2 tests share.
 struct ServerSteering<'a> {
     ctrl: &'a mut Ctrl,
     machine: &'a mut ServerMachine,
     ctx: &'a Arc<ServerCtx>,
-    watchdog: Option<Instant>,
-    rcv_timeout: Duration,
-    /// When a timed test should have ended, by the client's clock started
-    /// with ours.
-    nominal_end: Option<Instant>,
-    /// When bytes last moved, and how many had by then: a client that
-    /// vanished without a word (half-open control connection, no FIN or
-    /// RST) while we send moves nothing any more.
-    moved: (Instant, u64),
-    rate: crate::server::rate::RateWatch,
+    guards: Guards,
     stopped: Option<ServerStop>,
 }
 
@@ -494,38 +473,10 @@ impl Steering for ServerSteering<'_> {
             }
             return self.stop((State::ServerTerminate, None));
         }
-        if self.watchdog.is_some_and(|w| now >= w) {
-            return Err(Error::new(Code::SERVERTESTDURATIONEXPIRED));
-        }
-        if session.stats.rx_idle(now).is_some_and(|idle| idle >= self.rcv_timeout) {
-            return Err(Error::new(Code::NOMSG));
-        }
-        let total = session.stats.moved();
-        let quiet = now.duration_since(self.moved.0);
-        // Past the test's time, a client that sends nothing at all (no
-        // data, no TEST_END) is gone or cut off: free its place well before
-        // the watchdog. The grace covers a long path's TEST_END.
-        let grace = DrainTimes::new(SILENT_AFTER_END, self.ctrl.timing(), true).soft;
-        if total == self.moved.1 && self.nominal_end.is_some_and(|e| now >= e + grace) && quiet >= grace {
-            return Err(Error::msg(
-                Code::NOMSG,
-                format!(
-                    "the client has sent nothing for {} s and the test's time is past: the path or the client may be down",
-                    quiet.as_secs()
-                ),
-            ));
-        }
-        if total != self.moved.1 {
-            self.moved = (now, total);
-        } else if quiet >= self.rcv_timeout {
-            return Err(Error::msg(
-                Code::NOMSG,
-                format!(
-                    "no data moved for {} s: the client stopped responding",
-                    self.rcv_timeout.as_secs()
-                ),
-            ));
-        }
+        let ctrl = &*self.ctrl;
+        self.guards
+            .check(session, now, &|| ctrl.timing())
+            .map_err(|b| b.error)?;
         Ok(Turn::Go)
     }
 
@@ -540,7 +491,7 @@ impl Steering for ServerSteering<'_> {
                 Some("the client has unexpectedly closed the connection"),
             )),
             Polled::Byte(b) => {
-                self.moved.0 = Instant::now();
+                self.guards.heard(Instant::now());
                 match self.machine.on_byte(b)? {
                     ServerAction::EndTest => Ok(Turn::Finish),
                     ServerAction::ClientTerminated => {
@@ -558,12 +509,15 @@ impl Steering for ServerSteering<'_> {
     }
 
     /// `--server-bitrate-limit`: the average over the window must stay
-    /// under the limit (server/rate.rs).
+    /// under the limit (server/rate.rs), judged at each interval.
     fn after_timers(&mut self, session: &Session, interval: bool) -> Result<(), Error> {
         if !interval {
             return Ok(());
         }
-        let r = self.rate.interval(Instant::now(), session.stats.moved());
+        let r = self
+            .guards
+            .interval(Instant::now(), session.stats.moved())
+            .map_err(|b| b.error);
         if let Err(e) = &r {
             // Why, before the streams break (the loop aborts them on an
             // error): a client that is writing would otherwise meet the

@@ -1,11 +1,15 @@
 //! Server options: the role, its process, whom it serves, and its side of
 //! the sockets.
 
+use std::time::Duration;
+
 use super::{int_value, unit_value, value};
 use crate::cli::getopt::Occurrence;
 use crate::cli::iperf2::opt::Opt;
 use crate::cli::iperf2::state::ParseState;
 use crate::cli::iperf2::{CliError, tos_value};
+
+use crate::units::{parse_rate_iperf3, parse_seconds};
 
 type Result = std::result::Result<(), CliError>;
 
@@ -43,6 +47,59 @@ pub fn tos_override(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let v = value(o);
     let t = tos_value(v).ok_or_else(|| CliError::err(format!("{} value of '{v}' not recognized", o.spelled)))?;
     s.tos_override = Some(t);
+    Ok(())
+}
+
+/// `--server-bitrate-limit rate[/secs]` (a wirespeed addition, the iperf3
+/// server's option): a running test's average rate over the window (0.1
+/// to 60 s, default 5 s) at most `rate` (iperf3's rate syntax).
+pub fn bitrate_limit(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let v = value(o);
+    let bad = || CliError::err(format!("{}: invalid rate '{v}'", o.spelled));
+    let (r, w) = match v.split_once('/') {
+        Some((r, w)) => (r, Some(w)),
+        None => (v, None),
+    };
+    let rate = parse_rate_iperf3(r).map_err(|_| bad())?;
+    if !(0.0..=u64::MAX as f64).contains(&rate) {
+        return Err(bad());
+    }
+    s.cfg.server.bitrate_limit = rate as u64;
+    if let Some(w) = w {
+        let secs = parse_seconds(w)
+            .filter(|s| (0.1..=60.0).contains(s))
+            .ok_or_else(|| CliError::err(format!("{}: the window must be 0.1 to 60 seconds", o.spelled)))?;
+        s.cfg.server.bitrate_limit_window = Duration::from_secs_f64(secs);
+    }
+    s.server_opt = Some("--server-bitrate-limit".into());
+    Ok(())
+}
+
+/// `--server-max-duration secs` (a wirespeed addition, the iperf3 server's
+/// option): a header asking for longer is refused; up to a day, 0 is none.
+pub fn max_duration(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let secs = int_value(&o.spelled, value(o))?;
+    if !(0..=86400).contains(&secs) {
+        return Err(CliError::err(format!("{} must be between 0 and 86400", o.spelled)));
+    }
+    s.cfg.server.max_duration = (secs > 0).then(|| Duration::from_secs(secs as u64));
+    s.server_opt = Some("--server-max-duration".into());
+    Ok(())
+}
+
+/// `--rcv-timeout ms` (a wirespeed addition, the iperf3 server's option):
+/// a test that receives nothing, or moves nothing, this long is ended;
+/// 100 ms to a day.
+pub fn rcv_timeout(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let ms = int_value(&o.spelled, value(o))?;
+    if !(100..=86_400_000).contains(&ms) {
+        return Err(CliError::err(format!(
+            "{} must be between 100 and 86400000 (ms)",
+            o.spelled
+        )));
+    }
+    s.cfg.net.rcv_timeout = Some(Duration::from_millis(ms as u64));
+    s.server_opt = Some("--rcv-timeout".into());
     Ok(())
 }
 

@@ -15,12 +15,13 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use crate::config::{Protocol, TestConfig, TestParams};
-use crate::dialect::iperf2::runner::{Flow, RunOpts, run_flows};
+use crate::dialect::iperf2::runner::{Flow, RunOpts, run_flows_guarded};
 use crate::engine::DataSock;
 use crate::events::{Connecting, Event, Refused, Settings, Side, StartInfo};
 use crate::proto::iperf2::flags;
 use crate::proto::iperf2::header::{Amount, ClientHeader};
 use crate::report::Reporter;
+use crate::server::guards::Guards;
 use crate::server::{Mode, Running, ServerCtx};
 
 /// One accepted connection (or UDP flow) whose header has been read.
@@ -118,15 +119,21 @@ pub(super) trait Transport {
     fn connect_back(&mut self, ctx: &ServerCtx, m: &Member, rep: &mut Reporter) -> Option<(DataSock, u32)>;
     /// The test parameters the group runs with.
     fn params(&self, ctx: &ServerCtx, h: &ClientHeader, streams: usize, trip: bool) -> TestParams;
-    /// How long the group may receive nothing before it is over.
-    fn idle_limit(&self, _p: &TestParams) -> Duration {
-        Duration::from_secs(60)
+    /// How long a receiving flow may get nothing before it is over in
+    /// order: its end when no FIN comes (UDP). `None`: only the server's
+    /// guards end a silent flow.
+    fn end_idle(&self, _p: &TestParams) -> Option<Duration> {
+        None
     }
     /// After a set of flows ran: the senders' end (UDP's FINs).
     fn after_run(&mut self, _ctx: &ServerCtx, _rep: &mut Reporter) {}
     /// After everything: what the receivers still owe their senders.
     fn finish(&mut self, _ctx: &ServerCtx, _rep: &mut Reporter) {}
 }
+
+/// How long an iperf 2 test may receive nothing (`--rcv-timeout` when
+/// the server has it).
+pub(super) const IDLE: Duration = Duration::from_secs(60);
 
 /// How long a TCP group waits for more of its `-P` connections.
 pub(super) const TCP_GROUP_WAIT: Duration = Duration::from_millis(1500);
@@ -293,7 +300,13 @@ pub(super) fn run_group(ctx: &ServerCtx, members: Vec<Member>, t: &mut dyn Trans
             None => {}
         }
     }
-    run_set(ctx, t, &header, flows, has_sender, trip, &mut rep);
+    let set = Set {
+        client: crate::net::host_string(client),
+        has_sender,
+        trip,
+        delay: start_delay(&header),
+    };
+    run_set(ctx, t, &header, flows, &set, &mut rep);
     // -r: now the server's turn to send. The client's connection is done
     // with: closed now, as 2.1.8 does, so the client (which waits for the
     // close) reports its end at once.
@@ -314,7 +327,13 @@ pub(super) fn run_group(ctx: &ServerCtx, members: Vec<Member>, t: &mut dyn Trans
         }
     }
     if !back.is_empty() {
-        run_set(ctx, t, &header, back, true, false, &mut rep);
+        let set = Set {
+            has_sender: true,
+            trip: false,
+            delay: Duration::ZERO,
+            ..set
+        };
+        run_set(ctx, t, &header, back, &set, &mut rep);
     }
     t.finish(ctx, &mut rep);
     // A connect-back is part of its client's test, which ends it.
@@ -323,35 +342,78 @@ pub(super) fn run_group(ctx: &ServerCtx, members: Vec<Member>, t: &mut dyn Trans
     }
 }
 
-/// Runs one set of a group's flows.
+/// What a set of a group's flows is run with.
+struct Set {
+    /// The client's address, as the server's lines name it.
+    client: String,
+    /// The server sends in this set (and so decides its end).
+    has_sender: bool,
+    trip: bool,
+    /// How much later than now the client starts (`--txstart-time`).
+    delay: Duration,
+}
+
+/// How much later than now a client's `--txstart-time` starts its flows
+/// (2.1.8 honours a time within an hour of now).
+fn start_delay(h: &ClientHeader) -> Duration {
+    let Some(st) = h.start.filter(|_| h.upper() & flags::upper::EPOCH_START != 0) else {
+        return Duration::ZERO;
+    };
+    let ahead = crate::proto::iperf2::join_secs(st.sec, st.usec) - crate::sys::time::epoch_now();
+    if ahead > 0.0 && ahead <= 3601.0 {
+        Duration::from_secs_f64(ahead)
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// Runs one set of a group's flows. A server's own clients are held to
+/// its guards (`server::guards`: the watchdog, `--rcv-timeout` and the
+/// silent client, `--server-bitrate-limit`); a limit passed ends the set,
+/// its reports print, and the server says why (iperf 2 cannot tell its
+/// client: a TCP client's next write meets a reset, a UDP client's FIN
+/// goes unanswered). A connect-back (the server side of an iperf 2
+/// client's `-d`/`-r`) keeps a client's limits.
 fn run_set(
     ctx: &ServerCtx,
     t: &mut dyn Transport,
     header: &ClientHeader,
     flows: Vec<Flow>,
-    has_sender: bool,
-    trip: bool,
+    set: &Set,
     rep: &mut Reporter,
 ) {
-    let params = t.params(ctx, header, flows.len(), trip);
+    let params = t.params(ctx, header, flows.len(), set.trip);
+    let connect_back = matches!(ctx.mode, Mode::ConnectBack { .. });
+    let now = Instant::now();
+    let guards = (!connect_back).then(|| Guards::new(&ctx.cfg, &params, now + set.delay, IDLE));
     let opts = RunOpts {
         interval: ctx.flow_cfg.output.interval,
-        decides_end: has_sender,
-        // A byte count has no duration of its own: `--server-max-duration` bounds it.
+        decides_end: set.has_sender,
+        // A connect-back's own watchdog and idle limit (a server's are
+        // its guards'). A byte count has no duration of its own:
+        // `--server-max-duration` bounds it.
         watchdog: params
             .duration()
             .or(ctx.cfg.server.max_duration)
-            .map(|d| Instant::now() + d + Duration::from_secs(30)),
+            .filter(|_| connect_back)
+            .map(|d| now + d + Duration::from_secs(30)),
         drain: Duration::from_secs(3),
-        idle_limit: Some(t.idle_limit(&params)),
+        idle_limit: match t.end_idle(&params) {
+            None if connect_back => Some(IDLE),
+            end => end,
+        },
         stop: ctx.stop.clone(),
         file: None,
         signal: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
         samples: ctx.flow_cfg.output.chart_samples(),
         start: StartInfo::default(),
     };
-    if let Err(e) = run_flows(&params, side(ctx), flows, &opts, rep) {
-        rep.emit(Event::Warning(format!("WARNING: {}", e.text())));
+    match run_flows_guarded(&params, side(ctx), flows, &opts, guards, rep) {
+        Ok(None) => {}
+        Ok(Some(b)) => {
+            rep.emit(Event::Error(b.iperf2_error(&set.client)));
+        }
+        Err(e) => rep.emit(Event::Warning(format!("WARNING: {}", e.text()))),
     }
     t.after_run(ctx, rep);
 }

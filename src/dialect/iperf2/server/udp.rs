@@ -41,8 +41,8 @@ const GROUP_WAIT: Duration = Duration::from_millis(50);
 const DRAIN_WAIT: Duration = Duration::from_millis(20);
 /// Datagrams a pending flow keeps from the port, at most.
 const PREFEED_MAX: usize = 4096;
-/// How long a finished client's stray datagrams are ignored rather than
-/// taken for a new test.
+/// How long after a finished client's last stray datagram the next is
+/// taken for a new test rather than ignored.
 const LINGER: Duration = Duration::from_secs(5);
 /// Sessions at most at once: datagrams are easy to forge, and each new
 /// source address would otherwise cost a socket and threads.
@@ -80,6 +80,14 @@ pub(crate) fn offer(ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d
             return;
         }
         Some(UdpPeer::Done(t)) if t.elapsed() >= LINGER => {}
+        Some(UdpPeer::Done(_)) => {
+            // A client still sending after its test ended (the server's
+            // guards ended it, or it missed its end) stays ignored while
+            // it sends: its datagrams carry its settings, and would start
+            // the test again.
+            peers.insert(from, UdpPeer::Done(Instant::now()));
+            return;
+        }
         Some(_) => return,
         None => {}
     }
@@ -491,15 +499,16 @@ impl Transport for Udp {
         p
     }
 
-    /// Ten datagram gaps, between 3 and 60 s.
-    fn idle_limit(&self, p: &TestParams) -> Duration {
+    /// A receiver whose sender's FIN does not come (none is sent, or it
+    /// was lost) ends once quiet for ten datagram gaps, between 3 and 60 s.
+    fn end_idle(&self, p: &TestParams) -> Option<Duration> {
         let block = p.block_len_or_default() as f64;
         let gap = match (p.pps, p.rate) {
             (Some(pps), _) if pps > 0 => 1.0 / pps as f64,
             (_, r) if r > 0 => block * 8.0 / r as f64,
             _ => 0.0,
         };
-        Duration::from_secs_f64((gap * 10.0).clamp(3.0, 60.0))
+        Some(Duration::from_secs_f64((gap * 10.0).clamp(3.0, 60.0)))
     }
 
     /// Sends our senders' FINs; reports what comes back.
