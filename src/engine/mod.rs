@@ -68,6 +68,12 @@ pub struct TestControl {
 }
 
 impl TestControl {
+    /// Whether the test is stopping or aborted: a socket error now is the
+    /// end's doing (the peer closed, the stream was shut), not a failure.
+    pub fn ending(&self) -> bool {
+        self.stop.load(Relaxed) || self.abort.load(Relaxed)
+    }
+
     /// Control for a test whose controller is woken through `waker`.
     pub fn new(waker: Option<Arc<mio::Waker>>) -> Arc<TestControl> {
         Arc::new(TestControl {
@@ -467,6 +473,43 @@ fn pin_stream_thread(task: &StreamTask) {
         && let Err(e) = pin(cpu)
     {
         task.control.fail(e);
+    }
+}
+
+/// A plain stream's task for the engine's own tests: stream 1 of `role`,
+/// blocks of `block_len`, nothing paced, budgeted or pinned.
+#[cfg(test)]
+pub(crate) fn test_task(
+    role: StreamRole,
+    control: &Arc<TestControl>,
+    block_len: usize,
+    payload: Payload,
+) -> StreamTask {
+    StreamTask {
+        id: 1,
+        role,
+        block_len,
+        pace: None,
+        budget: None,
+        target: None,
+        payload,
+        sinkhole: Sinkhole::Discard,
+        zerocopy: false,
+        counters: Arc::new(StreamCounters::default()),
+        control: control.clone(),
+        affinity: None,
+        until: None,
+        frames: None,
+    }
+}
+
+/// A receiving stream's read failed: the end of the test when it is
+/// ending (the peer closed, the stream was shut), else the stream's error.
+fn read_failed(control: &TestControl, e: &std::io::Error) -> Result<(), Error> {
+    if control.ending() {
+        Ok(())
+    } else {
+        Err(Error::io(Code::STREAMREAD, e))
     }
 }
 

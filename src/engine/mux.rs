@@ -425,7 +425,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Turn::Blocked),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    if control.stop.load(Relaxed) || control.abort.load(Relaxed) {
+                    if control.ending() {
                         return Ok(Turn::Done);
                     }
                     return Err(Error::io(Code::STREAMWRITE, &e));
@@ -462,7 +462,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Turn::Blocked),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    if control.stop.load(Relaxed) || control.abort.load(Relaxed) {
+                    if control.ending() {
                         return Ok(Turn::Done);
                     }
                     return Err(Error::io(Code::STREAMREAD, &e));
@@ -496,25 +496,12 @@ impl Worker {
 mod tests {
     use super::*;
     use crate::engine::{Budget, Payload, TestControl};
-    use crate::stats::StreamCounters;
     use std::net::TcpListener;
 
     fn task(role: StreamRole, control: &Arc<TestControl>, budget: Option<Arc<Budget>>) -> StreamTask {
         StreamTask {
-            id: 1,
-            role,
-            block_len: 16 * 1024,
-            pace: None,
             budget,
-            target: None,
-            payload: Payload::Random,
-            sinkhole: Sinkhole::Discard,
-            zerocopy: false,
-            counters: Arc::new(StreamCounters::default()),
-            control: control.clone(),
-            affinity: None,
-            until: None,
-            frames: None,
+            ..crate::engine::test_task(role, control, 16 * 1024, Payload::Random)
         }
     }
 

@@ -290,10 +290,7 @@ pub fn recv_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
             }
             Err(e) => {
                 finish();
-                if control.stop.load(Relaxed) || control.abort.load(Relaxed) {
-                    return Ok(());
-                }
-                return Err(Error::io(Code::STREAMREAD, &e));
+                return super::read_failed(control, &e);
             }
         }
     }

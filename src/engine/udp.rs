@@ -400,7 +400,7 @@ fn send_frames<F: DatagramFormat>(
                         c.errors.fetch_add(1, Relaxed);
                         std::thread::sleep(Duration::from_micros(100));
                     }
-                    _ if control.stop.load(Relaxed) || control.abort.load(Relaxed) => break 'frames,
+                    _ if control.ending() => break 'frames,
                     _ => return Err(Error::io(Code::STREAMWRITE, &e)),
                 },
             }
@@ -460,7 +460,7 @@ fn send_datagrams(
                 done += msgs[..m].iter().map(|s| s.len() / len).sum::<usize>();
             }
             Err(e) => {
-                let stopping = control.stop.load(Relaxed) || control.abort.load(Relaxed);
+                let stopping = control.ending();
                 match e.raw_os_error() {
                     _ if is_timeout(&e) => {}
                     // The kernel is out of buffers or the peer's port
@@ -657,10 +657,7 @@ fn recv_loop<F: DatagramFormat>(
             Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
             Err(e) => {
                 finish();
-                if control.stop.load(Relaxed) || control.abort.load(Relaxed) {
-                    return Ok(());
-                }
-                return Err(Error::io(Code::STREAMREAD, &e));
+                return super::read_failed(control, &e);
             }
         }
     }
@@ -671,8 +668,7 @@ mod tests {
     use super::*;
     use crate::dialect::iperf3::udp::Iperf3Format;
     use crate::engine::pacer::PaceRate;
-    use crate::engine::{Budget, Payload, Sinkhole, TestControl};
-    use crate::stats::StreamCounters;
+    use crate::engine::{Budget, Payload, TestControl};
     use std::sync::Arc;
 
     fn pair() -> (UdpSocket, UdpSocket) {
@@ -687,22 +683,7 @@ mod tests {
     }
 
     fn task(role: StreamRole, control: &Arc<TestControl>, len: usize) -> StreamTask {
-        StreamTask {
-            id: 1,
-            role,
-            block_len: len,
-            pace: None,
-            budget: None,
-            target: None,
-            payload: Payload::Repeating,
-            sinkhole: Sinkhole::Discard,
-            zerocopy: false,
-            counters: Arc::new(StreamCounters::default()),
-            control: control.clone(),
-            affinity: None,
-            until: None,
-            frames: None,
-        }
+        crate::engine::test_task(role, control, len, Payload::Repeating)
     }
 
     /// Sends exactly `-k`-style `blocks` datagrams with the given offloads
