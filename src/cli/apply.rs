@@ -11,18 +11,65 @@ use super::values::{self, SearchRequest};
 use crate::config::TestConfig;
 use crate::error::Code;
 
-/// What a dialect's parse state gives the shared apply steps.
-pub trait Gather {
+/// What parsing either dialect's command line gathers alike: the
+/// configuration being built and the options both tables have that the
+/// cross-option checks need to know were given. Each dialect's parse state
+/// holds one and reads through to it (`s.cfg`, `s.udp`).
+#[derive(Debug)]
+pub struct Gathered {
+    /// The configuration so far.
+    pub cfg: TestConfig,
+    /// Warnings to print before the test.
+    pub warnings: Vec<String>,
+    /// `-c host` (without its `%dev`).
+    pub client: Option<String>,
+    /// `-u`.
+    pub udp: bool,
+    /// `-R`.
+    pub reverse: bool,
+    /// `--udp-search`, `--max-loss`.
+    pub search: SearchRequest,
+}
+
+impl Gathered {
+    /// Nothing given yet, from the dialect's default configuration.
+    pub fn new(cfg: TestConfig) -> Gathered {
+        Gathered {
+            cfg,
+            warnings: Vec::new(),
+            client: None,
+            udp: false,
+            reverse: false,
+            search: SearchRequest::default(),
+        }
+    }
+}
+
+/// A dialect's parse state reads through to its `common` [`Gathered`].
+macro_rules! reads_through {
+    ($state:ty) => {
+        impl std::ops::Deref for $state {
+            type Target = $crate::cli::apply::Gathered;
+
+            fn deref(&self) -> &Self::Target {
+                &self.common
+            }
+        }
+
+        impl std::ops::DerefMut for $state {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                &mut self.common
+            }
+        }
+    };
+}
+pub(crate) use reads_through;
+
+/// What a dialect's parse state gives the shared apply steps: what it
+/// gathered alike, and its own way of wording a bad value.
+pub trait Gather: std::ops::DerefMut<Target = Gathered> {
     /// The dialect's parse error.
     type Error;
-    /// The configuration being built.
-    fn cfg(&mut self) -> &mut TestConfig;
-    /// `--udp-search`, `--max-loss`.
-    fn search(&mut self) -> &mut SearchRequest;
-    /// `-u` was given.
-    fn set_udp(&mut self);
-    /// `-R` was given.
-    fn set_reverse(&mut self);
     /// A bad value, in the dialect's words (`code`: iperf3's error code).
     fn value_error(code: Code, msg: String) -> Self::Error;
     /// A server's option was given (iperf 2 warns a client that gives one).
@@ -38,82 +85,82 @@ fn value<O>(o: &Occurrence<O>) -> &str {
 
 /// `-J`, `--json`: one JSON document.
 pub fn json<S: Gather, O>(s: &mut S, _: &Occurrence<O>) -> Step<S> {
-    s.cfg().output.json = true;
+    s.cfg.output.json = true;
     Ok(())
 }
 
 /// `--json-stream`: JSON lines as the test runs (implies `-J`).
 pub fn json_stream<S: Gather, O>(s: &mut S, _: &Occurrence<O>) -> Step<S> {
-    s.cfg().output.json = true;
-    s.cfg().output.json_stream = true;
+    s.cfg.output.json = true;
+    s.cfg.output.json_stream = true;
     Ok(())
 }
 
 /// `--report file.html`: an HTML report with charts when the test ends.
 pub fn report<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
-    s.cfg().output.html_report = Some(PathBuf::from(value(o)));
+    s.cfg.output.html_report = Some(PathBuf::from(value(o)));
     Ok(())
 }
 
 /// `--live`: a client's status line on a terminal.
 pub fn live<S: Gather, O>(s: &mut S, _: &Occurrence<O>) -> Step<S> {
-    s.cfg().output.live = true;
+    s.cfg.output.live = true;
     Ok(())
 }
 
 /// `--udp-search`: the highest UDP rate with acceptable loss.
 pub fn udp_search<S: Gather, O>(s: &mut S, _: &Occurrence<O>) -> Step<S> {
-    s.search().search = true;
+    s.search.search = true;
     Ok(())
 }
 
 /// `--max-loss P[%]`: the loss the search accepts.
 pub fn max_loss<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
     let p = values::max_loss(value(o)).map_err(|m| S::value_error(Code::UNITVAL, m))?;
-    s.search().max_loss = Some(p);
+    s.search.max_loss = Some(p);
     Ok(())
 }
 
 /// `--rpm`: the responsiveness test.
 pub fn rpm<S: Gather, O>(s: &mut S, _: &Occurrence<O>) -> Step<S> {
-    s.cfg().rpm = true;
+    s.cfg.rpm = true;
     Ok(())
 }
 
 /// `--latency[=N]`: N round-trip probes per second beside the load.
 pub fn latency<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
     let n = values::latency_rate(o.value.as_deref()).map_err(|m| S::value_error(Code::UNITVAL, m))?;
-    s.cfg().latency = Some(n);
+    s.cfg.latency = Some(n);
     Ok(())
 }
 
 /// `-u`.
 pub fn udp<S: Gather, O>(s: &mut S, _: &Occurrence<O>) -> Step<S> {
-    s.set_udp();
+    s.udp = true;
     Ok(())
 }
 
 /// `-R`.
 pub fn reverse<S: Gather, O>(s: &mut S, _: &Occurrence<O>) -> Step<S> {
-    s.set_reverse();
+    s.reverse = true;
     Ok(())
 }
 
 /// iperf3's `-C algo`, iperf 2's `-Z algo`: the congestion control.
 pub fn congestion<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
-    s.cfg().params.congestion = Some(value(o).to_string());
+    s.cfg.params.congestion = Some(value(o).to_string());
     Ok(())
 }
 
 /// `-D`: run as a daemon.
 pub fn daemon<S: Gather, O>(s: &mut S, _: &Occurrence<O>) -> Step<S> {
-    s.cfg().server.daemon = true;
+    s.cfg.server.daemon = true;
     Ok(())
 }
 
 /// `--ui ADDR:PORT` (server): the web page watching the server's tests.
 pub fn ui<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
-    s.cfg().server.ui = Some(value(o).to_string());
+    s.cfg.server.ui = Some(value(o).to_string());
     s.server_option("--ui");
     Ok(())
 }
@@ -121,7 +168,7 @@ pub fn ui<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
 /// `--allow list` (server): only these clients.
 pub fn allow<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
     let list = crate::server::access::split_list("--allow", value(o)).map_err(|m| S::value_error(Code::NONE, m))?;
-    s.cfg().server.allow.extend(list);
+    s.cfg.server.allow.extend(list);
     s.server_option("--allow");
     Ok(())
 }
@@ -129,7 +176,7 @@ pub fn allow<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
 /// `--deny list` (server): never these clients.
 pub fn deny<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
     let list = crate::server::access::split_list("--deny", value(o)).map_err(|m| S::value_error(Code::NONE, m))?;
-    s.cfg().server.deny.extend(list);
+    s.cfg.server.deny.extend(list);
     s.server_option("--deny");
     Ok(())
 }

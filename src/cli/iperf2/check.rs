@@ -20,7 +20,7 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
     if !mode(&mut s) {
         return Ok(Command::Usage);
     }
-    one_stdout_format(&s.cfg)?;
+    one_stdout_format(&s.common.cfg)?;
     udp_search(&mut s)?;
     direction(&mut s)?;
     udp_exclusions(&s, opts)?;
@@ -30,15 +30,16 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
     } else {
         client_role(&mut s)?;
     }
-    if s.rate_pps && s.cfg.params.protocol == Protocol::Tcp {
+    if s.rate_pps && s.common.cfg.params.protocol == Protocol::Tcp {
         return Err(CliError::err("units of pps not supported with TCP"));
     }
     if let Some(cca) = s.tcp_cca.take() {
-        if s.cfg.params.congestion.is_some() {
-            s.warnings
+        if s.common.cfg.params.congestion.is_some() {
+            s.common
+                .warnings
                 .push("Option --tcp-cca ignored because --tcp-congestion or -Z set".into());
         } else {
-            s.cfg.params.congestion = Some(cca);
+            s.common.cfg.params.congestion = Some(cca);
         }
     }
     bounceback_test(&mut s)?;
@@ -46,11 +47,11 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
     isochronous(&mut s)?;
     periodic_bursts(&mut s)?;
     tcp_and_file(&mut s)?;
-    if s.cfg.search.is_some() {
+    if s.common.cfg.search.is_some() {
         search_limits(&s)?;
     }
-    if s.cfg.rpm {
-        let c = &s.cfg;
+    if s.common.cfg.rpm {
+        let c = &s.common.cfg;
         let clash = if c.latency.is_some() {
             Some("--latency (--rpm probes already)")
         } else if c.iperf2.bounceback.is_some() {
@@ -70,22 +71,22 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
             return Err(CliError::err(format!("--rpm cannot be used with {what}")));
         }
     }
-    if s.cfg.latency.is_some() {
-        if s.cfg.search.is_some() {
+    if s.common.cfg.latency.is_some() {
+        if s.common.cfg.search.is_some() {
             return Err(CliError::err("--latency cannot be used with --udp-search"));
         }
-        if s.cfg.iperf2.bounceback.is_some() {
+        if s.common.cfg.iperf2.bounceback.is_some() {
             return Err(CliError::err(
                 "--latency cannot be used with --bounceback (a bounceback test measures round trips itself)",
             ));
         }
     }
-    Ok(Command::Run(Box::new(s.cfg), s.warnings))
+    Ok(Command::Run(Box::new(s.common.cfg), s.common.warnings))
 }
 
 /// `-T`, and the bounceback settings (which need `--bounceback` on a client).
 fn bounceback_settings(s: &mut ParseState) -> Result {
-    s.cfg.net.ttl = s.ttl;
+    s.common.cfg.net.ttl = s.ttl;
     if let Some(b) = &mut s.bounceback {
         b.period = s.bb_period;
         b.hold_us = s.bb_hold;
@@ -96,6 +97,7 @@ fn bounceback_settings(s: &mut ParseState) -> Result {
         if let Some(r) = s.bb_request {
             match s.len {
                 Some(l) if l < f64::from(r) => s
+                    .common
                     .warnings
                     .push("WARN: bounceback request will use -l length and not --bounceback-request value".into()),
                 Some(_) => {}
@@ -111,13 +113,13 @@ fn bounceback_settings(s: &mut ParseState) -> Result {
 
 /// Server or client; false when neither was asked for.
 fn mode(s: &mut ParseState) -> bool {
-    if s.server && s.client.is_some() {
+    if s.server && s.common.client.is_some() {
         // -s -c host: the server serves only that client (2.1.8 accepts
         // the option and does nothing; its documentation promises this).
-        let host = s.client.take().unwrap_or_default();
-        s.cfg.server.allow.push(host);
+        let host = s.common.client.take().unwrap_or_default();
+        s.common.cfg.server.allow.push(host);
     }
-    s.server || s.client.is_some()
+    s.server || s.common.client.is_some()
 }
 
 /// JSON (`-J`, `--json-stream`) and CSV (`-y C`) would share standard
@@ -137,22 +139,22 @@ fn udp_search(s: &mut ParseState) -> Result {
     if s.server {
         return Ok(());
     }
-    let search = s.search.resolve().map_err(CliError::err)?;
+    let search = s.common.search.resolve().map_err(CliError::err)?;
     if search.is_some() {
         // The search is a UDP measurement: -u is implied.
-        s.udp = true;
+        s.common.udp = true;
     }
-    s.cfg.search = search;
+    s.common.cfg.search = search;
     Ok(())
 }
 
 /// The protocol and the one test direction.
 fn direction(s: &mut ParseState) -> Result {
-    let cfg = &mut s.cfg;
-    if s.udp {
+    let cfg = &mut s.common.cfg;
+    if s.common.udp {
         cfg.params.protocol = Protocol::Udp;
     }
-    let modes = [s.dual, s.tradeoff, s.reverse, s.full_duplex]
+    let modes = [s.dual, s.tradeoff, s.common.reverse, s.full_duplex]
         .iter()
         .filter(|m| **m)
         .count();
@@ -165,7 +167,7 @@ fn direction(s: &mut ParseState) -> Result {
         Direction::Dual
     } else if s.tradeoff {
         Direction::Tradeoff
-    } else if s.reverse {
+    } else if s.common.reverse {
         Direction::Reverse
     } else if s.full_duplex {
         Direction::FullDuplex
@@ -186,7 +188,7 @@ fn direction(s: &mut ParseState) -> Result {
 
 /// What UDP cannot do (and what only UDP does).
 fn udp_exclusions(s: &ParseState, opts: &[Occurrence<Opt>]) -> Result {
-    let (cfg, udp) = (&s.cfg, s.udp);
+    let (cfg, udp) = (&s.common.cfg, s.common.udp);
     if cfg.iperf2.no_udp_fin && !udp {
         return Err(CliError::err("option --no-udp-fin requires -u UDP"));
     }
@@ -216,7 +218,7 @@ fn udp_exclusions(s: &ParseState, opts: &[Occurrence<Opt>]) -> Result {
 
 /// `--histograms`, `-H` and `-U`, which only a server takes as asked.
 fn server_only_settings(s: &mut ParseState) -> Result {
-    let (cfg, server, udp) = (&mut s.cfg, s.server, s.udp);
+    let (cfg, server, udp) = (&mut s.common.cfg, s.server, s.common.udp);
     if let Some(h) = s.histograms.take() {
         if !server {
             return Err(CliError::err(
@@ -242,7 +244,8 @@ fn server_only_settings(s: &mut ParseState) -> Result {
         if server {
             cfg.iperf2.single_udp = true;
         } else {
-            s.warnings
+            s.common
+                .warnings
                 .push("WARN: Client set to UDP per -U (suggest use lower case -u instead)".into());
         }
     }
@@ -252,7 +255,7 @@ fn server_only_settings(s: &mut ParseState) -> Result {
 /// A server: client options are warned about and dropped; `-P`, `-t` and
 /// `-b` take their server meanings.
 fn server_role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
-    let cfg = &mut s.cfg;
+    let cfg = &mut s.common.cfg;
     cfg.role = Role::Server;
     for o in opts.iter().filter(|o| TABLE[o.row].place.client_only()) {
         // On Windows a server's -R removes iperf 2's service.
@@ -260,11 +263,13 @@ fn server_role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
             cfg.server.remove_service = true;
             continue;
         }
-        s.warnings
+        s.common
+            .warnings
             .push(format!("WARNING: option {} is not valid for server mode", o.spelled));
     }
     if cfg.params.rate_stdev.take().is_some() {
-        s.warnings
+        s.common
+            .warnings
             .push("WARN: option of variance per -b is not supported on the server".into());
     }
     // Client-only settings have no meaning on a server.
@@ -286,7 +291,7 @@ fn server_role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
         cfg.server.listen_time = (t > 0.0).then(|| Duration::from_secs_f64(t));
     }
     // `-s -b`: a TCP server reads each flow at most at this rate.
-    if s.rate_given && (s.udp || s.single_udp) {
+    if s.rate_given && (s.common.udp || s.single_udp) {
         return Err(CliError::err(
             "a UDP server's read-rate limit (-s -u -b) is not implemented yet",
         ));
@@ -297,8 +302,8 @@ fn server_role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
 /// A client: its flows and time, the server options it may not take, and
 /// a port range's flow count.
 fn client_role(s: &mut ParseState) -> Result {
-    let cfg = &mut s.cfg;
-    cfg.role = Role::Client(s.client.take().unwrap_or_default());
+    let cfg = &mut s.common.cfg;
+    cfg.role = Role::Client(s.common.client.take().unwrap_or_default());
     if let Some(p) = s.parallel {
         cfg.params.streams = p;
     }
@@ -326,7 +331,7 @@ fn client_role(s: &mut ParseState) -> Result {
     if let Some(last) = cfg.iperf2.port_last {
         let n = u32::from(last - cfg.port) + 1;
         if cfg.params.streams != n {
-            s.warnings.push(format!(
+            s.common.warnings.push(format!(
                 "{TO_STDERR}WARNING: port-range and -P mismatch (adjusting -P to {n})"
             ));
             cfg.params.streams = n;
@@ -341,8 +346,8 @@ fn bounceback_test(s: &mut ParseState) -> Result {
     if s.bounceback.is_none() || s.server {
         return Ok(());
     }
-    let cfg = &mut s.cfg;
-    let bad = if s.udp {
+    let cfg = &mut s.common.cfg;
+    let bad = if s.common.udp {
         Some("-u UDP")
     } else if cfg.params.direction != Direction::Forward {
         Some("-d, -r, -R or --full-duplex")
@@ -385,7 +390,7 @@ fn bounceback_test(s: &mut ParseState) -> Result {
 /// `-l` (or the protocol's default) within what the test can use, and
 /// what UDP cannot do yet.
 fn block_length(s: &mut ParseState) -> Result {
-    let cfg = &mut s.cfg;
+    let cfg = &mut s.common.cfg;
     let block = match s.len {
         Some(l) => l as u64,
         None => match cfg.params.protocol {
@@ -443,7 +448,7 @@ fn isochronous(s: &mut ParseState) -> Result {
     if s.server || given.is_none() && ipg.is_none() {
         return Ok(());
     }
-    let cfg = &mut s.cfg;
+    let cfg = &mut s.common.cfg;
     let udp = cfg.params.protocol == Protocol::Udp;
     let len = f64::from(cfg.params.block_len_or_default());
     if ipg.is_some() && !udp {
@@ -540,16 +545,18 @@ fn periodic_bursts(s: &mut ParseState) -> Result {
     if size.is_none() && period.is_none() || s.server {
         return Ok(());
     }
-    let cfg = &mut s.cfg;
+    let cfg = &mut s.common.cfg;
     let period = match period {
         Some(p) if p <= 1e-5 => {
-            s.warnings
+            s.common
+                .warnings
                 .push("WARN: burst-period too small, must be greater than 10 usecs".into());
             return Ok(());
         }
         Some(p) => p,
         None => {
-            s.warnings
+            s.common
+                .warnings
                 .push("WARN: option of --burst-size without --burst-period defaults --burst-period to 1 second".into());
             1.0
         }
@@ -587,7 +594,7 @@ fn periodic_bursts(s: &mut ParseState) -> Result {
 
 /// What a TCP test's length must allow, and the file to send.
 fn tcp_and_file(s: &mut ParseState) -> Result {
-    let cfg = &mut s.cfg;
+    let cfg = &mut s.common.cfg;
     let block = u64::from(cfg.params.block_len.unwrap_or_default());
     if cfg.params.protocol == Protocol::Tcp
         && cfg.params.trip_times
@@ -621,7 +628,7 @@ fn tcp_and_file(s: &mut ParseState) -> Result {
 /// What a UDP search cannot honour: the iperf3 dialect's list, and iperf
 /// 2's two-way tests and tests without the server's report.
 fn search_limits(s: &ParseState) -> Result {
-    let cfg = &s.cfg;
+    let cfg = &s.common.cfg;
     let no = |what: &str| Err(CliError::err(format!("--udp-search cannot be used with {what}")));
     if matches!(
         cfg.params.direction,

@@ -3,23 +3,18 @@
 use std::time::Duration;
 
 use super::{DEFAULT_PORT, IPERF2_CATCH_UP_US};
-use crate::cli::values::SearchRequest;
+use crate::cli::apply::Gathered;
 use crate::config::{Bounceback, Dialect, TestConfig};
 
 /// The configuration being built, plus what the cross-option checks need
 /// to know about how it was asked for.
 #[derive(Debug)]
 pub struct ParseState {
-    /// The configuration so far.
-    pub(super) cfg: TestConfig,
-    /// Warnings to print before the test (see [`super::TO_STDERR`]).
-    pub(super) warnings: Vec<String>,
+    /// What both dialects gather alike (`cfg`, `client`, `-u` or `-U`,
+    /// `-R`, ...); its warnings go out as [`super::TO_STDERR`] says.
+    pub(super) common: Gathered,
     /// `-s`.
     pub(super) server: bool,
-    /// `-c host` (without its `%dev`).
-    pub(super) client: Option<String>,
-    /// `-u` (or `-U`).
-    pub(super) udp: bool,
     /// `-U`.
     pub(super) single_udp: bool,
     /// `--histograms[=spec]` (a server's option, checked later).
@@ -28,8 +23,6 @@ pub struct ParseState {
     pub(super) dual: bool,
     /// `-r`.
     pub(super) tradeoff: bool,
-    /// `-R`.
-    pub(super) reverse: bool,
     /// `--full-duplex`.
     pub(super) full_duplex: bool,
     /// `-l`, checked once the protocol and the test are known.
@@ -77,8 +70,6 @@ pub struct ParseState {
     pub(super) bb_quickack: bool,
     /// `-i` was given.
     pub(super) interval_given: bool,
-    /// `--udp-search`, `--max-loss`.
-    pub(super) search: SearchRequest,
 }
 
 impl ParseState {
@@ -98,16 +89,12 @@ impl ParseState {
         // so the average rate holds.
         cfg.params.pacing_timer = IPERF2_CATCH_UP_US;
         ParseState {
-            cfg,
-            warnings: Vec::new(),
+            common: Gathered::new(cfg),
             server: false,
-            client: None,
-            udp: false,
             single_udp: false,
             histograms: None,
             dual: false,
             tradeoff: false,
-            reverse: false,
             full_duplex: false,
             len: None,
             time: None,
@@ -132,29 +119,14 @@ impl ParseState {
             bb_period: Duration::from_secs(1),
             bb_quickack: true,
             interval_given: false,
-            search: SearchRequest::default(),
         }
     }
 }
 
+crate::cli::apply::reads_through!(ParseState);
+
 impl crate::cli::apply::Gather for ParseState {
     type Error = super::CliError;
-
-    fn cfg(&mut self) -> &mut TestConfig {
-        &mut self.cfg
-    }
-
-    fn search(&mut self) -> &mut SearchRequest {
-        &mut self.search
-    }
-
-    fn set_udp(&mut self) {
-        self.udp = true;
-    }
-
-    fn set_reverse(&mut self) {
-        self.reverse = true;
-    }
 
     /// iperf 2 says a bad value in one line, with no code.
     fn value_error(_: crate::error::Code, msg: String) -> Self::Error {

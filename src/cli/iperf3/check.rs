@@ -18,24 +18,24 @@ fn perr(code: Code) -> Error {
 pub(super) fn all(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     let given = |k: Opt| opts.iter().any(|o| o.key == k);
     role(s, opts)?;
-    one_stdout_format(&s.cfg)?;
+    one_stdout_format(&s.common.cfg)?;
     direction_and_end(s)?;
     protocol_and_length(s, given(Opt::Bitrate))?;
     client_file(s)?;
-    auth_pairs(&s.cfg)?;
-    if s.cfg.search.is_some() {
-        crate::modes::search::check_config(&s.cfg, given(Opt::Interval))?;
+    auth_pairs(&s.common.cfg)?;
+    if s.common.cfg.search.is_some() {
+        crate::modes::search::check_config(&s.common.cfg, given(Opt::Interval))?;
     }
-    if s.cfg.rpm {
-        rpm_rules(&s.cfg)?;
+    if s.common.cfg.rpm {
+        rpm_rules(&s.common.cfg)?;
     }
-    if s.cfg.latency.is_some() && s.cfg.search.is_some() {
+    if s.common.cfg.latency.is_some() && s.common.cfg.search.is_some() {
         return Err(Error::param_msg(
             Code::UNIMP,
             "--latency cannot be used with --udp-search",
         ));
     }
-    auth_settings(&s.cfg, opts, s.is_server)?;
+    auth_settings(&s.common.cfg, opts, s.is_server)?;
     json_warnings(s);
     Ok(())
 }
@@ -66,7 +66,7 @@ fn rpm_rules(cfg: &crate::config::TestConfig) -> Result {
 /// Client, server or loopback, and the options that role may not take
 /// (iperf3 checks these after parsing).
 fn role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
-    let is_client = s.client.is_some() || s.loopback;
+    let is_client = s.common.client.is_some() || s.loopback;
     if s.is_server && is_client {
         return Err(perr(Code::SERVCLIENT));
     }
@@ -74,7 +74,7 @@ fn role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
         return Err(perr(Code::NOROLE));
     }
     // A mode's client (`--rpm`, `--udp-search`) serves its own metrics.
-    let mode_client = s.client.is_some() && (s.cfg.rpm || s.search.search);
+    let mode_client = s.common.client.is_some() && (s.common.cfg.rpm || s.common.search.search);
     for o in opts {
         match (TABLE[o.row].place, s.is_server) {
             (RoleMark::Client, true) => return Err(perr(Code::CLIENTONLY)),
@@ -84,17 +84,17 @@ fn role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
         }
     }
     if s.loopback {
-        if s.client.is_some() {
+        if s.common.client.is_some() {
             return Err(Error::param_msg(
                 Code::SERVCLIENT,
                 "--loopback runs its own server; do not give -c",
             ));
         }
-        s.cfg.role = Role::Loopback;
-    } else if let Some(h) = s.client.take() {
-        s.cfg.role = Role::Client(h);
+        s.common.cfg.role = Role::Loopback;
+    } else if let Some(h) = s.common.client.take() {
+        s.common.cfg.role = Role::Client(h);
     } else {
-        s.cfg.role = Role::Server;
+        s.common.cfg.role = Role::Server;
     }
     Ok(())
 }
@@ -113,12 +113,12 @@ fn one_stdout_format(cfg: &TestConfig) -> Result {
 
 /// `-R`/`--bidir`, the one end condition, and a UDP search's defaults.
 fn direction_and_end(s: &mut ParseState) -> Result {
-    if s.reverse && s.bidir {
+    if s.common.reverse && s.bidir {
         return Err(perr(Code::REVERSEBIDIR));
     }
-    s.cfg.params.direction = if s.bidir {
+    s.common.cfg.params.direction = if s.bidir {
         Direction::Bidir
-    } else if s.reverse {
+    } else if s.common.reverse {
         Direction::Reverse
     } else {
         Direction::Forward
@@ -127,25 +127,29 @@ fn direction_and_end(s: &mut ParseState) -> Result {
         return Err(perr(Code::ENDCONDITIONS));
     }
     if let Some(t) = s.time {
-        s.cfg.params.end = EndCondition::Time(t);
+        s.common.cfg.params.end = EndCondition::Time(t);
     }
-    let search = s.search.resolve().map_err(|m| Error::param_msg(Code::UNIMP, m))?;
+    let search = s
+        .common
+        .search
+        .resolve()
+        .map_err(|m| Error::param_msg(Code::UNIMP, m))?;
     if let Some(so) = search {
-        s.cfg.search = Some(so);
+        s.common.cfg.search = Some(so);
         if s.end_conditions == 0 {
             // Probes are short unless -t says otherwise.
-            s.cfg.params.end = EndCondition::Time(crate::modes::search::DEFAULT_PROBE);
+            s.common.cfg.params.end = EndCondition::Time(crate::modes::search::DEFAULT_PROBE);
         }
         // The search is a UDP measurement: -u is implied.
-        s.udp = true;
+        s.common.udp = true;
     }
     Ok(())
 }
 
 /// UDP, `-l` within the protocol's range, and UDP's default rate.
 fn protocol_and_length(s: &mut ParseState, bitrate_given: bool) -> Result {
-    let cfg = &mut s.cfg;
-    if s.udp {
+    let cfg = &mut s.common.cfg;
+    if s.common.udp {
         cfg.params.protocol = Protocol::Udp;
         if cfg.file.is_some() {
             return Err(perr(Code::UDPFILETRANSFER));
@@ -167,7 +171,7 @@ fn protocol_and_length(s: &mut ParseState, bitrate_given: bool) -> Result {
         }
         cfg.params.block_len = Some(l as u32);
     }
-    if s.udp && cfg.search.is_none() && cfg.params.rate == 0 && cfg.params.pps.is_none() && !bitrate_given {
+    if s.common.udp && cfg.search.is_none() && cfg.params.rate == 0 && cfg.params.pps.is_none() && !bitrate_given {
         cfg.params.rate = DEFAULT_UDP_RATE;
     }
     let is_client = !matches!(cfg.role, Role::Server);
@@ -180,16 +184,16 @@ fn protocol_and_length(s: &mut ParseState, bitrate_given: bool) -> Result {
 /// A client sending `-F file`: the file must exist, and without `-t`/`-n`/
 /// `-k` its size is the amount to send.
 fn client_file(s: &mut ParseState) -> Result {
-    let is_client = !matches!(s.cfg.role, Role::Server);
-    if let (Some(f), true) = (&s.cfg.file, is_client)
-        && s.cfg.params.direction.client_sends()
+    let is_client = !matches!(s.common.cfg.role, Role::Server);
+    if let (Some(f), true) = (&s.common.cfg.file, is_client)
+        && s.common.cfg.params.direction.client_sends()
     {
         let meta = std::fs::metadata(f).map_err(|e| Error {
             kind: crate::error::Kind::Parameter,
             ..Error::io(Code::FILE, &e)
         })?;
         if s.end_conditions == 0 {
-            s.cfg.params.end = EndCondition::Bytes(meta.len());
+            s.common.cfg.params.end = EndCondition::Bytes(meta.len());
         }
     }
     Ok(())
@@ -243,19 +247,22 @@ fn auth_settings(cfg: &TestConfig, opts: &[Occurrence<Opt>], is_server: bool) ->
 
 /// iperf3's warnings about options that `-J` ignores or that disturb it.
 fn json_warnings(s: &mut ParseState) {
-    if !s.cfg.output.json {
+    if !s.common.cfg.output.json {
         return;
     }
     if s.format_given {
-        s.warnings
+        s.common
+            .warnings
             .push("Report format (-f) flag ignored with JSON output (-J)".into());
     }
-    if s.cfg.output.verbose {
-        s.warnings
+    if s.common.cfg.output.verbose {
+        s.common
+            .warnings
             .push("Verbose output (-v) may interfere with JSON output (-J)".into());
     }
-    if s.cfg.output.debug > 0 {
-        s.warnings
+    if s.common.cfg.output.debug > 0 {
+        s.common
+            .warnings
             .push("Debug output (-d) may interfere with JSON output (-J)".into());
     }
 }

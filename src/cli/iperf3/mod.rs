@@ -70,7 +70,7 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
         }
     }
     check::all(&mut state, &parsed.opts)?;
-    Ok(Command::Run(Box::new(state.cfg), state.warnings))
+    Ok(Command::Run(Box::new(state.common.cfg), state.common.warnings))
 }
 
 #[cfg(test)]

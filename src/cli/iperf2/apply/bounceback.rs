@@ -91,7 +91,7 @@ pub fn working_load(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
             o.spelled
         )));
     }
-    s.cfg.iperf2.working_load = Some((direction, n as u32));
+    s.common.cfg.iperf2.working_load = Some((direction, n as u32));
     // 2.1.8's name is a bounceback option; 2.2's works with any test.
     if o.spelled.starts_with("--bounceback") {
         s.bb_opts.push(o.spelled.clone());

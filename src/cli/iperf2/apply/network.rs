@@ -16,13 +16,13 @@ const MAX_PORT_RANGE: u16 = 1024;
 
 /// `-4`.
 pub fn v4(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.net.family = Family::V4;
+    s.common.cfg.net.family = Family::V4;
     Ok(())
 }
 
 /// `-6`, `-V`.
 pub fn v6(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.net.family = Family::V6;
+    s.common.cfg.net.family = Family::V6;
     Ok(())
 }
 
@@ -32,9 +32,9 @@ pub fn client(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if h.is_empty() {
         return Err(CliError::err("option -c needs a host"));
     }
-    s.client = Some(h);
+    s.common.client = Some(h);
     if d.is_some() {
-        s.cfg.net.bind_dev = d;
+        s.common.cfg.net.bind_dev = d;
     }
     Ok(())
 }
@@ -59,12 +59,12 @@ pub fn port(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
                     "port range {v} must be ascending and span at most {MAX_PORT_RANGE} ports"
                 )));
             }
-            s.cfg.port = lo;
-            s.cfg.iperf2.port_last = (hi > lo).then_some(hi);
+            s.common.cfg.port = lo;
+            s.common.cfg.iperf2.port_last = (hi > lo).then_some(hi);
         }
         None => {
-            s.cfg.port = port(v)?;
-            s.cfg.iperf2.port_last = None;
+            s.common.cfg.port = port(v)?;
+            s.common.cfg.iperf2.port_last = None;
         }
     }
     Ok(())
@@ -74,11 +74,11 @@ pub fn port(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 pub fn bind(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let (h, p, d) = split_bind(value(o))?;
     if !h.is_empty() {
-        s.cfg.net.bind = Some(h);
+        s.common.cfg.net.bind = Some(h);
     }
-    s.cfg.net.cport = p;
+    s.common.cfg.net.cport = p;
     if d.is_some() {
-        s.cfg.net.bind_dev = d;
+        s.common.cfg.net.bind_dev = d;
     }
     Ok(())
 }
@@ -90,14 +90,14 @@ pub fn listen_port(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(1..=65535).contains(&p) {
         return Err(CliError::err(format!("port {v} is out of range (1-65535)")));
     }
-    s.cfg.iperf2.listen_port = Some(p as u16);
+    s.common.cfg.iperf2.listen_port = Some(p as u16);
     Ok(())
 }
 
 /// `-S tos`: a number or a name.
 pub fn tos(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let v = value(o);
-    s.cfg.params.tos = tos_value(v).ok_or_else(|| CliError::err(format!("-S value of '{v}' not recognized")))?;
+    s.common.cfg.params.tos = tos_value(v).ok_or_else(|| CliError::err(format!("-S value of '{v}' not recognized")))?;
     Ok(())
 }
 
@@ -109,7 +109,7 @@ pub fn dscp(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         .or_else(|| parse_int(v, true))
         .filter(|n| (0..=63).contains(n))
         .ok_or_else(|| CliError::err(format!("--dscp value of '{v}' not recognized (0-63 or a class name)")))?;
-    s.cfg.params.tos = (n as u8) << 2;
+    s.common.cfg.params.tos = (n as u8) << 2;
     Ok(())
 }
 
@@ -125,7 +125,7 @@ pub fn ttl(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 
 /// `--local-only[=1|0]`: SO_DONTROUTE.
 pub fn local_only(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.local_only = match o.value.as_deref() {
+    s.common.cfg.iperf2.local_only = match o.value.as_deref() {
         None | Some("1") => true,
         Some("0") => false,
         Some(x) => {
@@ -146,7 +146,7 @@ pub fn connect_retries(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
             "--connect-retries value of '{v}' is out of range"
         )));
     }
-    s.cfg.iperf2.connect_retries = n as u32;
+    s.common.cfg.iperf2.connect_retries = n as u32;
     Ok(())
 }
 
@@ -162,13 +162,13 @@ pub fn connect_only(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
             "--connect-only count of {n} is out of range (1-1000000)"
         )));
     }
-    s.cfg.iperf2.connect_only = Some(n as u32);
+    s.common.cfg.iperf2.connect_only = Some(n as u32);
     Ok(())
 }
 
 /// `--incr-dstport`: flow i goes to port + i.
 pub fn incr_dstport(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.incr_dstport = true;
+    s.common.cfg.iperf2.incr_dstport = true;
     Ok(())
 }
 

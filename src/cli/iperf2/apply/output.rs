@@ -14,7 +14,7 @@ type Result = std::result::Result<(), CliError>;
 
 /// `-e`.
 pub fn enhanced(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.output.enhanced = true;
+    s.common.cfg.output.enhanced = true;
     Ok(())
 }
 
@@ -27,7 +27,7 @@ pub fn format(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
             "format '{v}' not recognized (use one of a b k m g A B K M G)"
         )));
     }
-    s.cfg.output.format = c;
+    s.common.cfg.output.format = c;
     Ok(())
 }
 
@@ -42,7 +42,7 @@ pub fn interval(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         .filter(|i| *i >= 0.0 && *i <= 86400.0)
         .ok_or_else(|| CliError::err(format!("{} value of '{v}' not recognized", o.spelled)))?;
     if i > 0.0 && i < MIN_INTERVAL {
-        s.warnings.push(format!(
+        s.common.warnings.push(format!(
             "WARNING: interval too small, increasing to {:.4} milliseconds.",
             MIN_INTERVAL * 1e3
         ));
@@ -50,7 +50,7 @@ pub fn interval(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     }
     // Rounded up to a whole microsecond, as 2.1.8 does.
     let us = (i * 1e6).ceil() as u64;
-    s.cfg.output.interval = (us > 0).then(|| Duration::from_micros(us));
+    s.common.cfg.output.interval = (us > 0).then(|| Duration::from_micros(us));
     s.interval_given = true;
     Ok(())
 }
@@ -59,20 +59,20 @@ pub fn interval(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 /// does): after a TCP test, say what limited the sender and suggest a `-w`
 /// (wirespeed's window advice, iperf3's `-V`). Elsewhere it has no effect.
 pub fn suggest_window(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.output.window_advice = true;
+    s.common.cfg.output.window_advice = true;
     Ok(())
 }
 
 /// `-m`.
 pub fn print_mss(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.output.print_mss = true;
+    s.common.cfg.output.print_mss = true;
     Ok(())
 }
 
 /// `-o file`: the report goes there (truncated first, as 2.1.8).
 pub fn output(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.output.logfile = Some(PathBuf::from(value(o)));
-    s.cfg.output.logfile_truncate = true;
+    s.common.cfg.output.logfile = Some(PathBuf::from(value(o)));
+    s.common.cfg.output.logfile_truncate = true;
     Ok(())
 }
 
@@ -84,7 +84,7 @@ pub fn report_exclude(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
             "report exclusion '{v}' not recognized (use letters of CDMSV)"
         )));
     }
-    s.cfg.output.exclude = v.to_ascii_uppercase();
+    s.common.cfg.output.exclude = v.to_ascii_uppercase();
     Ok(())
 }
 
@@ -94,19 +94,19 @@ pub fn report_style(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !v.eq_ignore_ascii_case("c") {
         return Err(CliError::err(format!("report style '{v}' not recognized (only C)")));
     }
-    s.cfg.output.csv = true;
+    s.common.cfg.output.csv = true;
     Ok(())
 }
 
 /// `--sum-only`.
 pub fn sum_only(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.output.sum_only = true;
+    s.common.cfg.output.sum_only = true;
     Ok(())
 }
 
 /// `--hide-ips`.
 pub fn hide_ips(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.hide_ips = true;
+    s.common.cfg.iperf2.hide_ips = true;
     Ok(())
 }
 

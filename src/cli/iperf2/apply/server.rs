@@ -21,13 +21,13 @@ pub fn server(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
 
 /// `-1`.
 pub fn single_client(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.single_client = true;
+    s.common.cfg.iperf2.single_client = true;
     Ok(())
 }
 
 /// `-H host`: the SSM source (checked with `-B` later).
 pub fn ssm_host(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.ssm_host = Some(value(o).to_string());
+    s.common.cfg.iperf2.ssm_host = Some(value(o).to_string());
     Ok(())
 }
 
@@ -64,12 +64,12 @@ pub fn bitrate_limit(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(0.0..=u64::MAX as f64).contains(&rate) {
         return Err(bad());
     }
-    s.cfg.server.bitrate_limit = rate as u64;
+    s.common.cfg.server.bitrate_limit = rate as u64;
     if let Some(w) = w {
         let secs = parse_seconds(w)
             .filter(|s| (0.1..=60.0).contains(s))
             .ok_or_else(|| CliError::err(format!("{}: the window must be 0.1 to 60 seconds", o.spelled)))?;
-        s.cfg.server.bitrate_limit_window = Duration::from_secs_f64(secs);
+        s.common.cfg.server.bitrate_limit_window = Duration::from_secs_f64(secs);
     }
     s.server_opt = Some("--server-bitrate-limit".into());
     Ok(())
@@ -82,7 +82,7 @@ pub fn max_duration(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(0..=86400).contains(&secs) {
         return Err(CliError::err(format!("{} must be between 0 and 86400", o.spelled)));
     }
-    s.cfg.server.max_duration = (secs > 0).then(|| Duration::from_secs(secs as u64));
+    s.common.cfg.server.max_duration = (secs > 0).then(|| Duration::from_secs(secs as u64));
     s.server_opt = Some("--server-max-duration".into());
     Ok(())
 }
@@ -98,7 +98,7 @@ pub fn rcv_timeout(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
             o.spelled
         )));
     }
-    s.cfg.net.rcv_timeout = Some(Duration::from_millis(ms as u64));
+    s.common.cfg.net.rcv_timeout = Some(Duration::from_millis(ms as u64));
     s.server_opt = Some("--rcv-timeout".into());
     Ok(())
 }
@@ -110,7 +110,7 @@ pub fn max_tests(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(1..=100_000).contains(&n) {
         return Err(CliError::err(format!("{} must be between 1 and 100000", o.spelled)));
     }
-    s.cfg.server.max_tests = n as u32;
+    s.common.cfg.server.max_tests = n as u32;
     s.server_opt = Some("--max-tests".into());
     Ok(())
 }

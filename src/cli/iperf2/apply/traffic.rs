@@ -24,14 +24,14 @@ pub fn bandwidth(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let pps_at = lower.find('p');
     if let Some(at) = pps_at.filter(|at| matches!(&lower[*at..], "pps" | "p")) {
         s.rate_pps = true;
-        s.cfg.params.pps = Some(unit_value(sp, &v[..at])?.round() as u64);
+        s.common.cfg.params.pps = Some(unit_value(sp, &v[..at])?.round() as u64);
     } else if let Some((mean, stdev)) = v.split_once(',') {
         // A log-normal load of that mean and standard deviation, drawn
         // every 0.1 s (2.1.8 takes the mean for the stdev as well).
-        s.cfg.params.rate = unit_value(sp, mean)? as u64;
-        s.cfg.params.rate_stdev = Some(unit_value(sp, stdev)? as u64);
+        s.common.cfg.params.rate = unit_value(sp, mean)? as u64;
+        s.common.cfg.params.rate_stdev = Some(unit_value(sp, stdev)? as u64);
     } else {
-        s.cfg.params.rate = unit_value(sp, v)? as u64;
+        s.common.cfg.params.rate = unit_value(sp, v)? as u64;
     }
     Ok(())
 }
@@ -57,14 +57,14 @@ pub fn full_duplex(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
 /// `-l bytes`: checked once the protocol and the test are known.
 pub fn len(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.len = Some(unit_value(&o.spelled, value(o))?);
-    s.cfg.iperf2.len_given = true;
+    s.common.cfg.iperf2.len_given = true;
     Ok(())
 }
 
 /// `-n bytes`: instead of `-t` (a later `-t` wins back).
 pub fn num(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let n = unit_value(&o.spelled, value(o))?;
-    s.cfg.params.end = EndCondition::Bytes(n as u64);
+    s.common.cfg.params.end = EndCondition::Bytes(n as u64);
     s.time = None;
     Ok(())
 }
@@ -81,7 +81,7 @@ pub fn time(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 
 /// `-U`: UDP, and a server serves one client at a time.
 pub fn single_udp(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.udp = true;
+    s.common.udp = true;
     s.single_udp = true;
     Ok(())
 }
@@ -94,36 +94,36 @@ pub fn window(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         return Err(CliError::err(format!("window size {v} is too large")));
     }
     if (1.0..2048.0).contains(&w) {
-        s.warnings.push(format!(
+        s.common.warnings.push(format!(
             "WARNING: TCP window size set to {} bytes. A small window size\nwill give poor performance. See the Iperf documentation.",
             w as u64
         ));
     }
-    s.cfg.params.window = (w >= 1.0).then_some(w as u32);
+    s.common.cfg.params.window = (w >= 1.0).then_some(w as u32);
     Ok(())
 }
 
 /// `-z`.
 pub fn realtime(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.realtime = true;
+    s.common.cfg.iperf2.realtime = true;
     Ok(())
 }
 
 /// `-C`: no header (for iperf 2.0.x peers).
 pub fn compat(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.compat = true;
+    s.common.cfg.iperf2.compat = true;
     Ok(())
 }
 
 /// `-F file`: send a file's bytes.
 pub fn file_input(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.file = Some(PathBuf::from(value(o)));
+    s.common.cfg.file = Some(PathBuf::from(value(o)));
     Ok(())
 }
 
 /// `-I`: send what standard input gives.
 pub fn stdin_input(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.stdin = true;
+    s.common.cfg.iperf2.stdin = true;
     Ok(())
 }
 
@@ -134,14 +134,14 @@ pub fn mss(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(0.0..=65535.0).contains(&m) {
         return Err(CliError::err(format!("MSS {v} is out of range")));
     }
-    s.cfg.params.mss = (m >= 1.0).then_some(m as u32);
-    s.cfg.output.print_mss = true;
+    s.common.cfg.params.mss = (m >= 1.0).then_some(m as u32);
+    s.common.cfg.output.print_mss = true;
     Ok(())
 }
 
 /// `-N`.
 pub fn nodelay(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.params.nodelay = true;
+    s.common.cfg.params.nodelay = true;
     Ok(())
 }
 
@@ -160,7 +160,7 @@ pub fn parallel(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 
 /// `-X`.
 pub fn peer_detect(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.peer_detect = true;
+    s.common.cfg.iperf2.peer_detect = true;
     Ok(())
 }
 
@@ -173,7 +173,7 @@ pub fn tcp_cca(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 
 /// `--sync-transfer-id` (iperf 2.2): flows carry their ids to the server.
 pub fn sync_transfer_id(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.sync_transfer_id = true;
+    s.common.cfg.iperf2.sync_transfer_id = true;
     Ok(())
 }
 
@@ -187,19 +187,19 @@ pub fn permit_key(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(4..=128).contains(&k.len()) {
         return Err(CliError::err("permit key must be 4 to 128 characters"));
     }
-    s.cfg.iperf2.permit_key = Some(k.clone());
+    s.common.cfg.iperf2.permit_key = Some(k.clone());
     Ok(())
 }
 
 /// `--trip-times`.
 pub fn trip_times(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.params.trip_times = true;
+    s.common.cfg.params.trip_times = true;
     Ok(())
 }
 
 /// `--tcp-quickack`.
 pub fn tcp_quickack(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.quickack = true;
+    s.common.cfg.iperf2.quickack = true;
     Ok(())
 }
 
@@ -210,8 +210,8 @@ pub fn tcp_write_prefetch(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(1.0..=i32::MAX as f64).contains(&n) {
         return Err(CliError::err(format!("{sp} value of '{v}' is out of range")));
     }
-    s.cfg.iperf2.write_prefetch = Some(n as u32);
-    s.cfg.output.enhanced = true;
+    s.common.cfg.iperf2.write_prefetch = Some(n as u32);
+    s.common.cfg.output.enhanced = true;
     Ok(())
 }
 
@@ -224,13 +224,13 @@ pub fn fq_rate(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         .ok()
         .filter(|b| *b <= 8.0 * u64::MAX as f64 / 16.0)
         .ok_or_else(|| CliError::err(format!("--fq-rate value of '{v}' not recognized")))?;
-    s.cfg.params.fq_rate = bits as u64;
+    s.common.cfg.params.fq_rate = bits as u64;
     Ok(())
 }
 
 /// `--no-udp-fin`.
 pub fn no_udp_fin(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.iperf2.no_udp_fin = true;
+    s.common.cfg.iperf2.no_udp_fin = true;
     Ok(())
 }
 
@@ -265,8 +265,8 @@ pub fn txstart_time(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
             MAX_TXSTART_AHEAD as u32
         )));
     }
-    s.cfg.iperf2.txstart = Some((sec, usec));
-    s.cfg.output.enhanced = true;
+    s.common.cfg.iperf2.txstart = Some((sec, usec));
+    s.common.cfg.output.enhanced = true;
     Ok(())
 }
 
@@ -295,7 +295,7 @@ pub fn burst_period(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 /// are known.
 pub fn isochronous(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.isochronous = Some(o.value.clone());
-    s.cfg.output.enhanced = true;
+    s.common.cfg.output.enhanced = true;
     Ok(())
 }
 

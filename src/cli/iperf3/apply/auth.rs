@@ -13,13 +13,13 @@ type Result = std::result::Result<(), Error>;
 
 /// `--rsa-private-key-path file` (server).
 pub fn rsa_private_key(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.server.rsa_private_key = Some(PathBuf::from(value(o)));
+    s.common.cfg.server.rsa_private_key = Some(PathBuf::from(value(o)));
     Ok(())
 }
 
 /// `--authorized-users-path file` (server).
 pub fn authorized_users(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.server.authorized_users = Some(PathBuf::from(value(o)));
+    s.common.cfg.server.authorized_users = Some(PathBuf::from(value(o)));
     Ok(())
 }
 
@@ -29,26 +29,26 @@ pub fn time_skew(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if secs <= 0 {
         return Err(perr(Code::SKEWTHRESHOLD));
     }
-    s.cfg.server.time_skew_threshold = Duration::from_secs(secs as u64);
+    s.common.cfg.server.time_skew_threshold = Duration::from_secs(secs as u64);
     Ok(())
 }
 
 /// `--use-pkcs1-padding`: as iperf3 3.17+, the client pads its token with
 /// PKCS#1 v1.5 and the server accepts such tokens.
 pub fn use_pkcs1(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.auth.use_pkcs1_padding = true;
-    s.cfg.server.use_pkcs1_padding = true;
+    s.common.cfg.auth.use_pkcs1_padding = true;
+    s.common.cfg.server.use_pkcs1_padding = true;
     Ok(())
 }
 
 /// `--username user` (client).
 pub fn username(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.auth.username = Some(value(o).to_string());
+    s.common.cfg.auth.username = Some(value(o).to_string());
     Ok(())
 }
 
 /// `--rsa-public-key-path file` (client).
 pub fn rsa_public_key(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.auth.public_key = Some(PathBuf::from(value(o)));
+    s.common.cfg.auth.public_key = Some(PathBuf::from(value(o)));
     Ok(())
 }

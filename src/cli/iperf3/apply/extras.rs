@@ -16,12 +16,12 @@ pub fn loopback(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
 
 /// `--csv`: iperf 2's `-y C` rows instead of text.
 pub fn csv(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.output.csv = true;
+    s.common.cfg.output.csv = true;
     Ok(())
 }
 
 /// `--metrics addr:port` (server).
 pub fn metrics(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.server.metrics = Some(value(o).to_string());
+    s.common.cfg.server.metrics = Some(value(o).to_string());
     Ok(())
 }

@@ -24,13 +24,13 @@ fn port_number(o: &Occurrence<Opt>) -> std::result::Result<u16, Error> {
 
 /// `-p port`.
 pub fn port(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.port = port_number(o)?;
+    s.common.cfg.port = port_number(o)?;
     Ok(())
 }
 
 /// `--cport port`: the client's data streams' source port.
 pub fn cport(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.net.cport = Some(port_number(o)?);
+    s.common.cfg.net.cport = Some(port_number(o)?);
     Ok(())
 }
 
@@ -46,9 +46,9 @@ pub fn affinity(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         Some((a, b)) => (a, Some(b)),
         None => (v, None),
     };
-    s.cfg.net.affinity = Some(cpu(a)? as usize);
+    s.common.cfg.net.affinity = Some(cpu(a)? as usize);
     if let Some(b) = b {
-        s.cfg.params.server_affinity = Some(cpu(b)? as usize);
+        s.common.cfg.params.server_affinity = Some(cpu(b)? as usize);
     }
     Ok(())
 }
@@ -56,38 +56,38 @@ pub fn affinity(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 /// `-B host[%dev]`.
 pub fn bind(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let (h, d) = split_dev(value(o));
-    s.cfg.net.bind = Some(h);
+    s.common.cfg.net.bind = Some(h);
     if d.is_some() {
-        s.cfg.net.bind_dev = d;
+        s.common.cfg.net.bind_dev = d;
     }
     Ok(())
 }
 
 /// `--bind-dev dev`.
 pub fn bind_dev(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.net.bind_dev = Some(value(o).to_string());
+    s.common.cfg.net.bind_dev = Some(value(o).to_string());
     Ok(())
 }
 
 /// `-c host[%dev]`: client mode.
 pub fn client(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let (h, d) = split_dev(value(o));
-    s.client = Some(h);
+    s.common.client = Some(h);
     if d.is_some() {
-        s.cfg.net.bind_dev = d;
+        s.common.cfg.net.bind_dev = d;
     }
     Ok(())
 }
 
 /// `-4`.
 pub fn version4(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.net.family = Family::V4;
+    s.common.cfg.net.family = Family::V4;
     Ok(())
 }
 
 /// `-6`.
 pub fn version6(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.net.family = Family::V6;
+    s.common.cfg.net.family = Family::V6;
     Ok(())
 }
 
@@ -97,7 +97,7 @@ pub fn rcv_timeout(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(100..=86_400_000).contains(&ms) {
         return Err(perr(Code::RCVTIMEOUT));
     }
-    s.cfg.net.rcv_timeout = Some(Duration::from_millis(ms as u64));
+    s.common.cfg.net.rcv_timeout = Some(Duration::from_millis(ms as u64));
     s.rcv_timeout_given = true;
     Ok(())
 }
@@ -108,7 +108,7 @@ pub fn snd_timeout(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(0..=86_400_000).contains(&ms) {
         return Err(perr(Code::SNDTIMEOUT));
     }
-    s.cfg.net.snd_timeout = Some(Duration::from_millis(ms as u64));
+    s.common.cfg.net.snd_timeout = Some(Duration::from_millis(ms as u64));
     Ok(())
 }
 
@@ -119,7 +119,7 @@ pub fn connect_timeout(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if ms < 0.0 {
         return Err(unit_err(v));
     }
-    s.cfg.net.connect_timeout = Some(Duration::from_millis(ms as u64));
+    s.common.cfg.net.connect_timeout = Some(Duration::from_millis(ms as u64));
     Ok(())
 }
 
@@ -150,6 +150,6 @@ pub fn cntl_ka(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
             return Err(perr(Code::CNTLKA));
         }
     }
-    s.cfg.net.cntl_ka = Some(ka);
+    s.common.cfg.net.cntl_ka = Some(ka);
     Ok(())
 }

@@ -19,7 +19,7 @@ pub fn format(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if v.len() != 1 || !"kmgtKMGT".contains(c) {
         return Err(perr(Code::BADFORMAT));
     }
-    s.cfg.output.format = c;
+    s.common.cfg.output.format = c;
     s.format_given = true;
     Ok(())
 }
@@ -30,38 +30,38 @@ pub fn interval(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if i != 0.0 && !(0.1..=60.0).contains(&i) {
         return Err(perr(Code::INTERVAL));
     }
-    s.cfg.output.interval = (i > 0.0).then(|| Duration::from_secs_f64(i));
+    s.common.cfg.output.interval = (i > 0.0).then(|| Duration::from_secs_f64(i));
     Ok(())
 }
 
 /// `-V`: more detail, and the window advice.
 pub fn verbose(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.output.verbose = true;
-    s.cfg.output.window_advice = true;
+    s.common.cfg.output.verbose = true;
+    s.common.cfg.output.window_advice = true;
     Ok(())
 }
 
 /// `--json-stream-full-output`.
 pub fn json_stream_full(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.output.json_stream_full = true;
+    s.common.cfg.output.json_stream_full = true;
     Ok(())
 }
 
 /// `--logfile file` (appended to).
 pub fn logfile(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.output.logfile = Some(PathBuf::from(value(o)));
+    s.common.cfg.output.logfile = Some(PathBuf::from(value(o)));
     Ok(())
 }
 
 /// `--forceflush`.
 pub fn forceflush(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.output.forceflush = true;
+    s.common.cfg.output.forceflush = true;
     Ok(())
 }
 
 /// `--timestamps[=format]` (strftime; `%c ` when not given).
 pub fn timestamps(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.output.timestamps = Some(o.value.clone().unwrap_or_else(|| "%c ".to_string()));
+    s.common.cfg.output.timestamps = Some(o.value.clone().unwrap_or_else(|| "%c ".to_string()));
     Ok(())
 }
 
@@ -74,13 +74,13 @@ pub fn debug(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
             .ok_or_else(|| Error::param_msg(Code::NONE, format!("invalid debug level '{v}' (valid levels are 1-4)")))?
             as u8,
     };
-    s.cfg.output.debug = lvl;
+    s.common.cfg.output.debug = lvl;
     Ok(())
 }
 
 /// `-T str`: a prefix for every output line, also sent to the server.
 pub fn title(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.output.title = Some(value(o).to_string());
-    s.cfg.params.title = Some(value(o).to_string());
+    s.common.cfg.output.title = Some(value(o).to_string());
+    s.common.cfg.params.title = Some(value(o).to_string());
     Ok(())
 }

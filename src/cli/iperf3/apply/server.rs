@@ -20,13 +20,13 @@ pub fn server(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
 
 /// `-1`.
 pub fn one_off(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.server.one_off = true;
+    s.common.cfg.server.one_off = true;
     Ok(())
 }
 
 /// `-I file`.
 pub fn pidfile(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.server.pidfile = Some(PathBuf::from(value(o)));
+    s.common.cfg.server.pidfile = Some(PathBuf::from(value(o)));
     Ok(())
 }
 
@@ -41,12 +41,12 @@ pub fn bitrate_limit(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if rate < 0.0 {
         return Err(unit_err(v));
     }
-    s.cfg.server.bitrate_limit = rate as u64;
+    s.common.cfg.server.bitrate_limit = rate as u64;
     if let Some(w) = w {
         let secs = parse_seconds(w)
             .filter(|s| (0.1..=60.0).contains(s))
             .ok_or_else(|| perr(Code::TOTALINTERVAL))?;
-        s.cfg.server.bitrate_limit_window = Duration::from_secs_f64(secs);
+        s.common.cfg.server.bitrate_limit_window = Duration::from_secs_f64(secs);
     }
     Ok(())
 }
@@ -57,7 +57,7 @@ pub fn idle_timeout(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(1..=86400).contains(&secs) {
         return Err(perr(Code::IDLETIMEOUT));
     }
-    s.cfg.server.idle_timeout = Some(Duration::from_secs(secs as u64));
+    s.common.cfg.server.idle_timeout = Some(Duration::from_secs(secs as u64));
     Ok(())
 }
 
@@ -67,7 +67,7 @@ pub fn max_duration(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(0..=86400).contains(&secs) {
         return Err(perr(Code::DURATION));
     }
-    s.cfg.server.max_duration = (secs > 0).then(|| Duration::from_secs(secs as u64));
+    s.common.cfg.server.max_duration = (secs > 0).then(|| Duration::from_secs(secs as u64));
     Ok(())
 }
 
@@ -82,12 +82,12 @@ fn count(o: &Occurrence<Opt>, name: &str, max: i64) -> std::result::Result<u32, 
 
 /// `--max-tests n` (a wirespeed addition): tests served at once.
 pub fn max_tests(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.server.max_tests = count(o, "--max-tests", 100_000)?;
+    s.common.cfg.server.max_tests = count(o, "--max-tests", 100_000)?;
     Ok(())
 }
 
 /// `--max-streams n` (a wirespeed addition): streams one test may open.
 pub fn max_streams(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.server.max_streams = count(o, "--max-streams", 1_000_000)?;
+    s.common.cfg.server.max_streams = count(o, "--max-streams", 1_000_000)?;
     Ok(())
 }

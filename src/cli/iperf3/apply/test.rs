@@ -38,13 +38,13 @@ fn rate(o: &Occurrence<Opt>) -> std::result::Result<f64, Error> {
 
 /// `-F name`: send from (or receive into) a file.
 pub fn file(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.file = Some(PathBuf::from(value(o)));
+    s.common.cfg.file = Some(PathBuf::from(value(o)));
     Ok(())
 }
 
 /// `-m`: MPTCP.
 pub fn mptcp(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.params.mptcp = true;
+    s.common.cfg.params.mptcp = true;
     Ok(())
 }
 
@@ -55,9 +55,9 @@ pub fn bitrate(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if r.burst > 1000 {
         return Err(perr(Code::BURST));
     }
-    s.cfg.params.rate = r.bits_per_sec;
-    s.cfg.params.pps = r.pps;
-    s.cfg.params.burst = r.burst;
+    s.common.cfg.params.rate = r.bits_per_sec;
+    s.common.cfg.params.pps = r.pps;
+    s.common.cfg.params.burst = r.burst;
     Ok(())
 }
 
@@ -68,19 +68,21 @@ pub fn pacing_timer(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(0.0..=u32::MAX as f64).contains(&us) {
         return Err(unit_err(v));
     }
-    s.cfg.params.pacing_timer = us as u32;
+    s.common.cfg.params.pacing_timer = us as u32;
     Ok(())
 }
 
 /// `--fq-rate rate`: socket pacing, bit/s.
 pub fn fq_rate(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.params.fq_rate = rate(o)? as u64;
+    s.common.cfg.params.fq_rate = rate(o)? as u64;
     Ok(())
 }
 
 /// `--no-fq-socket-pacing`: deprecated, a warning only (as iperf3).
 pub fn no_fq_socket_pacing(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.warnings.push("--no-fq-socket-pacing is deprecated".to_string());
+    s.common
+        .warnings
+        .push("--no-fq-socket-pacing is deprecated".to_string());
     Ok(())
 }
 
@@ -97,14 +99,14 @@ pub fn time(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 
 /// `-n bytes`.
 pub fn bytes(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.params.end = EndCondition::Bytes(size(o)? as u64);
+    s.common.cfg.params.end = EndCondition::Bytes(size(o)? as u64);
     s.end_conditions += 1;
     Ok(())
 }
 
 /// `-k blocks`.
 pub fn blockcount(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.params.end = EndCondition::Blocks(size(o)? as u64);
+    s.common.cfg.params.end = EndCondition::Blocks(size(o)? as u64);
     s.end_conditions += 1;
     Ok(())
 }
@@ -124,7 +126,7 @@ pub fn parallel(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
             format!("invalid number of parallel streams (min = 1, max = {MAX_PARALLEL})"),
         ));
     }
-    s.cfg.params.streams = p as u32;
+    s.common.cfg.params.streams = p as u32;
     Ok(())
 }
 
@@ -141,7 +143,7 @@ pub fn window(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(0.0..=512.0 * 1024.0 * 1024.0).contains(&w) {
         return Err(perr(Code::BUFSIZE));
     }
-    s.cfg.params.window = (w >= 1.0).then_some(w as u32);
+    s.common.cfg.params.window = (w >= 1.0).then_some(w as u32);
     Ok(())
 }
 
@@ -151,13 +153,13 @@ pub fn set_mss(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(0..=32767).contains(&m) {
         return Err(perr(Code::MSS));
     }
-    s.cfg.params.mss = (m > 0).then_some(m as u32);
+    s.common.cfg.params.mss = (m > 0).then_some(m as u32);
     Ok(())
 }
 
 /// `-N`.
 pub fn no_delay(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.params.nodelay = true;
+    s.common.cfg.params.nodelay = true;
     Ok(())
 }
 
@@ -166,7 +168,7 @@ pub fn tos(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let t = parse_int(value(o), true)
         .filter(|t| (0..=255).contains(t))
         .ok_or_else(|| perr(Code::BADTOS))?;
-    s.cfg.params.tos = t as u8;
+    s.common.cfg.params.tos = t as u8;
     Ok(())
 }
 
@@ -178,7 +180,7 @@ pub fn dscp(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         None if v.eq_ignore_ascii_case("va") => Some(44),
         None => parse_int(v, true).filter(|d| (0..=63).contains(d)).map(|d| d as u8),
     };
-    s.cfg.params.tos = d.ok_or_else(|| perr(Code::BADDSCP))? << 2;
+    s.common.cfg.params.tos = d.ok_or_else(|| perr(Code::BADDSCP))? << 2;
     Ok(())
 }
 
@@ -187,19 +189,19 @@ pub fn flowlabel(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let f = parse_int(value(o), true)
         .filter(|f| (1..=0xFFFFF).contains(f))
         .ok_or_else(|| perr(Code::SETFLOW))?;
-    s.cfg.params.flowlabel = Some(f as u32);
+    s.common.cfg.params.flowlabel = Some(f as u32);
     Ok(())
 }
 
 /// `-Z`.
 pub fn zerocopy(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.params.zerocopy = true;
+    s.common.cfg.params.zerocopy = true;
     Ok(())
 }
 
 /// `--skip-rx-copy`.
 pub fn skip_rx_copy(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.params.skip_rx_copy = true;
+    s.common.cfg.params.skip_rx_copy = true;
     Ok(())
 }
 
@@ -209,42 +211,42 @@ pub fn omit(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     if !(0.0..=600.0).contains(&secs) {
         return Err(perr(Code::OMIT));
     }
-    s.cfg.params.omit = Duration::from_secs_f64(secs);
+    s.common.cfg.params.omit = Duration::from_secs_f64(secs);
     Ok(())
 }
 
 /// `--extra-data str`.
 pub fn extra_data(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
-    s.cfg.params.extra_data = Some(value(o).to_string());
+    s.common.cfg.params.extra_data = Some(value(o).to_string());
     Ok(())
 }
 
 /// `--get-server-output`.
 pub fn get_server_output(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.params.get_server_output = true;
+    s.common.cfg.params.get_server_output = true;
     Ok(())
 }
 
 /// `--udp-counters-64bit`.
 pub fn udp_counters_64bit(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.params.udp_counters_64bit = true;
+    s.common.cfg.params.udp_counters_64bit = true;
     Ok(())
 }
 
 /// `--gsro`.
 pub fn gsro(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.params.gsro = true;
+    s.common.cfg.params.gsro = true;
     Ok(())
 }
 
 /// `--repeating-payload`.
 pub fn repeating_payload(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.params.repeating_payload = true;
+    s.common.cfg.params.repeating_payload = true;
     Ok(())
 }
 
 /// `--dont-fragment`.
 pub fn dont_fragment(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
-    s.cfg.params.dont_fragment = true;
+    s.common.cfg.params.dont_fragment = true;
     Ok(())
 }
