@@ -46,6 +46,7 @@ pub fn run(args: Vec<OsString>) -> i32 {
     match rest.first().map(String::as_str) {
         Some("report") => return cli::report::run(&rest[1..], &prog),
         Some("ui") => return crate::ui::run(&rest[1..], &prog),
+        Some("exporter") => return crate::exporter::run(&rest[1..], &prog),
         Some("--completions") => return cli::completions::run(&rest[1..], &prog),
         _ => {}
     }

@@ -16,6 +16,7 @@ pub mod debug;
 pub mod dialect;
 pub mod engine;
 pub mod events;
+pub mod exporter;
 pub mod http;
 pub mod metrics;
 pub mod modes;

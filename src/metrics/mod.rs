@@ -584,7 +584,8 @@ fn render_modes(s: &State, o: &mut String) {
     }
 }
 
-fn head(o: &mut String, name: &str, kind: &str, help: &str) {
+/// Writes a metric family's `# HELP` and `# TYPE` lines.
+pub fn head(o: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
@@ -593,7 +594,8 @@ fn esc(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-fn number(v: f64) -> String {
+/// A sample value as the exposition format writes it (`NaN` for no number).
+pub fn number(v: f64) -> String {
     if v.is_finite() { format!("{v}") } else { "NaN".into() }
 }
 
