@@ -358,30 +358,39 @@ pub fn render(spec: &Spec, o: &Outcome, took: Duration) -> String {
         if let (Some(p), true) = (o.peer, spec.dialect == Dialect::Iperf2) {
             recv = (p.3, p.4);
         }
-        g(
-            &mut s,
-            "iperf3_sent_seconds",
-            "Total seconds spent sending packets.",
-            d.sent.seconds,
-        );
-        g(
-            &mut s,
-            "iperf3_sent_bytes",
-            "Total sent bytes for the last test run.",
-            d.sent.bytes as f64,
-        );
-        g(
-            &mut s,
-            "iperf3_received_seconds",
-            "Total seconds spent receiving packets.",
-            recv.0,
-        );
-        g(
-            &mut s,
-            "iperf3_received_bytes",
-            "Total received bytes for the last test run.",
-            recv.1 as f64,
-        );
+        // An iperf 2 server tells a TCP client nothing of what it counted
+        // (received, or sent when reversed): unknown, which is not zero.
+        let iperf2_tcp = spec.dialect == Dialect::Iperf2 && !spec.udp;
+        let sent_known = !iperf2_tcp || !spec.reverse;
+        let known = !iperf2_tcp || spec.reverse;
+        if sent_known {
+            g(
+                &mut s,
+                "iperf3_sent_seconds",
+                "Total seconds spent sending packets.",
+                d.sent.seconds,
+            );
+            g(
+                &mut s,
+                "iperf3_sent_bytes",
+                "Total sent bytes for the last test run.",
+                d.sent.bytes as f64,
+            );
+        }
+        if known {
+            g(
+                &mut s,
+                "iperf3_received_seconds",
+                "Total seconds spent receiving packets.",
+                recv.0,
+            );
+            g(
+                &mut s,
+                "iperf3_received_bytes",
+                "Total received bytes for the last test run.",
+                recv.1 as f64,
+            );
+        }
         if spec.udp {
             // The receiver's count, from the results exchange (iperf3) or
             // the server report (iperf 2).
@@ -441,7 +450,7 @@ pub fn render(spec: &Spec, o: &Outcome, took: Duration) -> String {
                 "Percentage of packets lost from the receiver side.",
                 pct(lost, packets),
             );
-        } else {
+        } else if sent_known {
             g(
                 &mut s,
                 "iperf3_retransmits",
@@ -454,12 +463,14 @@ pub fn render(spec: &Spec, o: &Outcome, took: Duration) -> String {
         } else {
             0.0
         };
-        g(
-            &mut s,
-            "wirespeed_probe_received_bits_per_second",
-            "The receiver's rate over the probe.",
-            bps,
-        );
+        if known {
+            g(
+                &mut s,
+                "wirespeed_probe_received_bits_per_second",
+                "The receiver's rate over the probe.",
+                bps,
+            );
+        }
     }
     g(
         &mut s,
