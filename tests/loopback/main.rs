@@ -14,6 +14,7 @@ mod cli_abbreviations;
 mod cli_additions;
 mod cli_errors;
 mod dialect_outputs;
+mod exporter;
 mod html_report;
 mod inprocess;
 mod iperf2_port_range;

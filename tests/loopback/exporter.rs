@@ -1,0 +1,284 @@
+//! `wirespeed exporter`: probes of our server (both dialects), the real
+//! iperf3 and iperf 2, refusals before anything runs, and the scrape
+//! timeout, read with a small HTTP client over a TcpStream.
+
+use crate::common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::{Iperf2, Proc, free_port, iperf2_server, iperf3_server, peer, wirespeed, wirespeed_server};
+
+/// An exporter on 127.0.0.1 with `extra` options, and its port.
+fn exporter(extra: &[&str]) -> (Proc, u16) {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut args = vec!["exporter", "--listen", &listen];
+    args.extend_from_slice(extra);
+    let p = Proc::spawn(&wirespeed(), &args);
+    assert!(
+        p.wait_for_line("Exporter at http://127.0.0.1:", Duration::from_secs(10)),
+        "exporter did not start: {}",
+        p.err()
+    );
+    (p, port)
+}
+
+/// Status line and body of `GET path` with `headers`, within 30 s.
+fn get(port: u16, path: &str, headers: &[&str]) -> (String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (head.lines().next().unwrap_or("").to_string(), body.to_string())
+}
+
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+fn probe(port: u16, query: &str) -> String {
+    let (status, body) = get(port, &format!("/probe?{query}"), &[]);
+    assert_eq!(status, "HTTP/1.1 200 OK", "{query}: {body}");
+    body
+}
+
+fn assert_up(body: &str) {
+    assert_eq!(sample(body, "iperf3_up"), Some(1.0), "{body}");
+    assert!(sample(body, "iperf3_sent_bytes").is_some_and(|b| b > 0.0), "{body}");
+    assert!(sample(body, "iperf3_received_bytes").is_some_and(|b| b > 0.0), "{body}");
+}
+
+#[test]
+fn a_tcp_probe_of_our_server_is_up() {
+    let sport = free_port();
+    let _srv = wirespeed_server(sport, &[]);
+    let (_ex, port) = exporter(&[]);
+    let body = probe(port, &format!("target=127.0.0.1&port={sport}&period=1"));
+    assert_up(&body);
+    assert!(sample(&body, "iperf3_retransmits").is_some(), "{body}");
+    assert!(sample(&body, "iperf3_sent_seconds").is_some_and(|s| s > 0.5), "{body}");
+    assert!(sample(&body, "wirespeed_probe_duration_seconds").is_some(), "{body}");
+    let (_, m) = get(port, "/metrics", &[]);
+    assert_eq!(
+        sample(&m, "wirespeed_exporter_probes_total{outcome=\"up\"}"),
+        Some(1.0),
+        "{m}"
+    );
+    assert_eq!(sample(&m, "wirespeed_exporter_probes_in_flight"), Some(0.0), "{m}");
+}
+
+#[test]
+fn a_udp_reverse_probe_has_the_udp_metrics() {
+    let sport = free_port();
+    let _srv = wirespeed_server(sport, &[]);
+    let (_ex, port) = exporter(&[]);
+    let body = probe(
+        port,
+        &format!("target=127.0.0.1&port={sport}&udp_mode=true&reverse_mode=true&bitrate=2M&period=1&parallel=2"),
+    );
+    assert_up(&body);
+    assert!(
+        sample(&body, "iperf3_received_packets").is_some_and(|p| p > 0.0),
+        "{body}"
+    );
+    for name in [
+        "iperf3_sent_packets",
+        "iperf3_sent_jitter_ms",
+        "iperf3_sent_lost_packets",
+        "iperf3_sent_lost_percent",
+        "iperf3_received_jitter_ms",
+        "iperf3_received_lost_packets",
+        "iperf3_received_lost_percent",
+    ] {
+        assert!(sample(&body, name).is_some(), "{name}: {body}");
+    }
+    assert!(
+        body.contains("direction=\"reverse\"") && body.contains("protocol=\"udp\""),
+        "{body}"
+    );
+    assert_eq!(sample(&body, "wirespeed_probe_streams"), Some(2.0), "{body}");
+}
+
+#[test]
+fn a_closed_port_is_down_not_an_error() {
+    let (_ex, port) = exporter(&[]);
+    let t0 = Instant::now();
+    let body = probe(port, &format!("target=127.0.0.1&port={}&period=1", free_port()));
+    assert_eq!(sample(&body, "iperf3_up"), Some(0.0), "{body}");
+    assert!(sample(&body, "iperf3_sent_bytes").is_none(), "{body}");
+    assert!(t0.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn the_real_iperf3_is_probed() {
+    let Some(iperf3) = peer("iperf3") else { return };
+    let sport = free_port();
+    let _srv = iperf3_server(&iperf3, sport, &[]);
+    let (_ex, port) = exporter(&[]);
+    assert_up(&probe(port, &format!("target=127.0.0.1&port={sport}&period=1")));
+}
+
+#[test]
+fn iperf2_servers_are_probed_in_their_dialect() {
+    for who in [Iperf2::Ours, Iperf2::Real] {
+        let sport = free_port();
+        let Some(_srv) = iperf2_server(who, sport, &[]) else {
+            continue;
+        };
+        let (_ex, port) = exporter(&[]);
+        let body = probe(port, &format!("target=127.0.0.1&port={sport}&dialect=iperf2&period=1"));
+        // An iperf 2 server tells a TCP client nothing of what it
+        // received: the sender's numbers, and no received ones.
+        assert_eq!(sample(&body, "iperf3_up"), Some(1.0), "{who:?}: {body}");
+        assert!(
+            sample(&body, "iperf3_sent_bytes").is_some_and(|b| b > 0.0),
+            "{who:?}: {body}"
+        );
+        assert!(sample(&body, "iperf3_received_bytes").is_none(), "{who:?}: {body}");
+        assert!(body.contains("dialect=\"iperf2\""), "{who:?}: {body}");
+        // Reversed, this host receives and counts; what the server sent
+        // is not known.
+        let body = probe(
+            port,
+            &format!("target=127.0.0.1&port={sport}&dialect=iperf2&period=1&reverse_mode=true"),
+        );
+        assert_eq!(sample(&body, "iperf3_up"), Some(1.0), "{who:?}: {body}");
+        assert!(
+            sample(&body, "iperf3_received_bytes").is_some_and(|b| b > 0.0),
+            "{who:?}: {body}"
+        );
+        assert!(sample(&body, "iperf3_sent_bytes").is_none(), "{who:?}: {body}");
+    }
+}
+
+#[test]
+fn hostile_parameters_are_refused_and_nothing_runs() {
+    let sport = free_port();
+    let srv = wirespeed_server(sport, &[]);
+    let (_ex, port) = exporter(&[]);
+    for q in [
+        "target=-s".to_string(),
+        format!("target=127.0.0.1&port={sport}&bind=-B"),
+        format!("target=127.0.0.1%20-s&port={sport}"),
+        format!("target=127.0.0.1&port={sport}&period=99999"),
+        format!("target=127.0.0.1&port={sport}&parallel=1000"),
+        format!("target=127.0.0.1&port={sport}&exec=1"),
+        format!("target=127.0.0.1&port=-p{sport}"),
+        "port=5201".to_string(),
+    ] {
+        let (status, body) = get(port, &format!("/probe?{q}"), &[]);
+        assert_eq!(status, "HTTP/1.1 400 Bad Request", "{q}: {body}");
+        assert_eq!(body.lines().count(), 1, "{q}: {body}");
+    }
+    let (_, m) = get(port, "/metrics", &[]);
+    assert_eq!(
+        sample(&m, "wirespeed_exporter_probes_total{outcome=\"invalid\"}"),
+        Some(8.0),
+        "{m}"
+    );
+    assert_eq!(
+        sample(&m, "wirespeed_exporter_probe_duration_seconds_count"),
+        Some(0.0),
+        "{m}"
+    );
+    assert!(!srv.out().contains("Accepted connection"), "{}", srv.out());
+}
+
+#[test]
+fn overlapping_probes_of_one_server_are_both_up() {
+    let sport = free_port();
+    let _srv = wirespeed_server(sport, &[]);
+    let (_ex, port) = exporter(&[]);
+    let q = format!("target=127.0.0.1&port={sport}&period=2");
+    let q2 = q.clone();
+    let other = std::thread::spawn(move || probe(port, &q2));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_up(&probe(port, &q));
+    assert_up(&other.join().unwrap());
+}
+
+#[test]
+fn more_probes_than_allowed_get_503() {
+    let sport = free_port();
+    let _srv = wirespeed_server(sport, &[]);
+    let (_ex, port) = exporter(&["--max-probes", "1"]);
+    let q = format!("target=127.0.0.1&port={sport}&period=2");
+    let q2 = q.clone();
+    let other = std::thread::spawn(move || probe(port, &q2));
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, body) = get(port, &format!("/probe?{q}"), &[]);
+    assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{body}");
+    assert_up(&other.join().unwrap());
+}
+
+#[test]
+fn the_scrape_timeout_shortens_the_period() {
+    let sport = free_port();
+    let _srv = wirespeed_server(sport, &[]);
+    let (_ex, port) = exporter(&[]);
+    let t0 = Instant::now();
+    let (status, body) = get(
+        port,
+        &format!("/probe?target=127.0.0.1&port={sport}&period=30"),
+        &["X-Prometheus-Scrape-Timeout-Seconds: 3"],
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    assert_up(&body);
+    assert_eq!(sample(&body, "wirespeed_probe_period_seconds"), Some(1.0), "{body}");
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    let (status, _) = get(
+        port,
+        &format!("/probe?target=127.0.0.1&port={sport}"),
+        &["X-Prometheus-Scrape-Timeout-Seconds: 1"],
+    );
+    assert_eq!(status, "HTTP/1.1 400 Bad Request");
+}
+
+#[test]
+fn the_token_and_the_allow_list_are_enforced() {
+    let sport = free_port();
+    let _srv = wirespeed_server(sport, &[]);
+    let (_ex, port) = exporter(&["--token", "s3cret-token", "--allow", "192.0.2.0/24"]);
+    let q = format!("/probe?target=127.0.0.1&port={sport}&period=1");
+    let (status, _) = get(port, &q, &[]);
+    assert_eq!(status, "HTTP/1.1 401 Unauthorized");
+    let (status, _) = get(port, &q, &["Authorization: Bearer wrong"]);
+    assert_eq!(status, "HTTP/1.1 401 Unauthorized");
+    let (status, body) = get(port, &q, &["Authorization: Bearer s3cret-token"]);
+    assert_eq!(status, "HTTP/1.1 403 Forbidden", "{body}");
+    let (status, _) = get(port, &format!("{q}&token=s3cret-token"), &[]);
+    assert_eq!(status, "HTTP/1.1 403 Forbidden");
+    // An allowed target, with the token as a parameter.
+    let (_ex2, port2) = exporter(&["--token", "s3cret-token", "--allow", "127.0.0.0/8"]);
+    let (status, body) = get(port2, &format!("{q}&token=s3cret-token"), &[]);
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    assert_up(&body);
+}
+
+#[test]
+fn the_manual_documents_the_exporter() {
+    let text =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man/wirespeed.1")).unwrap();
+    for s in [
+        "wirespeed exporter",
+        "\\-\\-max\\-probes",
+        "iperf3_up",
+        "X\\-Prometheus\\-Scrape\\-Timeout\\-Seconds",
+    ] {
+        assert!(text.contains(s), "man page lacks {s}");
+    }
+}
