@@ -501,3 +501,23 @@ pub fn summary_of(events: &[wirespeed::events::Event]) -> &wirespeed::events::Su
         })
         .expect("no summary event")
 }
+
+/// Status line and body of `GET path` with `headers` from 127.0.0.1:`port`
+/// (HTTP/1.1, the server closing after its answer), within 30 s.
+pub fn http_get(port: u16, path: &str, headers: &[&str]) -> (String, String) {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (head.lines().next().unwrap_or("").to_string(), body.to_string())
+}

@@ -14,3 +14,4 @@ mod interop_iperf2_udp;
 mod interop_iperf3;
 mod iperf2_latency_tools;
 mod json_parity;
+mod prometheus;

@@ -4,8 +4,6 @@
 
 use crate::common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::{Iperf2, Proc, free_port, iperf2_server, iperf3_server, peer, wirespeed, wirespeed_server};
@@ -27,20 +25,7 @@ fn exporter(extra: &[&str]) -> (Proc, u16) {
 
 /// Status line and body of `GET path` with `headers`, within 30 s.
 fn get(port: u16, path: &str, headers: &[&str]) -> (String, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n");
-    for h in headers {
-        req.push_str(h);
-        req.push_str("\r\n");
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
-    (head.lines().next().unwrap_or("").to_string(), body.to_string())
+    common::http_get(port, path, headers)
 }
 
 fn sample(text: &str, name: &str) -> Option<f64> {
