@@ -72,6 +72,17 @@ fn server_daemonset_runs_a_metrics_server_per_node() {
         assert_eq!(&labels[k], v, "selector must match the pod labels");
     }
     let c = &ds["spec"]["template"]["spec"]["containers"][0];
+    // The image packaging/build-image tags (it builds `wirespeed:<version>`
+    // and tags it `wirespeed:latest`).
+    let image = c["image"].as_str().unwrap();
+    let script = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/build-image")).unwrap();
+    assert!(
+        script.contains(&format!("buildah tag \"wirespeed:$version\" {image}\n")),
+        "packaging/build-image does not tag {image}"
+    );
+    // The mesh runs `kubectl exec <pod> -- wirespeed`: the image's PATH
+    // must reach /wirespeed.
+    assert!(script.contains("--env PATH=/ "), "the image's PATH");
     let args: Vec<String> = c["args"]
         .as_array()
         .unwrap()

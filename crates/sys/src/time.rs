@@ -27,7 +27,8 @@ pub fn strftime(fmt: &str, epoch_secs: i64, utc: bool) -> String {
     let Ok(cfmt) = CString::new(fmt) else {
         return String::new();
     };
-    let t: libc::time_t = epoch_secs as libc::time_t;
+    // `as _`: time_t is i64 here, and libc marks its musl alias deprecated.
+    let t = epoch_secs as _;
     // SAFETY: tm is plain data; zeroed is valid.
     let mut tm: libc::tm = unsafe { mem::zeroed() };
     // SAFETY: valid pointers to live values; the *_r variants are thread-safe.

@@ -73,7 +73,7 @@ pub fn wait_readable(fd: &impl AsFd, timeout: Option<Duration>) -> io::Result<bo
         revents: 0,
     };
     let ts = timeout.map(|t| libc::timespec {
-        tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_sec: t.as_secs().min(i64::MAX as u64) as _,
         tv_nsec: t.subsec_nanos() as libc::c_long,
     });
     let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);

@@ -294,7 +294,8 @@ impl RecvBatch {
                 sock.raw_sock(),
                 hdrs.as_mut_ptr(),
                 self.slots as libc::c_uint,
-                libc::MSG_WAITFORONE,
+                // c_int with glibc, c_uint with musl.
+                libc::MSG_WAITFORONE as _,
                 std::ptr::null_mut(),
             )
         };
