@@ -285,7 +285,7 @@ impl Launch {
                 let format = extras.udp_format.ok_or_else(|| {
                     Error::msg(Code::INITSTREAM, "a UDP stream was started without its datagram format")
                 })?;
-                super::udp::spawn_udp_with(sock, task, format, opts, extras.hook)?
+                format.start(sock, task, opts, extras.hook)?
             }
         };
         self.handles.push((ds.role, Some(handle)));

@@ -101,7 +101,7 @@ pub struct StreamExtras {
     /// instead of the test's shared one.
     pub budget: Option<u64>,
     /// UDP: the dialect's datagram layout (a UDP stream needs one).
-    pub udp_format: Option<Arc<dyn crate::engine::udp::DatagramFormat>>,
+    pub udp_format: Option<Arc<dyn crate::engine::udp::UdpStart>>,
     /// UDP: datagrams of the stream a listener read before the stream had
     /// a socket, with their arrival times (wall clock, ns).
     pub udp_prefeed: Vec<(Vec<u8>, i64)>,

@@ -100,6 +100,33 @@ impl DatagramFormat for std::sync::Arc<dyn DatagramFormat> {
     }
 }
 
+/// Starts a UDP stream's loops with a dialect's datagram format: each
+/// format is compiled into its own copy of the loops, so a datagram's
+/// stamp and parse are direct calls, while the engine that starts a stream
+/// holds the format only as `dyn UdpStart` and names no dialect.
+pub trait UdpStart: Send + Sync {
+    /// Spawns the stream's thread.
+    fn start(
+        &self,
+        sock: UdpSocket,
+        task: StreamTask,
+        opts: UdpOptions,
+        hook: Option<Box<dyn StreamHook>>,
+    ) -> Result<StreamHandle, Error>;
+}
+
+impl<F: DatagramFormat + Clone> UdpStart for F {
+    fn start(
+        &self,
+        sock: UdpSocket,
+        task: StreamTask,
+        opts: UdpOptions,
+        hook: Option<Box<dyn StreamHook>>,
+    ) -> Result<StreamHandle, Error> {
+        spawn_udp_with(sock, task, self.clone(), opts, hook)
+    }
+}
+
 /// UDP-specific settings of a stream.
 #[derive(Debug, Clone)]
 pub struct UdpOptions {

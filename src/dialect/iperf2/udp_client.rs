@@ -198,7 +198,7 @@ impl Transport for Udp {
             timeout: None,
             mptcp: false,
         };
-        let shared: Arc<dyn crate::engine::udp::DatagramFormat> = Arc::new(self.fmt.clone());
+        let shared: Arc<dyn crate::engine::udp::UdpStart> = Arc::new(self.fmt.clone());
         let sends = p.direction != Direction::Reverse;
         let receives = matches!(p.direction, Direction::Reverse | Direction::FullDuplex);
         let mut flows = Vec::new();
@@ -254,7 +254,7 @@ impl Transport for Udp {
             let format = if cfg.iperf2.sync_transfer_id && !cfg.iperf2.compat {
                 let h = udp_header(cfg, wall_clock()).with_transfer_id(id, false);
                 let d = client_datagram(&h, len as usize);
-                Arc::new(Iperf2Format::sender(Some(&d))) as Arc<dyn crate::engine::udp::DatagramFormat>
+                Arc::new(Iperf2Format::sender(Some(&d))) as Arc<dyn crate::engine::udp::UdpStart>
             } else {
                 shared.clone()
             };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::config::{Protocol, TestParams};
 use crate::engine::StreamExtras;
-use crate::engine::udp::DatagramFormat;
+use crate::engine::udp::{DatagramFormat, UdpStart};
 use crate::proto::iperf3::udp::DatagramHeader;
 
 /// What an iperf3 stream adds to the engine's: its datagram header when
@@ -16,7 +16,7 @@ pub fn extras(params: &TestParams) -> StreamExtras {
         udp_format: (params.protocol == Protocol::Udp).then(|| {
             Arc::new(Iperf3Format {
                 wide: params.udp_counters_64bit,
-            }) as Arc<dyn DatagramFormat>
+            }) as Arc<dyn UdpStart>
         }),
         ..StreamExtras::default()
     }
