@@ -99,6 +99,32 @@ impl SearchRequest {
     }
 }
 
+/// A subcommand's next word (`wirespeed ui`, `wirespeed exporter`): the
+/// word, its option name and the value written into it (`--name=value`),
+/// if any.
+pub fn next_option<'a>(it: &mut std::slice::Iter<'a, String>) -> Option<(&'a str, &'a str, Option<String>)> {
+    let arg = it.next()?;
+    Some(match arg.split_once('=') {
+        Some((n, v)) if n.starts_with("--") => (arg, n, Some(v.to_string())),
+        _ => (arg, arg, None),
+    })
+}
+
+/// The value of a subcommand's option `name`: the one written into it, or
+/// the next word.
+pub fn option_value(
+    name: &str,
+    inline: &Option<String>,
+    it: &mut std::slice::Iter<'_, String>,
+) -> Result<String, crate::error::Error> {
+    inline.clone().or_else(|| it.next().cloned()).ok_or_else(|| {
+        crate::error::Error::param_msg(
+            crate::error::Code::NONE,
+            format!("option '{name}' requires an argument"),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,17 +71,8 @@ pub fn parse(args: &[String]) -> Result<Option<Args>, Error> {
         max_probes: DEFAULT_MAX_PROBES,
     };
     let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| perr(format!("option '{name}' requires an argument")))
-        };
+    while let Some((arg, name, inline)) = crate::cli::values::next_option(&mut it) {
+        let mut value = || crate::cli::values::option_value(name, &inline, &mut it);
         match name {
             "-h" | "--help" => return Ok(None),
             "--listen" => a.listen = value()?,
