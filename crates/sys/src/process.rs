@@ -278,9 +278,34 @@ pub fn interrupt_child(pid: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether process `pid` exists (it may belong to another user). A pid
+/// that does not fit the system's type names no process.
+pub fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that a
+    // positive pid names a process, and reports through errno.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_reaped_child_is_not() {
+        assert!(alive(std::process::id()));
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        assert!(!alive(pid));
+        assert!(!alive(0) && !alive(u32::MAX));
+    }
 
     #[test]
     fn system_info_has_five_fields() {
