@@ -260,13 +260,20 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
         _ => None,
     };
     let ui = match (&cfg.role, &cfg.server.ui) {
-        (Role::Server, Some(addr)) => match crate::ui::Endpoint::bind(addr, None) {
-            Ok(ep) => Some(ep),
-            Err(e) => {
-                print_failure(&cfg, &out, &e);
-                return 1;
+        (Role::Server, Some(addr)) => {
+            match crate::ui::Endpoint::bind(addr, None).and_then(|ep| ep.keep_history(cfg.server.db.as_deref())) {
+                Ok(ep) => Some(ep),
+                Err(e) => {
+                    print_failure(&cfg, &out, &e);
+                    return 1;
+                }
             }
-        },
+        }
+        _ if cfg.server.db.is_some() => {
+            let e = Error::param_msg(Code::NONE, "--db keeps the history of a server's --ui: give --ui too");
+            print_failure(&cfg, &out, &e);
+            return 1;
+        }
         _ => None,
     };
     let signal = install_signals(hangup_for(&cfg));
@@ -428,7 +435,8 @@ fn run_server(
     }
     let board = ui
         .as_ref()
-        .map(|_| crate::ui::board::Board::new(crate::ui::board::Mode::Server));
+        .map(|ep| ep.board(crate::ui::board::Mode::Server))
+        .transpose()?;
     if let Some(b) = &board {
         server = server.watched_by(Box::new(b.clone()));
     }

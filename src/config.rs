@@ -194,6 +194,8 @@ pub struct ServerOptions {
     pub metrics: Option<String>,
     /// `--ui ADDR:PORT`: the web page watching this server's tests.
     pub ui: Option<String>,
+    /// `--db PATH`: where `--ui` keeps its history.
+    pub db: Option<String>,
     /// iperf2 `-P n` on a server: exit after n connections.
     pub max_connections: Option<u32>,
     /// iperf2 `-t` on a server: stop listening after this long.
@@ -221,6 +223,7 @@ impl Default for ServerOptions {
             deny: Vec::new(),
             metrics: None,
             ui: None,
+            db: None,
             max_connections: None,
             listen_time: None,
         }

@@ -165,6 +165,13 @@ pub fn ui<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
     Ok(())
 }
 
+/// `--db PATH` (server, with `--ui`): where the page's history is kept.
+pub fn db<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
+    s.cfg.server.db = Some(value(o).to_string());
+    s.server_option("--db");
+    Ok(())
+}
+
 /// `--allow list` (server): only these clients.
 pub fn allow<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
     let list = crate::server::access::split_list("--allow", value(o)).map_err(|m| S::value_error(Code::NONE, m))?;

@@ -590,7 +590,7 @@ pub fn head(o: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 /// A label value, escaped as the exposition format requires.
-fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 

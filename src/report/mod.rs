@@ -25,8 +25,8 @@ use crate::events::Side;
 /// Something that watches every test a server runs (the web UI's board):
 /// it gives each test a sink of its own.
 pub trait Watcher: Send + Sync {
-    /// The sink of a test called `title`, of `dialect`.
-    fn sink(&self, title: String, dialect: crate::config::Dialect) -> Box<dyn Sink>;
+    /// The sink of a test called `title`, of `dialect`, run for `client`.
+    fn sink(&self, title: String, client: &str, dialect: crate::config::Dialect) -> Box<dyn Sink>;
 }
 
 /// A consumer of measurement events.

@@ -189,7 +189,7 @@ impl ServerCtx {
                 crate::config::Dialect::Iperf2 => "iperf 2",
             };
             let title = format!("{} {who} test from {client}", protocol.name());
-            r.add(w.sink(title, cfg.dialect));
+            r.add(w.sink(title, &client, cfg.dialect));
         }
     }
 

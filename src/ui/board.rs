@@ -2,6 +2,9 @@
 //! binary reporting as a JSON stream) or, on a server with `--ui`, the
 //! server's own tests (fed by [`BoardSink`]). Each run keeps its events as
 //! the `--json-stream` lines they would print; pages render from those.
+//! Every run is recorded in the [`History`] as it goes (its number is its
+//! row's); the board holds the recent ones in memory, and brings an older
+//! one back from the history when a page asks for it.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
@@ -11,11 +14,13 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::form::Plan;
+use super::history::{Headline, History, NewRun, Stored};
 use crate::config::Dialect;
 use crate::events::{Event, Side};
 use crate::report::Sink;
 
-/// Runs kept; the oldest finished ones go first.
+/// Runs kept in memory; the oldest finished ones go first (the history
+/// keeps them all).
 const MAX_RUNS: usize = 100;
 /// Events kept per run (an `end` is always kept).
 const MAX_EVENTS: usize = 100_000;
@@ -37,6 +42,10 @@ pub enum State {
     Failed(String),
     /// Stopped by the user (its summary, if it printed one, is kept).
     Stopped,
+    /// The process recording it ended before it did (from the history).
+    Interrupted(String),
+    /// Running in another process that shares the history.
+    Elsewhere,
 }
 
 impl State {
@@ -47,6 +56,27 @@ impl State {
             State::Done => "done",
             State::Failed(_) => "failed",
             State::Stopped => "stopped",
+            State::Interrupted(_) => "interrupted",
+            State::Elsewhere => "running elsewhere",
+        }
+    }
+
+    /// Why it did not end well, if it did not.
+    pub fn why(&self) -> Option<&str> {
+        match self {
+            State::Failed(e) | State::Interrupted(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    fn of_stored(r: &Stored) -> State {
+        let why = || r.error.clone().unwrap_or_default();
+        match r.state.as_str() {
+            "done" => State::Done,
+            "stopped" => State::Stopped,
+            "failed" => State::Failed(why()),
+            "interrupted" => State::Interrupted(why()),
+            _ => State::Elsewhere,
         }
     }
 }
@@ -86,7 +116,7 @@ impl Run {
             "id": self.id,
             "title": self.title,
             "state": self.state.word(),
-            "error": match &self.state { State::Failed(e) => Some(e.clone()), _ => None },
+            "error": self.state.why(),
             "started": self.started,
             "intervals": self.intervals(),
             "stderr": self.stderr,
@@ -121,20 +151,68 @@ pub enum Mode {
 pub struct Board {
     /// What it is for.
     pub mode: Mode,
+    /// Where every run is recorded.
+    pub history: Arc<History>,
     runs: Mutex<Vec<Run>>,
-    next: Mutex<u64>,
+    /// Numbers for runs the history could not record (it failed).
+    unrecorded: Mutex<u64>,
     changed: Condvar,
 }
 
 impl Board {
-    /// An empty board.
-    pub fn new(mode: Mode) -> Arc<Board> {
+    /// An empty board recording into `history`.
+    pub fn new(mode: Mode, history: Arc<History>) -> Arc<Board> {
         Arc::new(Board {
             mode,
+            history,
             runs: Mutex::new(Vec::new()),
-            next: Mutex::new(0),
+            unrecorded: Mutex::new(1 << 48),
             changed: Condvar::new(),
         })
+    }
+
+    /// Brings run `id` into memory from the history if it is not there;
+    /// whether the board has it now.
+    pub fn recall(&self, id: u64) -> bool {
+        if self.runs().iter().any(|r| r.id == id) {
+            return true;
+        }
+        let Some(stored) = self.history.get(id) else {
+            return false;
+        };
+        let events = self.history.events(id);
+        let mut runs = self.runs();
+        if runs.iter().any(|r| r.id == id) {
+            return true;
+        }
+        Self::make_room(&mut runs);
+        runs.push(Run {
+            id,
+            title: stored.title.clone(),
+            dialect: if stored.dialect == "iperf2" {
+                Dialect::Iperf2
+            } else {
+                Dialect::Iperf3
+            },
+            started: stored.started_ms / 1000,
+            state: State::of_stored(&stored),
+            events,
+            stderr: stored.stderr.clone(),
+            child: None,
+            stop_asked: false,
+        });
+        true
+    }
+
+    fn make_room(runs: &mut Vec<Run>) {
+        while runs.len() >= MAX_RUNS {
+            match runs.iter().position(|r| r.state != State::Running) {
+                Some(i) => {
+                    runs.remove(i);
+                }
+                None => break,
+            }
+        }
     }
 
     /// The runs, locked.
@@ -150,26 +228,31 @@ impl Board {
         }
     }
 
-    fn open(&self, title: String, dialect: Dialect, child: Option<Arc<Mutex<Child>>>) -> u64 {
+    fn open(&self, title: String, new: &NewRun, dialect: Dialect, child: Option<Arc<Mutex<Child>>>) -> u64 {
         let mut runs = self.runs();
-        self.open_in(&mut runs, title, dialect, child)
+        self.open_in(&mut runs, title, new, dialect, child)
     }
 
-    /// Adds a run to `runs` (the board's, locked by the caller).
-    fn open_in(&self, runs: &mut Vec<Run>, title: String, dialect: Dialect, child: Option<Arc<Mutex<Child>>>) -> u64 {
-        let id = {
-            let mut n = self.next.lock().unwrap_or_else(|p| p.into_inner());
+    /// Adds a run to `runs` (the board's, locked by the caller) and to the
+    /// history.
+    fn open_in(
+        &self,
+        runs: &mut Vec<Run>,
+        title: String,
+        new: &NewRun,
+        dialect: Dialect,
+        child: Option<Arc<Mutex<Child>>>,
+    ) -> u64 {
+        // A run the history cannot take still runs and shows (the page
+        // says why the history is failing); its number is out of the
+        // history's range.
+        let id = self.history.begin(new).unwrap_or_else(|e| {
+            self.history.complain(e);
+            let mut n = self.unrecorded.lock().unwrap_or_else(|p| p.into_inner());
             *n += 1;
             *n
-        };
-        while runs.len() >= MAX_RUNS {
-            match runs.iter().position(|r| r.state != State::Running) {
-                Some(i) => {
-                    runs.remove(i);
-                }
-                None => break,
-            }
-        }
+        });
+        Self::make_room(runs);
         runs.push(Run {
             id,
             title,
@@ -185,10 +268,23 @@ impl Board {
         id
     }
 
+    /// Changes run `id`; a run that has ended (or ends now) has its end
+    /// recorded.
     fn update(&self, id: u64, f: impl FnOnce(&mut Run)) {
         let mut runs = self.runs();
         if let Some(r) = runs.iter_mut().find(|r| r.id == id) {
+            let was = r.state.clone();
             f(r);
+            if r.state != State::Running && r.state != was {
+                let stored = match &r.state {
+                    State::Done => "done",
+                    State::Stopped => "stopped",
+                    _ => "failed",
+                };
+                let doc = r.document();
+                self.history
+                    .finish(id, stored, r.state.why(), r.intervals(), &Headline::of(&doc));
+            }
         }
         self.changed.notify_all();
     }
@@ -197,6 +293,7 @@ impl Board {
         self.update(id, |r| {
             let name = ev.get("event").and_then(Value::as_str).unwrap_or("");
             if r.events.len() < MAX_EVENTS || matches!(name, "end" | "error") {
+                self.history.event(id, r.events.len(), &ev);
                 r.events.push(ev);
             }
         });
@@ -204,6 +301,11 @@ impl Board {
 
     /// Starts `plan` as a child of this binary; its number, or why not.
     pub fn launch(self: &Arc<Board>, plan: &Plan) -> Result<u64, String> {
+        self.launch_for(plan, None)
+    }
+
+    /// [`Board::launch`], for schedule `schedule` when there is one.
+    pub fn launch_for(self: &Arc<Board>, plan: &Plan, schedule: Option<u64>) -> Result<u64, String> {
         let Mode::Client { max_running } = self.mode else {
             return Err("this page watches a server; it runs no tests".into());
         };
@@ -228,7 +330,15 @@ impl Board {
         let out = child.stdout.take();
         let err = child.stderr.take();
         let child = Arc::new(Mutex::new(child));
-        let id = self.open_in(&mut runs, plan.command_line(), plan.dialect, Some(child.clone()));
+        let title = plan.command_line();
+        let new = NewRun {
+            kind: if schedule.is_some() { "scheduled" } else { "client" },
+            schedule,
+            title: &title,
+            target: &plan.host,
+            dialect: dialect_word(plan.dialect),
+        };
+        let id = self.open_in(&mut runs, title.clone(), &new, plan.dialect, Some(child.clone()));
         drop(runs);
         let deadline = Instant::now() + Duration::from_secs_f64(plan.time) + GRACE;
         if let Some(err) = err {
@@ -243,6 +353,7 @@ impl Board {
     fn read_stderr(&self, id: u64, err: impl Read) {
         let mut text = String::new();
         let _ = err.take(MAX_STDERR as u64).read_to_string(&mut text);
+        self.history.stderr(id, &text);
         self.update(id, |r| r.stderr = text);
     }
 
@@ -337,9 +448,16 @@ impl Board {
         true
     }
 
-    /// Opens a run for a test the server is serving.
-    pub fn serve(self: &Arc<Board>, title: String, dialect: Dialect) -> BoardSink {
-        let id = self.open(title, dialect, None);
+    /// Opens a run for a test the server is serving (for `client`).
+    pub fn serve(self: &Arc<Board>, title: String, client: &str, dialect: Dialect) -> BoardSink {
+        let new = NewRun {
+            kind: "server",
+            schedule: None,
+            title: &title,
+            target: client,
+            dialect: dialect_word(dialect),
+        };
+        let id = self.open(title.clone(), &new, dialect, None);
         BoardSink {
             board: self.clone(),
             id,
@@ -350,8 +468,16 @@ impl Board {
 }
 
 impl crate::report::Watcher for Arc<Board> {
-    fn sink(&self, title: String, dialect: Dialect) -> Box<dyn crate::report::Sink> {
-        Box::new(self.serve(title, dialect))
+    fn sink(&self, title: String, client: &str, dialect: Dialect) -> Box<dyn crate::report::Sink> {
+        Box::new(self.serve(title, client, dialect))
+    }
+}
+
+/// The history's word for a dialect.
+pub fn dialect_word(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Iperf3 => "iperf3",
+        Dialect::Iperf2 => "iperf2",
     }
 }
 

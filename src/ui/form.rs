@@ -19,6 +19,8 @@ pub struct Plan {
     pub args: Vec<String>,
     /// `-t` (seconds), bounding how long the run may take.
     pub time: f64,
+    /// The server it tests against.
+    pub host: String,
 }
 
 impl Plan {
@@ -189,7 +191,12 @@ pub fn plan(form: &Value) -> Result<Plan, String> {
         // Each probe runs -t seconds, with a pause between them.
         time = (time + 1.0) * crate::modes::search::MAX_PROBES as f64;
     }
-    Ok(Plan { dialect, args, time })
+    Ok(Plan {
+        dialect,
+        args,
+        time,
+        host: host.to_string(),
+    })
 }
 
 /// What a unit letter multiplies by.

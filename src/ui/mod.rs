@@ -7,6 +7,9 @@
 pub mod board;
 pub mod export;
 pub mod form;
+pub mod history;
+mod history_view;
+pub mod schedule;
 mod web;
 
 use std::net::TcpListener;
@@ -24,6 +27,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:5280";
 pub struct Endpoint {
     listener: TcpListener,
     token: String,
+    /// The history's file, checked (see [`Endpoint::keep_history`]).
+    db: String,
 }
 
 /// The page being served; stops when dropped.
@@ -75,7 +80,34 @@ impl Endpoint {
             None => random_token()?,
         };
         let listener = crate::http::listen(spec, "--ui/--listen", "the web UI")?;
-        Ok(Endpoint { listener, token })
+        Ok(Endpoint {
+            listener,
+            token,
+            db: ":memory:".into(),
+        })
+    }
+
+    /// Keeps the runs in the history at `given` (`--db`; the user's data
+    /// directory unless given): the file is opened once here, so a path
+    /// that cannot be used is refused before anything serves.
+    pub fn keep_history(mut self, given: Option<&str>) -> Result<Endpoint, Error> {
+        let perr = |m: String| Error::param_msg(Code::NONE, m);
+        let path = history::resolve(given).map_err(perr)?;
+        drop(history::History::open(&path).map_err(perr)?);
+        self.db = path;
+        Ok(self)
+    }
+
+    /// Where the history is kept.
+    pub fn db(&self) -> &str {
+        &self.db
+    }
+
+    /// A board for `mode`, recording into this endpoint's history (open
+    /// it in the process that serves: a database does not cross a fork).
+    pub fn board(&self, mode: Mode) -> Result<Arc<Board>, Error> {
+        let h = history::History::open(&self.db).map_err(|m| Error::param_msg(Code::NONE, m))?;
+        Ok(Board::new(mode, Arc::new(h)))
     }
 
     /// Serves `board` on a thread until the handle is dropped.
@@ -117,18 +149,22 @@ impl Endpoint {
 
 /// Usage of the `ui` command.
 pub fn usage(prog: &str) -> String {
+    let db = history::default_path().map_or("none: no HOME".into(), |p| p.display().to_string());
     format!(
-        "Usage: {prog} ui [--listen ADDR:PORT] [--token TOKEN] [--max-running N]\n\
+        "Usage: {prog} ui [--listen ADDR:PORT] [--token TOKEN] [--max-running N] [--db PATH]\n\
          \n\
          Serves a web page on which you set up a test (either dialect, against a\n\
          wirespeed, iperf3 or iperf 2 server), run it, watch it live, and keep,\n\
-         download and compare the results. Open the address it prints.\n\
+         download and compare the results in a history that outlives it, and\n\
+         run tests on a schedule. Open the address it prints.\n\
          \n\
          \x20 --listen ADDR:PORT  where to listen (default {DEFAULT_LISTEN}); any address\n\
          \x20                     but loopback needs the token, which the printed\n\
          \x20                     address carries\n\
          \x20 --token TOKEN       the token (default: a random one); 16+ characters\n\
          \x20 --max-running N     tests that may run at once (default 1)\n\
+         \x20 --db PATH           the history's SQLite file (default {db};\n\
+         \x20                     :memory: keeps nothing once the UI ends)\n\
          \x20 -h, --help          show this message and quit\n"
     )
 }
@@ -137,6 +173,7 @@ struct UiArgs {
     listen: String,
     token: Option<String>,
     max_running: usize,
+    db: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Option<UiArgs>, Error> {
@@ -145,6 +182,7 @@ fn parse(args: &[String]) -> Result<Option<UiArgs>, Error> {
         listen: DEFAULT_LISTEN.into(),
         token: None,
         max_running: 1,
+        db: None,
     };
     let mut it = args.iter();
     while let Some((arg, name, inline)) = crate::cli::values::next_option(&mut it) {
@@ -153,6 +191,7 @@ fn parse(args: &[String]) -> Result<Option<UiArgs>, Error> {
             "-h" | "--help" => return Ok(None),
             "--listen" => a.listen = value()?,
             "--token" => a.token = Some(value()?),
+            "--db" => a.db = Some(value()?),
             "--max-running" => {
                 let v = value()?;
                 a.max_running = v
@@ -180,19 +219,25 @@ pub fn run(args: &[String], prog: &str) -> i32 {
             return 1;
         }
     };
-    let serving = Endpoint::bind(&a.listen, a.token).and_then(|ep| {
-        ep.serve(Board::new(Mode::Client {
-            max_running: a.max_running,
-        }))
-    });
-    let serving = match serving {
+    let started = Endpoint::bind(&a.listen, a.token)
+        .and_then(|ep| ep.keep_history(a.db.as_deref()))
+        .and_then(|ep| {
+            let board = ep.board(Mode::Client {
+                max_running: a.max_running,
+            })?;
+            let db = ep.db().to_string();
+            Ok((ep.serve(board.clone())?, board, db))
+        });
+    let (serving, board, db) = match started {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{prog}: {}", e.line());
             return 1;
         }
     };
+    let _scheduler = schedule::Scheduler::start(board);
     print!("{}", serving.say("wirespeed UI at "));
+    println!("History in {db}");
     println!("(Ctrl-C to quit)");
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -226,7 +271,12 @@ mod tests {
     #[test]
     fn the_printed_addresses_can_be_opened() {
         let token = Some("0123456789abcdef".to_string());
-        let board = || Board::new(Mode::Client { max_running: 1 });
+        let board = || {
+            Board::new(
+                Mode::Client { max_running: 1 },
+                Arc::new(history::History::open(":memory:").unwrap()),
+            )
+        };
         let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         // On loopback: one address, no token needed.
         let s = Endpoint::bind(&format!("127.0.0.1:{}", free()), token.clone())

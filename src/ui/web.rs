@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::board::{Board, Mode, State};
-use super::{export, form};
+use super::{export, form, history, history_view, schedule};
 use crate::http::{self, Reject, Request, Response};
 use crate::report::html::{model, page};
 
@@ -127,12 +127,10 @@ fn page_html(site: &Site, nonce: &str) -> String {
         .replace("{/*NONCE*/}", nonce)
 }
 
-fn runs_json(board: &Board) -> Value {
-    let runs = board.runs();
-    Value::Array(runs.iter().rev().map(|r| r.summary()).collect())
-}
-
 fn document(board: &Board, id: u64) -> Option<(Value, String)> {
+    if !board.recall(id) {
+        return None;
+    }
     let runs = board.runs();
     let r = runs.iter().find(|r| r.id == id)?;
     Some((r.document(), format!("run {}", r.id)))
@@ -181,6 +179,28 @@ pub fn route(site: &Site, req: &Request) -> Answer {
                 .with_header("X-Frame-Options: DENY"),
         );
     }
+    if req.path == "/metrics" {
+        // Prometheus reads the schedules' newest results: on loopback
+        // freely (it changes nothing), elsewhere with the token as a
+        // bearer token or ?token=.
+        let bearer = req.header("authorization").and_then(|h| h.strip_prefix("Bearer "));
+        if !site.loopback() && !site.token_in(bearer.or(req.param("token"))) {
+            return whole(
+                Response::text("401 Unauthorized", "the metrics need the UI's token\n")
+                    .with_header("WWW-Authenticate: Bearer"),
+            );
+        }
+        if req.method == "POST" {
+            return whole(
+                Response::text("405 Method Not Allowed", "GET the metrics\n").with_header("Allow: GET, HEAD"),
+            );
+        }
+        return whole(Response::new(
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            schedule::metrics(&site.board.history).into_bytes(),
+        ));
+    }
     let Some(api) = req.path.strip_prefix("/api/") else {
         return whole(Response::text("404 Not Found", "not found\n"));
     };
@@ -190,8 +210,72 @@ pub fn route(site: &Site, req: &Request) -> Answer {
     let parts: Vec<&str> = api.split('/').collect();
     let post = req.method == "POST";
     let id = |s: &str| s.parse::<u64>().ok();
+    let board = &site.board;
+    let query = |limit, cap| history_view::query(board, req, limit, cap);
+    let client_only = || match board.mode {
+        Mode::Client { .. } => Ok(()),
+        Mode::Server => Err(error("409 Conflict", "this page watches a server; it runs no tests")),
+    };
     match (post, parts.as_slice()) {
-        (false, ["runs"]) => whole(json_response("200 OK", &runs_json(&site.board))),
+        (false, ["runs"]) => whole(
+            match query(history_view::DEFAULT_LIMIT, history::MAX_LIST).and_then(|q| history_view::list(board, &q)) {
+                Ok(v) => json_response("200 OK", &v),
+                Err(e) => error("400 Bad Request", e),
+            },
+        ),
+        (false, ["history"]) => whole(json_response(
+            "200 OK",
+            &json!({
+                "db": board.history.path(),
+                "trouble": board.history.trouble(),
+                "targets": board.history.targets().iter().map(|(t, n, last)| json!({"target": t, "runs": n, "last_ms": last})).collect::<Vec<_>>(),
+            }),
+        )),
+        (false, [file @ ("history.csv" | "history.json")]) => {
+            let runs = match query(history::MAX_LIST, history::MAX_LIST).and_then(|q| history_view::all(board, &q)) {
+                Ok(r) => r,
+                Err(e) => return whole(error("400 Bad Request", e)),
+            };
+            let (ctype, body) = if *file == "history.csv" {
+                ("text/csv; charset=utf-8", history_view::csv(&runs))
+            } else {
+                (
+                    "application/json",
+                    crate::json::to_formatted(&history_view::json_export(&runs)),
+                )
+            };
+            whole(Response::new("200 OK", ctype, body.into_bytes()).with_header(format!(
+                "Content-Disposition: attachment; filename=\"wirespeed-{file}\""
+            )))
+        }
+        (false, ["chart"]) => whole(
+            match query(history::MAX_POINTS, history::MAX_POINTS).and_then(|q| history_view::charts(board, &q)) {
+                Ok(html) => Response::new("200 OK", "text/html; charset=utf-8", html.into_bytes()),
+                Err(e) => error("400 Bad Request", e),
+            },
+        ),
+        (false, ["schedules"]) => whole(json_response("200 OK", &schedule::listing(&board.history))),
+        (true, ["schedules"]) => whole(match client_only().and_then(|()| parse_form(req)) {
+            Err(r) => r,
+            Ok(mut f) => {
+                let every = f
+                    .as_object_mut()
+                    .and_then(|m| m.remove("every"))
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default();
+                match schedule::check(&f, &every).and_then(|s| schedule::add(&board.history, &s).map(|id| (id, s))) {
+                    Ok((id, s)) => json_response(
+                        "201 Created",
+                        &json!({"id": id, "command": s.title, "every_s": s.every_s}),
+                    ),
+                    Err(e) => error("400 Bad Request", e),
+                }
+            }
+        }),
+        (true, ["schedules", n, "delete"]) => whole(match id(n) {
+            Some(n) if board.history.remove_schedule(n) => json_response("200 OK", &json!({"removed": n})),
+            _ => error("404 Not Found", "no such schedule"),
+        }),
         (true, ["check"]) => whole(match parse_form(req) {
             Err(r) => r,
             Ok(f) => match form::plan(&f) {
@@ -213,7 +297,7 @@ pub fn route(site: &Site, req: &Request) -> Answer {
             Some(n) if site.board.stop(n) => json_response("200 OK", &json!({"stopping": n})),
             _ => error("409 Conflict", "no such run is running"),
         }),
-        (false, ["runs", n, "events"]) => match id(n).filter(|n| site.board.runs().iter().any(|r| r.id == *n)) {
+        (false, ["runs", n, "events"]) => match id(n).filter(|n| site.board.recall(*n)) {
             Some(n) => Answer::Live(n),
             None => whole(error("404 Not Found", "no such run")),
         },
@@ -350,7 +434,10 @@ mod tests {
 
     fn site(addr: &str) -> Site {
         Site {
-            board: Board::new(Mode::Client { max_running: 1 }),
+            board: Board::new(
+                Mode::Client { max_running: 1 },
+                Arc::new(super::super::history::History::open(":memory:").unwrap()),
+            ),
             token: "0123456789abcdef".into(),
             addr: addr.parse().unwrap(),
         }

@@ -36,6 +36,10 @@ fn start_ui(args: &[&str]) -> (Proc, u16) {
     } else {
         all.extend(["--ui", &listen]);
     }
+    // Each UI its own history, gone when it ends, unless given one.
+    if !args.contains(&"--db") {
+        all.extend(["--db", ":memory:"]);
+    }
     let p = Proc::spawn(&wirespeed(), &all);
     wait_listening(port);
     (p, port)
@@ -217,6 +221,70 @@ fn the_page_runs_tests_against_three_servers_and_shows_them_live() {
 }
 
 #[test]
+fn the_history_and_the_schedules_outlive_the_ui() {
+    let Some((driver, chromium)) = webdriver::tools() else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ui-history-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("history.db").to_string_lossy().into_owned();
+    let sport = free_port();
+    let _server = wirespeed_server(sport, &[]);
+    let (ui, port) = start_ui(&["ui", "--db", &db]);
+    let b = Browser::start(&driver, &chromium);
+    b.go(&format!("http://127.0.0.1:{port}/"));
+    run_from_form(&b, "iperf3", sport, "2", "0.5");
+    trace_until_done(&b, Duration::from_secs(30));
+    // The same test every 60 minutes: its first turn is now.
+    b.fill("#every", "60");
+    b.click("#schedule");
+    b.wait_for(
+        "const c = document.querySelector('#schedules tr td:nth-child(5)'); return c !== null && c.textContent.startsWith('done')",
+        Duration::from_secs(30),
+    );
+    assert!(
+        b.eval("return document.getElementById('schedule-error').textContent")
+            .as_str()
+            == Some("")
+    );
+    b.screenshot(&artifacts().join("ui-schedules.png"));
+    // A new UI on the same file: both runs and the schedule are there.
+    drop(ui);
+    let (_ui, port) = start_ui(&["ui", "--db", &db]);
+    b.go(&format!("http://127.0.0.1:{port}/"));
+    b.wait_for(
+        "return document.querySelectorAll('#runs tr').length === 2 && document.querySelectorAll('#schedules tr').length === 1",
+        Duration::from_secs(10),
+    );
+    let kinds = b.eval("return [...document.querySelectorAll('#runs tr td:nth-child(4)')].map(td => td.textContent)");
+    assert!(kinds.to_string().contains("wirespeed -c 127.0.0.1"), "{kinds}");
+    // One target over time: the charts of its runs.
+    b.wait_for(
+        "return document.getElementById('target').options.length === 2",
+        Duration::from_secs(10),
+    );
+    b.eval("const s = document.getElementById('target'); s.value = '127.0.0.1'; s.dispatchEvent(new Event('change'))");
+    b.wait_for(
+        "return !document.getElementById('chart-panel').hidden && document.querySelector('#history-charts svg#chart-history-throughput') !== null",
+        Duration::from_secs(10),
+    );
+    let points = b.eval("return document.querySelectorAll('#chart-history-throughput circle').length");
+    assert!(points.as_u64().unwrap() >= 2, "{points}");
+    b.eval("const s = document.getElementById('range'); s.value = '3600'; s.dispatchEvent(new Event('change'))");
+    b.wait_for(
+        "return document.querySelectorAll('#runs tr').length === 2",
+        Duration::from_secs(10),
+    );
+    let csv = b.eval_async("fetch(document.getElementById('export-csv').href).then(r => r.text()).then(done)");
+    let csv = csv.as_str().unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert!(csv.contains(",scheduled,"), "{csv}");
+    b.screenshot(&artifacts().join("ui-history.png"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn the_page_watches_a_server_live() {
     let Some((driver, chromium)) = webdriver::tools() else {
         return;
@@ -236,7 +304,7 @@ fn the_page_watches_a_server_live() {
     );
     let trace = trace_until_done(&b, Duration::from_secs(30));
     assert_live(&trace, "server watch");
-    let title = b.eval("return document.querySelector('#runs tr td:nth-child(3)').textContent");
+    let title = b.eval("return document.querySelector('#runs tr td:nth-child(4)').textContent");
     assert_eq!(title.as_str().unwrap(), "TCP iperf3 test from 127.0.0.1");
     b.screenshot(&artifacts().join("ui-server-watch.png"));
     drop(client);

@@ -521,3 +521,10 @@ pub fn http_get(port: u16, path: &str, headers: &[&str]) -> (String, String) {
     let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
     (head.lines().next().unwrap_or("").to_string(), body.to_string())
 }
+
+/// Seconds since the epoch, now.
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}

@@ -31,4 +31,5 @@ mod server;
 mod server_guards;
 mod server_json_errors;
 mod udp;
+mod ui_history;
 mod window_size;

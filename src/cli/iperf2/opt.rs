@@ -75,6 +75,7 @@ pub enum Opt {
     ServerMaxDuration,
     RcvTimeout,
     Ui,
+    Db,
     Bounceback,
     BouncebackHold,
     BouncebackPeriod,

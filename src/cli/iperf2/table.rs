@@ -125,6 +125,7 @@ pub const TABLE: &[Row] = &[
     row!(X, ServerMaxDuration,    -,   "server-max-duration",    Required, Any,       F(server::max_duration)),
     row!(X, RcvTimeout,           -,   "rcv-timeout",            Required, Any,       F(server::rcv_timeout)),
     row!(X, Ui,                   -,   "ui",                     Required, Any,       F(shared::ui)),
+    row!(X, Db,                   -,   "db",                     Required, Any,       F(shared::db)),
     row!(X, Json,                 'J', "json",                   None,     Any,       F(shared::json)),
     row!(X, JsonStream,           -,   "json-stream",            None,     Any,       F(shared::json_stream)),
     row!(X, Report,               -,   "report",                 Required, Any,       F(shared::report)),

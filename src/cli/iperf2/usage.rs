@@ -66,6 +66,7 @@ Server specific:
       --server-max-duration #  refuse a test longer than # seconds (these three: the iperf3 server's)
       --rcv-timeout #      end a test that received or moved nothing for # ms (default 60000)
       --ui <addr>:<port>   serve a web page watching the tests live (a wirespeed addition)
+      --db <path>          where --ui keeps its history (SQLite; :memory: keeps none)
   -V, --ipv6_domain        Enable IPv6 reception by setting the domain and socket to AF_INET6 (Can receive on both IPv4 and IPv6)
 
 Client specific:

@@ -95,6 +95,7 @@ pub enum Opt {
     MaxLoss,
     Metrics,
     Ui,
+    Db,
     Allow,
     Deny,
     Csv,

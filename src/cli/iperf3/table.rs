@@ -102,6 +102,7 @@ pub const TABLE: &[Row] = &[
     row!(X, MaxLoss,            -,   "max-loss",                Required, Client, F(shared::max_loss)),
     row!(X, Metrics,            -,   "metrics",                 Required, Server, F(extras::metrics)),
     row!(X, Ui,                 -,   "ui",                      Required, Server, F(shared::ui)),
+    row!(X, Db,                 -,   "db",                      Required, Server, F(shared::db)),
     row!(X, Allow,              -,   "allow",                   Required, Server, F(shared::allow)),
     row!(X, Deny,               -,   "deny",                    Required, Server, F(shared::deny)),
     row!(X, Csv,                -,   "csv",                     None,     Both,   F(extras::csv)),

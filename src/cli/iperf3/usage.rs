@@ -141,6 +141,8 @@ wirespeed additions:
                             (no token or access list: :<port> is every address)
                             (a client's --rpm or --udp-search: its results, while it runs)
   --ui <addr>:<port>        server: serve a web page watching its tests live
+  --db <path>               server: where --ui keeps its history (SQLite; default
+                            in the user's data directory; :memory: keeps none)
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
   {prog} ui [--listen <addr>:<port>]
                             serve a web page to run tests and watch them live
