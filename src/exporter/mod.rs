@@ -265,14 +265,13 @@ impl Exporter {
                 return Response::text("400 Bad Request", format!("{why}\n"));
             }
         };
-        let (period, budget) = match probe::fit(spec.period, req.header("x-prometheus-scrape-timeout-seconds")) {
+        let (spec, budget) = match probe::fit_spec(spec, req.header("x-prometheus-scrape-timeout-seconds")) {
             Ok(f) => f,
             Err(why) => {
                 self.count(|c| c.invalid += 1);
                 return Response::text("400 Bad Request", format!("{why}\n"));
             }
         };
-        let spec = probe::Spec { period, ..spec };
         // A place among the probes, or 503.
         let taken = self
             .in_flight
@@ -325,7 +324,7 @@ impl Exporter {
             Ok(cfg) => bounded(cfg, host, left),
         };
         let took = t0.elapsed();
-        let up = outcome.end.is_some();
+        let up = outcome.up();
         self.count(|c| {
             if up {
                 c.up += 1
@@ -340,8 +339,9 @@ impl Exporter {
             c.sum += d;
         });
         let mut r = Response::new("200 OK", PROM, probe::render(spec, &outcome, took));
-        if let Some(e) = outcome.error {
-            // Why it was down, for whoever looks (one line, no newlines).
+        if let Some(e) = outcome.error.or(outcome.latency_error) {
+            // Why it was down, or else why the latency probes were not
+            // answered, for whoever looks (one line, no newlines).
             let line: String = e.chars().filter(|c| !c.is_control()).take(200).collect();
             r = r.with_header(format!("X-Wirespeed-Probe-Error: {line}"));
         }
@@ -378,8 +378,9 @@ fn bounded(cfg: crate::config::TestConfig, host: String, limit: Duration) -> pro
     let signal = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = std::sync::mpsc::channel();
     let sig = signal.clone();
+    let until = Instant::now() + limit;
     let spawned = std::thread::Builder::new().name("ws-exp-probe".into()).spawn(move || {
-        let _ = tx.send(probe::run(&cfg, &host, &sig));
+        let _ = tx.send(probe::run(&cfg, &host, &sig, until));
     });
     if let Err(e) = spawned {
         return probe::Outcome {
