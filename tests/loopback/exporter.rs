@@ -266,6 +266,9 @@ fn the_manual_documents_the_exporter() {
         "\\-\\-max\\-probes",
         "iperf3_up",
         "X\\-Prometheus\\-Scrape\\-Timeout\\-Seconds",
+        "\\-\\-basic\\-auth\\-file",
+        "wirespeed_probe_latency_seconds",
+        "wirespeed_probe_rpm",
     ] {
         assert!(text.contains(s), "man page lacks {s}");
     }
