@@ -3,8 +3,9 @@
 //! client test (either dialect, through the normal client) and answers
 //! its numbers under iperf3_exporter's metric names; `GET /metrics` is the
 //! exporter's own. Every request is checked before anything runs: its
-//! parameters ([`probe::parse`]), its token, the target against `--allow`,
-//! and the number of probes running (`--max-probes`).
+//! credentials (`--token` for probes; `--basic-auth` for every path), its
+//! parameters ([`probe::parse`]), the target against `--allow`, and the
+//! number of probes running (`--max-probes`).
 
 pub mod probe;
 
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Code, Error};
 use crate::http::{self, Reject, Request, Response};
 use crate::metrics::{head, number};
+use crate::proto::iperf3::auth::base64_decode;
 use crate::server::access::{AccessPolicy, split_list};
 
 /// iperf3_exporter's port.
@@ -29,6 +31,10 @@ const IO_DEADLINE: Duration = Duration::from_secs(2);
 /// refusals); more are closed unanswered.
 const SPARE_CONNECTIONS: usize = 16;
 const PROM: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// The realm a 401 names for `--basic-auth`.
+const REALM: &str = "wirespeed exporter";
+/// The longest `--basic-auth-file` read.
+const MAX_BASIC_AUTH_FILE: u64 = 4096;
 
 /// The command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +45,8 @@ pub struct Args {
     pub allow: Vec<String>,
     /// `--token`.
     pub token: Option<String>,
+    /// `--basic-auth USER:PASSWORD` (or the line of `--basic-auth-file`).
+    pub basic_auth: Option<String>,
     /// `--max-probes`.
     pub max_probes: usize,
 }
@@ -46,18 +54,24 @@ pub struct Args {
 /// Usage of the `exporter` command.
 pub fn usage(prog: &str) -> String {
     format!(
-        "Usage: {prog} exporter [--listen ADDR:PORT] [--allow LIST] [--token TOKEN] [--max-probes N]\n\
+        "Usage: {prog} exporter [--listen ADDR:PORT] [--allow LIST] [--token TOKEN]\n\
+         \x20      [--basic-auth USER:PASSWORD | --basic-auth-file PATH] [--max-probes N]\n\
          \n\
          A Prometheus probe, like iperf3_exporter: GET /probe?target=HOST runs one test\n\
          against HOST and answers its numbers (iperf3_up, iperf3_sent_bytes, ...);\n\
          GET /metrics answers the exporter's own. Probe parameters: port, reverse_mode,\n\
-         udp_mode, bitrate, period, bind, parallel, dialect (iperf3 or iperf2).\n\
+         udp_mode, bitrate, period, bind, parallel, dialect (iperf3 or iperf2),\n\
+         latency (true: round trips idle and under load, wirespeed_probe_latency_*),\n\
+         rpm (true: the responsiveness test instead, wirespeed_probe_rpm*).\n\
          \n\
-         \x20 --listen ADDR:PORT  where to listen (default {DEFAULT_LISTEN}, every address)\n\
-         \x20 --allow LIST        targets that may be probed (addresses, networks, names)\n\
-         \x20 --token TOKEN       required as 'Authorization: Bearer TOKEN' or ?token=TOKEN\n\
-         \x20 --max-probes N      probes that may run at once (default {DEFAULT_MAX_PROBES})\n\
-         \x20 -h, --help          show this message and quit\n"
+         \x20 --listen ADDR:PORT        where to listen (default {DEFAULT_LISTEN}, every address)\n\
+         \x20 --allow LIST              targets that may be probed (addresses, networks, names)\n\
+         \x20 --token TOKEN             probes require 'Authorization: Bearer TOKEN' or ?token=TOKEN\n\
+         \x20 --basic-auth USER:PASS    every path requires 'Authorization: Basic ...' (HTTP basic\n\
+         \x20                           auth; with --token, either is accepted)\n\
+         \x20 --basic-auth-file PATH    the same, USER:PASSWORD read from the file's first line\n\
+         \x20 --max-probes N            probes that may run at once (default {DEFAULT_MAX_PROBES})\n\
+         \x20 -h, --help                show this message and quit\n"
     )
 }
 
@@ -68,6 +82,7 @@ pub fn parse(args: &[String]) -> Result<Option<Args>, Error> {
         listen: DEFAULT_LISTEN.into(),
         allow: Vec::new(),
         token: None,
+        basic_auth: None,
         max_probes: DEFAULT_MAX_PROBES,
     };
     let mut it = args.iter();
@@ -84,6 +99,18 @@ pub fn parse(args: &[String]) -> Result<Option<Args>, Error> {
                 }
                 a.token = Some(t);
             }
+            "--basic-auth" | "--basic-auth-file" => {
+                if a.basic_auth.is_some() {
+                    return Err(perr("give one of --basic-auth and --basic-auth-file, once".into()));
+                }
+                let v = value()?;
+                let pair = if name == "--basic-auth" {
+                    v
+                } else {
+                    read_basic_auth_file(&v).map_err(perr)?
+                };
+                a.basic_auth = Some(basic_pair(name, pair).map_err(perr)?);
+            }
             "--max-probes" => {
                 let v = value()?;
                 a.max_probes = v
@@ -96,6 +123,31 @@ pub fn parse(args: &[String]) -> Result<Option<Args>, Error> {
         }
     }
     Ok(Some(a))
+}
+
+/// A `USER:PASSWORD` pair as HTTP basic auth carries it: a user without
+/// ':', and neither with control characters.
+fn basic_pair(option: &str, pair: String) -> Result<String, String> {
+    let ok = pair
+        .split_once(':')
+        .is_some_and(|(user, _)| !user.is_empty() && !pair.chars().any(char::is_control));
+    if ok {
+        Ok(pair)
+    } else {
+        Err(format!(
+            "{option} wants USER:PASSWORD (a user without ':', no control characters)"
+        ))
+    }
+}
+
+/// The first line of `--basic-auth-file` (its line ending dropped).
+fn read_basic_auth_file(path: &str) -> Result<String, String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_BASIC_AUTH_FILE).read_to_string(&mut text))
+        .map_err(|e| format!("--basic-auth-file {path}: {e}"))?;
+    Ok(text.lines().next().unwrap_or("").to_string())
 }
 
 /// How probes ended, for `/metrics`.
@@ -119,6 +171,8 @@ const DURATION_BUCKETS: [f64; 9] = [0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 
 pub struct Exporter {
     policy: AccessPolicy,
     token: Option<String>,
+    /// `USER:PASSWORD`, as a basic `Authorization` header decodes.
+    basic: Option<String>,
     max_probes: usize,
     in_flight: AtomicUsize,
     connections: AtomicUsize,
@@ -138,6 +192,7 @@ impl Exporter {
         Ok(Exporter {
             policy,
             token: args.token.clone(),
+            basic: args.basic_auth.clone(),
             max_probes: args.max_probes,
             in_flight: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
@@ -222,19 +277,57 @@ impl Exporter {
         o
     }
 
+    /// Whether `req` carries a credential the exporter was given (the
+    /// token, or the basic-auth pair); true when it was given none.
     fn authorized(&self, req: &Request) -> bool {
-        let Some(t) = &self.token else { return true };
-        let bearer = req
-            .header("authorization")
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .is_some_and(|h| same(h.trim(), t));
-        bearer || req.param("token").is_some_and(|q| same(q, t))
+        if self.token.is_none() && self.basic.is_none() {
+            return true;
+        }
+        let auth = req.header("authorization").unwrap_or("");
+        let (scheme, rest) = auth.trim().split_once(' ').unwrap_or((auth, ""));
+        let bearer = self.token.as_ref().is_some_and(|t| {
+            (scheme == "Bearer" && same(rest.trim().as_bytes(), t.as_bytes()))
+                || req.param("token").is_some_and(|q| same(q.as_bytes(), t.as_bytes()))
+        });
+        let basic = self.basic.as_ref().is_some_and(|pair| {
+            scheme.eq_ignore_ascii_case("basic")
+                && base64_decode(rest.trim()).is_some_and(|d| same(&d, pair.as_bytes()))
+        });
+        bearer || basic
+    }
+
+    /// The 401 for a request without an accepted credential, naming the
+    /// ones the exporter takes.
+    fn unauthorized(&self) -> Response {
+        let mut ways = Vec::new();
+        if self.basic.is_some() {
+            ways.push("HTTP basic auth (Authorization: Basic ...)");
+        }
+        if self.token.is_some() {
+            ways.push("a token (Authorization: Bearer TOKEN or ?token=TOKEN)");
+        }
+        let mut r = Response::text(
+            "401 Unauthorized",
+            format!("credentials are required: {}\n", ways.join(" or ")),
+        );
+        if self.basic.is_some() {
+            r = r.with_header(format!("WWW-Authenticate: Basic realm=\"{REALM}\""));
+        }
+        if self.token.is_some() {
+            r = r.with_header("WWW-Authenticate: Bearer");
+        }
+        r
     }
 
     /// Answers one request (a probe runs here, on the connection's thread).
     pub fn route(&self, req: &Request) -> Response {
         if req.method != "GET" && req.method != "HEAD" {
             return Response::text("405 Method Not Allowed", "GET or HEAD only\n").with_header("Allow: GET, HEAD");
+        }
+        // Basic auth guards every path (the token, probes only: /metrics
+        // stays open to a scraper given only a --token, as it was).
+        if self.basic.is_some() && req.path != "/probe" && !self.authorized(req) {
+            return self.unauthorized();
         }
         match req.path.as_str() {
             "/metrics" => Response::new("200 OK", PROM, self.render()),
@@ -252,11 +345,7 @@ impl Exporter {
     fn probe(&self, req: &Request) -> Response {
         if !self.authorized(req) {
             self.count(|c| c.unauthorized += 1);
-            return Response::text(
-                "401 Unauthorized",
-                "a token is required: Authorization: Bearer TOKEN or ?token=TOKEN\n",
-            )
-            .with_header("WWW-Authenticate: Bearer");
+            return self.unauthorized();
         }
         let spec = match probe::parse(req) {
             Ok(s) => s,
@@ -265,14 +354,13 @@ impl Exporter {
                 return Response::text("400 Bad Request", format!("{why}\n"));
             }
         };
-        let (period, budget) = match probe::fit(spec.period, req.header("x-prometheus-scrape-timeout-seconds")) {
+        let (spec, budget) = match probe::fit_spec(spec, req.header("x-prometheus-scrape-timeout-seconds")) {
             Ok(f) => f,
             Err(why) => {
                 self.count(|c| c.invalid += 1);
                 return Response::text("400 Bad Request", format!("{why}\n"));
             }
         };
-        let spec = probe::Spec { period, ..spec };
         // A place among the probes, or 503.
         let taken = self
             .in_flight
@@ -325,7 +413,7 @@ impl Exporter {
             Ok(cfg) => bounded(cfg, host, left),
         };
         let took = t0.elapsed();
-        let up = outcome.end.is_some();
+        let up = outcome.up();
         self.count(|c| {
             if up {
                 c.up += 1
@@ -340,8 +428,9 @@ impl Exporter {
             c.sum += d;
         });
         let mut r = Response::new("200 OK", PROM, probe::render(spec, &outcome, took));
-        if let Some(e) = outcome.error {
-            // Why it was down, for whoever looks (one line, no newlines).
+        if let Some(e) = outcome.error.or(outcome.latency_error) {
+            // Why it was down, or else why the latency probes were not
+            // answered, for whoever looks (one line, no newlines).
             let line: String = e.chars().filter(|c| !c.is_control()).take(200).collect();
             r = r.with_header(format!("X-Wirespeed-Probe-Error: {line}"));
         }
@@ -349,9 +438,9 @@ impl Exporter {
     }
 }
 
-/// Compares tokens without stopping at the first difference.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// Compares credentials without stopping at the first difference.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The addresses of `name`, or none if they are not known within `limit`.
@@ -378,8 +467,9 @@ fn bounded(cfg: crate::config::TestConfig, host: String, limit: Duration) -> pro
     let signal = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = std::sync::mpsc::channel();
     let sig = signal.clone();
+    let until = Instant::now() + limit;
     let spawned = std::thread::Builder::new().name("ws-exp-probe".into()).spawn(move || {
-        let _ = tx.send(probe::run(&cfg, &host, &sig));
+        let _ = tx.send(probe::run(&cfg, &host, &sig, until));
     });
     if let Err(e) = spawned {
         return probe::Outcome {
@@ -434,11 +524,12 @@ pub fn announcement(listener: &TcpListener, args: &Args) -> (String, Option<Stri
         ));
     }
     let everywhere = local.is_some_and(|a| a.ip().is_unspecified());
-    let warning = (everywhere && args.token.is_none()).then(|| {
+    let warning = (everywhere && args.token.is_none() && args.basic_auth.is_none()).then(|| {
         let port = local.map_or(0, |a| a.port());
         format!(
-            "the exporter listens on every address with no --token: anyone who reaches port {port} can make \
-             this host run tests{}; give it one address (--listen 127.0.0.1:{port}) or a --token",
+            "the exporter listens on every address with no --token or --basic-auth: anyone who reaches port \
+             {port} can make this host run tests{}; give it one address (--listen 127.0.0.1:{port}), a --token \
+             or --basic-auth",
             if args.allow.is_empty() {
                 " against any target"
             } else {
@@ -573,6 +664,104 @@ mod tests {
             );
         }
         assert!(m.contains("wirespeed_exporter_probes_in_flight 0"), "{m}");
-        assert!(same("abc", "abc") && !same("abc", "abd") && !same("abc", "ab"));
+        assert!(same(b"abc", b"abc") && !same(b"abc", b"abd") && !same(b"abc", b"ab"));
+    }
+
+    fn basic(pair: &str) -> String {
+        format!(
+            "Authorization: Basic {}",
+            crate::proto::iperf3::auth::base64_encode(pair.as_bytes())
+        )
+    }
+
+    #[test]
+    fn basic_auth_is_read_from_the_command_line_or_a_file() {
+        let one = |v: &[&str]| parse(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let a = one(&["--basic-auth", "prom:pa:ss word"]).unwrap().unwrap();
+        assert_eq!(a.basic_auth.as_deref(), Some("prom:pa:ss word"));
+        for bad in ["nocolon", ":pw", "us\ter:pw"] {
+            assert!(one(&["--basic-auth", bad]).is_err(), "{bad}");
+        }
+        let dir = std::env::temp_dir().join(format!("ws-exp-basic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("pw");
+        std::fs::write(&file, "prom:from-file\r\nignored\n").unwrap();
+        let path = file.to_str().unwrap();
+        let a = one(&["--basic-auth-file", path]).unwrap().unwrap();
+        assert_eq!(a.basic_auth.as_deref(), Some("prom:from-file"));
+        assert!(one(&["--basic-auth-file", path, "--basic-auth", "a:b"]).is_err());
+        std::fs::write(&file, "").unwrap();
+        assert!(one(&["--basic-auth-file", path]).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(one(&["--basic-auth-file", "/nonexistent/wirespeed/pw"]).is_err());
+    }
+
+    #[test]
+    fn basic_auth_guards_every_path_and_the_token_still_works() {
+        let e = ex(&["--basic-auth", "prom:s3cret", "--allow", "192.0.2.0/24"]);
+        for path in ["/metrics", "/probe?target=127.0.0.1", "/"] {
+            for auth in [
+                String::new(),
+                basic("prom:wrong"),
+                basic("other:s3cret"),
+                basic("prom:s3cret2"),
+            ] {
+                let r = get(&e, &format!("GET {path} HTTP/1.1\r\n{auth}"));
+                assert_eq!(r.status, "401 Unauthorized", "{path} {auth}");
+                assert!(
+                    r.headers
+                        .contains(&"WWW-Authenticate: Basic realm=\"wirespeed exporter\"".to_string()),
+                    "{:?}",
+                    r.headers
+                );
+            }
+        }
+        for garbage in [
+            "Basic",
+            "Basic !!!!",
+            "Basic cHJvbTpzM2Ny",
+            "Bearer prom:s3cret",
+            "Basic ====",
+        ] {
+            let r = get(&e, &format!("GET /metrics HTTP/1.1\r\nAuthorization: {garbage}"));
+            assert_eq!(r.status, "401 Unauthorized", "{garbage}");
+        }
+        assert_eq!(
+            get(&e, &format!("GET /metrics HTTP/1.1\r\n{}", basic("prom:s3cret"))).status,
+            "200 OK"
+        );
+        // The scheme's case is free; past the credentials, the allow list.
+        let lower = basic("prom:s3cret").replace("Basic", "basic");
+        assert_eq!(
+            get(&e, &format!("GET /probe?target=127.0.0.1 HTTP/1.1\r\n{lower}")).status,
+            "403 Forbidden"
+        );
+        // Both given: either credential, on every path.
+        let both = ex(&["--basic-auth", "prom:s3cret", "--token", "tok"]);
+        assert_eq!(
+            get(&both, "GET /metrics HTTP/1.1\r\nAuthorization: Bearer tok").status,
+            "200 OK"
+        );
+        assert_eq!(
+            get(&both, &format!("GET /metrics HTTP/1.1\r\n{}", basic("prom:s3cret"))).status,
+            "200 OK"
+        );
+        let r = get(&both, "GET /probe?target=h HTTP/1.1\r\nAuthorization: Bearer nope");
+        assert_eq!(r.status, "401 Unauthorized");
+        assert_eq!(
+            r.headers.iter().filter(|h| h.starts_with("WWW-Authenticate:")).count(),
+            2,
+            "{:?}",
+            r.headers
+        );
+        // A token alone keeps /metrics open, as before.
+        let token = ex(&["--token", "tok"]);
+        assert_eq!(get(&token, "GET /metrics HTTP/1.1").status, "200 OK");
+        let m = String::from_utf8(get(&e, &format!("GET /metrics HTTP/1.1\r\n{}", basic("prom:s3cret"))).body).unwrap();
+        // Refused probes count; refused scrapes of other paths do not.
+        assert!(
+            m.contains("wirespeed_exporter_probes_total{outcome=\"unauthorized\"} 4"),
+            "{m}"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `wirespeed exporter`: probes of our server (both dialects), the real
-//! iperf3 and iperf 2, refusals before anything runs, and the scrape
-//! timeout, read with a small HTTP client over a TcpStream.
+//! iperf3 and iperf 2, latency and responsiveness probes, refusals before
+//! anything runs, basic auth and the token, and the scrape timeout, read
+//! with a small HTTP client over a TcpStream.
 
 use crate::common;
 
@@ -164,6 +165,8 @@ fn hostile_parameters_are_refused_and_nothing_runs() {
         format!("target=127.0.0.1&port={sport}&exec=1"),
         format!("target=127.0.0.1&port=-p{sport}"),
         "port=5201".to_string(),
+        format!("target=127.0.0.1&port={sport}&latency=maybe"),
+        format!("target=127.0.0.1&port={sport}&rpm=1&udp_mode=true"),
     ] {
         let (status, body) = get(port, &format!("/probe?{q}"), &[]);
         assert_eq!(status, "HTTP/1.1 400 Bad Request", "{q}: {body}");
@@ -172,7 +175,7 @@ fn hostile_parameters_are_refused_and_nothing_runs() {
     let (_, m) = get(port, "/metrics", &[]);
     assert_eq!(
         sample(&m, "wirespeed_exporter_probes_total{outcome=\"invalid\"}"),
-        Some(8.0),
+        Some(10.0),
         "{m}"
     );
     assert_eq!(
@@ -263,7 +266,165 @@ fn the_manual_documents_the_exporter() {
         "\\-\\-max\\-probes",
         "iperf3_up",
         "X\\-Prometheus\\-Scrape\\-Timeout\\-Seconds",
+        "\\-\\-basic\\-auth\\-file",
+        "wirespeed_probe_latency_seconds",
+        "wirespeed_probe_rpm",
     ] {
         assert!(text.contains(s), "man page lacks {s}");
     }
+}
+
+/// Head (status line and headers) and body of `GET path` with `headers`.
+fn get_head(port: u16, path: &str, headers: &[&str]) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (head.to_string(), body.to_string())
+}
+
+#[test]
+fn a_latency_probe_of_our_server_has_both_phases() {
+    let sport = free_port();
+    let _srv = wirespeed_server(sport, &[]);
+    let (_ex, port) = exporter(&[]);
+    let body = probe(port, &format!("target=127.0.0.1&port={sport}&period=1&latency=true"));
+    assert_up(&body);
+    assert_eq!(sample(&body, "wirespeed_probe_latency_up"), Some(1.0), "{body}");
+    assert_eq!(
+        sample(&body, "wirespeed_probe_latency_probes{phase=\"idle\"}"),
+        Some(10.0),
+        "{body}"
+    );
+    assert!(
+        sample(&body, "wirespeed_probe_latency_probes{phase=\"loaded\"}").is_some_and(|n| n >= 1.0),
+        "{body}"
+    );
+    for phase in ["idle", "loaded"] {
+        let q = |q: &str| {
+            sample(
+                &body,
+                &format!("wirespeed_probe_latency_seconds{{phase=\"{phase}\",quantile=\"{q}\"}}"),
+            )
+        };
+        let p50 = q("0.5");
+        assert!(p50.is_some_and(|v| v > 0.0 && v < 1.0), "{phase}: {body}");
+        assert!(
+            q("1") >= p50 && q("0.9") >= p50 && q("0.99").is_some(),
+            "{phase}: {body}"
+        );
+    }
+    assert!(body.contains("# TYPE wirespeed_probe_latency_seconds gauge"), "{body}");
+}
+
+#[test]
+fn a_latency_probe_of_the_real_iperf3_is_up_without_latency() {
+    let Some(iperf3) = peer("iperf3") else { return };
+    let sport = free_port();
+    let _srv = iperf3_server(&iperf3, sport, &[]);
+    let (_ex, port) = exporter(&[]);
+    let (head, body) = get_head(
+        port,
+        &format!("/probe?target=127.0.0.1&port={sport}&period=1&latency=true"),
+        &[],
+    );
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert_up(&body);
+    assert_eq!(sample(&body, "wirespeed_probe_latency_up"), Some(0.0), "{body}");
+    assert!(!body.contains("wirespeed_probe_latency_seconds"), "{body}");
+    assert!(head.contains("X-Wirespeed-Probe-Error: --latency:"), "{head}");
+}
+
+#[test]
+fn an_rpm_probe_of_our_server_has_its_responsiveness() {
+    let sport = free_port();
+    let _srv = wirespeed_server(sport, &[]);
+    let (_ex, port) = exporter(&[]);
+    let t0 = Instant::now();
+    let body = probe(port, &format!("target=127.0.0.1&port={sport}&period=2&rpm=true"));
+    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+    assert_eq!(sample(&body, "iperf3_up"), Some(1.0), "{body}");
+    assert!(sample(&body, "wirespeed_probe_rpm").is_some_and(|r| r > 0.0), "{body}");
+    assert!(
+        sample(&body, "wirespeed_probe_rpm_goodput_bits_per_second").is_some_and(|g| g > 0.0),
+        "{body}"
+    );
+    assert!(
+        sample(&body, "wirespeed_probe_rpm_load_flows").is_some_and(|f| f >= 1.0),
+        "{body}"
+    );
+    let levels: f64 = ["high", "medium", "low"]
+        .iter()
+        .filter_map(|l| sample(&body, &format!("wirespeed_probe_rpm_confidence{{level=\"{l}\"}}")))
+        .sum();
+    assert_eq!(levels, 1.0, "{body}");
+    assert!(body.contains("mode=\"rpm\""), "{body}");
+    assert_eq!(sample(&body, "wirespeed_probe_period_seconds"), Some(2.0), "{body}");
+}
+
+#[test]
+fn basic_auth_refuses_missing_and_wrong_credentials() {
+    let sport = free_port();
+    let _srv = wirespeed_server(sport, &[]);
+    let dir = std::env::temp_dir().join(format!("ws-exp-basic-{}-{sport}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("credentials");
+    std::fs::write(&file, "prom:c0rrect horse\n").unwrap();
+    let (ex, port) = exporter(&["--basic-auth-file", file.to_str().unwrap(), "--token", "s3cret-token"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    // Read as it started, and never on its command line (ps shows the
+    // file's name only).
+    if let Ok(cmdline) = std::fs::read(format!("/proc/{}/cmdline", ex.pid())) {
+        assert!(!String::from_utf8_lossy(&cmdline).contains("c0rrect"));
+    }
+    let basic = |pair: &str| {
+        format!(
+            "Authorization: Basic {}",
+            wirespeed::proto::iperf3::auth::base64_encode(pair.as_bytes())
+        )
+    };
+    let q = format!("/probe?target=127.0.0.1&port={sport}&period=1");
+    for path in ["/metrics", q.as_str()] {
+        for auth in [
+            String::new(),
+            basic("prom:wrong"),
+            basic("prom:c0rrect horse "),
+            basic("other:c0rrect horse"),
+            "Authorization: Basic %%%".to_string(),
+            "Authorization: Bearer wrong".to_string(),
+        ] {
+            let headers: Vec<&str> = if auth.is_empty() { vec![] } else { vec![auth.as_str()] };
+            let (head, _) = get_head(port, path, &headers);
+            assert!(head.starts_with("HTTP/1.1 401 Unauthorized"), "{path} {auth}: {head}");
+            assert!(
+                head.contains("WWW-Authenticate: Basic realm=\"wirespeed exporter\""),
+                "{path}: {head}"
+            );
+        }
+    }
+    let right = basic("prom:c0rrect horse");
+    let (status, m) = get(port, "/metrics", &[&right]);
+    assert_eq!(status, "HTTP/1.1 200 OK", "{m}");
+    assert_eq!(
+        sample(&m, "wirespeed_exporter_probes_total{outcome=\"unauthorized\"}"),
+        Some(6.0),
+        "{m}"
+    );
+    let (status, body) = get(port, &q, &[&right]);
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    assert_up(&body);
+    // The token is accepted beside it, on both paths.
+    let (status, _) = get(port, "/metrics", &["Authorization: Bearer s3cret-token"]);
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let (status, body) = get(port, &format!("{q}&token=s3cret-token"), &[]);
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
 }
