@@ -248,6 +248,7 @@ fn the_history_and_the_schedules_outlive_the_ui() {
             .as_str()
             == Some("")
     );
+    b.eval("document.getElementById('runs-title').scrollIntoView()");
     b.screenshot(&artifacts().join("ui-schedules.png"));
     // A new UI on the same file: both runs and the schedule are there.
     drop(ui);
@@ -280,6 +281,7 @@ fn the_history_and_the_schedules_outlive_the_ui() {
     let csv = csv.as_str().unwrap();
     assert_eq!(csv.lines().count(), 3, "{csv}");
     assert!(csv.contains(",scheduled,"), "{csv}");
+    b.eval("document.getElementById('runs-title').scrollIntoView()");
     b.screenshot(&artifacts().join("ui-history.png"));
     let _ = std::fs::remove_dir_all(&dir);
 }
