@@ -100,8 +100,14 @@ impl Drop for Serving {
     }
 }
 
+/// How often the accepting thread looks whether it should stop.
+const STOP_CHECK: Duration = Duration::from_millis(100);
+
 /// Accepts on `listener` (non-blocking) on a thread named `name`, handing
-/// each connection to `answer`, until the returned handle is dropped.
+/// each connection to `answer`, until the returned handle is dropped. The
+/// thread waits in poll(2) for a connection, so one is taken as it comes
+/// (a sleep between tries cost each request up to the sleep: a probe's
+/// answer came 12 ms later on average with 25 ms sleeps).
 pub fn serve(
     listener: TcpListener,
     name: &str,
@@ -109,15 +115,34 @@ pub fn serve(
 ) -> Result<Serving, Error> {
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
+    let io = |e: std::io::Error| Error::io(Code::LISTEN, &e);
+    listener.set_nonblocking(true).map_err(io)?;
+    let mut listener = mio::net::TcpListener::from_std(listener);
+    let mut poll = mio::Poll::new().map_err(io)?;
+    poll.registry()
+        .register(&mut listener, mio::Token(0), mio::Interest::READABLE)
+        .map_err(io)?;
     let thread = std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
+            let mut events = mio::Events::with_capacity(4);
             while !stop2.load(Relaxed) {
                 match listener.accept() {
-                    Ok((s, _)) => answer(s),
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(25));
+                    // Connections are answered blocking, under deadlines.
+                    Ok((s, _)) => {
+                        let s = TcpStream::from(s);
+                        if s.set_nonblocking(false).is_ok() {
+                            answer(s);
+                        }
                     }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        // Edge-triggered: polled only once accept has
+                        // emptied the queue.
+                        if poll.poll(&mut events, Some(STOP_CHECK)).is_err() {
+                            std::thread::sleep(STOP_CHECK);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     // EMFILE and friends: back off, keep serving.
                     Err(_) => std::thread::sleep(Duration::from_millis(200)),
                 }
