@@ -134,8 +134,8 @@ pub fn all(board: &Board, q: &Query) -> Result<Vec<Stored>, String> {
 
 /// Charts of `target`'s runs in the query's range: throughput (sent and
 /// received), and round trips (TCP RTT, `--latency` idle and loaded
-/// medians) and RPM when any run has them. Time runs in hours (days past
-/// three days) from the first run shown.
+/// medians) and RPM when any run has them. Time runs from the first run
+/// shown, in seconds, minutes, hours or days as the span asks.
 pub fn charts(board: &Board, q: &Query) -> Result<String, String> {
     let Some(target) = &q.target else {
         return Err("a chart is of one target: give target=".into());
@@ -160,11 +160,11 @@ pub fn charts(board: &Board, q: &Query) -> Result<String, String> {
         return Ok(o);
     };
     let t0 = first.started_ms;
-    let span_h = (last.started_ms - t0) as f64 / 3_600_000.0;
-    let (per, unit_name) = if span_h > 72.0 {
-        (86_400_000.0, "Days")
-    } else {
-        (3_600_000.0, "Hours")
+    let (per, unit_name) = match last.started_ms - t0 {
+        s if s > 3 * 86_400_000 => (86_400_000.0, "Days"),
+        s if s > 2 * 3_600_000 => (3_600_000.0, "Hours"),
+        s if s > 120_000 => (60_000.0, "Minutes"),
+        _ => (1000.0, "Seconds"),
     };
     let x_name = format!("{unit_name} since {} UTC", utc(t0));
     let x = |r: &Stored| (r.started_ms - t0) as f64 / per;
