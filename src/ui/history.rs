@@ -10,7 +10,7 @@
 //! ui` and a `wirespeed -s --ui`) may share one file.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -20,6 +20,8 @@ use serde_json::Value;
 const SCHEMA_VERSION: i64 = 1;
 /// An owner silent this long is taken for dead.
 pub const STALE_OWNER: Duration = Duration::from_secs(60);
+/// How often a process shows it is alive.
+const HEARTBEAT: Duration = Duration::from_secs(10);
 /// How long a write waits for another process's lock.
 const BUSY_WAIT: Duration = Duration::from_secs(3);
 /// Most rows one listing returns.
@@ -422,6 +424,22 @@ impl History {
         Ok(marked)
     }
 
+    /// Shows this process alive every [`HEARTBEAT`] (and marks dead
+    /// owners' runs interrupted) on a thread of its own, for as long as
+    /// the history is in use.
+    pub fn keep_alive(self: &Arc<History>) {
+        let weak = Arc::downgrade(self);
+        let _ = std::thread::Builder::new().name("ws-history".into()).spawn(move || {
+            loop {
+                std::thread::sleep(HEARTBEAT);
+                let Some(h) = weak.upgrade() else { return };
+                if let Err(e) = h.reap() {
+                    h.complain(e.to_string());
+                }
+            }
+        });
+    }
+
     /// Records a run's start; its number.
     pub fn begin(&self, r: &NewRun) -> Result<u64, String> {
         let c = self.conn();
@@ -808,6 +826,23 @@ mod tests {
             c.execute(
                 "INSERT INTO runs(owner, kind, started_ms, title, target, dialect, state) \
                  VALUES (999, 'client', 1, 't', 'x', 'iperf3', 'running')",
+                [],
+            )
+            .unwrap();
+        }
+        assert_eq!(second.reap().unwrap(), 1);
+        // So are a live pid's whose owner has been silent too long.
+        {
+            let c = second.conn();
+            let long_ago = now_ms() - STALE_OWNER.as_millis() as i64 - 1000;
+            c.execute(
+                "INSERT INTO owners(id, pid, seen_ms) VALUES (998, ?1, ?2)",
+                params![std::process::id(), long_ago],
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO runs(owner, kind, started_ms, title, target, dialect, state) \
+                 VALUES (998, 'client', 1, 't', 'x', 'iperf3', 'running')",
                 [],
             )
             .unwrap();

@@ -106,8 +106,9 @@ impl Endpoint {
     /// A board for `mode`, recording into this endpoint's history (open
     /// it in the process that serves: a database does not cross a fork).
     pub fn board(&self, mode: Mode) -> Result<Arc<Board>, Error> {
-        let h = history::History::open(&self.db).map_err(|m| Error::param_msg(Code::NONE, m))?;
-        Ok(Board::new(mode, Arc::new(h)))
+        let h = Arc::new(history::History::open(&self.db).map_err(|m| Error::param_msg(Code::NONE, m))?);
+        h.keep_alive();
+        Ok(Board::new(mode, h))
     }
 
     /// Serves `board` on a thread until the handle is dropped.

@@ -25,8 +25,6 @@ use super::history::{History, NewRun, Schedule};
 
 /// How often the scheduler looks at the clock.
 const TICK: Duration = Duration::from_millis(250);
-/// How often it shows the history it is alive (and reaps dead owners).
-const HEARTBEAT: Duration = Duration::from_secs(10);
 /// How long a turn waits for a place among the running tests.
 pub const BUSY_WAIT: Duration = Duration::from_secs(60);
 /// Shortest period (seconds).
@@ -97,15 +95,8 @@ fn new_run(s: &Schedule) -> NewRun<'_> {
 fn run(board: &Arc<Board>, stop: &AtomicBool) {
     let h = &board.history;
     let mut waiting: Vec<Waiting> = Vec::new();
-    let mut beat = Instant::now();
     while !stop.load(Relaxed) {
         std::thread::sleep(TICK);
-        if beat.elapsed() >= HEARTBEAT {
-            beat = Instant::now();
-            if let Err(e) = h.reap() {
-                h.complain(e.to_string());
-            }
-        }
         let now = now_ms();
         for s in h.schedules() {
             if s.next_ms > now || waiting.iter().any(|w| w.schedule.id == s.id) {

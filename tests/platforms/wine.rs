@@ -2,7 +2,8 @@
 //! `iperf3` and `iperf` clients and as client of Linux servers, both
 //! dialects, TCP and UDP, `-J` parsed; iperf 2's Windows service options
 //! (`-s -D` installs and starts it, `-s -R` removes it) through Wine's
-//! service manager; options Windows lacks refused in one line.
+//! service manager; options Windows lacks refused in one line; a server's
+//! `--ui` history in SQLite at Windows' default place.
 //!
 //! Runs when `WIRESPEED_WINE_EXE` names a cross-built `wirespeed.exe`
 //! (`.ci/run` builds one); skips with a notice otherwise, and fails then
@@ -349,4 +350,41 @@ fn the_windows_build_under_wine() {
     let r = w.run(&["--iperf2", "-s", "-R"]);
     assert_eq!(r.code, Some(1), "-s -R with no service: {} {}", r.stdout, r.stderr);
     assert!(r.stderr.contains("not installed"), "{}", r.stderr);
+
+    // A server's --ui keeps its history in SQLite at Windows' default
+    // place (%LOCALAPPDATA%\wirespeed\history.db), and a new server on
+    // the same file shows it.
+    let ui_history = |ui: u16| {
+        let (_, page) = common::http_get(ui, "/", &[]);
+        let at = page.find("\"token\":\"").expect("token in page") + 9;
+        common::http_get(ui, &format!("/api/runs?token={}", &page[at..at + 32]), &[]).1
+    };
+    let (port, ui) = (free_port(), free_port());
+    let (p, listen) = (port.to_string(), format!("127.0.0.1:{ui}"));
+    let server = w.spawn(&["-s", "-p", &p, "--ui", &listen]);
+    wait_listening(port);
+    wait_listening(ui);
+    let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
+    assert_eq!(r.code, Some(0), "a test of the watched server: {}", r.stderr);
+    let deadline = std::time::Instant::now() + T;
+    while !ui_history(ui).contains("\"done\"") {
+        assert!(std::time::Instant::now() < deadline, "{}", ui_history(ui));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(server);
+    let server = w.spawn(&["-s", "-p", &p, "--ui", &listen]);
+    wait_listening(ui);
+    let runs = ui_history(ui);
+    assert!(
+        runs.contains("TCP iperf3 test from 127.0.0.1") && runs.contains("\"done\""),
+        "{runs}"
+    );
+    drop(server);
+    let users = w.dir.join("prefix/drive_c/users");
+    let found = std::fs::read_dir(&users)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|u| u.path().join("AppData/Local/wirespeed/history.db").is_file());
+    assert!(found, "no history.db under {}", users.display());
 }
