@@ -395,17 +395,24 @@ pub fn run(cfg: &TestConfig, host: &str, signal: &Arc<AtomicUsize>, until: Insta
         let events = rec.events.lock().map(|e| e.clone()).unwrap_or_default();
         return rpm_outcome(r, &events);
     }
-    let mut latency_error = None;
     let mut shortened = None;
     let own;
     let mut cfg = cfg;
     if let Some(rate) = cfg.latency {
         // The idle round trips first, before the test's own connections
-        // (as the client's --latency); a target that does not answer
-        // them is still tested.
+        // (as the client's --latency). A target that does not answer
+        // them fails the probe, as the client refuses to go on: an iperf3
+        // server, handed a connection that is not a test, closes and
+        // reopens its listener, so a test right after it would be
+        // refused as often as not.
         match crate::engine::latency::Prober::connect(cfg, host, rate) {
             Ok(p) => reporter.set_stage(Box::new(p.stage())),
-            Err(e) => latency_error = Some(e.text()),
+            Err(e) => {
+                return Outcome {
+                    error: Some(e.text()),
+                    ..Default::default()
+                };
+            }
         }
         // What they took comes off the period if the probe would not end
         // in time otherwise.
@@ -453,12 +460,10 @@ pub fn run(cfg: &TestConfig, host: &str, signal: &Arc<AtomicUsize>, until: Insta
         _ => None,
     };
     let end = if r.is_ok() { end } else { None };
-    if latency_error.is_none() {
-        latency_error = end
-            .as_ref()
-            .and_then(|e| e.latency.as_ref())
-            .and_then(|l| l.note.clone());
-    }
+    let latency_error = end
+        .as_ref()
+        .and_then(|e| e.latency.as_ref())
+        .and_then(|l| l.note.clone());
     Outcome {
         end,
         peer,

@@ -505,6 +505,13 @@ pub fn summary_of(events: &[wirespeed::events::Event]) -> &wirespeed::events::Su
 /// Status line and body of `GET path` with `headers` from 127.0.0.1:`port`
 /// (HTTP/1.1, the server closing after its answer), within 30 s.
 pub fn http_get(port: u16, path: &str, headers: &[&str]) -> (String, String) {
+    let (head, body) = http_get_head(port, path, headers);
+    (head.lines().next().unwrap_or("").to_string(), body)
+}
+
+/// The head (status line and headers) and body of `GET path` with
+/// `headers`, from 127.0.0.1:`port`.
+pub fn http_get_head(port: u16, path: &str, headers: &[&str]) -> (String, String) {
     use std::io::Write;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -519,7 +526,7 @@ pub fn http_get(port: u16, path: &str, headers: &[&str]) -> (String, String) {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
-    (head.lines().next().unwrap_or("").to_string(), body.to_string())
+    (head.to_string(), body.to_string())
 }
 
 /// Seconds since the epoch, now.

@@ -274,24 +274,6 @@ fn the_manual_documents_the_exporter() {
     }
 }
 
-/// Head (status line and headers) and body of `GET path` with `headers`.
-fn get_head(port: u16, path: &str, headers: &[&str]) -> (String, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
-    for h in headers {
-        req.push_str(h);
-        req.push_str("\r\n");
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
-    (head.to_string(), body.to_string())
-}
-
 #[test]
 fn a_latency_probe_of_our_server_has_both_phases() {
     let sport = free_port();
@@ -327,21 +309,21 @@ fn a_latency_probe_of_our_server_has_both_phases() {
 }
 
 #[test]
-fn a_latency_probe_of_the_real_iperf3_is_up_without_latency() {
+fn a_latency_probe_of_the_real_iperf3_fails_with_the_reason() {
     let Some(iperf3) = peer("iperf3") else { return };
     let sport = free_port();
     let _srv = iperf3_server(&iperf3, sport, &[]);
     let (_ex, port) = exporter(&[]);
-    let (head, body) = get_head(
+    let (head, body) = common::http_get_head(
         port,
         &format!("/probe?target=127.0.0.1&port={sport}&period=1&latency=true"),
         &[],
     );
     assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
-    assert_up(&body);
-    assert_eq!(sample(&body, "wirespeed_probe_latency_up"), Some(0.0), "{body}");
+    assert_eq!(sample(&body, "iperf3_up"), Some(0.0), "{body}");
     assert!(!body.contains("wirespeed_probe_latency_seconds"), "{body}");
     assert!(head.contains("X-Wirespeed-Probe-Error: --latency:"), "{head}");
+    assert!(head.contains("an iperf3 server cannot"), "{head}");
 }
 
 #[test]
@@ -403,7 +385,7 @@ fn basic_auth_refuses_missing_and_wrong_credentials() {
             "Authorization: Bearer wrong".to_string(),
         ] {
             let headers: Vec<&str> = if auth.is_empty() { vec![] } else { vec![auth.as_str()] };
-            let (head, _) = get_head(port, path, &headers);
+            let (head, _) = common::http_get_head(port, path, &headers);
             assert!(head.starts_with("HTTP/1.1 401 Unauthorized"), "{path} {auth}: {head}");
             assert!(
                 head.contains("WWW-Authenticate: Basic realm=\"wirespeed exporter\""),
