@@ -3,7 +3,8 @@
 //! into `/probe?target=…`, and the results are read back through
 //! Prometheus's HTTP API. Probed: a wirespeed server (TCP by two jobs at
 //! once, and UDP reversed), the real iperf3 and iperf 2 servers, and a
-//! closed port.
+//! closed port. Scraped too: a `wirespeed ui`'s `/metrics`, with the
+//! newest result of a test it runs on a schedule.
 
 use crate::common;
 
@@ -19,8 +20,11 @@ struct Job {
     params: &'static [(&'static str, &'static str)],
 }
 
-fn config(jobs: &[Job], exporter: u16) -> String {
+fn config(jobs: &[Job], exporter: u16, ui: u16) -> String {
     let mut c = String::from("global:\n  scrape_interval: 4s\n  scrape_timeout: 3500ms\nscrape_configs:\n");
+    c.push_str(&format!(
+        "  - job_name: ui\n    static_configs:\n      - targets: ['127.0.0.1:{ui}']\n"
+    ));
     for j in jobs {
         c.push_str(&format!(
             "  - job_name: {}\n    metrics_path: /probe\n    params:\n      port: ['{}']\n      period: ['1s']\n",
@@ -119,11 +123,33 @@ fn prometheus_scrapes_the_exporter_across_servers_of_both_dialects() {
             params: &[],
         },
     ];
+    // A UI that tests the wirespeed server every minute (the first turn
+    // at once); its /metrics has the newest result.
+    let ui_port = free_port();
+    let ui_listen = format!("127.0.0.1:{ui_port}");
+    let ui = Proc::spawn(&wirespeed(), &["ui", "--listen", &ui_listen, "--db", ":memory:"]);
+    assert!(
+        ui.wait_for_line("History in :memory:", Duration::from_secs(10)),
+        "{}",
+        ui.err()
+    );
+    let (_, page) = common::http_get(ui_port, "/", &[]);
+    let at = page.find("\"token\":\"").expect("the UI's token") + 9;
+    let token = page[at..at + 32].to_string();
+    let form = format!(r#"{{"host":"127.0.0.1","port":"{ws_port}","time":"1","every":"1"}}"#);
+    let (status, body) = common::webdriver::http(
+        ui_port,
+        "POST",
+        "/api/schedules",
+        &[("Content-Type", "application/json"), ("X-Wirespeed-Token", &token)],
+        &form,
+    );
+    assert_eq!(status, 201, "{body}");
     let dir = std::env::temp_dir().join(format!("ws-prom-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("prometheus.yml");
-    std::fs::write(&cfg, config(&jobs, ex_port)).unwrap();
+    std::fs::write(&cfg, config(&jobs, ex_port, ui_port)).unwrap();
     let prom_port = free_port();
     let prom = Proc::spawn(
         &prometheus,
@@ -139,19 +165,23 @@ fn prometheus_scrapes_the_exporter_across_servers_of_both_dialects() {
     let deadline = Instant::now() + Duration::from_secs(40);
     let want_up = ["ws_tcp", "ws_tcp_again", "ws_udp_reverse", "iperf3", "iperf2"];
     let mut up = Vec::new();
+    let mut scheduled = Vec::new();
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_secs(2));
         up = values(prom_port, "max_over_time(iperf3_up[1m])");
+        scheduled = values(prom_port, "wirespeed_schedule_received_bits_per_second");
         let has = |j: &str| up.iter().any(|(n, v)| n == j && *v == 1.0);
-        if want_up.iter().all(|j| has(j)) && up.iter().any(|(n, _)| n == "closed") {
+        if want_up.iter().all(|j| has(j)) && up.iter().any(|(n, _)| n == "closed") && !scheduled.is_empty() {
             break;
         }
     }
+    let schedule_up = values(prom_port, "wirespeed_schedule_up");
     let sent = values(prom_port, "iperf3_sent_bytes");
     let received = values(prom_port, "iperf3_received_bytes");
     let udp = values(prom_port, "iperf3_received_packets");
     drop(prom);
     drop(ex);
+    drop(ui);
     let _ = std::fs::remove_dir_all(&dir);
 
     for j in want_up {
@@ -168,4 +198,9 @@ fn prometheus_scrapes_the_exporter_across_servers_of_both_dialects() {
         );
     }
     assert!(udp.iter().any(|(n, v)| n == "ws_udp_reverse" && *v > 0.0), "{udp:?}");
+    assert!(scheduled.iter().any(|(n, v)| n == "ui" && *v > 0.0), "{scheduled:?}");
+    assert!(
+        schedule_up.iter().any(|(n, v)| n == "ui" && *v == 1.0),
+        "{schedule_up:?}"
+    );
 }
