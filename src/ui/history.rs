@@ -234,10 +234,8 @@ pub struct Query {
     /// A server's tests only (`true`), or the runs a page started and
     /// its schedules' (`false`).
     pub served: Option<bool>,
-    /// At most this many (capped at [`MAX_LIST`]).
+    /// At most this many, newest first (capped at [`MAX_POINTS`]).
     pub limit: usize,
-    /// Oldest first (charts) rather than newest first.
-    pub ascending: bool,
 }
 
 /// A recurring test.
@@ -583,9 +581,8 @@ impl History {
         if let Some(served) = q.served {
             cond(if served { "kind =" } else { "kind !=" }, "server".to_string().into());
         }
-        let order = if q.ascending { "ASC" } else { "DESC" };
         sql.push_str(&format!(
-            " ORDER BY started_ms {order}, id {order} LIMIT {}",
+            " ORDER BY started_ms DESC, id DESC LIMIT {}",
             q.limit.clamp(1, MAX_LIST.max(MAX_POINTS))
         ));
         let c = self.conn();

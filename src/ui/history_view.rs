@@ -38,7 +38,6 @@ pub fn query(board: &Board, req: &Request, default_limit: usize, cap: usize) -> 
         before: num("before")?.map(|n| n.max(0) as u64),
         served: Some(board.mode == Mode::Server),
         limit,
-        ascending: false,
     })
 }
 
@@ -140,12 +139,13 @@ pub fn charts(board: &Board, q: &Query) -> Result<String, String> {
     let Some(target) = &q.target else {
         return Err("a chart is of one target: give target=".into());
     };
-    let runs = board.history.list(&Query {
-        ascending: true,
+    // The newest MAX_POINTS of the range, drawn oldest first.
+    let mut runs = board.history.list(&Query {
         limit: MAX_POINTS,
         before: None,
         ..q.clone()
     })?;
+    runs.reverse();
     let runs: Vec<&Stored> = runs
         .iter()
         .filter(|r| r.state == "done" || r.state == "stopped")
