@@ -447,9 +447,11 @@ fn run_server(
         };
         let page = match (ui, board) {
             (Some(ep), Some(b)) => {
+                let db = ep.db().to_string();
                 let s = ep.serve(b)?;
                 if !cfg.output.json {
                     out.write_err(&s.say("Watch the tests at "));
+                    out.write_err(&format!("History in {db}\n"));
                 }
                 Some(s)
             }

@@ -144,6 +144,12 @@ fn a_server_ui_records_its_tests_and_db_needs_ui() {
     );
     wait_listening(sport);
     wait_listening(uport);
+    // It says where, on standard error beside the page's address.
+    let deadline = Instant::now() + T;
+    while !server.err().contains(&format!("History in {db}\n")) {
+        assert!(Instant::now() < deadline, "{}", server.err());
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let c = run(
         &wirespeed(),
         &["-c", "127.0.0.1", "-p", &sport.to_string(), "-t", "1"],
