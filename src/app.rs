@@ -276,12 +276,36 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
         }
         _ => None,
     };
+    // The RPM server's listener and certificate, checked now like the
+    // metrics endpoint's; it serves once the server runs.
+    if let Err(e) = crate::nq::check_options(&cfg) {
+        print_failure(&cfg, &out, &e);
+        return 1;
+    }
+    let rpm = match (&cfg.role, &cfg.server.rpm_listen) {
+        (Role::Server, Some(_)) => match crate::nq::Endpoint::bind(&cfg) {
+            Ok(ep) => {
+                let line = ep.announcement();
+                if cfg.output.json {
+                    eprint!("{line}");
+                } else {
+                    out.write_err(&line);
+                }
+                Some(ep)
+            }
+            Err(e) => {
+                print_failure(&cfg, &out, &e);
+                return 1;
+            }
+        },
+        _ => None,
+    };
     let signal = install_signals(hangup_for(&cfg));
     let result = match &cfg.role {
         Role::Client(host) if crate::report::mode::is_mode(&cfg) => run_mode(&cfg, host, &out, &signal, metrics),
         Role::Client(host) => run_client(&cfg, host, &out, &signal, warnings),
         Role::Loopback => run_loopback(&cfg, out.clone(), &signal),
-        Role::Server => run_server(&cfg, out.clone(), signal.clone(), metrics, ui),
+        Role::Server => run_server(&cfg, out.clone(), signal.clone(), metrics, ui, rpm),
     };
     match result {
         Ok(()) => 0,
@@ -405,6 +429,7 @@ fn run_server(
     signal: Arc<AtomicUsize>,
     metrics: Option<metrics::http::Endpoint>,
     ui: Option<crate::ui::Endpoint>,
+    rpm: Option<crate::nq::Endpoint>,
 ) -> Result<(), Error> {
     crate::engine::MuxMode::from_env()?;
     // -A n: the server and every thread it starts run on CPU n (a test
@@ -457,11 +482,12 @@ fn run_server(
             }
             _ => None,
         };
+        let rpm = rpm.map(crate::nq::Endpoint::serve).transpose()?;
         let pid = match &cfg.server.pidfile {
             Some(p) => Some(PidFile::create(p)?),
             None => None,
         };
-        Ok((serving, page, pid))
+        Ok((serving, page, rpm, pid))
     })();
     let _running = match (started, detached) {
         (Ok(r), Some(d)) => {

@@ -196,6 +196,12 @@ pub struct ServerOptions {
     pub ui: Option<String>,
     /// `--db PATH`: where `--ui` keeps its history.
     pub db: Option<String>,
+    /// `--rpm-listen ADDR:PORT`: the networkQuality (responsiveness) server.
+    pub rpm_listen: Option<String>,
+    /// `--tls-cert FILE`: its certificate chain (PEM); self-signed without.
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// `--tls-key FILE`: the certificate's private key (PEM).
+    pub tls_key: Option<std::path::PathBuf>,
     /// iperf2 `-P n` on a server: exit after n connections.
     pub max_connections: Option<u32>,
     /// iperf2 `-t` on a server: stop listening after this long.
@@ -224,6 +230,9 @@ impl Default for ServerOptions {
             metrics: None,
             ui: None,
             db: None,
+            rpm_listen: None,
+            tls_cert: None,
+            tls_key: None,
             max_connections: None,
             listen_time: None,
         }

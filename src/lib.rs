@@ -21,6 +21,7 @@ pub mod http;
 pub mod metrics;
 pub mod modes;
 pub mod net;
+pub mod nq;
 pub mod report;
 pub mod server;
 #[cfg(windows)]

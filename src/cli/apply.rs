@@ -172,6 +172,27 @@ pub fn db<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
     Ok(())
 }
 
+/// `--rpm-listen ADDR:PORT` (server): the networkQuality (RPM) server.
+pub fn rpm_listen<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
+    s.cfg.server.rpm_listen = Some(value(o).to_string());
+    s.server_option("--rpm-listen");
+    Ok(())
+}
+
+/// `--tls-cert FILE` (server, with `--rpm-listen`): its certificate (PEM).
+pub fn tls_cert<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
+    s.cfg.server.tls_cert = Some(PathBuf::from(value(o)));
+    s.server_option("--tls-cert");
+    Ok(())
+}
+
+/// `--tls-key FILE` (server, with `--tls-cert`): the certificate's key (PEM).
+pub fn tls_key<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
+    s.cfg.server.tls_key = Some(PathBuf::from(value(o)));
+    s.server_option("--tls-key");
+    Ok(())
+}
+
 /// `--allow list` (server): only these clients.
 pub fn allow<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
     let list = crate::server::access::split_list("--allow", value(o)).map_err(|m| S::value_error(Code::NONE, m))?;

@@ -94,14 +94,14 @@ const IPERF2_EXTRAS: &[&str] = &[
     "enhancedreports", "linux-congestion", "allow", "deny", "json", "json-stream", "report", "live", "udp-search",
     "latency",    "max-loss", "max-tests", "dscp", "tcp-cca", "working-load", "rpm", "bounceback-request",
     "bounceback-reply", "sync-transfer-id", "ui", "server-bitrate-limit", "server-max-duration", "rcv-timeout",
-    "db",
+    "db", "rpm-listen", "tls-cert", "tls-key",
 ];
 
 /// wirespeed's own long options in the iperf3 dialect.
 #[rustfmt::skip]
 const IPERF3_EXTRAS: &[&str] = &[
     "max-tests", "max-streams", "loopback", "live", "report", "udp-search", "latency", "max-loss", "metrics", "allow",
-    "deny", "csv", "rpm", "ui", "db",
+    "deny", "csv", "rpm", "ui", "db", "rpm-listen", "tls-cert", "tls-key",
 ];
 
 /// What a peer program does with `--prefix`.

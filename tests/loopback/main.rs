@@ -27,6 +27,8 @@ mod modes_events;
 mod options;
 mod properties;
 mod pscheduler;
+#[cfg(feature = "rpm-server")]
+mod rpm_server;
 mod server;
 mod server_guards;
 mod server_json_errors;

@@ -67,6 +67,10 @@ Server specific:
       --rcv-timeout #      end a test that received or moved nothing for # ms (default 60000)
       --ui <addr>:<port>   serve a web page watching the tests live (a wirespeed addition)
       --db <path>          where --ui keeps its history (SQLite; :memory: keeps none)
+      --rpm-listen <addr>:<port>  also serve networkQuality's responsiveness test over HTTPS
+                           (config at /.well-known/nq; a wirespeed addition)
+      --tls-cert <file>    --rpm-listen's certificate chain (PEM; default: self-signed)
+      --tls-key <file>     the private key of --tls-cert (PEM)
   -V, --ipv6_domain        Enable IPv6 reception by setting the domain and socket to AF_INET6 (Can receive on both IPv4 and IPv6)
 
 Client specific:

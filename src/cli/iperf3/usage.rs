@@ -143,6 +143,12 @@ wirespeed additions:
   --ui <addr>:<port>        server: serve a web page watching its tests live
   --db <path>               server: where --ui keeps its history (SQLite; default
                             in the user's data directory; :memory: keeps none)
+  --rpm-listen <addr>:<port> server: also serve networkQuality's responsiveness
+                            test (HTTPS, HTTP/2 and HTTP/1.1; config at
+                            /.well-known/nq)
+  --tls-cert <file>         server: --rpm-listen's certificate chain (PEM; without
+                            it a self-signed one is made and its SHA-256 printed)
+  --tls-key <file>          server: the private key of --tls-cert (PEM)
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
   {prog} ui [--listen <addr>:<port>]
                             serve a web page to run tests and watch them live

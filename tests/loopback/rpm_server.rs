@@ -1,0 +1,411 @@
+//! `-s --rpm-listen`: the networkQuality (RPM) server, driven by Debian's
+//! curl over HTTP/2 and HTTP/1.1, with its self-signed certificate and
+//! with one made by openssl; its handshake deadline; and the refusals of
+//! its options.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common;
+
+/// Whether curl is here and speaks HTTP/2 (else the test says so and
+/// passes without running).
+fn curl_h2() -> bool {
+    let ok = Command::new("curl")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("HTTP2"))
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED: no curl with HTTP/2 on this machine");
+    }
+    ok
+}
+
+/// A server on a free iperf port with the RPM server on another; returns
+/// it, the RPM port and what it said on stderr at start.
+fn rpm_server(extra: &[&str]) -> (common::Proc, u16, String) {
+    let port = common::free_port();
+    let rpm = common::free_port();
+    let listen = format!("127.0.0.1:{rpm}");
+    let mut args = vec!["--rpm-listen", listen.as_str()];
+    args.extend_from_slice(extra);
+    let p = common::wirespeed_server(port, &args);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !p.err().contains("RPM server") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let said = p.err();
+    assert!(said.contains("RPM server (networkQuality) at"), "{said}");
+    common::wait_listening(rpm);
+    (p, rpm, said)
+}
+
+/// `curl -sk args...` (at most `secs` seconds): its exit code, stdout bytes
+/// and stderr.
+fn curl(args: &[&str], secs: u32) -> (Option<i32>, Vec<u8>, String) {
+    let t = secs.to_string();
+    let o = Command::new("curl")
+        .args(["-sSk", "--max-time", &t])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("curl runs");
+    (
+        o.status.code(),
+        o.stdout,
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The fingerprint as the server printed it.
+fn printed_fingerprint(said: &str) -> String {
+    said.split("SHA-256 ")
+        .nth(1)
+        .and_then(|s| s.lines().next())
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn curl_gets_config_small_large_and_uploads_over_h2_and_h1() {
+    if !curl_h2() {
+        return;
+    }
+    let (_server, rpm, said) = rpm_server(&[]);
+    assert!(
+        said.contains(&format!(
+            "https://127.0.0.1:{rpm}/.well-known/nq, self-signed certificate SHA-256 "
+        )),
+        "{said}"
+    );
+    let fp = printed_fingerprint(&said);
+    assert_eq!(fp.len(), 32 * 3 - 1, "{said}");
+    let base = format!("https://127.0.0.1:{rpm}");
+
+    // The config, over both protocols and at both paths.
+    for (proto, path) in [
+        ("--http2", "/.well-known/nq"),
+        ("--http1.1", "/config"),
+        ("--http2", "/config"),
+    ] {
+        let (code, body, err) = curl(&[proto, "-w", "", &format!("{base}{path}")], 10);
+        assert_eq!(code, Some(0), "{proto} {path}: {err}");
+        let doc: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+        assert_eq!(doc["version"], 1);
+        let urls = &doc["urls"];
+        for (k, p) in [
+            ("small_download_url", "small"),
+            ("large_download_url", "large"),
+            ("upload_url", "slurp"),
+            ("small_https_download_url", "small"),
+            ("large_https_download_url", "large"),
+            ("https_upload_url", "slurp"),
+        ] {
+            assert_eq!(urls[k], format!("{base}/{p}"), "{k} in {doc}");
+        }
+    }
+    // A host that is no host falls back to the listener's address; a name
+    // is kept.
+    let (_, body, _) = curl(&["--http1.1", "-H", "Host: a b/c", &format!("{base}/config")], 10);
+    let doc: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(doc["urls"]["upload_url"], format!("{base}/slurp"));
+    let (_, body, _) = curl(
+        &[
+            "--http1.1",
+            "--resolve",
+            &format!("nq.test:{rpm}:127.0.0.1"),
+            &format!("https://nq.test:{rpm}/config"),
+        ],
+        10,
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(
+        doc["urls"]["small_download_url"],
+        format!("https://nq.test:{rpm}/small")
+    );
+
+    // /small: one byte, over HTTP/2 and HTTP/1.1.
+    for (proto, version) in [("--http2", "2"), ("--http1.1", "1.1")] {
+        let (code, body, err) = curl(
+            &[proto, "-w", "\n%{http_code} %{http_version}", &format!("{base}/small")],
+            10,
+        );
+        assert_eq!(code, Some(0), "{err}");
+        let text = String::from_utf8_lossy(&body).into_owned();
+        let (one, tail) = text.split_once('\n').expect("the body, then curl's line");
+        assert_eq!(one.len(), 1, "{text:?}");
+        assert_eq!(tail, format!("200 {version}"));
+    }
+
+    // Unknown paths are 404, a wrong method 405.
+    let (_, body, _) = curl(
+        &[
+            "--http2",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            &format!("{base}/nope"),
+        ],
+        10,
+    );
+    assert_eq!(body, b"404");
+    let (_, body, _) = curl(
+        &[
+            "--http2",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-d",
+            "x",
+            &format!("{base}/small"),
+        ],
+        10,
+    );
+    assert_eq!(body, b"405");
+
+    // /large streams: 50 MB read over each protocol, then we hang up.
+    for proto in ["--http2", "--http1.1"] {
+        let mut c = Command::new("curl")
+            .args(["-sk", "--max-time", "30", proto, &format!("{base}/large")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("curl runs");
+        let mut out = c.stdout.take().unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut got = 0usize;
+        while got < 50_000_000 {
+            match out.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+        assert!(got >= 50_000_000, "{proto}: /large gave {got} bytes");
+    }
+
+    // An upload of 20 MB from standard input (chunked in HTTP/1.1) is 200.
+    for proto in ["--http2", "--http1.1"] {
+        let mut c = Command::new("curl")
+            .args([
+                "-sSk",
+                "--max-time",
+                "30",
+                proto,
+                "--data-binary",
+                "@-",
+                "-o",
+                "/dev/null",
+            ])
+            .args(["-w", "%{http_code} %{size_upload}", &format!("{base}/slurp")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("curl runs");
+        let mut input = c.stdin.take().unwrap();
+        let feeder = std::thread::spawn(move || {
+            let block = vec![b'u'; 1 << 20];
+            for _ in 0..20 {
+                if input.write_all(&block).is_err() {
+                    break;
+                }
+            }
+        });
+        let o = c.wait_with_output().expect("curl ends");
+        let _ = feeder.join();
+        let said = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(said, "200 20971520", "{proto}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+#[test]
+fn a_certificate_given_is_served() {
+    if !curl_h2() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ws-rpm-cert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let (cert_s, key_s) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ])
+        .args(["-keyout", key_s, "-out", cert_s])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPED: openssl could not make a certificate");
+        return;
+    }
+    let o = Command::new("openssl")
+        .args(["x509", "-noout", "-fingerprint", "-sha256", "-in", cert_s])
+        .output()
+        .expect("openssl runs");
+    let theirs = String::from_utf8_lossy(&o.stdout);
+    let theirs = theirs.trim().rsplit('=').next().unwrap().to_string();
+    let (_server, rpm, said) = rpm_server(&["--tls-cert", cert_s, "--tls-key", key_s]);
+    assert!(said.contains(", certificate SHA-256 "), "{said}");
+    assert_eq!(printed_fingerprint(&said), theirs);
+    // Verified against that certificate, not -k.
+    let url = format!("https://127.0.0.1:{rpm}/small");
+    let o = Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "10",
+            "--http2",
+            "--cacert",
+            cert_s,
+            "-w",
+            " %{http_version}",
+            &url,
+        ])
+        .output()
+        .expect("curl runs");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "x 2",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A key that is not the certificate's is refused at start, in one line.
+    let other = dir.join("other.pem");
+    let _ = Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            other.to_str().unwrap(),
+        ])
+        .stderr(Stdio::null())
+        .status();
+    let r = common::run(
+        &common::wirespeed(),
+        &[
+            "-s",
+            "--rpm-listen",
+            &format!("127.0.0.1:{}", common::free_port()),
+            "--tls-cert",
+            cert_s,
+            "--tls-key",
+            other.to_str().unwrap(),
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_silent_client_is_dropped_while_the_iperf_port_serves() {
+    let port = common::free_port();
+    let rpm = common::free_port();
+    let listen = format!("127.0.0.1:{rpm}");
+    let _server = common::wirespeed_server(port, &["--rpm-listen", &listen]);
+    common::wait_listening(rpm);
+    let started = Instant::now();
+    let mut silent = TcpStream::connect(("127.0.0.1", rpm)).expect("connects");
+    silent.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    // A normal test on the iperf port meanwhile.
+    let p = port.to_string();
+    let r = common::run(
+        &common::wirespeed(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("receiver"), "{}", r.stdout);
+    // The handshake deadline (10 s) closes the silent connection.
+    let mut b = [0u8; 16];
+    let n = silent.read(&mut b);
+    let took = started.elapsed();
+    assert!(
+        matches!(n, Ok(0))
+            || n.as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "{n:?}"
+    );
+    assert!(
+        took >= Duration::from_secs(9) && took < Duration::from_secs(19),
+        "closed after {took:?}"
+    );
+}
+
+#[test]
+fn the_options_are_refused_in_one_line_when_wrong() {
+    let free = format!("127.0.0.1:{}", common::free_port());
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["-s", "--tls-cert", "c.pem", "--tls-key", "k.pem"],
+            "give --rpm-listen too",
+        ),
+        (&["-s", "--tls-key", "k.pem"], "give --rpm-listen too"),
+        (
+            &["-s", "--rpm-listen", &free, "--tls-cert", "c.pem"],
+            "--tls-cert needs --tls-key",
+        ),
+        (
+            &["-s", "--rpm-listen", &free, "--tls-key", "k.pem"],
+            "--tls-key needs --tls-cert",
+        ),
+        (&["-s", "--rpm-listen", "nowhere"], "--rpm-listen wants ADDR:PORT"),
+        (
+            &[
+                "-s",
+                "--rpm-listen",
+                &free,
+                "--tls-cert",
+                "/nonexistent/c.pem",
+                "--tls-key",
+                "/nonexistent/k.pem",
+            ],
+            "--tls-cert /nonexistent/c.pem: ",
+        ),
+        (
+            &["--iperf2", "-s", "--tls-cert", "c.pem", "--tls-key", "k.pem"],
+            "give --rpm-listen too",
+        ),
+    ];
+    for (args, words) in cases {
+        let r = common::run(&common::wirespeed(), args, Duration::from_secs(10));
+        assert_eq!(r.code, Some(1), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(words), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
+    }
+    // A client may not serve it.
+    let r = common::run(
+        &common::wirespeed(),
+        &["-c", "127.0.0.1", "--rpm-listen", &free],
+        Duration::from_secs(10),
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+}
