@@ -13,7 +13,10 @@ use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
 
-use super::{CONFIG_CAP, FLOWS_PER_STEP, Idle, Judge, Latencies, NqUrls, PROBE_ROUNDS_PER_SECOND, SMALL_CAP, Sample, Second, Url, Verdict, Way, WayResult};
+use super::{
+    CONFIG_CAP, FLOWS_PER_STEP, Idle, Judge, Latencies, NqUrls, PROBE_ROUNDS_PER_SECOND, SMALL_CAP, Sample, Second,
+    Url, Verdict, Way, WayResult,
+};
 use crate::config::NqOptions;
 use crate::modes::rpm::MAD;
 
@@ -116,7 +119,10 @@ async fn connect(ctx: &Ctx, t: &Target) -> Res<Conn> {
             .await
             .map_err(|e| verify::words(&t.url, &e))?;
         if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
-            return Err(format!("{}: the server does not offer HTTP/2 (ALPN h2)", t.url.authority()));
+            return Err(format!(
+                "{}: the server does not offer HTTP/2 (ALPN h2)",
+                t.url.authority()
+            ));
         }
         let tls_ms = ms(start.elapsed());
         let (send, conn) = h2::client::Builder::new()
@@ -455,7 +461,11 @@ pub(super) fn measure(
     };
     let r = rt.block_on(async {
         let urls = config(&ctx, url).await?;
-        let targets = (target(&urls.small).await?, target(&urls.large).await?, target(&urls.upload).await?);
+        let targets = (
+            target(&urls.small).await?,
+            target(&urls.large).await?,
+            target(&urls.upload).await?,
+        );
         let idle = idle(&ctx, &targets.0).await?;
         let mut ways = vec![way(&ctx, nq, &targets, Way::Download, signal, tell).await?];
         if !nq.download_only && signal.load(Relaxed) == 0 {
@@ -487,7 +497,9 @@ mod verify {
     /// The trust anchors: `--cacert`'s certificates (also pinned: a
     /// self-signed server certificate given there is trusted as itself),
     /// else `$SSL_CERT_FILE` or the system's bundle.
-    pub(super) fn roots(cacert: Option<&std::path::Path>) -> Res<(rustls::RootCertStore, Vec<CertificateDer<'static>>)> {
+    pub(super) fn roots(
+        cacert: Option<&std::path::Path>,
+    ) -> Res<(rustls::RootCertStore, Vec<CertificateDer<'static>>)> {
         let mut roots = rustls::RootCertStore::empty();
         let load = |p: &std::path::Path| -> Res<Vec<CertificateDer<'static>>> {
             let certs: Vec<_> = CertificateDer::pem_file_iter(p)
@@ -549,7 +561,10 @@ mod verify {
             ocsp: &[u8],
             now: UnixTime,
         ) -> Result<ServerCertVerified, rustls::Error> {
-            match self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            match self
+                .inner
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            {
                 Ok(v) => Ok(v),
                 Err(e) if self.pinned.iter().any(|p| p.as_ref() == end_entity.as_ref()) => {
                     let parsed = rustls::server::ParsedCertificate::try_from(end_entity).map_err(|_| e)?;

@@ -109,12 +109,18 @@ pub fn parse_url(s: &str) -> Result<Url, String> {
     if host.is_empty() {
         return Err(bad("no host"));
     }
-    if host.chars().any(|c| c.is_whitespace() || c.is_control()) || path.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    if host.chars().any(|c| c.is_whitespace() || c.is_control())
+        || path.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
         return Err(bad("spaces or control characters"));
     }
     let port = match port {
         None => 443,
-        Some(p) => p.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(|| bad("bad port"))?,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| bad("bad port"))?,
     };
     Ok(Url {
         host: host.to_string(),
@@ -216,7 +222,11 @@ impl Latencies {
         let (mut tcp, mut tls, mut http, mut own) = (vec![], vec![], vec![], vec![]);
         for s in samples {
             match *s {
-                Sample::Foreign { tcp: a, tls: b, http: c } => {
+                Sample::Foreign {
+                    tcp: a,
+                    tls: b,
+                    http: c,
+                } => {
                     tcp.push(a);
                     tls.push(b);
                     http.push(c);
@@ -498,13 +508,25 @@ mod tests {
     #[test]
     fn urls_parse() {
         let u = parse_url("https://example.com/.well-known/nq").unwrap();
-        assert_eq!((u.host.as_str(), u.port, u.path.as_str()), ("example.com", 443, "/.well-known/nq"));
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("example.com", 443, "/.well-known/nq")
+        );
         let u = parse_url("https://[::1]:8443").unwrap();
         assert_eq!((u.host.as_str(), u.port, u.path.as_str()), ("::1", 8443, "/"));
         assert_eq!(u.text(), "https://[::1]:8443/");
         let u = parse_url("HTTPS://127.0.0.1:4443?x=1#f").unwrap();
         assert_eq!(u.path, "/?x=1");
-        for bad in ["http://x/", "x/y", "https://", "https://h:0/", "https://h:99999/", "https://[::1/", "https://a b/", "https://u@h/"] {
+        for bad in [
+            "http://x/",
+            "x/y",
+            "https://",
+            "https://h:0/",
+            "https://h:99999/",
+            "https://[::1/",
+            "https://a b/",
+            "https://u@h/",
+        ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
     }
@@ -517,13 +539,21 @@ mod tests {
         assert_eq!(parse_config(new).unwrap().upload.path, "/slurp");
         assert!(parse_config(b"<html>").unwrap_err().contains("not JSON"));
         assert!(parse_config(b"{}").unwrap_err().contains("\"urls\""));
-        assert!(parse_config(br#"{"urls":{"small_download_url":"https://h/s"}}"#).unwrap_err().contains("large_download_url"));
+        assert!(
+            parse_config(br#"{"urls":{"small_download_url":"https://h/s"}}"#)
+                .unwrap_err()
+                .contains("large_download_url")
+        );
     }
 
     #[test]
     fn rpm_is_the_drafts_mean() {
         let samples = [
-            Sample::Foreign { tcp: 10.0, tls: 20.0, http: 30.0 },
+            Sample::Foreign {
+                tcp: 10.0,
+                tls: 20.0,
+                http: 30.0,
+            },
             Sample::SelfProbe(40.0),
         ];
         let l = Latencies::of(&samples).unwrap();
@@ -534,7 +564,14 @@ mod tests {
 
     #[test]
     fn the_judge_wants_stable_goodput_then_stable_rpm() {
-        let l = Latencies::of(&[Sample::Foreign { tcp: 1.0, tls: 1.0, http: 1.0 }, Sample::SelfProbe(1.0)]);
+        let l = Latencies::of(&[
+            Sample::Foreign {
+                tcp: 1.0,
+                tls: 1.0,
+                http: 1.0,
+            },
+            Sample::SelfProbe(1.0),
+        ]);
         let mut j = Judge::default();
         assert_eq!(j.second(1.0, 1e6, 4, l), Verdict::MoreLoad);
         assert_eq!(j.second(2.0, 2e6, 8, l), Verdict::MoreLoad);
