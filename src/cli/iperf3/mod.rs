@@ -89,7 +89,6 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn run(s: &str) -> Result<TestConfig, Error> {
         let args: Vec<String> = s.split_whitespace().map(String::from).collect();
