@@ -336,7 +336,7 @@ async fn way(
     let mut probes: Vec<JoinHandle<()>> = Vec::new();
     let result = loop {
         tick.tick().await;
-        if loads.is_empty() || round == 0 {
+        if round == 0 {
             for _ in 0..FLOWS_PER_STEP.min(nq.max_flows) {
                 loads.push(add_load(ctx, load_target, way, &bytes));
             }
@@ -449,6 +449,7 @@ pub(super) fn measure(
     nq: &NqOptions,
     url: &Url,
     signal: &Arc<AtomicUsize>,
+    start: &mut dyn FnMut(&NqUrls),
     tell: &mut dyn FnMut(Way, &Second),
 ) -> Res<(Idle, Vec<WayResult>)> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -461,6 +462,7 @@ pub(super) fn measure(
     };
     let r = rt.block_on(async {
         let urls = config(&ctx, url).await?;
+        start(&urls);
         let targets = (
             target(&urls.small).await?,
             target(&urls.large).await?,

@@ -479,7 +479,20 @@ fn run_inner(cfg: &TestConfig, nq: &NqOptions, out: &Output, signal: &Arc<Atomic
             out.write(&line);
         }
     };
-    let (idle, ways) = client::measure(nq, &url, signal, &mut |way, s| progress(second_text(way, s, fmt)))?;
+    let mut start = |urls: &NqUrls| {
+        if !json {
+            out.write(&format!(
+                "Responsiveness test (draft-ietf-ippm-responsiveness, HTTP/2 over TLS 1.3) with {}: {}, each until stable or {} s, up to {} connections\n",
+                urls.large.authority(),
+                if nq.download_only { "download" } else { "download then upload" },
+                nq.time.as_secs_f64(),
+                nq.max_flows
+            ));
+        }
+    };
+    let (idle, ways) = client::measure(nq, &url, signal, &mut start, &mut |way, s| {
+        progress(second_text(way, s, fmt))
+    })?;
     if json {
         let doc = document(&url.text(), &idle, &ways);
         out.write(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
