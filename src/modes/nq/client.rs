@@ -128,6 +128,7 @@ async fn connect(ctx: &Ctx, t: &Target) -> Res<Conn> {
         let (send, conn) = h2::client::Builder::new()
             .initial_window_size(4 << 20)
             .initial_connection_window_size(16 << 20)
+            .max_header_list_size(64 << 10)
             .handshake::<_, Bytes>(tls)
             .await
             .map_err(|e| format!("{}: HTTP/2: {e}", t.url.authority()))?;
