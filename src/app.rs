@@ -302,6 +302,13 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     };
     let signal = install_signals(hangup_for(&cfg));
     let result = match &cfg.role {
+        Role::Client(_) if let Some(nq) = &cfg.nq => {
+            let r = crate::modes::nq::run(&cfg, nq, &out, &signal);
+            if let Err(e) = &r {
+                print_failure(&cfg, &out, e);
+            }
+            r
+        }
         Role::Client(host) if crate::report::mode::is_mode(&cfg) => run_mode(&cfg, host, &out, &signal, metrics),
         Role::Client(host) => run_client(&cfg, host, &out, &signal, warnings),
         Role::Loopback => run_loopback(&cfg, out.clone(), &signal),

@@ -392,6 +392,27 @@ pub struct TestConfig {
     pub latency: Option<u32>,
     /// `--rpm`: the responsiveness test instead of one test.
     pub rpm: bool,
+    /// `--rpm=URL`: the standard responsiveness test against a
+    /// networkQuality server (HTTP/2 over TLS) instead.
+    pub nq: Option<NqOptions>,
+}
+
+/// The standard responsiveness test (`--rpm=URL [--cacert FILE]
+/// [--insecure]`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NqOptions {
+    /// The networkQuality configuration URL.
+    pub url: String,
+    /// `--cacert FILE`: trust the PEM certificates in it.
+    pub cacert: Option<PathBuf>,
+    /// `--insecure`: no certificate verification.
+    pub insecure: bool,
+    /// `-R`: download only (both directions, one after the other, without).
+    pub download_only: bool,
+    /// `-t`: the most each direction runs.
+    pub time: std::time::Duration,
+    /// `-P`: the most load-generating connections per direction.
+    pub max_flows: u32,
 }
 
 impl Default for TestConfig {
@@ -410,6 +431,7 @@ impl Default for TestConfig {
             search: None,
             latency: None,
             rpm: false,
+            nq: None,
         }
     }
 }

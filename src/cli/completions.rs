@@ -153,7 +153,9 @@ enum ValueKind {
 
 fn value_kind(o: &OptionDoc) -> ValueKind {
     match o.long.as_deref() {
-        Some("file" | "pidfile" | "logfile" | "report" | "rsa-private-key-path" | "authorized-users-path")
+        Some(
+            "file" | "pidfile" | "logfile" | "report" | "rsa-private-key-path" | "authorized-users-path" | "cacert",
+        )
         | Some("rsa-public-key-path" | "output" | "file_input") => ValueKind::File,
         Some("client") => ValueKind::Host,
         Some("format") => ValueKind::Format,

@@ -101,7 +101,7 @@ const IPERF2_EXTRAS: &[&str] = &[
 #[rustfmt::skip]
 const IPERF3_EXTRAS: &[&str] = &[
     "max-tests", "max-streams", "loopback", "live", "report", "udp-search", "latency", "max-loss", "metrics", "allow",
-    "deny", "csv", "rpm", "ui", "db", "rpm-listen", "tls-cert", "tls-key",
+    "deny", "csv", "rpm", "ui", "db", "rpm-listen", "tls-cert", "tls-key", "cacert", "insecure",
 ];
 
 /// What a peer program does with `--prefix`.

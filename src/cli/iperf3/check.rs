@@ -17,6 +17,7 @@ fn perr(code: Code) -> Error {
 /// Runs every check and completes the configuration.
 pub(super) fn all(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     let given = |k: Opt| opts.iter().any(|o| o.key == k);
+    nq_rules(s, opts)?;
     role(s, opts)?;
     one_stdout_format(&s.common.cfg)?;
     direction_and_end(s)?;
@@ -61,6 +62,62 @@ fn rpm_rules(cfg: &crate::config::TestConfig) -> Result {
         )),
         None => Ok(()),
     }
+}
+
+/// The options the standard responsiveness test (`--rpm=URL`) honours;
+/// any other is refused, never ignored.
+const NQ_OPTIONS: &[Opt] = &[
+    Opt::Rpm,
+    Opt::Cacert,
+    Opt::Insecure,
+    Opt::Time,
+    Opt::Reverse,
+    Opt::Parallel,
+    Opt::Format,
+    Opt::Json,
+    Opt::Logfile,
+    Opt::ForceFlush,
+    Opt::Timestamps,
+];
+
+/// `--rpm=URL` (with `--cacert`, `--insecure`): it names its own server,
+/// so no `-c`, and takes only [`NQ_OPTIONS`].
+fn nq_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
+    let refuse = |m: String| Err(Error::param_msg(Code::NONE, m));
+    if s.nq.url.is_empty() {
+        if s.nq.cacert.is_some() || s.nq.insecure {
+            return refuse("--cacert and --insecure go with --rpm=URL (the standard responsiveness test)".into());
+        }
+        return Ok(());
+    }
+    if s.common.cfg.rpm {
+        return refuse("give --rpm or --rpm=URL, not both".into());
+    }
+    if s.is_server || s.common.client.is_some() {
+        return refuse("--rpm=URL names its server: do not give -c or -s".into());
+    }
+    if s.nq.cacert.is_some() && s.nq.insecure {
+        return refuse("give --cacert or --insecure, not both".into());
+    }
+    if let Some(o) = opts.iter().find(|o| !NQ_OPTIONS.contains(&o.key)) {
+        return refuse(format!("--rpm=URL cannot be used with {}", o.spelled));
+    }
+    let mut nq = std::mem::take(&mut s.nq);
+    nq.download_only = s.common.reverse;
+    nq.time = s.time.unwrap_or(crate::modes::nq::DEFAULT_TIME);
+    nq.max_flows = crate::modes::nq::MAX_FLOWS;
+    if opts.iter().any(|o| o.key == Opt::Parallel) {
+        nq.max_flows = s.common.cfg.params.streams;
+        if nq.max_flows > crate::modes::nq::MOST_FLOWS {
+            return refuse(format!(
+                "--rpm=URL opens at most {} connections per direction (-P)",
+                crate::modes::nq::MOST_FLOWS
+            ));
+        }
+    }
+    s.common.client = Some(nq.url.clone());
+    s.common.cfg.nq = Some(nq);
+    Ok(())
 }
 
 /// Client, server or loopback, and the options that role may not take

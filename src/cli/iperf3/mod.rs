@@ -69,6 +69,19 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
             Step::Answer(_) => {}
         }
     }
+    // `--rpm URL`: the URL would be an ignored operand and the test the
+    // iperf one; its value only follows an `=`.
+    if state.common.cfg.rpm
+        && let Some(url) = parsed
+            .operands
+            .iter()
+            .find(|a| a.to_ascii_lowercase().starts_with("https://"))
+    {
+        return Err(Error::param_msg(
+            Code::NONE,
+            format!("--rpm takes its URL after an '=': --rpm={url}"),
+        ));
+    }
     check::all(&mut state, &parsed.opts)?;
     Ok(Command::Run(Box::new(state.common.cfg), state.common.warnings))
 }
@@ -87,6 +100,45 @@ mod tests {
 
     fn code(s: &str) -> Code {
         run(s).unwrap_err().code
+    }
+
+    #[test]
+    fn rpm_with_a_url_is_the_standard_test() {
+        let c = run("--rpm=https://h:4443/config --cacert ca.pem -t 5 -R -P 8 -J").unwrap();
+        let nq = c.nq.unwrap();
+        assert!(!c.rpm);
+        assert_eq!(nq.url, "https://h:4443/config");
+        assert_eq!(nq.cacert.as_deref(), Some(std::path::Path::new("ca.pem")));
+        assert_eq!(
+            (nq.download_only, nq.time, nq.max_flows),
+            (true, Duration::from_secs(5), 8)
+        );
+        let c = run("--rpm=https://h/ --insecure").unwrap();
+        let nq = c.nq.unwrap();
+        assert!(nq.insecure && !nq.download_only);
+        assert_eq!((nq.time, nq.max_flows), (Duration::from_secs(20), 16));
+        // The iperf variant is unchanged.
+        let c = run("-c h --rpm").unwrap();
+        assert!(c.rpm && c.nq.is_none());
+        for bad in [
+            "-c h --rpm https://h/config",
+            "--rpm=https://h/ -c h",
+            "--rpm=https://h/ -u",
+            "--rpm=https://h/ --bidir",
+            "--rpm=https://h/ --cacert a --insecure",
+            "--rpm=https://h/ -P 65",
+            "-c h --insecure",
+            "-s --cacert a",
+        ] {
+            let e = run(bad).unwrap_err();
+            assert!(!e.line().is_empty(), "{bad}");
+        }
+        assert!(
+            run("-c h --rpm https://h/config")
+                .unwrap_err()
+                .line()
+                .contains("--rpm=https://h/config")
+        );
     }
 
     #[test]

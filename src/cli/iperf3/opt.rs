@@ -91,6 +91,8 @@ pub enum Opt {
     Report,
     UdpSearch,
     Rpm,
+    Cacert,
+    Insecure,
     Latency,
     MaxLoss,
     Metrics,

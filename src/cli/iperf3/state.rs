@@ -27,6 +27,9 @@ pub struct ParseState {
     pub(super) format_given: bool,
     /// `--bidir`.
     pub(super) bidir: bool,
+    /// `--rpm=URL`, `--cacert FILE` and `--insecure`, put together by the
+    /// checks.
+    pub(super) nq: crate::config::NqOptions,
 }
 
 impl ParseState {
@@ -42,6 +45,7 @@ impl ParseState {
             rcv_timeout_given: false,
             format_given: false,
             bidir: false,
+            nq: crate::config::NqOptions::default(),
         }
     }
 }

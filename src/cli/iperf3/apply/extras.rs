@@ -25,3 +25,25 @@ pub fn metrics(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.common.cfg.server.metrics = Some(value(o).to_string());
     Ok(())
 }
+
+/// `--rpm`: the responsiveness test; `--rpm=URL` the standard one against
+/// a networkQuality server (its configuration URL).
+pub fn rpm(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    match o.value.as_deref() {
+        Some(url) => s.nq.url = url.to_string(),
+        None => s.common.cfg.rpm = true,
+    }
+    Ok(())
+}
+
+/// `--cacert FILE`: trust the PEM certificates in FILE (`--rpm=URL`).
+pub fn cacert(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    s.nq.cacert = Some(std::path::PathBuf::from(value(o)));
+    Ok(())
+}
+
+/// `--insecure`: no certificate verification (`--rpm=URL`).
+pub fn insecure(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+    s.nq.insecure = true;
+    Ok(())
+}
