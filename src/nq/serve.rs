@@ -33,6 +33,10 @@ pub const MAX_CONNECTIONS: usize = 256;
 const BUSY_EXTRA: usize = 16;
 /// What a busy answer asks the client to wait, in seconds.
 const RETRY_SECONDS: &str = "5";
+/// Most of an unasked-for request body read before the answer.
+const SMALL_BODY: usize = 64 * 1024;
+/// Longest wait for it.
+const SMALL_BODY_WAIT: Duration = Duration::from_secs(2);
 /// HTTP/2 streams open at once on one connection.
 pub const MAX_STREAMS: u32 = 32;
 /// The largest HTTP/2 header list (decoded).
@@ -414,6 +418,15 @@ fn route(path: &str, m: &Method) -> Route {
 }
 
 async fn answer(req: Request<Incoming>, ctx: &Ctx) -> Response<Reply> {
+    let route = route(req.uri().path(), req.method());
+    if matches!(route, Route::Slurp) && !ctx.busy {
+        return slurp(req.into_body()).await;
+    }
+    // Every other answer comes after the request's body (a short one),
+    // so a client still sending it is not reset before it reads the
+    // answer (curl then sees no answer at all).
+    let (req, body) = req.into_parts();
+    discard(body).await;
     if ctx.busy {
         let mut r = text(
             StatusCode::TOO_MANY_REQUESTS,
@@ -427,7 +440,7 @@ async fn answer(req: Request<Incoming>, ctx: &Ctx) -> Response<Reply> {
         }
         return r;
     }
-    match route(req.uri().path(), req.method()) {
+    match route {
         Route::Config => {
             let body = config(&req, ctx.local);
             reply(StatusCode::OK, "application/json", Reply::Once(Some(Bytes::from(body))))
@@ -442,7 +455,8 @@ async fn answer(req: Request<Incoming>, ctx: &Ctx) -> Response<Reply> {
             "application/octet-stream",
             Reply::Endless(Instant::now() + TRANSFER),
         ),
-        Route::Slurp => slurp(req.into_body()).await,
+        // Answered above, by `slurp`.
+        Route::Slurp => text(StatusCode::INTERNAL_SERVER_ERROR, "upload routed twice\n"),
         Route::Method(allowed) => {
             let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
             r.headers_mut()
@@ -471,6 +485,20 @@ fn text(status: StatusCode, body: &'static str) -> Response<Reply> {
     )
 }
 
+/// A body not asked for: read and dropped, up to [`SMALL_BODY`] bytes and
+/// [`SMALL_BODY_WAIT`]; the answer goes out after it either way.
+async fn discard(mut body: Incoming) {
+    let until = tokio::time::Instant::now() + SMALL_BODY_WAIT;
+    let mut seen = 0usize;
+    while seen < SMALL_BODY {
+        let next = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx));
+        match tokio::time::timeout_at(until, next).await {
+            Ok(Some(Ok(f))) => seen += f.data_ref().map_or(0, |d| d.len()),
+            _ => return,
+        }
+    }
+}
+
 /// Reads a posted body to its end and discards it.
 async fn slurp(mut body: Incoming) -> Response<Reply> {
     let until = tokio::time::Instant::now() + TRANSFER;
@@ -487,12 +515,12 @@ async fn slurp(mut body: Incoming) -> Response<Reply> {
 
 /// The config document, its URLs on the host the client asked for
 /// (`:authority` or `Host`), else on the listener's address.
-fn config(req: &Request<Incoming>, local: SocketAddr) -> String {
+fn config(req: &hyper::http::request::Parts, local: SocketAddr) -> String {
     let asked = req
-        .uri()
+        .uri
         .authority()
         .map(|a| a.as_str())
-        .or_else(|| req.headers().get(HOST).and_then(|v| v.to_str().ok()));
+        .or_else(|| req.headers.get(HOST).and_then(|v| v.to_str().ok()));
     let base = asked
         .and_then(|a| base_of(a, local.port()))
         .unwrap_or_else(|| local.to_string());
