@@ -293,7 +293,10 @@ fn the_page_watches_a_server_live() {
     };
     let port = free_port();
     let p = port.to_string();
-    let (_srv, ui_port) = start_ui(&["-s", "-p", &p]);
+    // The server reports every 0.5 s too (its own -i): a 3 s test gives
+    // the page six intervals to draw, not three that a loaded host may
+    // deliver together with the end.
+    let (_srv, ui_port) = start_ui(&["-s", "-p", &p, "-i", "0.5"]);
     let b = Browser::start(&driver, &chromium);
     b.go(&format!("http://127.0.0.1:{ui_port}/"));
     b.wait_for(
