@@ -72,13 +72,18 @@ fn sink_one(mut c: std::net::TcpStream) {
 
 /// nginx serving the test's files on `port` (ended when dropped).
 struct Nginx {
-    _proc: Proc,
+    proc: Proc,
     dir: PathBuf,
     port: u16,
 }
 
 impl Drop for Nginx {
+    /// Ends nginx by its master's pid with SIGTERM, which stops its
+    /// workers too (a SIGKILL, as a `Proc` ends itself, would leave them
+    /// running as orphans).
     fn drop(&mut self) {
+        self.proc.signal(15);
+        let _ = self.proc.wait(Duration::from_secs(10));
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -149,7 +154,7 @@ fn nginx(bin: &Path) -> Option<Nginx> {
     // Ready once it answers the configuration.
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(Nginx { _proc: proc, dir, port });
+            return Some(Nginx { proc, dir, port });
         }
         std::thread::sleep(Duration::from_millis(50));
     }
