@@ -165,7 +165,16 @@ fn turns(
         });
         steer.after_timers(session, interval)?;
         if !spec.peer_ends && session.finished(now) {
-            return Ok(Turn::Finish);
+            // A stream that failed may have recorded its error after the
+            // look above and then ended (it records the error before it
+            // counts as done): its failure, not a normal end.
+            return match session.stream_error() {
+                Some(e) => match steer.stream_failed(e)? {
+                    Turn::Go => Ok(Turn::Finish),
+                    t => Ok(t),
+                },
+                None => Ok(Turn::Finish),
+            };
         }
         let wake_by = session
             .next_deadline()
@@ -190,5 +199,83 @@ fn last_interval(session: &mut Session, spec: &RunSpec, emit: &mut dyn FnMut(Eve
             }
         }
         emit(e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TestParams;
+    use crate::engine::{DataSock, DataStream, StreamExtras};
+    use crate::events::Side;
+    use crate::stats::StreamRole;
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::Arc;
+
+    /// Resets the sender's peer only after the loop has looked for stream
+    /// errors in a turn, and holds that turn until the sender has ended:
+    /// the failure lands between the loop's look for errors and its look
+    /// at the end.
+    struct LateReset {
+        peer: Option<TcpStream>,
+        poll: mio::Poll,
+        events: mio::Events,
+    }
+
+    impl Steering for LateReset {
+        fn after_timers(&mut self, session: &Session, _interval: bool) -> Result<(), Error> {
+            if let Some(p) = self.peer.take() {
+                let s = socket2::Socket::from(p);
+                let _ = s.set_linger(Some(Duration::ZERO));
+                drop(s);
+                let until = Instant::now() + Duration::from_secs(10);
+                while !session.finished(Instant::now()) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            Ok(())
+        }
+
+        fn wait(&mut self, _session: &Session, until: Instant) -> Result<Turn, Error> {
+            let left = until.saturating_duration_since(Instant::now());
+            let _ = self.poll.poll(&mut self.events, Some(left));
+            Ok(Turn::Go)
+        }
+    }
+
+    #[test]
+    fn a_stream_failing_as_the_loop_looks_at_the_end_is_a_failure() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let sock = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (peer, _) = l.accept().unwrap();
+        let (local, remote) = (sock.local_addr().unwrap(), sock.peer_addr().unwrap());
+        let poll = mio::Poll::new().unwrap();
+        let waker = Arc::new(mio::Waker::new(poll.registry(), mio::Token(0)).unwrap());
+        let ds = DataStream::new(1, StreamRole::Send, DataSock::Tcp(sock), local, remote);
+        let params = TestParams::default();
+        let local_opts = crate::engine::LocalOpts {
+            decides_end: true,
+            ..Default::default()
+        };
+        let mut session = Session::start_with(
+            &params,
+            Side::Client,
+            vec![(ds, StreamExtras::default())],
+            waker,
+            &local_opts,
+        )
+        .unwrap();
+        let mut steer = LateReset {
+            peer: Some(peer),
+            poll,
+            events: mio::Events::with_capacity(4),
+        };
+        let spec = RunSpec {
+            drain: Duration::from_millis(200),
+            ..RunSpec::default()
+        };
+        let r = run(&mut session, &spec, &mut steer, &mut |_| {});
+        let e = r.expect_err("the reset is the test's end");
+        assert!(matches!(e.errno, Some(libc::ECONNRESET | libc::EPIPE)), "{e:?}");
     }
 }
