@@ -462,8 +462,12 @@ fn run_server(
     };
     // Threads do not survive the daemon's fork: serve metrics after it.
     let registry = metrics.as_ref().map(|_| Arc::new(metrics::Metrics::new()));
+    let served = Arc::new(crate::nq::Served::default());
     if let Some(r) = &registry {
         server = server.with_metrics(r.clone());
+        if rpm.is_some() {
+            r.count_rpm_server(served.clone());
+        }
     }
     let board = ui
         .as_ref()
@@ -489,7 +493,7 @@ fn run_server(
             }
             _ => None,
         };
-        let rpm = rpm.map(crate::nq::Endpoint::serve).transpose()?;
+        let rpm = rpm.map(|ep| ep.serve(served)).transpose()?;
         let pid = match &cfg.server.pidfile {
             Some(p) => Some(PidFile::create(p)?),
             None => None,

@@ -210,6 +210,8 @@ impl RttHistogram {
 pub struct Metrics {
     state: Mutex<State>,
     started_at: f64,
+    /// The RPM server's counters, when `--rpm-listen` serves beside.
+    rpm_server: std::sync::OnceLock<std::sync::Arc<crate::nq::Served>>,
 }
 
 impl Default for Metrics {
@@ -237,6 +239,7 @@ impl Metrics {
         Metrics {
             state: Mutex::new(s),
             started_at: crate::sys::time::epoch_now(),
+            rpm_server: std::sync::OnceLock::new(),
         }
     }
 
@@ -327,6 +330,11 @@ impl Metrics {
         });
     }
 
+    /// Serves the RPM server's counters too.
+    pub fn count_rpm_server(&self, served: std::sync::Arc<crate::nq::Served>) {
+        let _ = self.rpm_server.set(served);
+    }
+
     /// The registry in Prometheus text exposition format (version 0.0.4).
     pub fn render(&self) -> String {
         let mut s = match self.state.lock() {
@@ -348,6 +356,9 @@ impl Metrics {
         s.rtt_idle.render(rtt, "idle", &mut o);
         s.rtt_loaded.render(rtt, "loaded", &mut o);
         render_modes(&s, &mut o);
+        if let Some(r) = self.rpm_server.get() {
+            r.render(&mut o);
+        }
         head(
             &mut o,
             "wirespeed_scrapes_total",

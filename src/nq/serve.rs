@@ -10,7 +10,7 @@ use std::net::{Ipv6Addr, SocketAddr, TcpListener};
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::config::TestConfig;
 use crate::error::{Code, Error};
+use crate::nq::Served;
 
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 256;
@@ -115,8 +116,9 @@ impl Endpoint {
         )
     }
 
-    /// Serves on a thread of its own, from now until the process ends.
-    pub fn serve(self) -> Result<Serving, Error> {
+    /// Serves on a thread of its own, from now until the process ends,
+    /// counting what it serves in `served`.
+    pub fn serve(self, served: Arc<Served>) -> Result<Serving, Error> {
         let failed = |e: io::Error| Error::msg(Code::LISTEN, format!("unable to start the RPM server: {e}"));
         let local = self.listener.local_addr().map_err(failed)?;
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -127,7 +129,7 @@ impl Endpoint {
         let (listener, tls) = (self.listener, self.tls);
         std::thread::Builder::new()
             .name("ws-rpm-server".into())
-            .spawn(move || rt.block_on(accept_loop(listener, tls, local)))
+            .spawn(move || rt.block_on(accept_loop(listener, tls, local, served)))
             .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
         Ok(Serving)
     }
@@ -197,20 +199,19 @@ fn tls_config(
 }
 
 /// A place among the connections open at once, given back when dropped.
-struct Slot(Arc<AtomicUsize>);
+struct Slot(Arc<Served>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Relaxed);
+        self.0.open.fetch_sub(1, Relaxed);
     }
 }
 
-async fn accept_loop(listener: TcpListener, tls: Arc<rustls::ServerConfig>, local: SocketAddr) {
+async fn accept_loop(listener: TcpListener, tls: Arc<rustls::ServerConfig>, local: SocketAddr, served: Arc<Served>) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
         return;
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    let open = Arc::new(AtomicUsize::new(0));
     loop {
         let tcp = match listener.accept().await {
             Ok((tcp, _)) => tcp,
@@ -221,15 +222,22 @@ async fn accept_loop(listener: TcpListener, tls: Arc<rustls::ServerConfig>, loca
                 continue;
             }
         };
-        let n = open.fetch_add(1, Relaxed);
-        let slot = Slot(open.clone());
+        served.connections.fetch_add(1, Relaxed);
+        let n = usize::try_from(served.open.fetch_add(1, Relaxed)).unwrap_or(usize::MAX);
+        let slot = Slot(served.clone());
         if n >= MAX_CONNECTIONS + BUSY_EXTRA {
+            served.closed_at_once.fetch_add(1, Relaxed);
             continue;
         }
+        let busy = n >= MAX_CONNECTIONS;
+        if busy {
+            served.busy.fetch_add(1, Relaxed);
+        }
         let acceptor = acceptor.clone();
+        let served = served.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            connection(tcp, acceptor, local, n >= MAX_CONNECTIONS).await;
+            connection(tcp, acceptor, local, busy, served).await;
         });
     }
 }
@@ -239,11 +247,19 @@ struct Ctx {
     local: SocketAddr,
     busy: bool,
     h2: bool,
+    served: Arc<Served>,
 }
 
-async fn connection(tcp: tokio::net::TcpStream, acceptor: tokio_rustls::TlsAcceptor, local: SocketAddr, busy: bool) {
+async fn connection(
+    tcp: tokio::net::TcpStream,
+    acceptor: tokio_rustls::TlsAcceptor,
+    local: SocketAddr,
+    busy: bool,
+    served: Arc<Served>,
+) {
     let _ = tcp.set_nodelay(true);
     let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE, acceptor.accept(tcp)).await else {
+        served.tls_failures.fetch_add(1, Relaxed);
         return;
     };
     let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
@@ -253,8 +269,14 @@ async fn connection(tcp: tokio::net::TcpStream, acceptor: tokio_rustls::TlsAccep
         inner: tls,
         born,
         last: last.clone(),
+        served: served.clone(),
     });
-    let ctx = Arc::new(Ctx { local, busy, h2 });
+    let ctx = Arc::new(Ctx {
+        local,
+        busy,
+        h2,
+        served,
+    });
     let svc = hyper::service::service_fn(move |req| {
         let ctx = ctx.clone();
         async move { Ok::<_, Infallible>(answer(req, &ctx).await) }
@@ -300,11 +322,13 @@ async fn idle_watch(born: Instant, last: Arc<AtomicU64>, idle: Duration) {
     }
 }
 
-/// A stream that notes when it last read or wrote anything.
+/// A stream that notes when it last read or wrote anything, and counts
+/// what it moved.
 struct Watched<T> {
     inner: T,
     born: Instant,
     last: Arc<AtomicU64>,
+    served: Arc<Served>,
 }
 
 impl<T> Watched<T> {
@@ -320,6 +344,9 @@ impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
         let before = buf.filled().len();
         let r = Pin::new(&mut me.inner).poll_read(cx, buf);
         if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            me.served
+                .received
+                .fetch_add((buf.filled().len() - before) as u64, Relaxed);
             me.touch();
         }
         r
@@ -330,7 +357,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let me = self.get_mut();
         let r = Pin::new(&mut me.inner).poll_write(cx, buf);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+        if let Poll::Ready(Ok(n)) = r
+            && n > 0
+        {
+            me.served.sent.fetch_add(n as u64, Relaxed);
             me.touch();
         }
         r
@@ -343,7 +373,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
     ) -> Poll<io::Result<usize>> {
         let me = self.get_mut();
         let r = Pin::new(&mut me.inner).poll_write_vectored(cx, bufs);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+        if let Poll::Ready(Ok(n)) = r
+            && n > 0
+        {
+            me.served.sent.fetch_add(n as u64, Relaxed);
             me.touch();
         }
         r
@@ -403,6 +436,19 @@ enum Route {
     Unknown,
 }
 
+impl Route {
+    /// Its index in [`crate::nq::PATHS`].
+    fn counted_as(&self) -> usize {
+        match self {
+            Route::Config => 0,
+            Route::Small => 1,
+            Route::Large => 2,
+            Route::Slurp => 3,
+            Route::Method(_) | Route::Unknown => 4,
+        }
+    }
+}
+
 fn route(path: &str, m: &Method) -> Route {
     let get = *m == Method::GET || *m == Method::HEAD;
     let post = *m == Method::POST || *m == Method::PUT;
@@ -419,6 +465,9 @@ fn route(path: &str, m: &Method) -> Route {
 
 async fn answer(req: Request<Incoming>, ctx: &Ctx) -> Response<Reply> {
     let route = route(req.uri().path(), req.method());
+    if !ctx.busy {
+        ctx.served.request(route.counted_as());
+    }
     if matches!(route, Route::Slurp) && !ctx.busy {
         return slurp(req.into_body()).await;
     }

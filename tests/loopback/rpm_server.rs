@@ -416,3 +416,65 @@ fn the_options_are_refused_in_one_line_when_wrong() {
     );
     assert_eq!(r.code, Some(1), "{}", r.stderr);
 }
+
+#[test]
+fn the_servers_metrics_count_what_the_rpm_server_served() {
+    if !curl_h2() {
+        return;
+    }
+    let mport = common::free_port();
+    let maddr = format!("127.0.0.1:{mport}");
+    let (_server, rpm, _) = rpm_server(&["--metrics", &maddr]);
+    let base = format!("https://127.0.0.1:{rpm}");
+    let code = |args: &[&str]| {
+        let mut a = vec!["-o", "/dev/null", "-w", "%{http_code}"];
+        a.extend_from_slice(args);
+        String::from_utf8(curl(&a, 10).1).unwrap()
+    };
+    assert_eq!(code(&["--http2", &format!("{base}/.well-known/nq")]), "200");
+    assert_eq!(code(&["--http2", &format!("{base}/small")]), "200");
+    assert_eq!(code(&["--http1.1", &format!("{base}/small")]), "200");
+    assert_eq!(code(&["--http2", &format!("{base}/nope")]), "404");
+    let upload = vec![b'u'; 1 << 20];
+    let file = std::env::temp_dir().join(format!("ws-rpm-upload-{}", std::process::id()));
+    std::fs::write(&file, &upload).unwrap();
+    let at = format!("@{}", file.display());
+    assert_eq!(
+        code(&["--http2", "--data-binary", &at, &format!("{base}/slurp")]),
+        "200"
+    );
+    let _ = std::fs::remove_file(&file);
+    // A connection that never starts TLS: a failed handshake once the
+    // peer hangs up.
+    drop(TcpStream::connect(("127.0.0.1", rpm)).unwrap());
+    let value = |text: &str, series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
+            .unwrap_or_else(|| panic!("no {series} in {text}"))
+            .parse()
+            .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let (_, text) = common::http_get(mport, "/metrics", &[]);
+        let settled = text.contains("wirespeed_rpm_server_tls_failures_total 1")
+            && text.contains("wirespeed_rpm_server_open_connections 0");
+        if settled || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let v = |s: &str| value(&text, s);
+    assert_eq!(v("wirespeed_rpm_server_connections_total"), 6.0, "{text}");
+    assert_eq!(v("wirespeed_rpm_server_open_connections"), 0.0, "{text}");
+    assert_eq!(v("wirespeed_rpm_server_tls_failures_total"), 1.0, "{text}");
+    assert_eq!(v("wirespeed_rpm_server_requests_total{path=\"config\"}"), 1.0);
+    assert_eq!(v("wirespeed_rpm_server_requests_total{path=\"small\"}"), 2.0);
+    assert_eq!(v("wirespeed_rpm_server_requests_total{path=\"large\"}"), 0.0);
+    assert_eq!(v("wirespeed_rpm_server_requests_total{path=\"upload\"}"), 1.0);
+    assert_eq!(v("wirespeed_rpm_server_requests_total{path=\"other\"}"), 1.0);
+    assert_eq!(v("wirespeed_rpm_server_turned_away_total{how=\"busy\"}"), 0.0);
+    let received = v("wirespeed_rpm_server_bytes_total{direction=\"received\"}");
+    assert!(received >= (1 << 20) as f64 && received < 2e6, "{text}");
+    assert!(v("wirespeed_rpm_server_bytes_total{direction=\"sent\"}") > 0.0);
+}
