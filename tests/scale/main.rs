@@ -9,3 +9,4 @@ mod common;
 
 mod hostile;
 mod many_flows;
+mod rpm_hostile;

@@ -24,7 +24,7 @@ use crate::modes::rpm::MAD;
 /// longer.
 const WAIT: Duration = Duration::from_secs(10);
 /// GETs of the small object on the idle connection.
-const IDLE_PROBES: usize = 10;
+const IDLE_PROBES: usize = 20;
 /// Load connections one direction may lose (each replaced) before the
 /// test ends with the last one's error.
 const LOST_LOADS: u32 = 64;
@@ -114,13 +114,15 @@ async fn connect(ctx: &Ctx, t: &Target) -> Res<Conn> {
             .await
             .map_err(|e| format!("{}: connect: {e}", t.url.authority()))?;
         let _ = tcp.set_nodelay(true);
+        let _ = crate::sys::socket::set_notsent_lowat(&socket2::SockRef::from(&tcp), crate::nq::UNSENT);
         let tcp_ms = ms(start.elapsed());
         let start = Instant::now();
-        let tls = ctx
+        let mut tls = ctx
             .tls
             .connect(t.name.clone(), tcp)
             .await
             .map_err(|e| verify::words(&t.url, &e))?;
+        tls.get_mut().1.set_buffer_limit(Some(crate::nq::TLS_SEND_BUFFER));
         if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
             return Err(format!(
                 "{}: the server does not offer HTTP/2 (ALPN h2)",
@@ -132,6 +134,7 @@ async fn connect(ctx: &Ctx, t: &Target) -> Res<Conn> {
             .initial_window_size(4 << 20)
             .initial_connection_window_size(16 << 20)
             .max_header_list_size(64 << 10)
+            .max_send_buffer_size(crate::nq::H2_SEND_BUFFER)
             .handshake::<_, Bytes>(tls)
             .await
             .map_err(|e| format!("{}: HTTP/2: {e}", t.url.authority()))?;
