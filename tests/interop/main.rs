@@ -14,5 +14,6 @@ mod interop_iperf2_udp;
 mod interop_iperf3;
 mod iperf2_latency_tools;
 mod json_parity;
+mod nq_mach;
 mod nq_nginx;
 mod prometheus;

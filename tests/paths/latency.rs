@@ -163,8 +163,9 @@ fn bad_latency_options_are_refused() {
 
 /// Three namespaces: sender, a router with a 50 Mbit/s `tbf` toward the
 /// receiver (its child queue `pfifo limit N`), receiver. Removed on drop.
-struct Path3 {
-    ns: [String; 3],
+pub(crate) struct Path3 {
+    /// Sender (10.202.1.1), router, receiver (10.202.2.2).
+    pub(crate) ns: [String; 3],
 }
 
 impl Drop for Path3 {
@@ -178,7 +179,7 @@ impl Drop for Path3 {
     }
 }
 
-fn sh(args: &[&str]) {
+pub(crate) fn sh(args: &[&str]) {
     let out = Command::new(args[0])
         .args(&args[1..])
         .stdin(Stdio::null())
@@ -193,6 +194,12 @@ fn sh(args: &[&str]) {
 
 impl Path3 {
     fn new(limit: u32) -> Path3 {
+        Path3::shaped(limit, &["r1"])
+    }
+
+    /// The queue on the router's `devs`: `r1` toward the receiver, `r0`
+    /// toward the sender.
+    pub(crate) fn shaped(limit: u32, devs: &[&str]) -> Path3 {
         let id = format!("{}{}", std::process::id(), free_port());
         let p = Path3 {
             ns: [format!("wsl-s-{id}"), format!("wsl-r-{id}"), format!("wsl-d-{id}")],
@@ -222,26 +229,28 @@ impl Path3 {
         sh(&["ip", "-n", s, "route", "add", "default", "via", "10.202.1.2"]);
         sh(&["ip", "-n", d, "route", "add", "default", "via", "10.202.2.1"]);
         sh(&["ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"]);
-        sh(&[
-            "tc", "-n", r, "qdisc", "add", "dev", "r1", "root", "handle", "1:", "tbf", "rate", "50mbit", "burst",
-            "32kb", "latency", "1s",
-        ]);
-        sh(&[
-            "tc",
-            "-n",
-            r,
-            "qdisc",
-            "add",
-            "dev",
-            "r1",
-            "parent",
-            "1:1",
-            "handle",
-            "10:",
-            "pfifo",
-            "limit",
-            &limit.to_string(),
-        ]);
+        for dev in devs {
+            sh(&[
+                "tc", "-n", r, "qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf", "rate", "50mbit", "burst",
+                "32kb", "latency", "1s",
+            ]);
+            sh(&[
+                "tc",
+                "-n",
+                r,
+                "qdisc",
+                "add",
+                "dev",
+                dev,
+                "parent",
+                "1:1",
+                "handle",
+                "10:",
+                "pfifo",
+                "limit",
+                &limit.to_string(),
+            ]);
+        }
         p
     }
 
@@ -305,8 +314,10 @@ impl Path3 {
     }
 }
 
-#[test]
-fn bufferbloat_through_a_deep_queue_shows_and_a_shallow_one_does_not() {
+/// Whether this machine can build [`Path3`] (root, iproute2, ethtool,
+/// ping); else says that `what` is skipped (a failure where
+/// WIRESPEED_REQUIRE_PEERS=1).
+pub(crate) fn can_shape(what: &str) -> bool {
     let required = std::env::var("WIRESPEED_REQUIRE_PEERS").as_deref() == Ok("1");
     let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout == b"0\n");
     let tools = ["ip", "tc", "ethtool", "ping"].iter().all(|t| {
@@ -318,8 +329,15 @@ fn bufferbloat_through_a_deep_queue_shows_and_a_shallow_one_does_not() {
             .is_ok()
     });
     if !root || !tools {
-        assert!(!required, "the bufferbloat test needs root, iproute2, ethtool and ping");
-        eprintln!("NOTICE: not root or no ip/tc/ethtool/ping; skipping the bufferbloat test");
+        assert!(!required, "{what} needs root, iproute2, ethtool and ping");
+        eprintln!("NOTICE: not root or no ip/tc/ethtool/ping; skipping {what}");
+    }
+    root && tools
+}
+
+#[test]
+fn bufferbloat_through_a_deep_queue_shows_and_a_shallow_one_does_not() {
+    if !can_shape("the bufferbloat test") {
         return;
     }
     let deep = Path3::new(1000);

@@ -12,5 +12,6 @@ mod latency;
 mod netns_bottleneck;
 mod pathemu;
 mod paths;
+mod rpm_http;
 mod udp_search;
 mod window_advice;

@@ -29,8 +29,9 @@ pub const DEFAULT_TIME: Duration = Duration::from_secs(20);
 pub const MAX_FLOWS: u32 = 16;
 /// The most `-P` may ask for.
 pub const MOST_FLOWS: u32 = 64;
-/// Connections added at the start and each second goodput still grows.
-pub const FLOWS_PER_STEP: u32 = 4;
+/// Connections opened at the start, and added each second goodput still
+/// grows (the draft's INP and INC).
+pub const FLOWS_PER_STEP: u32 = 1;
 /// Probe rounds per second (each a foreign and a self probe).
 pub const PROBE_ROUNDS_PER_SECOND: u32 = 10;
 /// The largest configuration document read.
@@ -209,6 +210,8 @@ pub struct Latencies {
     pub http: f64,
     /// Self probes' GETs, ms.
     pub self_ms: f64,
+    /// Self probes' median, ms: the loaded latency mach reports.
+    pub self_median: f64,
     /// Foreign probes counted.
     pub foreign_n: usize,
     /// Self probes counted.
@@ -239,21 +242,34 @@ impl Latencies {
             tls: trimmed_mean(&tls)?,
             http: trimmed_mean(&http)?,
             self_ms: trimmed_mean(&own)?,
+            self_median: median(&own)?,
             foreign_n: tcp.len(),
             self_n: own.len(),
         })
     }
 
-    /// The draft's loaded latency: the mean of the foreign composite (the
-    /// mean of its three parts) and the self probes, ms.
-    pub fn loaded_ms(&self) -> f64 {
-        ((self.tcp + self.tls + self.http) / 3.0 + self.self_ms) / 2.0
+    /// The foreign probes' round trip: the mean of its three parts, ms.
+    pub fn foreign_ms(&self) -> f64 {
+        (self.tcp + self.tls + self.http) / 3.0
     }
 
-    /// Round trips per minute at that latency.
+    /// The draft's responsiveness: the mean of the foreign probes' and the
+    /// self probes' round trips per minute (each `60000 / ms`).
     pub fn rpm(&self) -> f64 {
-        let ms = self.loaded_ms();
-        if ms > 0.0 { 60000.0 / ms } else { 0.0 }
+        let per_minute = |ms: f64| if ms > 0.0 { 60000.0 / ms } else { 0.0 };
+        (per_minute(self.foreign_ms()) + per_minute(self.self_ms)) / 2.0
+    }
+}
+
+/// The median of `v`; `None` when empty.
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
     }
 }
 
@@ -362,7 +378,7 @@ impl WayResult {
     pub fn json(&self) -> Value {
         json!({
             "throughput": self.throughput.round(),
-            "loaded_latency_ms": round3(self.lat.loaded_ms()),
+            "loaded_latency_ms": round3(self.lat.self_median),
             "rpm": self.lat.rpm().round(),
             "class": class(self.lat.rpm()),
             "confidence": self.confidence,
@@ -373,6 +389,7 @@ impl WayResult {
                 "tls": round3(self.lat.tls),
                 "http": round3(self.lat.http),
                 "self": round3(self.lat.self_ms),
+                "foreign": round3(self.lat.foreign_ms()),
             },
             "probes": {"foreign": self.lat.foreign_n, "self": self.lat.self_n},
             "intervals": self.intervals.iter().map(|s| json!({
@@ -389,7 +406,7 @@ impl WayResult {
 /// The idle path: GETs of the small object on one idle connection.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Idle {
-    /// Their trimmed mean, ms.
+    /// Their median, ms.
     pub latency_ms: f64,
     /// The mean difference between consecutive ones, ms.
     pub jitter_ms: f64,
@@ -398,7 +415,7 @@ pub struct Idle {
 impl Idle {
     /// From the GETs' times in order, ms.
     pub fn of(times: &[f64]) -> Option<Idle> {
-        let latency_ms = trimmed_mean(times)?;
+        let latency_ms = median(times)?;
         let jitter_ms = if times.len() > 1 {
             times.windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f64>() / (times.len() - 1) as f64
         } else {
@@ -447,13 +464,13 @@ pub fn result_text(w: &WayResult, fmt: char) -> String {
     };
     format!(
         "{name} capacity: {} ({} flows, {:.1} s)\n\
-         {name} responsiveness: {rpm:.0} RPM ({}), {:.3} ms loaded latency, confidence {}\n  \
+         {name} responsiveness: {rpm:.0} RPM ({}), {:.3} ms loaded latency (self probes' median), confidence {}\n  \
          foreign probes (TCP {:.3} ms, TLS {:.3} ms, HTTP {:.3} ms, {} probes), self probes {:.3} ms ({} probes)\n",
         crate::report::mode::rate_text(w.throughput, fmt),
         w.flows,
         w.seconds,
         class(rpm),
-        w.lat.loaded_ms(),
+        w.lat.self_median,
         w.confidence,
         w.lat.tcp,
         w.lat.tls,
@@ -568,10 +585,18 @@ mod tests {
                 http: 30.0,
             },
             Sample::SelfProbe(40.0),
+            Sample::SelfProbe(80.0),
+            Sample::SelfProbe(120.0),
         ];
         let l = Latencies::of(&samples).unwrap();
-        assert_eq!(l.loaded_ms(), 30.0);
-        assert_eq!(l.rpm(), 2000.0);
+        // The foreign round trip is 20 ms (3000 RPM), the self probes' 80
+        // ms (750 RPM): the result is the mean of the two RPMs, not the
+        // RPM of the mean round trip (1200).
+        assert_eq!(l.foreign_ms(), 20.0);
+        assert_eq!(l.self_ms, 80.0);
+        assert_eq!(l.rpm(), 1875.0);
+        // mach's loaded latency: the self probes' median.
+        assert_eq!(l.self_median, 80.0);
         assert!(Latencies::of(&samples[..1]).is_none());
     }
 
