@@ -303,8 +303,11 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     let signal = install_signals(hangup_for(&cfg));
     let result = match &cfg.role {
         Role::Client(_) if let Some(nq) = &cfg.nq => {
-            let r = crate::modes::nq::run(&cfg, nq, &out, &signal);
-            if let Err(e) = &r {
+            let r = crate::modes::nq::run(&cfg, nq, &out, &signal, metrics);
+            // The JSON stream has said it already.
+            if let Err(e) = &r
+                && !cfg.output.json_stream
+            {
                 print_failure(&cfg, &out, e);
             }
             r

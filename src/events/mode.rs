@@ -98,6 +98,9 @@ pub struct RpmEnd {
     pub idle_ms: Option<(f64, f64)>,
     /// Loaded trimmed means, ms: TCP handshake, round trip, load flows' RTT.
     pub tm_ms: (Option<f64>, Option<f64>, Option<f64>),
+    /// `--rpm=URL`: the self probes' trimmed mean, ms (GETs on the load
+    /// connections; its load has no TCP_INFO round trips).
+    pub self_probe_ms: Option<f64>,
     /// 90th percentile of the loaded foreign probes' round trip, ms.
     pub p90_ms: Option<f64>,
     /// Probes that failed.

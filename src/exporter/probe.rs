@@ -969,6 +969,7 @@ mod tests {
             idle_rpm: Some(30000.0),
             idle_ms: Some((1.0, 1.0)),
             tm_ms: (None, None, None),
+            self_probe_ms: None,
             p90_ms: None,
             failures: 2,
         };

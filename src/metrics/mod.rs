@@ -631,6 +631,7 @@ mod tests {
             idle_rpm: None,
             idle_ms: None,
             tm_ms: (None, None, None),
+            self_probe_ms: None,
             p90_ms: None,
             failures: 0,
         }))));

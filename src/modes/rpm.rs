@@ -506,6 +506,7 @@ fn result(
         ),
         p90_ms: (!rr.is_empty()).then(|| rr[((rr.len() as f64 * 0.9).ceil() as usize).clamp(1, rr.len()) - 1]),
         failures: shared.failures.load(Relaxed),
+        self_probe_ms: None,
     }
 }
 

@@ -55,7 +55,7 @@ fn rpm_interval_json(iv: &RpmInterval) -> Value {
 }
 
 fn rpm_end_json(r: &RpmEnd) -> Value {
-    json!({
+    let mut v = json!({
         "rpm": r.rpm, "class": r.class, "confidence": r.confidence,
         "direction": r.direction, "goodput_bits_per_second": r.goodput, "flows": r.flows,
         "idle_rpm": r.idle_rpm,
@@ -63,7 +63,11 @@ fn rpm_end_json(r: &RpmEnd) -> Value {
         "loaded": {"tcp_handshake_ms": r.tm_ms.0, "round_trip_ms": r.tm_ms.1,
                    "tcp_info_rtt_ms": r.tm_ms.2, "round_trip_p90_ms": r.p90_ms},
         "probe_failures": r.failures,
-    })
+    });
+    if let Some(ms) = r.self_probe_ms {
+        v["loaded"]["self_probe_ms"] = json!(ms);
+    }
+    v
 }
 
 fn search_head_json(s: &SearchStart) -> Value {
@@ -432,7 +436,9 @@ pub fn document_from_stream(events: &[Value]) -> Option<Value> {
             let mut d = json!({"intervals": []});
             for e in events {
                 match name(e).as_deref() {
-                    Some("rpm_start") => d["start"] = data(e),
+                    // `--rpm=URL` tells each direction from its own
+                    // start: the document is the latest direction's.
+                    Some("rpm_start") => d = json!({"intervals": [], "start": data(e)}),
                     Some("rpm_interval") => {
                         if let Some(a) = d["intervals"].as_array_mut() {
                             a.push(data(e));

@@ -478,3 +478,83 @@ fn the_servers_metrics_count_what_the_rpm_server_served() {
     assert!(received >= (1 << 20) as f64 && received < 2e6, "{text}");
     assert!(v("wirespeed_rpm_server_bytes_total{direction=\"sent\"}") > 0.0);
 }
+
+#[test]
+fn the_standard_rpm_feeds_the_json_stream_the_html_report_and_metrics() {
+    let (_server, rpm, _) = rpm_server(&[]);
+    let url = format!("--rpm=https://127.0.0.1:{rpm}/.well-known/nq");
+    let dir = std::env::temp_dir().join(format!("ws-nq-report-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let html = dir.join("rpm.html");
+    let mport = common::free_port();
+    let maddr = format!("127.0.0.1:{mport}");
+    let mut c = common::Proc::spawn(
+        &common::wirespeed(),
+        &[
+            &url,
+            "--insecure",
+            "-t",
+            "3",
+            "-P",
+            "2",
+            "--json-stream",
+            "--report",
+            html.to_str().unwrap(),
+            "--metrics",
+            &maddr,
+        ],
+    );
+    // The metrics serve the latest second while the test runs.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = String::new();
+    while Instant::now() < deadline && !seen.contains("wirespeed_rpm_goodput_bits_per_second") {
+        std::thread::sleep(Duration::from_millis(300));
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", mport)) {
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            seen.clear();
+            let _ = s.read_to_string(&mut seen);
+        }
+    }
+    assert!(seen.contains("wirespeed_rpm_goodput_bits_per_second"), "{seen}");
+    let st = c.wait(Duration::from_secs(60)).expect("the test ends");
+    assert_eq!(st.code(), Some(0), "{}{}", c.out(), c.err());
+    // One JSON line per event: a start, seconds and an end per direction.
+    let lines: Vec<serde_json::Value> = c
+        .out()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(events.iter().filter(|e| **e == "rpm_start").count(), 2, "{events:?}");
+    assert_eq!(events.iter().filter(|e| **e == "rpm_end").count(), 2, "{events:?}");
+    assert!(
+        events.iter().filter(|e| **e == "rpm_interval").count() >= 4,
+        "{events:?}"
+    );
+    let ends: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "rpm_end")
+        .map(|l| &l["data"])
+        .collect();
+    for (end, way) in ends.iter().zip(["download", "upload"]) {
+        assert_eq!(end["direction"], way, "{end}");
+        assert!(end["rpm"].as_f64().is_some_and(|r| r > 0.0), "{end}");
+        assert!(
+            end["goodput_bits_per_second"].as_f64().is_some_and(|g| g > 1e6),
+            "{end}"
+        );
+        assert!(
+            end["loaded"]["self_probe_ms"].as_f64().is_some_and(|m| m > 0.0),
+            "{end}"
+        );
+    }
+    // The report draws both directions.
+    let page = std::fs::read_to_string(&html).expect("the report is written");
+    assert!(
+        page.contains("download") && page.contains("upload"),
+        "the report lacks a direction"
+    );
+    assert!(page.contains("<svg"), "the report has no chart");
+    let _ = std::fs::remove_dir_all(&dir);
+}

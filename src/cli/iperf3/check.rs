@@ -78,6 +78,9 @@ const NQ_OPTIONS: &[Opt] = &[
     Opt::Logfile,
     Opt::ForceFlush,
     Opt::Timestamps,
+    Opt::JsonStream,
+    Opt::Report,
+    Opt::Metrics,
 ];
 
 /// `--rpm=URL` (with `--cacert`, `--insecure`): it names its own server,
@@ -131,7 +134,8 @@ fn role(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
         return Err(perr(Code::NOROLE));
     }
     // A mode's client (`--rpm`, `--udp-search`) serves its own metrics.
-    let mode_client = s.common.client.is_some() && (s.common.cfg.rpm || s.common.search.search);
+    let mode_client =
+        s.common.client.is_some() && (s.common.cfg.rpm || s.common.search.search || s.common.cfg.nq.is_some());
     for o in opts {
         match (TABLE[o.row].place, s.is_server) {
             (RoleMark::Client, true) => return Err(perr(Code::CLIENTONLY)),

@@ -14,8 +14,8 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
 
 use super::{
-    CONFIG_CAP, FLOWS_PER_STEP, Idle, Judge, Latencies, NqUrls, PROBE_ROUNDS_PER_SECOND, SMALL_CAP, Sample, Second,
-    Url, Verdict, Way, WayResult,
+    CONFIG_CAP, FLOWS_PER_STEP, Idle, Judge, Latencies, NqUrls, PROBE_ROUNDS_PER_SECOND, SMALL_CAP, Sample, Told, Url,
+    Verdict, Way, WayResult,
 };
 use crate::config::NqOptions;
 use crate::modes::rpm::MAD;
@@ -325,7 +325,7 @@ async fn way(
     urls: &(Target, Target, Target),
     way: Way,
     signal: &AtomicUsize,
-    tell: &mut dyn FnMut(Way, &Second),
+    tell: &mut dyn FnMut(Told<'_>),
 ) -> Res<WayResult> {
     let (small, large, up) = urls;
     let load_target = match way {
@@ -412,7 +412,7 @@ async fn way(
         });
         let verdict = judge.second(start.elapsed().as_secs_f64(), goodput, loads.len() as u32, lat);
         if let Some(s) = judge.seconds.last() {
-            tell(way, s);
+            tell(Told::Second(way, s));
         }
         if verdict == Verdict::Done {
             done = true;
@@ -464,8 +464,7 @@ pub(super) fn measure(
     nq: &NqOptions,
     url: &Url,
     signal: &Arc<AtomicUsize>,
-    start: &mut dyn FnMut(&NqUrls),
-    tell: &mut dyn FnMut(Way, &Second),
+    tell: &mut dyn FnMut(Told<'_>),
 ) -> Res<(Idle, Vec<WayResult>)> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -477,16 +476,20 @@ pub(super) fn measure(
     };
     let r = rt.block_on(async {
         let urls = config(&ctx, url).await?;
-        start(&urls);
+        tell(Told::Urls(&urls));
         let targets = (
             target(&urls.small).await?,
             target(&urls.large).await?,
             target(&urls.upload).await?,
         );
         let idle = idle(&ctx, &targets.0).await?;
+        tell(Told::Idle(&idle));
         let mut ways = vec![way(&ctx, nq, &targets, Way::Download, signal, tell).await?];
+        tell(Told::Ended(&ways[0]));
         if !nq.download_only && signal.load(Relaxed) == 0 {
-            ways.push(way(&ctx, nq, &targets, Way::Upload, signal, tell).await?);
+            let up = way(&ctx, nq, &targets, Way::Upload, signal, tell).await?;
+            tell(Told::Ended(&up));
+            ways.push(up);
         }
         Ok((idle, ways))
     });

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::config::{NqOptions, TestConfig};
 use crate::error::{Code, Error};
+use crate::events::{Event, ModeEvent, RpmEnd, RpmInterval, RpmStart, Side};
 use crate::modes::rpm::{MAD, class, stable, trimmed_mean};
 use crate::report::Output;
 
@@ -273,6 +274,19 @@ fn median(v: &[f64]) -> Option<f64> {
     }
 }
 
+/// What the measurement tells as it goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Told<'a> {
+    /// The configuration was read: the server's URLs.
+    Urls(&'a NqUrls),
+    /// The idle path was measured.
+    Idle(&'a Idle),
+    /// A second of a direction.
+    Second(Way, &'a Second),
+    /// A direction ended.
+    Ended(&'a WayResult),
+}
+
 /// One second of a direction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Second {
@@ -286,6 +300,12 @@ pub struct Second {
     pub flows: u32,
     /// RPM of the probes of the last [`MAD`] seconds, if any.
     pub rpm: Option<f64>,
+    /// Its foreign and loaded (self probes') parts.
+    pub foreign_rpm: Option<f64>,
+    /// See `foreign_rpm`.
+    pub loaded_rpm: Option<f64>,
+    /// Goodput was stable (saturated) by this second.
+    pub saturated: bool,
 }
 
 /// The per-second judgement of one direction: adds goodput and RPM,
@@ -320,14 +340,19 @@ impl Judge {
         if let Some(r) = rpm {
             self.rpms.push(r);
         }
+        let per_minute = |ms: f64| (ms > 0.0).then(|| 60000.0 / ms);
+        let saturated = stable(&self.moving);
         self.seconds.push(Second {
             at,
             goodput,
             moving,
             flows,
             rpm,
+            foreign_rpm: lat.and_then(|l| per_minute(l.foreign_ms())),
+            loaded_rpm: lat.and_then(|l| per_minute(l.self_ms)),
+            saturated,
         });
-        if !stable(&self.moving) {
+        if !saturated {
             Verdict::MoreLoad
         } else if stable(&self.rpms) {
             Verdict::Done
@@ -481,35 +506,160 @@ pub fn result_text(w: &WayResult, fmt: char) -> String {
     )
 }
 
-/// Runs the standard responsiveness test and prints its report.
-pub fn run(cfg: &TestConfig, nq: &NqOptions, out: &Output, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
-    run_inner(cfg, nq, out, signal).map_err(|m| Error::msg(Code::NONE, m))
+/// Runs the standard responsiveness test and prints its report; with
+/// `--json-stream`, `--report` or `--metrics` it also tells its progress
+/// as the iperf `--rpm`'s events, a start, a line a second and an end per
+/// direction, which those outputs draw (the text and `-J` stay this
+/// test's own).
+pub fn run(
+    cfg: &TestConfig,
+    nq: &NqOptions,
+    out: &Output,
+    signal: &Arc<AtomicUsize>,
+    metrics: Option<crate::metrics::http::Endpoint>,
+) -> Result<(), Error> {
+    let mut side = crate::report::Reporter::new();
+    if cfg.output.json_stream {
+        side.add(Box::new(crate::report::json::JsonStreamSink::new(
+            cfg,
+            out.clone(),
+            Side::Client,
+        )));
+    }
+    if let Some(path) = &cfg.output.html_report {
+        side.add(Box::new(crate::report::html::HtmlSink::new(
+            cfg,
+            out.clone(),
+            Side::Client,
+            path.clone(),
+        )));
+    }
+    let _serving = match metrics {
+        Some(ep) => {
+            let registry = Arc::new(crate::metrics::Metrics::new());
+            side.add(Box::new(crate::metrics::ModeMetrics::new(registry.clone())));
+            Some(ep.serve(registry)?)
+        }
+        None => None,
+    };
+    let r = run_inner(cfg, nq, out, signal, &mut side).map_err(|m| Error::msg(Code::NONE, m));
+    if let Err(e) = &r {
+        side.emit(Event::Error(e.clone()));
+        side.emit(Event::Done);
+    }
+    match (r, side.finish()) {
+        (Ok(()), Err(e)) => Err(e),
+        (r, _) => r,
+    }
+}
+
+/// The iperf `--rpm`'s events for a direction's second.
+fn interval_event(s: &Second) -> Event {
+    Event::Mode(ModeEvent::RpmInterval(Box::new(RpmInterval {
+        at: s.at,
+        flows: s.flows,
+        goodput: s.goodput,
+        goodput_avg: s.moving,
+        foreign: s.foreign_rpm,
+        loaded: s.loaded_rpm,
+        rpm: s.rpm,
+        saturated: s.saturated,
+    })))
+}
+
+/// The start of a direction, as the iperf `--rpm`'s.
+fn start_event(nq: &NqOptions, urls: &NqUrls, way: Way) -> Event {
+    Event::Mode(ModeEvent::RpmStart(Box::new(RpmStart {
+        host: urls.large.host.clone(),
+        port: urls.large.port,
+        method: format!(
+            "RPM over HTTP/2 and TLS 1.3 (draft-ietf-ippm-responsiveness-09), {}",
+            way.name()
+        ),
+        interval_seconds: 1.0,
+        mad: MAD,
+        sdt: crate::modes::rpm::SDT,
+        max_flows: nq.max_flows,
+        probes_per_second: PROBE_ROUNDS_PER_SECOND,
+        trimmed_mean_keep: crate::modes::rpm::TRIM_KEEP,
+        time_limit_seconds: nq.time.as_secs_f64(),
+    })))
+}
+
+/// A direction's end, as the iperf `--rpm`'s.
+fn end_event(w: &WayResult, idle: Option<&Idle>) -> Event {
+    let rpm = w.lat.rpm();
+    Event::Mode(ModeEvent::RpmEnd(Box::new(RpmEnd {
+        rpm: Some(rpm),
+        class: Some(class(rpm).to_string()),
+        confidence: w.confidence.to_string(),
+        direction: w.way.name().to_string(),
+        goodput: w.throughput,
+        flows: w.flows,
+        idle_rpm: idle.filter(|i| i.latency_ms > 0.0).map(|i| 60000.0 / i.latency_ms),
+        idle_ms: None,
+        tm_ms: (Some(w.lat.tcp), Some(w.lat.http), None),
+        self_probe_ms: Some(w.lat.self_ms),
+        p90_ms: None,
+        failures: 0,
+    })))
 }
 
 #[cfg(feature = "nq-client")]
-fn run_inner(cfg: &TestConfig, nq: &NqOptions, out: &Output, signal: &Arc<AtomicUsize>) -> Result<(), String> {
+fn run_inner(
+    cfg: &TestConfig,
+    nq: &NqOptions,
+    out: &Output,
+    signal: &Arc<AtomicUsize>,
+    side: &mut crate::report::Reporter,
+) -> Result<(), String> {
     let fmt = cfg.output.format;
-    let json = cfg.output.json;
+    // The JSON stream replaces the text and the document.
+    let (json, stream) = (cfg.output.json, cfg.output.json_stream);
     let url = parse_url(&nq.url)?;
-    let progress = |line: String| {
-        if !json {
-            out.write(&line);
+    let mut urls: Option<NqUrls> = None;
+    let mut idle_seen: Option<Idle> = None;
+    let mut current: Option<Way> = None;
+    let mut told = |t: Told<'_>| match t {
+        Told::Urls(u) => {
+            if !json && !stream {
+                out.write(&format!(
+                    "Responsiveness test (draft-ietf-ippm-responsiveness, HTTP/2 over TLS 1.3) with {}: {}, each until stable or {} s, up to {} connections\n",
+                    u.large.authority(),
+                    if nq.download_only { "download" } else { "download then upload" },
+                    nq.time.as_secs_f64(),
+                    nq.max_flows
+                ));
+            }
+            urls = Some(u.clone());
+        }
+        Told::Idle(i) => idle_seen = Some(*i),
+        Told::Second(way, s) => {
+            if !json && !stream {
+                out.write(&second_text(way, s, fmt));
+            }
+            if current != Some(way)
+                && let Some(u) = &urls
+            {
+                side.emit(start_event(nq, u, way));
+                current = Some(way);
+            }
+            side.emit(interval_event(s));
+        }
+        Told::Ended(w) => {
+            if current != Some(w.way)
+                && let Some(u) = &urls
+            {
+                side.emit(start_event(nq, u, w.way));
+            }
+            current = None;
+            side.emit(end_event(w, idle_seen.as_ref()));
         }
     };
-    let mut start = |urls: &NqUrls| {
-        if !json {
-            out.write(&format!(
-                "Responsiveness test (draft-ietf-ippm-responsiveness, HTTP/2 over TLS 1.3) with {}: {}, each until stable or {} s, up to {} connections\n",
-                urls.large.authority(),
-                if nq.download_only { "download" } else { "download then upload" },
-                nq.time.as_secs_f64(),
-                nq.max_flows
-            ));
-        }
-    };
-    let (idle, ways) = client::measure(nq, &url, signal, &mut start, &mut |way, s| {
-        progress(second_text(way, s, fmt))
-    })?;
+    let (idle, ways) = client::measure(nq, &url, signal, &mut told)?;
+    if stream {
+        return Ok(());
+    }
     if json {
         let doc = document(&url.text(), &idle, &ways);
         out.write(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
@@ -527,7 +677,13 @@ fn run_inner(cfg: &TestConfig, nq: &NqOptions, out: &Output, signal: &Arc<Atomic
 }
 
 #[cfg(not(feature = "nq-client"))]
-fn run_inner(_: &TestConfig, _: &NqOptions, _: &Output, _: &Arc<AtomicUsize>) -> Result<(), String> {
+fn run_inner(
+    _: &TestConfig,
+    _: &NqOptions,
+    _: &Output,
+    _: &Arc<AtomicUsize>,
+    _: &mut crate::report::Reporter,
+) -> Result<(), String> {
     Err("--rpm=URL is not built into this wirespeed (the nq-client feature)".into())
 }
 

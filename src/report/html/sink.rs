@@ -27,6 +27,9 @@ pub struct HtmlSink {
     failure: Option<Error>,
     /// A mode's document (`--rpm`, `--udp-search`), written when it ends.
     mode: ModeDoc,
+    /// The mode's documents so far (`--rpm=URL` has one per direction):
+    /// each is written beside the ones before it.
+    mode_docs: Vec<serde_json::Value>,
 }
 
 impl HtmlSink {
@@ -42,6 +45,7 @@ impl HtmlSink {
             sampled: false,
             failure: None,
             mode: ModeDoc::default(),
+            mode_docs: Vec::new(),
         }
     }
 
@@ -51,12 +55,16 @@ impl HtmlSink {
     }
 
     fn write_doc(&mut self, doc: serde_json::Value) {
+        self.write_docs(std::slice::from_ref(&doc));
+    }
+
+    fn write_docs(&mut self, docs: &[serde_json::Value]) {
         let who = match self.side {
             Side::Client => "client",
             Side::Server => "server",
         };
         let source = format!("Written by the {who} when the test ended");
-        let html = render_documents(std::slice::from_ref(&doc), &source);
+        let html = render_documents(docs, &source);
         if let Err(e) = write_atomic(&self.path, &html) {
             if self.side == Side::Server {
                 self.out.write_err(&format!("{}: {}\n", self.out.program(), e.line()));
@@ -71,7 +79,10 @@ impl Sink for HtmlSink {
         match ev {
             Event::Mode(m) => {
                 if let Some(doc) = self.mode.event(m) {
-                    self.write_doc(doc);
+                    let mut docs = std::mem::take(&mut self.mode_docs);
+                    docs.push(doc);
+                    self.write_docs(&docs);
+                    self.mode_docs = docs;
                 }
                 return;
             }

@@ -167,7 +167,7 @@ pub(super) fn rpm_view(doc: &Value) -> TestView {
                         ms(num(loaded, "tcp_handshake_ms")),
                         ms(num(loaded, "round_trip_ms")),
                         ms(num(loaded, "round_trip_p90_ms")),
-                        ms(num(loaded, "tcp_info_rtt_ms")),
+                        ms(num(loaded, "tcp_info_rtt_ms").or_else(|| num(loaded, "self_probe_ms"))),
                     ],
                 ),
             ],
