@@ -535,3 +535,36 @@ pub fn now_secs() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
 }
+
+/// A self-signed certificate for `localhost` and 127.0.0.1 (EC P-256, two
+/// days), made by openssl as `cert.pem` and `key.pem` in `dir`: their
+/// paths, or None when openssl cannot make one.
+#[allow(dead_code)]
+pub fn self_signed_cert(dir: &std::path::Path) -> Option<(PathBuf, PathBuf)> {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ])
+        .args(["-days", "2", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    made.is_ok_and(|s| s.success()).then_some((cert, key))
+}

@@ -9,7 +9,6 @@ use crate::common;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use common::{Proc, free_port, peer, wirespeed};
@@ -94,29 +93,7 @@ fn nginx(bin: &Path) -> Option<Nginx> {
     std::fs::create_dir_all(dir.join("www")).unwrap();
     std::fs::create_dir_all(dir.join("tmp")).unwrap();
     let d = dir.display().to_string();
-    let ok = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ])
-        .args([
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-            "-days",
-            "2",
-        ])
-        .args(["-keyout", &format!("{d}/key.pem"), "-out", &format!("{d}/cert.pem")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
+    if common::self_signed_cert(&dir).is_none() {
         eprintln!("NOTICE: openssl could not make a certificate; skipping the nginx test");
         return None;
     }

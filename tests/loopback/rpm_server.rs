@@ -234,34 +234,11 @@ fn a_certificate_given_is_served() {
     }
     let dir = std::env::temp_dir().join(format!("ws-rpm-cert-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let (cert_s, key_s) = (cert.to_str().unwrap(), key.to_str().unwrap());
-    let made = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-days",
-            "2",
-        ])
-        .args([
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-        ])
-        .args(["-keyout", key_s, "-out", cert_s])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if !made.is_ok_and(|s| s.success()) {
+    let Some((cert, key)) = common::self_signed_cert(&dir) else {
         eprintln!("SKIPPED: openssl could not make a certificate");
         return;
-    }
+    };
+    let (cert_s, key_s) = (cert.to_str().unwrap(), key.to_str().unwrap());
     let o = Command::new("openssl")
         .args(["x509", "-noout", "-fingerprint", "-sha256", "-in", cert_s])
         .output()
