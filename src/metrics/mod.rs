@@ -357,7 +357,7 @@ impl Metrics {
         s.rtt_loaded.render(rtt, "loaded", &mut o);
         render_modes(&s, &mut o);
         if let Some(r) = self.rpm_server.get() {
-            r.render(&mut o);
+            render_rpm_server(r, &mut o);
         }
         head(
             &mut o,
@@ -593,6 +593,60 @@ fn render_modes(s: &State, o: &mut String) {
             let _ = writeln!(o, "wirespeed_udp_search_bits_per_second {}", number(a));
         }
     }
+}
+
+/// The RPM server's counters (`nq::Served`) in Prometheus' text format.
+fn render_rpm_server(served: &crate::nq::Served, o: &mut String) {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    let get = |c: &AtomicU64| c.load(Relaxed);
+    let one = |o: &mut String, name: &str, kind: &str, help: &str, v: u64| {
+        head(o, name, kind, help);
+        let _ = writeln!(o, "{name} {v}");
+    };
+    one(
+        o,
+        "wirespeed_rpm_server_connections_total",
+        "counter",
+        "Connections the RPM server (--rpm-listen) accepted.",
+        get(&served.connections),
+    );
+    one(
+        o,
+        "wirespeed_rpm_server_open_connections",
+        "gauge",
+        "Connections to the RPM server open now.",
+        get(&served.open),
+    );
+    let name = "wirespeed_rpm_server_turned_away_total";
+    head(
+        o,
+        name,
+        "counter",
+        "Connections past the RPM server's limit: answered 429 with Retry-After (busy), or closed at once.",
+    );
+    let _ = writeln!(o, "{name}{{how=\"busy\"}} {}", get(&served.busy));
+    let _ = writeln!(o, "{name}{{how=\"closed\"}} {}", get(&served.closed_at_once));
+    one(
+        o,
+        "wirespeed_rpm_server_tls_failures_total",
+        "counter",
+        "TLS handshakes to the RPM server that failed or passed their deadline.",
+        get(&served.tls_failures),
+    );
+    let name = "wirespeed_rpm_server_requests_total";
+    head(o, name, "counter", "Requests the RPM server answered, by path.");
+    for (p, c) in crate::nq::PATHS.iter().zip(&served.requests) {
+        let _ = writeln!(o, "{name}{{path=\"{p}\"}} {}", get(c));
+    }
+    let name = "wirespeed_rpm_server_bytes_total";
+    head(
+        o,
+        name,
+        "counter",
+        "HTTP bytes (inside TLS) the RPM server sent and received.",
+    );
+    let _ = writeln!(o, "{name}{{direction=\"sent\"}} {}", get(&served.sent));
+    let _ = writeln!(o, "{name}{{direction=\"received\"}} {}", get(&served.received));
 }
 
 /// Writes a metric family's `# HELP` and `# TYPE` lines.

@@ -12,12 +12,10 @@
 //! after a daemon detaches. A build without the `rpm-server` feature
 //! refuses `--rpm-listen` in one line.
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::config::TestConfig;
 use crate::error::{Code, Error};
-use crate::metrics::head;
 
 #[cfg(feature = "rpm-server")]
 mod serve;
@@ -86,59 +84,6 @@ impl Served {
         if let Some(c) = self.requests.get(path) {
             c.fetch_add(1, Relaxed);
         }
-    }
-
-    /// The counters in Prometheus' text format.
-    pub fn render(&self, o: &mut String) {
-        let get = |c: &AtomicU64| c.load(Relaxed);
-        let one = |o: &mut String, name: &str, kind: &str, help: &str, v: u64| {
-            head(o, name, kind, help);
-            let _ = writeln!(o, "{name} {v}");
-        };
-        one(
-            o,
-            "wirespeed_rpm_server_connections_total",
-            "counter",
-            "Connections the RPM server (--rpm-listen) accepted.",
-            get(&self.connections),
-        );
-        one(
-            o,
-            "wirespeed_rpm_server_open_connections",
-            "gauge",
-            "Connections to the RPM server open now.",
-            get(&self.open),
-        );
-        let name = "wirespeed_rpm_server_turned_away_total";
-        head(
-            o,
-            name,
-            "counter",
-            "Connections past the RPM server's limit: answered 429 with Retry-After (busy), or closed at once.",
-        );
-        let _ = writeln!(o, "{name}{{how=\"busy\"}} {}", get(&self.busy));
-        let _ = writeln!(o, "{name}{{how=\"closed\"}} {}", get(&self.closed_at_once));
-        one(
-            o,
-            "wirespeed_rpm_server_tls_failures_total",
-            "counter",
-            "TLS handshakes to the RPM server that failed or passed their deadline.",
-            get(&self.tls_failures),
-        );
-        let name = "wirespeed_rpm_server_requests_total";
-        head(o, name, "counter", "Requests the RPM server answered, by path.");
-        for (p, c) in PATHS.iter().zip(&self.requests) {
-            let _ = writeln!(o, "{name}{{path=\"{p}\"}} {}", get(c));
-        }
-        let name = "wirespeed_rpm_server_bytes_total";
-        head(
-            o,
-            name,
-            "counter",
-            "HTTP bytes (inside TLS) the RPM server sent and received.",
-        );
-        let _ = writeln!(o, "{name}{{direction=\"sent\"}} {}", get(&self.sent));
-        let _ = writeln!(o, "{name}{{direction=\"received\"}} {}", get(&self.received));
     }
 }
 
