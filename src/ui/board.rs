@@ -123,6 +123,31 @@ impl Run {
         })
     }
 
+    /// The run as documents to draw: one, or one per direction of a
+    /// standard responsiveness test (`--rpm=URL`, whose stream starts
+    /// each direction with its own `rpm_start`); the last has the error.
+    pub fn documents(&self) -> Vec<Value> {
+        let starts: Vec<usize> = (self.events.iter().enumerate())
+            .filter(|(_, e)| e.get("event").and_then(Value::as_str) == Some("rpm_start"))
+            .map(|(i, _)| i)
+            .collect();
+        if starts.len() < 2 {
+            return vec![self.document()];
+        }
+        let mut docs: Vec<Value> = (starts.iter().enumerate())
+            .map(|(k, &from)| {
+                let to = starts.get(k + 1).copied().unwrap_or(self.events.len());
+                crate::report::html::model::from_stream_events(&self.events[from..to]).unwrap_or(Value::Null)
+            })
+            .collect();
+        if let (State::Failed(why), Some(m)) = (&self.state, docs.last_mut().and_then(Value::as_object_mut))
+            && !m.contains_key("error")
+        {
+            m.insert("error".into(), Value::from(why.clone()));
+        }
+        docs
+    }
+
     /// The run as a `-J` document (start, intervals, end), with its error.
     pub fn document(&self) -> Value {
         let mut doc = crate::report::html::model::from_stream_events(&self.events).unwrap_or(Value::Null);
@@ -519,5 +544,47 @@ impl Drop for BoardSink {
                 }
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_standard_rpm_run_is_drawn_one_direction_each() {
+        let ev = |name: &str, data: Value| json!({"event": name, "data": data});
+        let way = |w: &str, rpm: f64| {
+            vec![
+                ev(
+                    "rpm_start",
+                    json!({"method": format!("RPM over HTTP/2, {w}"), "host": "h", "port": 443}),
+                ),
+                ev("rpm_interval", json!({"seconds": 1.0, "rpm": rpm, "flows": 1})),
+                ev("rpm_end", json!({"rpm": rpm, "direction": w})),
+            ]
+        };
+        let mut run = Run {
+            id: 1,
+            title: "t".into(),
+            dialect: Dialect::Iperf3,
+            started: 0,
+            state: State::Failed("cut short".into()),
+            events: way("download", 100.0),
+            stderr: String::new(),
+            child: None,
+            stop_asked: false,
+        };
+        // One direction: the one document.
+        assert_eq!(run.documents(), vec![run.document()]);
+        run.events.extend(way("upload", 200.0));
+        let docs = run.documents();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0]["end"]["direction"], "download");
+        assert_eq!(docs[0]["intervals"].as_array().map(Vec::len), Some(1));
+        assert_eq!(docs[1]["end"]["direction"], "upload");
+        assert_eq!(docs[1]["error"], "cut short");
+        assert!(docs[0].get("error").is_none());
     }
 }

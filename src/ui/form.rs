@@ -107,6 +107,7 @@ pub fn plan(form: &Value) -> Result<Plan, String> {
         "congestion",
         "latency",
         "mode",
+        "insecure",
     ];
     if let Some(k) = form
         .as_object()
@@ -123,9 +124,20 @@ pub fn plan(form: &Value) -> Result<Plan, String> {
         Some(d) => return Err(format!("dialect: '{d}' is neither iperf3 nor iperf2")),
     };
     let host = field(form, "host")?.ok_or("host: give the server to test against")?;
-    let mut args = vec!["-c".to_string(), host.to_string()];
+    let mode = field(form, "mode")?;
+    // A networkQuality server's configuration URL as the server: the
+    // standard responsiveness test (--rpm=URL), which names its own
+    // server and reports every second (the form's default -i 1 says no
+    // more than that).
+    let standard_rpm = mode == Some("rpm") && host.starts_with("https://");
+    let mut args = match standard_rpm {
+        true => vec![format!("--rpm={host}")],
+        false => vec!["-c".to_string(), host.to_string()],
+    };
     let mut opt = |name: &str, flag: &str| -> Result<(), String> {
-        if let Some(v) = field(form, name)? {
+        if let Some(v) = field(form, name)?
+            && !(standard_rpm && name == "interval" && v == "1")
+        {
             args.push(flag.into());
             args.push(match (dialect, name) {
                 (Dialect::Iperf2, "bitrate") => iperf2_units(v, Power::Thousand),
@@ -168,11 +180,14 @@ pub fn plan(form: &Value) -> Result<Plan, String> {
     if checked(form, "latency") {
         args.push("--latency".into());
     }
+    if checked(form, "insecure") {
+        args.push("--insecure".into());
+    }
     // A mode runs many tests to answer one question; each dialect's parser
     // says what it takes (a search is UDP: it gets -u unless given).
-    let mode = field(form, "mode")?;
     match mode {
         None | Some("normal") => {}
+        Some("rpm") if standard_rpm => {}
         Some("rpm") => args.push("--rpm".into()),
         Some("search") => {
             if !args.iter().any(|a| a == "-u") {
@@ -239,8 +254,10 @@ fn check(dialect: Dialect, args: &[String]) -> Result<f64, String> {
             Err(e) => return Err(e.line("iperf")),
         },
     };
-    let secs = match cfg.params.end {
-        crate::config::EndCondition::Time(d) => d.as_secs_f64(),
+    let secs = match (&cfg.nq, cfg.params.end) {
+        // Download, then upload, each up to its time, and the handshakes.
+        (Some(nq), _) => 2.0 * nq.time.as_secs_f64() + 10.0,
+        (None, crate::config::EndCondition::Time(d)) => d.as_secs_f64(),
         _ => 0.0,
     };
     if !(secs > 0.0 && secs <= 86_400.0) {
@@ -330,6 +347,19 @@ mod tests {
         let p = plan(&json!({"host": "127.0.0.1", "time": "2", "mode": "normal"})).unwrap();
         assert_eq!(p.command_line(), "wirespeed -c 127.0.0.1 -t 2");
         // The dialect's parser judges the mode's line, in its words.
+        // A configuration URL as the server: the standard test.
+        let p = plan(&json!({"host": "https://h:4443/.well-known/nq", "time": "5", "interval": "1", "mode": "rpm", "insecure": true, "direction": "reverse"})).unwrap();
+        assert_eq!(
+            p.command_line(),
+            "wirespeed --rpm=https://h:4443/.well-known/nq -t 5 -R --insecure"
+        );
+        assert_eq!(p.time, 20.0);
+        let e = plan(&json!({"host": "https://h/", "mode": "rpm", "interval": "2"})).unwrap_err();
+        assert!(e.contains("--rpm=URL cannot be used with -i"), "{e}");
+        let e = plan(&json!({"host": "https://h/", "mode": "rpm", "port": "5201"})).unwrap_err();
+        assert!(e.contains("--rpm=URL cannot be used with -p"), "{e}");
+        let e = plan(&json!({"host": "127.0.0.1", "insecure": true})).unwrap_err();
+        assert!(e.contains("--insecure go with --rpm=URL"), "{e}");
         let e = plan(&json!({"host": "127.0.0.1", "mode": "rpm", "protocol": "udp"})).unwrap_err();
         assert!(e.contains("--rpm cannot be used with -u"), "{e}");
         let e = plan(&json!({"host": "127.0.0.1", "mode": "search", "interval": "1"})).unwrap_err();

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::board::{Board, Mode, State};
+use super::board::{Board, Mode, Run, State};
 use super::{export, form, history, history_view, schedule};
 use crate::http::{self, Reject, Request, Response};
 use crate::report::html::{model, page};
@@ -134,6 +134,12 @@ fn document(board: &Board, id: u64) -> Option<(Value, String)> {
     let runs = board.runs();
     let r = runs.iter().find(|r| r.id == id)?;
     Some((r.document(), format!("run {}", r.id)))
+}
+
+/// The documents a run's report draws (one per direction of `--rpm=URL`).
+fn documents(board: &Board, id: u64) -> Vec<Value> {
+    let runs = board.runs();
+    runs.iter().find(|r| r.id == id).map(Run::documents).unwrap_or_default()
 }
 
 /// Routes one request.
@@ -302,7 +308,7 @@ pub fn route(site: &Site, req: &Request) -> Answer {
             None => whole(error("404 Not Found", "no such run")),
         },
         (false, ["runs", n, file]) => {
-            let Some((doc, name)) = id(n).and_then(|n| document(&site.board, n)) else {
+            let Some((num, (doc, name))) = id(n).and_then(|n| Some((n, document(&site.board, n)?))) else {
                 return whole(error("404 Not Found", "no such run"));
             };
             let stem = format!("wirespeed-run-{n}");
@@ -311,7 +317,7 @@ pub fn route(site: &Site, req: &Request) -> Answer {
                 "result.csv" => ("text/csv; charset=utf-8", export::csv(&doc)),
                 "report.html" => (
                     "text/html; charset=utf-8",
-                    crate::report::html::render_documents(&[doc], &name),
+                    crate::report::html::render_documents(&documents(&site.board, num), &name),
                 ),
                 _ => return whole(error("404 Not Found", "no such file")),
             };
@@ -375,11 +381,13 @@ fn live(site: &Site, s: &mut TcpStream, id: u64) -> std::io::Result<()> {
             std::thread::sleep(wait);
             continue;
         }
-        let (doc, state) = (r.document(), r.summary());
+        let (docs, state) = (r.documents(), r.summary());
         seen = now;
         drop(runs);
         last_render = Instant::now();
-        let html = page::section(0, &model::view(&doc));
+        let html: String = (docs.iter().enumerate())
+            .map(|(i, doc)| page::section(i, &model::view(doc)))
+            .collect();
         http::sse_event(s, "render", &html)?;
         http::sse_event(s, "state", &state.to_string())?;
         if !running {

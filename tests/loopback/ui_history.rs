@@ -269,3 +269,34 @@ fn schedules_run_record_failures_and_feed_metrics() {
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_ui_runs_the_standard_rpm_and_reports_both_directions() {
+    let srv_port = free_port();
+    let rpm = free_port();
+    let listen = format!("127.0.0.1:{rpm}");
+    let _srv = wirespeed_server(srv_port, &["--rpm-listen", &listen]);
+    wait_listening(rpm);
+    let (_ui, port) = ui(":memory:");
+    let url = format!("https://127.0.0.1:{rpm}/.well-known/nq");
+    let form = json!({"host": url, "mode": "rpm", "time": "2", "interval": "1", "insecure": true});
+    let (s, v) = post(port, "/api/runs", &form);
+    assert_eq!(s, 201, "{v}");
+    let id = v["id"].clone();
+    let runs = runs_until(port, "the RPM run ends", |r| {
+        r.iter().any(|r| r["id"] == id && state(r) != "running")
+    });
+    let run = runs.iter().find(|r| r["id"] == id).unwrap();
+    assert_eq!(state(run), "done", "{run}");
+    let t = token(port);
+    let (s, page) = http(port, "GET", &format!("/api/runs/{id}/report.html?token={t}"), &[], "");
+    assert_eq!(s, 200);
+    let sections = page.matches("<h2>Responsiveness (RPM) with").count();
+    assert_eq!(sections, 2, "one section a direction");
+    for way in ["download", "upload"] {
+        assert!(
+            page.contains(&format!("draft-ietf-ippm-responsiveness-09), {way}")),
+            "{way}"
+        );
+    }
+}
