@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The path emulator (examples/pathemu) from Python: start it, wait for its
+"""The path emulator (tools/pathemu) from Python: start it, wait for its
 ready line, send commands, read counters, run programs in its namespaces,
 and clean up by pid. No third-party modules.
 

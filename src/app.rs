@@ -7,15 +7,20 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use crate::config::{Dialect, Role, TestConfig};
-use crate::error::{Code, Error};
-use crate::events::{Event, Side};
-use crate::modes::search;
-use crate::report::{Output, Reporter};
-use crate::{cli, debug, json, metrics, server, sys};
+use wirespeed_cli as cli;
+use wirespeed_core::config::{Dialect, Role, TestConfig};
+use wirespeed_core::debug;
+use wirespeed_core::events::{Event, Side};
+use wirespeed_iperf::modes::search;
+use wirespeed_iperf::server;
+use wirespeed_proto::error::{Code, Error};
+use wirespeed_proto::json;
+use wirespeed_report::metrics;
+use wirespeed_report::{Output, Reporter};
+use wirespeed_sys as sys;
 
 pub use crate::signals::{Hangup, hangup_for, install_signals, interrupt};
-pub use crate::version::{CLIENT_VERSION, IPERF3_VERSION, VERSION, version_string};
+pub use wirespeed_core::version::{CLIENT_VERSION, IPERF3_VERSION, VERSION, version_string};
 
 fn program_name(args: &[OsString]) -> String {
     args.first()
@@ -45,8 +50,8 @@ pub fn run(args: Vec<OsString>) -> i32 {
     // wirespeed's own commands, which no iperf command line can start with.
     match rest.first().map(String::as_str) {
         Some("report") => return cli::report::run(&rest[1..], &prog),
-        Some("ui") => return crate::ui::run(&rest[1..], &prog),
-        Some("exporter") => return crate::exporter::run(&rest[1..], &prog),
+        Some("ui") => return wirespeed_web::ui::run(&rest[1..], &prog),
+        Some("exporter") => return wirespeed_web::exporter::run(&rest[1..], &prog),
         Some("--completions") => return cli::completions::run(&rest[1..], &prog),
         _ => {}
     }
@@ -247,7 +252,7 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     // Bind the metrics endpoint before anything else, so a busy address is
     // one line and exit 1; it starts serving once the server runs.
     let metrics = match (&cfg.role, &cfg.server.metrics) {
-        (Role::Server | Role::Client(_), Some(addr)) => match metrics::http::Endpoint::bind(addr) {
+        (Role::Server | Role::Client(_), Some(addr)) => match wirespeed_web::metrics::Endpoint::bind(addr) {
             Ok(ep) => {
                 announce_metrics(&cfg, &out, &ep);
                 Some(ep)
@@ -261,7 +266,8 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     };
     let ui = match (&cfg.role, &cfg.server.ui) {
         (Role::Server, Some(addr)) => {
-            match crate::ui::Endpoint::bind(addr, None).and_then(|ep| ep.keep_history(cfg.server.db.as_deref())) {
+            match wirespeed_web::ui::Endpoint::bind(addr, None).and_then(|ep| ep.keep_history(cfg.server.db.as_deref()))
+            {
                 Ok(ep) => Some(ep),
                 Err(e) => {
                     print_failure(&cfg, &out, &e);
@@ -278,12 +284,12 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     };
     // The RPM server's listener and certificate, checked now like the
     // metrics endpoint's; it serves once the server runs.
-    if let Err(e) = crate::nq::check_options(&cfg) {
+    if let Err(e) = wirespeed_rpm_http::server::check_options(&cfg) {
         print_failure(&cfg, &out, &e);
         return 1;
     }
     let rpm = match (&cfg.role, &cfg.server.rpm_listen) {
-        (Role::Server, Some(_)) => match crate::nq::Endpoint::bind(&cfg) {
+        (Role::Server, Some(_)) => match wirespeed_rpm_http::server::Endpoint::bind(&cfg) {
             Ok(ep) => {
                 let line = ep.announcement();
                 if cfg.output.json {
@@ -303,7 +309,7 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     let signal = install_signals(hangup_for(&cfg));
     let result = match &cfg.role {
         Role::Client(_) if let Some(nq) = &cfg.nq => {
-            let r = crate::modes::nq::run(&cfg, nq, &out, &signal, metrics);
+            let r = wirespeed_rpm_http::client::run(&cfg, nq, &out, &signal, metrics);
             // The JSON stream has said it already.
             if let Err(e) = &r
                 && !cfg.output.json_stream
@@ -312,7 +318,7 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
             }
             r
         }
-        Role::Client(host) if crate::report::mode::is_mode(&cfg) => run_mode(&cfg, host, &out, &signal, metrics),
+        Role::Client(host) if wirespeed_report::mode::is_mode(&cfg) => run_mode(&cfg, host, &out, &signal, metrics),
         Role::Client(host) => run_client(&cfg, host, &out, &signal, warnings),
         Role::Loopback => run_loopback(&cfg, out.clone(), &signal),
         Role::Server => run_server(&cfg, out.clone(), signal.clone(), metrics, ui, rpm),
@@ -342,7 +348,7 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
 /// detaches, so its starter shows it), with a warning when they are open
 /// to every address. Diagnostics go where the server's go; beside `-J`
 /// to stderr, so a JSON log holds JSON only.
-fn announce_metrics(cfg: &TestConfig, out: &Output, ep: &metrics::http::Endpoint) {
+fn announce_metrics(cfg: &TestConfig, out: &Output, ep: &wirespeed_web::metrics::Endpoint) {
     let (at, warning) = ep.announcement();
     let warning = warning.map(|w| match cfg.dialect {
         Dialect::Iperf3 => format!("warning: {w}\n"),
@@ -362,10 +368,10 @@ fn check_report_path(cfg: &TestConfig) -> Result<(), Error> {
         return Ok(());
     };
     let first = match cfg.role {
-        Role::Server => crate::report::html::numbered_path(path, 1),
+        Role::Server => wirespeed_report::html::numbered_path(path, 1),
         _ => path.clone(),
     };
-    crate::report::html::check_writable(&first)
+    wirespeed_report::html::check_writable(&first)
 }
 
 /// A client of either dialect (or a UDP search of rates) against `host`.
@@ -377,10 +383,10 @@ fn run_client(
     warnings: &[String],
 ) -> Result<(), Error> {
     let client = |c: &TestConfig, r: &mut Reporter| match c.dialect {
-        Dialect::Iperf3 => crate::dialect::iperf3::client::run(c, host, c.port, r, signal),
-        Dialect::Iperf2 => crate::dialect::iperf2::client::run(c, host, r, signal),
+        Dialect::Iperf3 => wirespeed_iperf::dialect::iperf3::client::run(c, host, c.port, r, signal),
+        Dialect::Iperf2 => wirespeed_iperf::dialect::iperf2::client::run(c, host, r, signal),
     };
-    if crate::report::mode::is_mode(cfg) {
+    if wirespeed_report::mode::is_mode(cfg) {
         return run_mode(cfg, host, out, signal, None);
     }
     let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
@@ -391,7 +397,7 @@ fn run_client(
     }
     // Idle round trips first, before the test's own connections.
     if let Some(rate) = cfg.latency {
-        match crate::engine::latency::Prober::connect(cfg, host, rate) {
+        match wirespeed_core::engine::latency::Prober::connect(cfg, host, rate) {
             Ok(p) => reporter.set_stage(Box::new(p.stage())),
             Err(e) => {
                 reporter.emit(Event::Error(e.clone()));
@@ -411,11 +417,11 @@ fn run_mode(
     host: &str,
     out: &Output,
     signal: &Arc<AtomicUsize>,
-    metrics: Option<metrics::http::Endpoint>,
+    metrics: Option<wirespeed_web::metrics::Endpoint>,
 ) -> Result<(), Error> {
     let client = |c: &TestConfig, r: &mut Reporter| match c.dialect {
-        Dialect::Iperf3 => crate::dialect::iperf3::client::run(c, host, c.port, r, signal),
-        Dialect::Iperf2 => crate::dialect::iperf2::client::run(c, host, r, signal),
+        Dialect::Iperf3 => wirespeed_iperf::dialect::iperf3::client::run(c, host, c.port, r, signal),
+        Dialect::Iperf2 => wirespeed_iperf::dialect::iperf2::client::run(c, host, r, signal),
     };
     let mut reporter = Reporter::for_config(cfg, out.clone(), Side::Client);
     let _serving = match metrics {
@@ -428,7 +434,7 @@ fn run_mode(
     };
     let r = match cfg.search {
         Some(opts) => search::run(cfg, opts, &mut reporter, signal, &mut |pc, r| client(pc, r)),
-        None => crate::modes::rpm::run(cfg, host, &mut reporter, signal),
+        None => wirespeed_iperf::modes::rpm::run(cfg, host, &mut reporter, signal),
     };
     finish(r, &mut reporter, out)
 }
@@ -437,19 +443,19 @@ fn run_server(
     cfg: &TestConfig,
     out: Output,
     signal: Arc<AtomicUsize>,
-    metrics: Option<metrics::http::Endpoint>,
-    ui: Option<crate::ui::Endpoint>,
-    rpm: Option<crate::nq::Endpoint>,
+    metrics: Option<wirespeed_web::metrics::Endpoint>,
+    ui: Option<wirespeed_web::ui::Endpoint>,
+    rpm: Option<wirespeed_rpm_http::server::Endpoint>,
 ) -> Result<(), Error> {
-    crate::engine::MuxMode::from_env()?;
+    wirespeed_core::engine::MuxMode::from_env()?;
     // -A n: the server and every thread it starts run on CPU n (a test
     // whose client sent -A x,m runs its own threads on m instead).
     if let Some(cpu) = cfg.net.affinity {
-        crate::engine::pin(cpu)?;
+        wirespeed_core::engine::pin(cpu)?;
     }
     // Many clients, many streams: as many descriptors as we may have.
     let _ = sys::process::raise_nofile_limit();
-    let mut server = server::Server::bind(cfg, out.clone(), crate::dialect::wings())?;
+    let mut server = server::Server::bind(cfg, out.clone(), wirespeed_iperf::dialect::wings())?;
     // The starting process waits until the daemon serves, and exits 1 with
     // the reason if it cannot (a pidfile that cannot be written, ...).
     // The Windows service is already in the background (its options still
@@ -465,19 +471,19 @@ fn run_server(
     };
     // Threads do not survive the daemon's fork: serve metrics after it.
     let registry = metrics.as_ref().map(|_| Arc::new(metrics::Metrics::new()));
-    let served = Arc::new(crate::nq::Served::default());
+    let served = Arc::new(wirespeed_rpm_http::server::Served::default());
     if let Some(r) = &registry {
         server = server.with_metrics(r.clone());
         if rpm.is_some() {
-            r.count_rpm_server(served.clone());
+            r.add_collector(served.clone());
         }
     }
     let board = ui
         .as_ref()
-        .map(|ep| ep.board(crate::ui::board::Mode::Server))
+        .map(|ep| ep.board(wirespeed_web::ui::board::Mode::Server))
         .transpose()?;
     if let Some(b) = &board {
-        server = server.watched_by(Box::new(b.clone()));
+        server = server.watched_by(Box::new(wirespeed_web::ui::board::Watch(b.clone())));
     }
     let started = (|| -> Result<_, Error> {
         let serving = match (metrics, registry) {
@@ -526,9 +532,9 @@ fn run_loopback(cfg: &TestConfig, out: Output, signal: &Arc<AtomicUsize>) -> Res
         ..TestConfig::default()
     };
     scfg.net.bind = Some("127.0.0.1".into());
-    scfg.net.family = crate::config::Family::V4;
+    scfg.net.family = wirespeed_core::config::Family::V4;
     scfg.output.interval = cfg.output.interval;
-    let server = server::Server::bind(&scfg, Output::discard(), crate::dialect::wings())?;
+    let server = server::Server::bind(&scfg, Output::discard(), wirespeed_iperf::dialect::wings())?;
     let port = server.port();
     let stop = Arc::new(AtomicUsize::new(0));
     let stop2 = stop.clone();
@@ -578,7 +584,7 @@ impl PidFile {
         }
         // Write then rename, so a reader never sees a half-written file.
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let io = |e: std::io::Error| failed(crate::error::errno_text(&e));
+        let io = |e: std::io::Error| failed(wirespeed_proto::error::errno_text(&e));
         std::fs::write(&tmp, std::process::id().to_string()).map_err(io)?;
         std::fs::rename(&tmp, path).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);

@@ -1,43 +1,35 @@
 //! wirespeed: an iperf3- and iperf 2-compatible network measurement tool.
 //!
-//! The binary is a thin shell over this library; tests, benchmarks and
-//! fuzzers use the same modules. `docs/ARCHITECTURE.md` maps them and
-//! follows one test through them.
+//! The binary's own library: the application ([`app`]: which dialect a
+//! command line speaks and running what it asks for) and signals, over the
+//! workspace's crates, one per layer (`docs/ARCHITECTURE.md` maps them):
+//! `wirespeed-proto` and `wirespeed-sys` at the bottom, then
+//! `wirespeed-core` (configuration, events, statistics, the engine),
+//! `wirespeed-report` (every output), `wirespeed-iperf` (the server and
+//! both dialects), `wirespeed-cli` (both command lines), `wirespeed-web`
+//! (UI, exporter, metrics endpoint) and `wirespeed-rpm-http` (the standard
+//! responsiveness test over HTTP/2).
+//!
+//! The re-exports below keep the layers' modules under one name for the
+//! integration tests and benches, which use this package.
 #![warn(missing_docs)]
-#![forbid(unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
 
 pub mod app;
-pub mod auth;
-pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod debug;
-pub mod dialect;
-pub mod engine;
-pub mod events;
-pub mod exporter;
-pub mod http;
-pub mod metrics;
-pub mod modes;
-pub mod net;
-pub mod nq;
-pub mod report;
-pub mod server;
 #[cfg(windows)]
 pub mod service;
 pub mod signals;
-pub mod stats;
-pub mod ui;
-pub mod units;
-pub mod util;
-pub mod version;
 
 pub use app::run;
-pub use version::{CLIENT_VERSION, VERSION, version_string};
+pub use wirespeed_cli as cli;
+pub use wirespeed_core::version::{CLIENT_VERSION, VERSION, version_string};
+pub use wirespeed_core::{clock, config, debug, engine, events, net, stats, units, util, version};
+pub use wirespeed_iperf::{auth, dialect, modes, server};
 /// The protocol codecs of both dialects, sans IO (`crates/proto`).
 pub use wirespeed_proto as proto;
 pub use wirespeed_proto::{error, json};
+pub use wirespeed_report as report;
 /// The system calls std and socket2 lack: the one crate that may use
 /// `unsafe` (`crates/sys`).
 pub use wirespeed_sys as sys;
+pub use wirespeed_web::{exporter, http, metrics as metrics_endpoint, ui};

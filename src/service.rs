@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::sys::service::{self, Installed, Names, SERVICE_FLAG};
+use wirespeed_sys::service::{self, Installed, Names, SERVICE_FLAG};
 
 /// iperf 2's names for its service.
 pub const IPERF2: Names = Names {

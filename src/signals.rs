@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use crate::config::{Role, TestConfig};
+use wirespeed_core::config::{Role, TestConfig};
 
 /// What SIGHUP does to a process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub fn install_signals(hup: Hangup) -> Arc<AtomicUsize> {
     #[cfg(unix)]
     let _ = match hup {
         Hangup::End => signal_hook::flag::register_usize(libc::SIGHUP, cell.clone(), libc::SIGHUP as usize),
-        Hangup::ReopenLog => signal_hook::flag::register(libc::SIGHUP, crate::report::log_reopen_flag()),
+        Hangup::ReopenLog => signal_hook::flag::register(libc::SIGHUP, wirespeed_report::log_reopen_flag()),
         Hangup::Ignore => {
             signal_hook::flag::register(libc::SIGHUP, Arc::new(std::sync::atomic::AtomicBool::new(false)))
         }

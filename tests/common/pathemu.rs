@@ -1,4 +1,4 @@
-//! The path emulator (`examples/pathemu`, see docs/pathemu.md) for tests:
+//! The path emulator (`tools/pathemu`, see docs/pathemu.md) for tests:
 //! two namespaces joined by an emulated WAN path with delay, rate, queue,
 //! loss, jitter and outages, and exact counts of every packet's fate.
 //!

@@ -1,6 +1,9 @@
-//! The shape of the code, checked: which source files use which, no
-//! circle of files that use each other, and no two rooms (top-level
-//! modules; each dialect's wing apart) that reach each other.
+//! The shape of the code, checked where the compiler cannot: which crates
+//! the workspace's crates depend on (the layers), and inside each crate,
+//! which source files use which, with no circle of files that use each
+//! other and no two rooms (top-level modules; each dialect's wing apart)
+//! that reach each other. That a lower crate never names a higher one the
+//! compiler keeps: a crate cannot name what it does not depend on.
 //!
 //! A file uses another when it names a path into it: `crate::a::b::Item`,
 //! `super::x`, `self::y` (in `use` lines or inline), resolved to the file
@@ -241,18 +244,33 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> 
     out
 }
 
-fn src_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
+/// The source folders of every crate of the workspace: the binary's and
+/// each of `crates/`.
+fn src_roots() -> Vec<PathBuf> {
+    let top = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut out = vec![top.join("src")];
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(top.join("crates"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    crates.sort();
+    out.extend(crates);
+    out
 }
 
 #[test]
 fn no_two_files_use_each_other() {
-    let found = circles(&uses(&src_root()));
-    assert!(
-        found.is_empty(),
-        "import circles (files that reach each other through their uses): {found:#?}\n\
-         break each by moving what both need to a module below them"
-    );
+    for root in src_roots() {
+        let found = circles(&uses(&root));
+        assert!(
+            found.is_empty(),
+            "import circles in {} (files that reach each other through their uses): {found:#?}\n\
+             break each by moving what both need to a module below them",
+            root.display()
+        );
+    }
 }
 
 /// The room a file belongs to: its top-level module, or for the dialect
@@ -279,14 +297,130 @@ fn rooms(files: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSe
 
 #[test]
 fn no_two_rooms_reach_each_other() {
-    // The rooms stand in layers: the shared server hands clients to the
-    // wings through `server::Wings` and never names them; the wings, the
-    // modes, the CLI and the UI sit above what they use.
-    let found = circles(&rooms(&uses(&src_root())));
+    // Inside a crate the rooms stand in layers too: the shared server
+    // hands clients to the wings through `server::Wings` and never names
+    // them; the wings and the modes sit above what they use.
+    for root in src_roots() {
+        let found = circles(&rooms(&uses(&root)));
+        assert!(
+            found.is_empty(),
+            "rooms of {} (top-level modules, a dialect's wing each) that reach each other: {found:#?}",
+            root.display()
+        );
+    }
+}
+
+/// Each package's normal dependencies, and every package each workspace
+/// crate links (those, transitively), from `cargo metadata`.
+type Graph = BTreeMap<String, BTreeSet<String>>;
+fn dependencies() -> (Graph, Graph) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata");
     assert!(
-        found.is_empty(),
-        "rooms (top-level modules, a dialect's wing each) that reach each other: {found:#?}"
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let name: BTreeMap<&str, &str> = m["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let mut direct: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for n in m["resolve"]["nodes"].as_array().unwrap() {
+        let normal = n["deps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["dep_kinds"].as_array().unwrap().iter().any(|k| k["kind"].is_null()));
+        direct.insert(
+            name[n["id"].as_str().unwrap()].to_string(),
+            normal.map(|d| name[d["pkg"].as_str().unwrap()].to_string()).collect(),
+        );
+    }
+    let mut out = BTreeMap::new();
+    for c in direct.keys().filter(|c| c.starts_with("wirespeed")) {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![c.clone()];
+        while let Some(x) = stack.pop() {
+            for d in direct.get(&x).into_iter().flatten() {
+                if seen.insert(d.clone()) {
+                    stack.push(d.clone());
+                }
+            }
+        }
+        out.insert(c.clone(), seen);
+    }
+    (direct, out)
+}
+
+#[test]
+fn each_layer_links_only_what_is_below_it() {
+    let (direct, linked) = dependencies();
+    let forbid = |krate: &str, what: &[&str], why: &str| {
+        let deps = &linked[krate];
+        let bad: Vec<&&str> = what.iter().filter(|w| deps.contains(**w)).collect();
+        assert!(bad.is_empty(), "{krate} links {bad:?}: {why}");
+    };
+    let above_core = [
+        "wirespeed-report",
+        "wirespeed-iperf",
+        "wirespeed-cli",
+        "wirespeed-web",
+        "wirespeed-rpm-http",
+    ];
+    let async_http = ["tokio", "hyper", "h2", "rustls", "tokio-rustls"];
+    forbid(
+        "wirespeed-core",
+        &above_core,
+        "the core knows no output, server, web or RPM server",
+    );
+    forbid(
+        "wirespeed-core",
+        &async_http,
+        "no async runtime or TLS in the measurement core",
+    );
+    forbid(
+        "wirespeed-report",
+        &above_core[1..],
+        "the outputs know no server, command line, web or RPM server",
+    );
+    forbid(
+        "wirespeed-report",
+        &async_http,
+        "no async runtime or TLS in the outputs",
+    );
+    forbid(
+        "wirespeed-iperf",
+        &above_core[2..],
+        "the iperf server and clients know no command line or web",
+    );
+    forbid("wirespeed-iperf", &async_http, "the data plane is plain threads");
+    for krate in linked
+        .keys()
+        .filter(|k| *k != "wirespeed-web" && *k != "wirespeed-rpm-http" && *k != "wirespeed")
+    {
+        forbid(
+            krate,
+            &["rusqlite", "libsqlite3-sys"],
+            "only the web crate keeps a database",
+        );
+    }
+    let proto: Vec<&String> = direct["wirespeed-proto"]
+        .iter()
+        .filter(|d| !["serde", "serde_json"].contains(&d.as_str()))
+        .collect();
+    assert!(
+        proto.is_empty(),
+        "the protocol crate depends on serde_json alone, not on {proto:?}"
+    );
+    forbid("wirespeed-sys", &above_core, "the system calls know nothing above them");
 }
 
 #[test]

@@ -1,0 +1,490 @@
+//! The outputs of the modes that run many tests to answer one question
+//! (`--rpm`, `--udp-search`), from their [`ModeEvent`]s: the text
+//! ([`ModeText`]), the `-J` document ([`ModeJson`], which the HTML report
+//! renders too), the `--json-stream` lines ([`stream_line`]) and the
+//! document rebuilt from those lines ([`document_from_stream`], the web
+//! UI's). They format numbers; the modes compute them.
+
+use serde_json::{Map, Value, json};
+
+use super::{Output, Sink};
+use wirespeed_core::config::TestConfig;
+use wirespeed_core::events::{
+    Event, LossFloor, ModeEvent, Probe, RpmEnd, RpmInterval, RpmStart, SearchEnd, SearchStart,
+};
+
+/// A rate as the modes print it: iperf3's units and `/sec`.
+pub fn rate_text(bps: f64, fmt: char) -> String {
+    format!("{}s/sec", wirespeed_core::units::format_iperf3(bps / 8.0, fmt))
+}
+
+/// A loss for the search's own lines: two significant digits like
+/// iperf's, but never "1e+02".
+pub fn percent(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        wirespeed_proto::json::format_g(v, 2)
+    }
+}
+
+/// A number without trailing zeros (at most four decimals).
+pub fn trim_num(v: f64) -> String {
+    let s = format!("{v:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Whether the configuration runs a mode whose outputs this module makes.
+pub fn is_mode(cfg: &TestConfig) -> bool {
+    cfg.rpm || cfg.search.is_some()
+}
+
+fn rpm_start_json(s: &RpmStart) -> Value {
+    json!({
+        "host": s.host, "port": s.port, "method": s.method,
+        "interval_seconds": s.interval_seconds, "mad": s.mad, "sdt": s.sdt,
+        "max_flows": s.max_flows, "probes_per_second": s.probes_per_second,
+        "trimmed_mean_keep": s.trimmed_mean_keep, "time_limit_seconds": s.time_limit_seconds,
+    })
+}
+
+fn rpm_interval_json(iv: &RpmInterval) -> Value {
+    json!({
+        "seconds": iv.at, "flows": iv.flows, "goodput_bits_per_second": iv.goodput,
+        "goodput_moving_average": iv.goodput_avg, "saturated": iv.saturated,
+        "rpm": iv.rpm, "foreign_rpm": iv.foreign, "loaded_rpm": iv.loaded,
+    })
+}
+
+fn rpm_end_json(r: &RpmEnd) -> Value {
+    let mut v = json!({
+        "rpm": r.rpm, "class": r.class, "confidence": r.confidence,
+        "direction": r.direction, "goodput_bits_per_second": r.goodput, "flows": r.flows,
+        "idle_rpm": r.idle_rpm,
+        "idle": r.idle_ms.map(|(t, rr)| json!({"tcp_handshake_ms": t, "round_trip_ms": rr})),
+        "loaded": {"tcp_handshake_ms": r.tm_ms.0, "round_trip_ms": r.tm_ms.1,
+                   "tcp_info_rtt_ms": r.tm_ms.2, "round_trip_p90_ms": r.p90_ms},
+        "probe_failures": r.failures,
+    });
+    if let Some(ms) = r.self_probe_ms {
+        v["loaded"]["self_probe_ms"] = json!(ms);
+    }
+    v
+}
+
+fn search_head_json(s: &SearchStart) -> Value {
+    json!({
+        "max_loss_percent": s.max_loss_percent,
+        "probe_seconds": s.probe_seconds,
+        "streams": s.streams,
+        "blksize": s.blksize,
+        "reverse": s.reverse,
+        "resolution": s.resolution,
+    })
+}
+
+fn probe_json(p: &Probe) -> Value {
+    json!({
+        "bits_per_second": p.rate,
+        "sent_bits_per_second": p.sent_bps,
+        "received_bits_per_second": p.received_bps,
+        "packets": p.packets,
+        "lost_packets": p.lost,
+        "lost_percent": p.lost_percent,
+        "jitter_ms": p.jitter_ms,
+        "sender_limited": p.sender_limited,
+        "ok": p.ok,
+        "retry": p.retry,
+        "floor_check": p.floor_check,
+    })
+}
+
+fn floor_json(f: &LossFloor) -> Value {
+    json!({
+        "loss_floor_percent": 100.0 * f.loss,
+        "packets": f.packets,
+        "up_to_bits_per_second": f.up_to,
+    })
+}
+
+/// The `result` of a search that found an answer.
+fn search_result_json(e: &SearchEnd) -> Option<Value> {
+    let a = e.outcome.as_ref().ok()?;
+    Some(json!({
+        "bits_per_second": a.rate,
+        "received_bits_per_second": a.received_bps,
+        "lost_percent": a.lost_percent,
+        "finish": a.finish.name(),
+        "loss_floor_percent": e.floor.map(|f| 100.0 * f.loss),
+    }))
+}
+
+/// The `--json-stream` line of a mode event: its name and data.
+pub fn stream_line(m: &ModeEvent) -> (&'static str, Value) {
+    match m {
+        ModeEvent::RpmStart(s) => ("rpm_start", rpm_start_json(s)),
+        ModeEvent::RpmInterval(iv) => ("rpm_interval", rpm_interval_json(iv)),
+        ModeEvent::RpmEnd(r) => ("rpm_end", rpm_end_json(r)),
+        ModeEvent::SearchStart(s) => ("search_start", search_head_json(s)),
+        ModeEvent::SearchProbe(p) => ("probe", probe_json(&p.probe)),
+        ModeEvent::SearchFloor(f) => ("loss_floor", floor_json(f)),
+        ModeEvent::SearchEnd(e) => match &e.outcome {
+            Ok(_) => ("search_end", search_result_json(e).unwrap_or(Value::Null)),
+            Err(err) => ("error", Value::String(err.text())),
+        },
+    }
+}
+
+/// The line written for a mode event (serde's compact JSON, as the modes
+/// have always written them).
+pub fn stream_text(m: &ModeEvent) -> String {
+    let (name, data) = stream_line(m);
+    let v = json!({ "event": name, "data": data });
+    format!("{}\n", serde_json::to_string(&v).unwrap_or_default())
+}
+
+/// A mode's `-J` document, built as its events arrive.
+#[derive(Default)]
+pub struct ModeDoc {
+    /// The responsiveness test's document so far.
+    rpm: Option<Value>,
+    /// The search's settings, from its start.
+    search: Option<SearchStart>,
+}
+
+impl ModeDoc {
+    /// Takes one event; returns the whole document once the mode ended.
+    pub fn event(&mut self, m: &ModeEvent) -> Option<Value> {
+        match m {
+            ModeEvent::RpmStart(s) => {
+                let mut d = json!({"intervals": []});
+                d["start"] = rpm_start_json(s);
+                self.rpm = Some(d);
+                None
+            }
+            ModeEvent::RpmInterval(iv) => {
+                if let Some(a) = self.rpm.as_mut().and_then(|d| d["intervals"].as_array_mut()) {
+                    a.push(rpm_interval_json(iv));
+                }
+                None
+            }
+            ModeEvent::RpmEnd(r) => {
+                let mut d = self.rpm.take().unwrap_or_else(|| json!({"intervals": []}));
+                d["end"] = rpm_end_json(r);
+                Some(d)
+            }
+            ModeEvent::SearchStart(s) => {
+                self.search = Some((**s).clone());
+                None
+            }
+            ModeEvent::SearchProbe(_) | ModeEvent::SearchFloor(_) => None,
+            ModeEvent::SearchEnd(e) => Some(self.search_document(e)),
+        }
+    }
+
+    fn search_document(&self, e: &SearchEnd) -> Value {
+        let mut search = match self.search.as_ref().map(search_head_json) {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        search.insert("probes".into(), e.probes.iter().map(probe_json).collect());
+        if let Some(r) = search_result_json(e) {
+            search.insert("result".into(), r);
+        }
+        let mut start = Map::new();
+        start.insert("version".into(), wirespeed_core::version::version_string().into());
+        start.insert("system_info".into(), wirespeed_sys::process::system_info().into());
+        let mut doc = Map::new();
+        doc.insert("start".into(), Value::Object(start));
+        doc.insert("search".into(), Value::Object(search));
+        if let Err(err) = &e.outcome {
+            doc.insert("error".into(), err.text().into());
+            if let Some(f) = e.floor {
+                doc["search"]["loss_floor_percent"] = json!(100.0 * f.loss);
+            }
+        }
+        Value::Object(doc)
+    }
+}
+
+/// `-J` of a mode: its document, printed when it ends.
+pub struct ModeJson {
+    out: Output,
+    doc: ModeDoc,
+}
+
+impl ModeJson {
+    /// A sink writing to `out`.
+    pub fn new(out: Output) -> ModeJson {
+        ModeJson {
+            out,
+            doc: ModeDoc::default(),
+        }
+    }
+}
+
+impl Sink for ModeJson {
+    fn event(&mut self, ev: &Event) {
+        if let Event::Mode(m) = ev
+            && let Some(d) = self.doc.event(m)
+        {
+            self.out
+                .write(&format!("{}\n", wirespeed_proto::json::to_formatted(&d)));
+        }
+    }
+}
+
+/// The text of a mode (the same in both dialects).
+pub struct ModeText {
+    out: Output,
+    /// `-f` for the search's rates.
+    fmt: char,
+    /// `-T`'s prefix of the search's lines.
+    title: String,
+    /// `--max-loss` as the search's lines say it.
+    max_loss: String,
+}
+
+impl ModeText {
+    /// A sink writing to `out` with `cfg`'s format and title.
+    pub fn new(cfg: &TestConfig, out: Output) -> ModeText {
+        ModeText {
+            out,
+            fmt: match cfg.output.format {
+                'k' | 'm' | 'g' | 't' | 'K' | 'M' | 'G' | 'T' => cfg.output.format,
+                _ => 'a',
+            },
+            title: cfg.output.title.as_ref().map(|t| format!("{t}:  ")).unwrap_or_default(),
+            max_loss: String::new(),
+        }
+    }
+
+    fn line(&self, text: &str) {
+        self.out.write(&format!("{}{text}\n", self.title));
+    }
+
+    fn rpm_start(&self, s: &RpmStart) {
+        self.out.write(&format!(
+            "Responsiveness test (TCP-only RPM, after draft-ietf-ippm-responsiveness) with {} port {}: \
+             up to {} load flows, one more every {:.0} s, {} probes/s, for at most {:.0} s\n",
+            s.host, s.port, s.max_flows, s.interval_seconds, s.probes_per_second, s.time_limit_seconds
+        ));
+    }
+
+    fn rpm_interval(&self, iv: &RpmInterval) {
+        let n = |v: Option<f64>| v.map_or("-".to_string(), |r| format!("{r:.0}"));
+        self.out.write(&format!(
+            "[RPM] {:6.2} sec  {:2} flows  goodput {} (avg {}){}  RPM {} (foreign {}, loaded {})\n",
+            iv.at,
+            iv.flows,
+            rate_text(iv.goodput, 'a'),
+            rate_text(iv.goodput_avg, 'a'),
+            if iv.saturated { " saturated" } else { "" },
+            n(iv.rpm),
+            n(iv.foreign),
+            n(iv.loaded)
+        ));
+    }
+
+    fn rpm_end(&self, r: &RpmEnd) {
+        let ms = |v: Option<f64>| v.map_or("-".to_string(), |m| format!("{m:.3} ms"));
+        let dir = &r.direction;
+        let mut s = String::new();
+        match r.rpm {
+            Some(rpm) => s.push_str(&format!(
+                "[RPM] Responsiveness: {rpm:.0} RPM ({}), TCP-only, {dir}; confidence {}\n",
+                r.class.as_deref().unwrap_or_default(),
+                r.confidence
+            )),
+            None => s.push_str("[RPM] Responsiveness: no probe came back under load\n"),
+        }
+        s.push_str(&format!(
+            "[RPM] goodput {} with {} load flows\n",
+            rate_text(r.goodput, 'a'),
+            r.flows
+        ));
+        if let (Some(rpm), Some((t, rr))) = (r.idle_rpm, r.idle_ms) {
+            s.push_str(&format!(
+                "[RPM] idle:   {rpm:.0} RPM (TCP handshake {t:.3} ms, round trip {rr:.3} ms)\n"
+            ));
+        }
+        s.push_str(&format!(
+            "[RPM] loaded: TCP handshake {}, round trip {} (p90 {}), load flows' RTT {}{}\n",
+            ms(r.tm_ms.0),
+            ms(r.tm_ms.1),
+            ms(r.p90_ms),
+            ms(r.tm_ms.2),
+            if r.failures > 0 {
+                format!(" ({} probes failed)", r.failures)
+            } else {
+                String::new()
+            }
+        ));
+        self.out.write(&s);
+    }
+
+    fn search_start(&mut self, s: &SearchStart) {
+        self.max_loss = trim_num(s.max_loss_percent);
+        self.line(&format!(
+            "Searching for the highest UDP rate with loss <= {}% ({} s probes, {} stream{})",
+            self.max_loss,
+            trim_num(s.probe_seconds),
+            s.streams,
+            if s.streams == 1 { "" } else { "s" }
+        ));
+        self.line("Probe  Asked                Received             Lost/Total Datagrams");
+    }
+
+    fn search_probe(&self, n: usize, p: &Probe, retrying: bool) {
+        let verdict = if p.ok && p.retry {
+            "ok on a second try"
+        } else if p.ok {
+            "ok"
+        } else if retrying {
+            "too much loss, trying again"
+        } else if p.sender_limited {
+            "sender short of the rate"
+        } else {
+            "too much loss"
+        };
+        // The asked rate jumps above one that just lost too much: say why.
+        let why = if p.floor_check {
+            " (does the loss grow with the rate?)"
+        } else {
+            ""
+        };
+        self.line(&format!(
+            "{n:>5}  {:<19}  {:<19}  {}/{} ({}%)  {verdict}{why}",
+            rate_text(p.rate as f64, self.fmt),
+            rate_text(p.received_bps, self.fmt),
+            p.lost,
+            p.packets,
+            percent(p.lost_percent)
+        ));
+    }
+
+    fn search_floor(&self, f: &LossFloor) {
+        self.line(&format!(
+            "Random loss: rates twice apart lost alike, about {}% up to {}; a probe is now ok when it loses at most {}% more",
+            percent(100.0 * f.loss),
+            rate_text(f.up_to as f64, self.fmt).trim_start(),
+            self.max_loss
+        ));
+    }
+
+    fn search_end(&self, e: &SearchEnd) {
+        let a = match &e.outcome {
+            Ok(a) => a,
+            Err(err) => {
+                self.out.write_err(&format!("{}: {}\n", self.out.program(), err.line()));
+                return;
+            }
+        };
+        let above = match e.floor {
+            Some(f) => {
+                let floor = percent(100.0 * f.loss);
+                self.line(&format!(
+                    "The path loses about {floor}% at every rate probed, however low: that much is taken as random loss, and the rate reported is the highest whose loss stays within {}% of it.",
+                    self.max_loss
+                ));
+                format!(" above the {floor}% floor")
+            }
+            None => String::new(),
+        };
+        self.line(&format!(
+            "Highest rate with loss <= {}%{above}: {} (received {}, {}% lost)",
+            self.max_loss,
+            rate_text(a.rate as f64, self.fmt),
+            rate_text(a.received_bps, self.fmt),
+            percent(a.lost_percent)
+        ));
+        match a.finish {
+            wirespeed_core::events::Finish::SenderLimited => {
+                self.line("The sender could not go faster: the path may carry more than this.")
+            }
+            wirespeed_core::events::Finish::Ceiling => self.line("Every rate up to the search's ceiling was carried."),
+            wirespeed_core::events::Finish::ProbeLimit => {
+                self.line("The search stopped at its probe limit before converging.")
+            }
+            _ => {}
+        }
+        self.line("");
+        self.line("iperf Done.");
+    }
+}
+
+impl Sink for ModeText {
+    fn event(&mut self, ev: &Event) {
+        let Event::Mode(m) = ev else { return };
+        match m {
+            ModeEvent::RpmStart(s) => self.rpm_start(s),
+            ModeEvent::RpmInterval(iv) => self.rpm_interval(iv),
+            ModeEvent::RpmEnd(r) => self.rpm_end(r),
+            ModeEvent::SearchStart(s) => self.search_start(s),
+            ModeEvent::SearchProbe(p) => self.search_probe(p.n, &p.probe, p.retrying),
+            ModeEvent::SearchFloor(f) => self.search_floor(f),
+            ModeEvent::SearchEnd(e) => self.search_end(e),
+        }
+    }
+}
+
+/// A mode's document rebuilt from its `--json-stream` lines (`None` if
+/// they are not a mode's): the responsiveness test's `intervals`, `start`
+/// and `end`, or the search's settings with its `probes` and `result` (or
+/// `error`).
+pub fn document_from_stream(events: &[Value]) -> Option<Value> {
+    let name = |e: &Value| e.get("event").and_then(Value::as_str).map(str::to_string);
+    let first = events.iter().find_map(name)?;
+    let data = |e: &Value| e.get("data").cloned().unwrap_or(Value::Null);
+    match first.as_str() {
+        "rpm_start" => {
+            let mut d = json!({"intervals": []});
+            for e in events {
+                match name(e).as_deref() {
+                    // `--rpm=URL` tells each direction from its own
+                    // start: the document is the latest direction's.
+                    Some("rpm_start") => d = json!({"intervals": [], "start": data(e)}),
+                    Some("rpm_interval") => {
+                        if let Some(a) = d["intervals"].as_array_mut() {
+                            a.push(data(e));
+                        }
+                    }
+                    Some("rpm_end") => d["end"] = data(e),
+                    Some("error") => d["error"] = data(e),
+                    _ => {}
+                }
+            }
+            Some(d)
+        }
+        "search_start" => {
+            let mut search = match events.first().map(data) {
+                Some(Value::Object(m)) => m,
+                _ => Map::new(),
+            };
+            let mut probes = Vec::new();
+            let mut doc = Map::new();
+            for e in events {
+                match name(e).as_deref() {
+                    Some("probe") => probes.push(data(e)),
+                    Some("loss_floor") => {
+                        if let Some(f) = data(e).get("loss_floor_percent") {
+                            search.insert("loss_floor_percent".into(), f.clone());
+                        }
+                    }
+                    Some("search_end") => {
+                        search.insert("result".into(), data(e));
+                    }
+                    Some("error") => {
+                        doc.insert("error".into(), data(e));
+                    }
+                    _ => {}
+                }
+            }
+            search.insert("probes".into(), Value::Array(probes));
+            doc.insert("start".into(), json!({}));
+            doc.insert("search".into(), Value::Object(search));
+            Some(Value::Object(doc))
+        }
+        _ => None,
+    }
+}

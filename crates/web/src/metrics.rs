@@ -1,0 +1,129 @@
+//! The metrics endpoint: `GET /metrics` (and `/`) over [`crate::http`], one
+//! request per connection, on one thread — a scraper that stalls costs at
+//! most a few seconds.
+
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::http::{self, Reject, Request, Response, Serving};
+use wirespeed_proto::error::Error;
+use wirespeed_report::metrics::Metrics;
+
+/// Time a client has to send its request, and to take the answer.
+const IO_DEADLINE: Duration = Duration::from_secs(2);
+
+/// A bound metrics listener, not yet serving (a server that daemonizes
+/// binds first, to report a busy address, and serves after the fork).
+pub struct Endpoint {
+    listener: TcpListener,
+    addr: String,
+}
+
+impl Endpoint {
+    /// Binds `spec` (`ADDR:PORT`; `:PORT` for every address).
+    pub fn bind(spec: &str) -> Result<Endpoint, Error> {
+        Ok(Endpoint {
+            listener: http::listen(spec, "--metrics", "the metrics endpoint")?,
+            addr: spec.to_string(),
+        })
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// The address as given.
+    pub fn address(&self) -> &str {
+        &self.addr
+    }
+
+    /// What a server says of its metrics at start: where they are (each
+    /// of the host's addresses for a listener on every address), and a
+    /// warning when anyone who can reach the host may read them.
+    pub fn announcement(&self) -> (String, Option<String>) {
+        let lead = "Metrics at ";
+        let mut text = String::new();
+        let reach = http::reachable(&self.listener);
+        for (i, a) in reach.iter().enumerate() {
+            let pad = if i == 0 {
+                lead.to_string()
+            } else {
+                format!("{:>w$} ", "or", w = lead.len() - 1)
+            };
+            text.push_str(&format!("{pad}http://{a}/metrics\n"));
+        }
+        let local = self.listener.local_addr().ok();
+        if reach.is_empty()
+            && let Some(a) = local
+        {
+            text.push_str(&format!("{lead}http://{a}/metrics (every address of this host)\n"));
+        }
+        let everywhere = local.is_some_and(|a| a.ip().is_unspecified());
+        let warning = everywhere.then(|| {
+            let port = self.port();
+            format!(
+                "--metrics {} listens on every address, with no token or access list (--allow and --deny \
+                 apply to tests only), and its metrics name the clients served: give it one address \
+                 (--metrics 127.0.0.1:{port}) or keep port {port} from others",
+                self.addr
+            )
+        });
+        (text, warning)
+    }
+
+    /// Serves `metrics` on a thread until the returned handle is dropped.
+    pub fn serve(self, metrics: Arc<Metrics>) -> Result<Serving, Error> {
+        http::serve(self.listener, "ws-metrics", move |s| answer(s, &metrics))
+    }
+}
+
+/// What to answer a request with (`HEAD` gets the head only).
+pub fn route(req: &Request, metrics: &Metrics) -> Response {
+    if req.method != "GET" && req.method != "HEAD" {
+        return Response::text("405 Method Not Allowed", "GET or HEAD only\n").with_header("Allow: GET, HEAD");
+    }
+    match req.path.as_str() {
+        "/metrics" => Response::new("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics.render()),
+        "/" => Response::new(
+            "200 OK",
+            "text/html; charset=utf-8",
+            format!(
+                "<!DOCTYPE html><html><head><title>wirespeed</title></head><body><h1>{}</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n",
+                wirespeed_report::html::escape(&wirespeed_core::version::version_string())
+            ),
+        ),
+        _ => Response::text("404 Not Found", "not found: try /metrics\n"),
+    }
+}
+
+fn answer(mut s: TcpStream, metrics: &Metrics) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_write_timeout(Some(IO_DEADLINE));
+    match http::read_request(&mut s, 0, IO_DEADLINE) {
+        Ok(req) => route(&req, metrics).send(&mut s, req.method == "HEAD"),
+        Err(Reject::Timeout) => {}
+        Err(r) => Response::text(r.status(), "bad request\n").send(&mut s, false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_answer_like_a_small_http_server() {
+        let m = Metrics::new();
+        let get = |line: &str| route(&http::parse_head(line.as_bytes()).unwrap(), &m);
+        assert!(
+            String::from_utf8(get("GET /metrics HTTP/1.1").body)
+                .unwrap()
+                .contains("wirespeed_up 1")
+        );
+        assert_eq!(get("HEAD /metrics HTTP/1.0").status, "200 OK");
+        assert_eq!(get("POST /metrics HTTP/1.1").status, "405 Method Not Allowed");
+        assert_eq!(get("GET /nope HTTP/1.1").status, "404 Not Found");
+        assert_eq!(get("GET /metrics?x=1 HTTP/1.1").status, "200 OK");
+    }
+}
