@@ -11,10 +11,7 @@ pub mod iperf3;
 /// Where a server hands each client: both wings' entry points.
 pub fn wings() -> crate::server::Wings {
     crate::server::Wings {
-        iperf3_test: iperf3::server::start,
-        iperf3_udp_hello: iperf3::server::udp_hello,
-        iperf2_tcp: iperf2::server::tcp::serve,
-        iperf2_udp: iperf2::server::udp::offer,
-        iperf2_udp_drained: iperf2::server::udp::drained,
+        iperf3: std::sync::Arc::new(iperf3::server::Wing),
+        iperf2: std::sync::Arc::new(iperf2::server::Wing::default()),
     }
 }

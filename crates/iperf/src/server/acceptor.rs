@@ -381,7 +381,7 @@ impl Acceptor {
         if let Mode::ConnectBack { .. } = self.ctx.mode {
             self.ctx.served.fetch_add(1, Relaxed);
             if let Ok(s) = mio_to_std(stream) {
-                (self.ctx.wings.iperf2_tcp)(self.ctx.clone(), s, peer, Vec::new());
+                self.ctx.wings.iperf2.tcp(self.ctx.clone(), s, peer, Vec::new());
             }
             return;
         }
@@ -496,13 +496,13 @@ impl Acceptor {
                     self.ctx.refused(Refusal::Busy);
                     return;
                 }
-                (self.ctx.wings.iperf3_test)(&self.ctx, stream, cookie, peer, body);
+                self.ctx.wings.iperf3.test(&self.ctx, stream, cookie, peer, body);
             }
             (Next::HandOn, _) => {
                 if self.ctx.policy.permits(peer.ip()) {
                     self.ctx.served.fetch_add(1, Relaxed);
                 }
-                (self.ctx.wings.iperf2_tcp)(self.ctx.clone(), stream, peer, buf);
+                self.ctx.wings.iperf2.tcp(self.ctx.clone(), stream, peer, buf);
             }
             (Next::Stay | Next::Close, _) => {
                 if let Some(c) = cookie {
@@ -563,15 +563,18 @@ impl Acceptor {
                 let d = &buf[..n.min(buf.len())];
                 match sniff::udp(d) {
                     sniff::Udp::Iperf3(h) if self.ctx.mode == Mode::Shared => {
-                        (self.ctx.wings.iperf3_udp_hello)(&self.ctx, h, net_canonical(from));
+                        self.ctx.wings.iperf3.udp_hello(&self.ctx, h, net_canonical(from));
                     }
                     _ => {
-                        (self.ctx.wings.iperf2_udp)(&self.ctx, local, from, d, wirespeed_core::clock::wall_ns());
+                        self.ctx
+                            .wings
+                            .iperf2
+                            .udp(&self.ctx, local, from, d, wirespeed_core::clock::wall_ns());
                     }
                 }
             }
             // The flows started this turn have what queued for them.
-            (self.ctx.wings.iperf2_udp_drained)(&self.ctx);
+            self.ctx.wings.iperf2.udp_drained(&self.ctx);
         }
         more
     }

@@ -70,39 +70,32 @@ pub(crate) enum Outcome {
 }
 
 /// Where the acceptor hands each client: the dialects' entry points. The
-/// wings fill it in (`crate::dialect::wings`); the shared server calls
-/// them without knowing what is behind them.
-#[derive(Clone, Copy)]
+/// wings fill it in (`crate::dialect::wings`), each holding what it keeps
+/// for the whole server; the shared server calls them without knowing
+/// what is behind them.
+#[derive(Clone)]
 pub struct Wings {
-    /// An iperf3 control connection whose cookie and parameters were read.
-    pub(crate) iperf3_test: fn(&Arc<ServerCtx>, TcpStream, Cookie, SocketAddr, Vec<u8>),
-    /// An iperf3 UDP stream's hello.
-    pub(crate) iperf3_udp_hello: for<'a> fn(&ServerCtx, Hello<'a>, SocketAddr),
-    /// An iperf 2 TCP connection, with the bytes read from it so far.
-    pub(crate) iperf2_tcp: fn(Arc<ServerCtx>, TcpStream, SocketAddr, Vec<u8>),
-    /// A datagram that is not an iperf3 hello (an iperf 2 flow's), with
-    /// the port it came to and its arrival time (wall clock, ns).
-    pub(crate) iperf2_udp: fn(&Arc<ServerCtx>, SocketAddr, SocketAddr, &[u8], i64),
-    /// The acceptor read every datagram waiting: flows may take theirs.
-    pub(crate) iperf2_udp_drained: fn(&ServerCtx),
+    pub(crate) iperf3: Arc<dyn Iperf3Wing>,
+    pub(crate) iperf2: Arc<dyn Iperf2Wing>,
 }
 
-/// State a dialect keeps for the whole server, one value per type, made
-/// on first use: the shared server holds it without knowing its type.
-#[derive(Default)]
-pub(crate) struct Rooms(Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>);
+/// The iperf3 wing as the acceptor sees it.
+pub(crate) trait Iperf3Wing: Send + Sync {
+    /// A control connection whose cookie and parameters were read.
+    fn test(&self, ctx: &Arc<ServerCtx>, ctl: TcpStream, cookie: Cookie, peer: SocketAddr, params: Vec<u8>);
+    /// A UDP stream's hello.
+    fn udp_hello(&self, ctx: &ServerCtx, hello: Hello<'_>, from: SocketAddr);
+}
 
-impl Rooms {
-    /// The server's `T`, made now if it has none yet.
-    pub(crate) fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        let mut rooms = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(room) = rooms.iter().find_map(|r| r.clone().downcast::<T>().ok()) {
-            return room;
-        }
-        let room = Arc::new(T::default());
-        rooms.push(room.clone());
-        room
-    }
+/// The iperf 2 wing as the acceptor sees it.
+pub(crate) trait Iperf2Wing: Send + Sync {
+    /// A TCP connection, with the bytes read from it so far.
+    fn tcp(&self, ctx: Arc<ServerCtx>, s: TcpStream, peer: SocketAddr, prefix: Vec<u8>);
+    /// A datagram that is not an iperf3 hello (an iperf 2 flow's), with
+    /// the port it came to and its arrival time (wall clock, ns).
+    fn udp(&self, ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d: &[u8], rx_ns: i64);
+    /// The acceptor read every datagram waiting: flows may take theirs.
+    fn udp_drained(&self, ctx: &ServerCtx);
 }
 
 /// What the acceptor and every test of a server share: configuration,
@@ -117,9 +110,6 @@ pub(crate) struct ServerCtx {
     pub mode: Mode,
     pub out: Output,
     pub registry: Registry,
-    /// What a dialect keeps for the whole server (iperf 2: its `-P`
-    /// groups forming).
-    pub(crate) rooms: Rooms,
     /// Where each client is handed.
     pub(crate) wings: Wings,
     /// Raised when the server stops: every test ends.
@@ -309,7 +299,6 @@ impl Server {
             mode,
             out,
             registry: Registry::default(),
-            rooms: Rooms::default(),
             wings,
             stop: Arc::new(AtomicBool::new(false)),
             stop_signal: AtomicUsize::new(0),

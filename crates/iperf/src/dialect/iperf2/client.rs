@@ -19,7 +19,7 @@ use wirespeed_proto::error::{Code, Error};
 use wirespeed_report::{Gate, GateKey, Output, Reporter};
 
 pub use super::tcp_client::{bb_mode, build_header};
-use super::transport::{Transport, settings};
+use super::transport::{ClientTransport, settings};
 
 /// Runs an iperf 2 client test against `host`. Every outcome, failures
 /// included, reaches `reporter` (ending with `Event::Done`).
@@ -44,7 +44,7 @@ pub fn run(cfg: &TestConfig, host: &str, reporter: &mut Reporter, signal: &Arc<A
 fn test(
     cfg: &TestConfig,
     host: &str,
-    t: &mut dyn Transport,
+    t: &mut dyn ClientTransport,
     reporter: &mut Reporter,
     signal: &Arc<AtomicUsize>,
     banner: bool,
@@ -172,7 +172,7 @@ fn wait_for_start(at: (u32, u32), ids: &[u32], reporter: &mut Reporter, signal: 
 fn run_all(
     cfg: &TestConfig,
     host: &str,
-    t: &mut dyn Transport,
+    t: &mut dyn ClientTransport,
     flows: Vec<Flow>,
     back: Option<(Server, Option<GateKey>)>,
     reporter: &mut Reporter,
@@ -306,7 +306,7 @@ struct Tcp {
     keep: Vec<std::net::TcpStream>,
 }
 
-impl Transport for Tcp {
+impl ClientTransport for Tcp {
     fn banner(&self, cfg: &TestConfig, addr: SocketAddr) -> (u64, Vec<BannerNote>) {
         (super::tcp_client::probe_window(cfg, addr), tcp_notes(cfg))
     }

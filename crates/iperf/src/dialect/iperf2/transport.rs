@@ -1,4 +1,4 @@
-//! What a TCP and a UDP iperf 2 client do differently (the [`Transport`]
+//! What a TCP and a UDP iperf 2 client do differently (the [`ClientTransport`]
 //! each supplies to the one client skeleton in `client.rs`), and the
 //! banner settings every kind of client shows.
 
@@ -14,7 +14,7 @@ use wirespeed_proto::error::Error;
 use wirespeed_report::Reporter;
 
 /// What differs between a TCP and a UDP client.
-pub(super) trait Transport {
+pub(super) trait ClientTransport {
     /// The banner's socket buffer size and extra lines.
     fn banner(&self, cfg: &TestConfig, addr: SocketAddr) -> (u64, Vec<BannerNote>);
     /// Connects the `-P` flows, printing their connection lines.

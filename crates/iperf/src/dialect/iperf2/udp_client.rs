@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::hooks::{FrameTracker, UdpRecvHook, wall_clock};
 use super::runner::Flow;
-use super::transport::Transport;
+use super::transport::ClientTransport;
 use super::udp::{FinOutcome, Iperf2Format, client_datagram, relayed_line, send_fin};
 use wirespeed_core::config::{Direction, EndCondition, TestConfig};
 use wirespeed_core::engine::{DataSock, DataStream, StreamExtras};
@@ -130,7 +130,7 @@ pub(super) struct Udp {
 
 /// The UDP client for `cfg`, or why the test cannot run (multicast
 /// limits).
-pub(super) fn transport(cfg: &TestConfig, host: &str) -> Result<Box<dyn Transport>, Error> {
+pub(super) fn transport(cfg: &TestConfig, host: &str) -> Result<Box<dyn ClientTransport>, Error> {
     let p = &cfg.params;
     let multicast = net::resolve(host, cfg.port, cfg.net.family).is_ok_and(|a| a[0].ip().is_multicast());
     if multicast && p.direction != Direction::Forward {
@@ -164,7 +164,7 @@ pub(super) fn transport(cfg: &TestConfig, host: &str) -> Result<Box<dyn Transpor
     }))
 }
 
-impl Transport for Udp {
+impl ClientTransport for Udp {
     fn banner(&self, cfg: &TestConfig, addr: SocketAddr) -> (u64, Vec<BannerNote>) {
         let p = &cfg.params;
         let probe = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::DGRAM, None)

@@ -31,6 +31,19 @@ use wirespeed_report::{Output, Reporter, Sink};
 
 const WHOLE_MSG: Duration = Duration::from_secs(30);
 
+/// The iperf3 wing's entry points (`crate::server::Iperf3Wing`).
+pub(crate) struct Wing;
+
+impl crate::server::Iperf3Wing for Wing {
+    fn test(&self, ctx: &Arc<ServerCtx>, ctl: TcpStream, cookie: Cookie, peer: SocketAddr, params: Vec<u8>) {
+        start(ctx, ctl, cookie, peer, params)
+    }
+
+    fn udp_hello(&self, ctx: &ServerCtx, hello: Hello<'_>, from: SocketAddr) {
+        udp_hello(ctx, hello, from)
+    }
+}
+
 /// Starts a test thread for a client whose parameters arrived.
 pub(crate) fn start(ctx: &Arc<ServerCtx>, stream: TcpStream, cookie: Cookie, peer: SocketAddr, params: Vec<u8>) {
     let ctx2 = ctx.clone();

@@ -5,7 +5,7 @@
 //! `--full-duplex` both, `-d` receive and send on a connection back to
 //! the client at once, `-r` send back afterwards — run through the one
 //! test loop. The transports differ only in how each flow is made and
-//! ended ([`Transport`]).
+//! ended ([`GroupTransport`]).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -108,7 +108,7 @@ pub(super) enum Sending {
 }
 
 /// How one transport makes and ends a group's flows.
-pub(super) trait Transport {
+pub(super) trait GroupTransport {
     /// The transport.
     fn protocol(&self) -> Protocol;
     /// The flow receiving what `m` sends.
@@ -247,7 +247,7 @@ pub(super) fn connect_back_banner(ctx: &ServerCtx, m: &Member, port: u16, settin
 
 /// Runs one client's group of flows to the end: the flows its header asks
 /// for, then `-r`'s sending back.
-pub(super) fn run_group(ctx: &ServerCtx, members: Vec<Member>, t: &mut dyn Transport) {
+pub(super) fn run_group(ctx: &ServerCtx, members: Vec<Member>, t: &mut dyn GroupTransport) {
     let Some(first) = members.first() else { return };
     if !ctx.has_room() {
         // `--max-tests`: the group is turned away.
@@ -376,7 +376,7 @@ fn start_delay(h: &ClientHeader) -> Duration {
 /// client's `-d`/`-r`) keeps a client's limits.
 fn run_set(
     ctx: &ServerCtx,
-    t: &mut dyn Transport,
+    t: &mut dyn GroupTransport,
     header: &ClientHeader,
     flows: Vec<Flow>,
     set: &Set,

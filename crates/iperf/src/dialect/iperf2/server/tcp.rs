@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use socket2::SockRef;
 
-use super::groups::{Member, Sending, Transport};
+use super::groups::{GroupTransport, Member, Sending};
 use crate::dialect::iperf2::hooks::{BurstStamp, RecvHook};
 use crate::dialect::iperf2::runner::Flow;
 use crate::server::{Mode, ServerCtx};
@@ -34,16 +34,23 @@ const CLOCK_SKEW: f64 = 600.0;
 
 /// Serves one connection on a thread of its own. `prefix` holds the bytes
 /// the acceptor read (the whole header, if there is one).
-pub(crate) fn serve(ctx: Arc<ServerCtx>, stream: TcpStream, peer: SocketAddr, prefix: Vec<u8>) {
+pub(crate) fn serve(
+    ctx: Arc<ServerCtx>,
+    forming: &Arc<super::groups::Forming>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    prefix: Vec<u8>,
+) {
     // Counted before the thread runs, so the acceptor's one-at-a-time
     // and end rules see it at once.
     ctx.flows.fetch_add(1, Relaxed);
     let ctx2 = ctx.clone();
+    let forming = forming.clone();
     let spawned = std::thread::Builder::new()
         .name("ws-iperf2-conn".into())
         .spawn(move || {
             let _flow = FlowCount(&ctx2);
-            connection(&ctx2, stream, peer, prefix);
+            connection(&ctx2, &forming, stream, peer, prefix);
         });
     if spawned.is_err() {
         ctx.flows.fetch_sub(1, Relaxed);
@@ -64,7 +71,7 @@ fn is_payload_pattern(bytes: &[u8]) -> bool {
     bytes.len() >= 4 && bytes.iter().enumerate().all(|(i, &b)| b == b'0' + (i % 10) as u8)
 }
 
-fn connection(ctx: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, buf: Vec<u8>) {
+fn connection(ctx: &Arc<ServerCtx>, forming: &super::groups::Forming, sock: TcpStream, peer: SocketAddr, buf: Vec<u8>) {
     let Ok(local) = sock.local_addr() else { return };
     let accepted = wall_clock();
     if !ctx.policy.permits(peer.ip()) {
@@ -157,7 +164,6 @@ fn connection(ctx: &Arc<ServerCtx>, sock: TcpStream, peer: SocketAddr, buf: Vec<
         }
     };
     // Join a group that is forming, or start one.
-    let forming = ctx.rooms.get::<super::groups::Forming>();
     let Some(rx) = super::groups::join(&forming.tcp, key, m) else {
         return;
     };
@@ -286,7 +292,7 @@ fn print_connection(ctx: &ServerCtx, m: &Member) {
 /// iperf 2's TCP flows.
 pub(super) struct Tcp;
 
-impl Transport for Tcp {
+impl GroupTransport for Tcp {
     fn protocol(&self) -> Protocol {
         Protocol::Tcp
     }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 
-use super::groups::{Member, Sending, Transport};
+use super::groups::{GroupTransport, Member, Sending};
 use crate::dialect::iperf2::hooks::{FrameTracker, UdpRecvHook};
 use crate::dialect::iperf2::runner::Flow;
 use crate::dialect::iperf2::udp::{FinOutcome, Iperf2Format, answer_fin, relayed_line, report_of, send_fin};
@@ -65,7 +65,14 @@ pub(crate) fn drained(ctx: &ServerCtx) {
 /// at `rx_ns` (wall clock): the first datagram of a new client starts a
 /// flow; one of a flow not yet running is kept for it; anything else is
 /// dropped.
-pub(crate) fn offer(ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d: &[u8], rx_ns: i64) {
+pub(crate) fn offer(
+    ctx: &Arc<ServerCtx>,
+    forming: &Arc<super::groups::Forming>,
+    local: SocketAddr,
+    from: SocketAddr,
+    d: &[u8],
+    rx_ns: i64,
+) {
     let from = net::canonical(from);
     let Ok(mut peers) = ctx.registry.udp_peers.lock() else {
         return;
@@ -131,22 +138,16 @@ pub(crate) fn offer(ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d
     let key = (from.ip(), want);
     // Counted at once, so the next datagram sees this session.
     ctx.flows.fetch_add(1, Relaxed);
-    let Some(rx) = super::groups::join(&ctx.rooms.get::<super::groups::Forming>().udp, key, m) else {
+    let Some(rx) = super::groups::join(&forming.udp, key, m) else {
         // A member of a forming group, counted with it.
         ctx.flows.fetch_sub(1, Relaxed);
         return;
     };
     let epoch = ctx.registry.udp_drained.load(Relaxed);
     let ctx2 = ctx.clone();
+    let forming = forming.clone();
     let spawned = std::thread::Builder::new().name("ws-iperf2-udp".into()).spawn(move || {
-        let members = super::groups::collect(
-            &ctx2.rooms.get::<super::groups::Forming>().udp,
-            key,
-            rx,
-            want,
-            GROUP_WAIT,
-            &ctx2.stop,
-        );
+        let members = super::groups::collect(&forming.udp, key, rx, want, GROUP_WAIT, &ctx2.stop);
         // What queued at the port for the members is theirs.
         let t0 = Instant::now();
         while ctx2.registry.udp_drained.load(Relaxed) == epoch && t0.elapsed() < DRAIN_WAIT {
@@ -316,7 +317,7 @@ impl Udp {
     }
 }
 
-impl Transport for Udp {
+impl GroupTransport for Udp {
     fn protocol(&self) -> Protocol {
         Protocol::Udp
     }
