@@ -6,7 +6,7 @@
     python3 bench/paths.py --rtt 20,200 --loss 0,1 --rate 100 --jitter off --tools wirespeed,iperf3
     python3 bench/paths.py --render                 # the Markdown again from the JSON
 
-A path is `examples/pathemu` (docs/pathemu.md) with the same settings in both
+A path is `tools/pathemu` (docs/pathemu.md) with the same settings in both
 directions: one-way delay RTT/2, a bottleneck `rate` with a tail-drop queue of
 one bandwidth-delay product (at least 100 packets), Bernoulli `loss`, and,
 with jitter, a uniform draw in +-J added to each packet's delay, J = 10 % of
@@ -1068,7 +1068,7 @@ def render(res):
 
 
 METHOD = [
-    "- **Path.** `examples/pathemu` with the same settings both ways: one-way delay RTT/2; a bottleneck "
+    "- **Path.** `tools/pathemu` with the same settings both ways: one-way delay RTT/2; a bottleneck "
     "rate with a tail-drop queue of one bandwidth-delay product, at least 100 packets (`queue = max(100, "
     "⌈rate × RTT / 1500 B⌉)`); Bernoulli loss in both directions; with jitter, each packet's delay gets a "
     "uniform draw in ±J, J = max(0.5 ms, 10 % of the one-way delay), which reorders. The loss and jitter "

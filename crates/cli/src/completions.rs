@@ -35,7 +35,7 @@ pub enum Shell {
 
 impl Shell {
     /// Parses a shell name.
-    pub fn from_name(s: &str) -> Option<Shell> {
+    pub(crate) fn from_name(s: &str) -> Option<Shell> {
         match s {
             "bash" => Some(Shell::Bash),
             "zsh" => Some(Shell::Zsh),
@@ -49,7 +49,7 @@ impl Shell {
 /// with spaces (at least two) and a dash; the description follows the last run of two
 /// or more spaces, or the option and argument words when only one space
 /// separates them. Returns (names, description) per option line.
-pub fn help_descriptions(usage: &str) -> Vec<(Vec<String>, String)> {
+pub(crate) fn help_descriptions(usage: &str) -> Vec<(Vec<String>, String)> {
     let mut out = Vec::new();
     for line in usage.lines() {
         // iperf3 indents option lines by two spaces, iperf 2 a long
@@ -99,7 +99,7 @@ pub fn help_descriptions(usage: &str) -> Vec<(Vec<String>, String)> {
 
 /// The documented options of a table: every row the parser accepts and
 /// `available` allows, with its description from `usage`.
-pub fn documented<R: OptionRow>(table: &[R], available: impl Fn(R::Key) -> bool, usage: &str) -> Vec<OptionDoc> {
+pub(crate) fn documented<R: OptionRow>(table: &[R], available: impl Fn(R::Key) -> bool, usage: &str) -> Vec<OptionDoc> {
     let help = help_descriptions(usage);
     let find = |o: &R| {
         help.iter().find_map(|(names, d)| {
@@ -127,12 +127,12 @@ pub fn documented<R: OptionRow>(table: &[R], available: impl Fn(R::Key) -> bool,
 }
 
 /// The iperf3 personality's options.
-pub fn iperf3_options() -> Vec<OptionDoc> {
+pub(crate) fn iperf3_options() -> Vec<OptionDoc> {
     documented(iperf3::TABLE, iperf3::available, &iperf3::long_usage("wirespeed"))
 }
 
 /// The iperf 2 personality's options (after `--iperf2`).
-pub fn iperf2_options() -> Vec<OptionDoc> {
+pub(crate) fn iperf2_options() -> Vec<OptionDoc> {
     documented(iperf2::TABLE, iperf2::available, &iperf2::long_usage("wirespeed"))
 }
 
@@ -409,7 +409,7 @@ fn fish(prog: &str, both: &Dialects) -> String {
 
 /// The options of both personalities, for one script.
 #[derive(Debug, Clone, Copy)]
-pub struct Dialects<'a> {
+pub(crate) struct Dialects<'a> {
     /// A plain command line's (iperf3's).
     pub iperf3: &'a [OptionDoc],
     /// After `--iperf2` (iperf 2's); empty leaves `--iperf2` out.
@@ -429,7 +429,7 @@ pub fn script(shell: Shell, prog: &str, opts: &[OptionDoc]) -> String {
 }
 
 /// The completion script for `shell`, with both personalities' options.
-pub fn script_for(shell: Shell, prog: &str, both: &Dialects) -> String {
+pub(crate) fn script_for(shell: Shell, prog: &str, both: &Dialects) -> String {
     match shell {
         Shell::Bash => bash(prog, both),
         Shell::Zsh => zsh(prog, both),

@@ -8,7 +8,7 @@ use wirespeed_core::config::SearchOptions;
 
 /// Splits `host%dev` into the host and the device after `%` (an empty
 /// device is no device: `host%` is the host `host%`).
-pub fn split_dev(s: &str) -> (String, Option<String>) {
+pub(crate) fn split_dev(s: &str) -> (String, Option<String>) {
     match s.split_once('%') {
         Some((h, d)) if !d.is_empty() => (h.to_string(), Some(d.to_string())),
         _ => (s.to_string(), None),
@@ -19,7 +19,7 @@ pub fn split_dev(s: &str) -> (String, Option<String>) {
 /// forwarding classes `af11`..`af43`, the class selectors `cs0`..`cs7`,
 /// `ef`, and the old TOS names `lowdelay`, `throughput` and `reliability`
 /// (whose TOS bits sit in the DSCP field shifted right by two).
-pub fn dscp_by_name(name: &str) -> Option<u8> {
+pub(crate) fn dscp_by_name(name: &str) -> Option<u8> {
     let v = match name.to_ascii_lowercase().as_str() {
         "cs0" => 0,
         "cs1" => 8,

@@ -157,10 +157,10 @@ pub fn sctp_unavailable() -> Error {
 
 /// Receive buffer a UDP stream gets unless `-w` says otherwise: large enough
 /// to ride out a scheduling stall of the receiving thread at Gbit/s rates.
-pub const UDP_DEFAULT_RCVBUF: usize = 8 << 20;
+pub(crate) const UDP_DEFAULT_RCVBUF: usize = 8 << 20;
 
 /// The address a listener binds.
-pub fn listen_addr(bind: Option<&str>, port: u16, family: Family) -> Result<SocketAddr, Error> {
+pub(crate) fn listen_addr(bind: Option<&str>, port: u16, family: Family) -> Result<SocketAddr, Error> {
     match bind {
         Some(b) => {
             let mut addrs = resolve(b, port, family).map_err(|e| Error {
@@ -305,7 +305,7 @@ pub fn connect_client(net: &crate::config::NetOptions, host: &str, port: u16) ->
 }
 
 /// Connects to the first address that answers.
-pub fn connect_any(
+pub(crate) fn connect_any(
     addrs: &[SocketAddr],
     opts: &ConnectOpts,
     apply: &dyn Fn(&Socket) -> Result<(), Error>,
@@ -453,7 +453,7 @@ pub fn set_buffers(s: &Socket, bytes: usize, warn: &mut Warnings) -> Result<(), 
 }
 
 /// The congestion control algorithm a TCP socket uses.
-pub fn congestion_of(s: &TcpStream) -> Option<String> {
+pub(crate) fn congestion_of(s: &TcpStream) -> Option<String> {
     let v = wirespeed_sys::socket::congestion(&SockRef::from(s)).ok()?;
     let end = v.iter().position(|b| *b == 0).unwrap_or(v.len());
     Some(String::from_utf8_lossy(&v[..end]).into_owned())
@@ -465,7 +465,7 @@ pub fn mss_of(s: &TcpStream) -> u32 {
 }
 
 /// (SO_SNDBUF, SO_RCVBUF) as the kernel reports them.
-pub fn buffers_of(s: &impl wirespeed_sys::AsSock) -> (u64, u64) {
+pub(crate) fn buffers_of(s: &impl wirespeed_sys::AsSock) -> (u64, u64) {
     let r = s.sock_ref();
     (
         r.send_buffer_size().unwrap_or(0) as u64,

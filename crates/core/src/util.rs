@@ -21,7 +21,7 @@ pub fn random_u64() -> u64 {
 }
 
 /// Fills a payload buffer with pseudo-random bytes (fast; not for secrets).
-pub fn fill_random(buf: &mut [u8]) {
+pub(crate) fn fill_random(buf: &mut [u8]) {
     fill_prng(buf, random_u64() | 1);
 }
 

@@ -19,7 +19,7 @@ fn figures(s: &RttStats) -> String {
 }
 
 /// An interval's line, under its streams.
-pub fn interval_line(start: f64, end: f64, s: &RttStats) -> String {
+pub(crate) fn interval_line(start: f64, end: f64, s: &RttStats) -> String {
     if s.probes == 0 {
         return format!("[LAT] {start:6.2}-{end:<6.2} sec  no probe came back\n");
     }
@@ -27,7 +27,7 @@ pub fn interval_line(start: f64, end: f64, s: &RttStats) -> String {
 }
 
 /// The end's lines: idle, loaded, and how much the load added.
-pub fn end_lines(l: &LatencySummary) -> String {
+pub(crate) fn end_lines(l: &LatencySummary) -> String {
     let mut t = format!("[LAT] idle         {})\n", figures(&l.idle));
     if l.loaded.probes == 0 {
         t.push_str("[LAT] loaded       no probe came back under load\n");
@@ -71,7 +71,7 @@ fn probe_rate(l: &LatencySummary) -> String {
 }
 
 /// `intervals[].latency`, and each half of `end.latency`.
-pub fn rtt_json(s: &RttStats) -> Value {
+pub(crate) fn rtt_json(s: &RttStats) -> Value {
     let mut m = Map::new();
     m.insert("probes".into(), Value::from(s.probes));
     m.insert("min_ms".into(), num(s.min_ms));
@@ -84,7 +84,7 @@ pub fn rtt_json(s: &RttStats) -> Value {
 }
 
 /// `end.latency`.
-pub fn summary_json(l: &LatencySummary) -> Value {
+pub(crate) fn summary_json(l: &LatencySummary) -> Value {
     let mut m = Map::new();
     m.insert("probes_per_second".into(), Value::from(l.rate));
     m.insert("achieved_probes_per_second".into(), num(l.achieved_rate));

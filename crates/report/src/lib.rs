@@ -192,7 +192,7 @@ impl Output {
     }
 
     /// Whether output goes to a terminal.
-    pub fn is_terminal(&self) -> bool {
+    pub(crate) fn is_terminal(&self) -> bool {
         use std::io::IsTerminal;
         matches!(self.target, Target::Stdout) && io::stdout().is_terminal()
     }

@@ -21,7 +21,7 @@ const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█
 const ASCII: [char; 8] = ['_', '.', ':', '-', '=', '+', '*', '#'];
 
 /// Where the status line is drawn.
-pub trait StatusOut: Send {
+pub(crate) trait StatusOut: Send {
     /// Writes raw text (including control sequences) and flushes.
     fn put(&mut self, s: &str);
     /// Usable columns.
@@ -31,7 +31,7 @@ pub trait StatusOut: Send {
 }
 
 /// The process's terminal (stdout).
-pub struct Terminal {
+pub(crate) struct Terminal {
     utf8: bool,
 }
 
@@ -94,7 +94,7 @@ impl Direction {
 }
 
 /// The `--live` sink: wraps the text sink and keeps a status line under it.
-pub struct LiveSink<T: StatusOut> {
+pub(crate) struct LiveSink<T: StatusOut> {
     inner: Box<dyn Sink>,
     term: T,
     shown: bool,

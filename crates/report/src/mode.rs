@@ -137,7 +137,7 @@ pub fn stream_line(m: &ModeEvent) -> (&'static str, Value) {
 
 /// The line written for a mode event (serde's compact JSON, as the modes
 /// have always written them).
-pub fn stream_text(m: &ModeEvent) -> String {
+pub(crate) fn stream_text(m: &ModeEvent) -> String {
     let (name, data) = stream_line(m);
     let v = json!({ "event": name, "data": data });
     format!("{}\n", serde_json::to_string(&v).unwrap_or_default())
@@ -145,7 +145,7 @@ pub fn stream_text(m: &ModeEvent) -> String {
 
 /// A mode's `-J` document, built as its events arrive.
 #[derive(Default)]
-pub struct ModeDoc {
+pub(crate) struct ModeDoc {
     /// The responsiveness test's document so far.
     rpm: Option<Value>,
     /// The search's settings, from its start.
@@ -208,7 +208,7 @@ impl ModeDoc {
 }
 
 /// `-J` of a mode: its document, printed when it ends.
-pub struct ModeJson {
+pub(crate) struct ModeJson {
     out: Output,
     doc: ModeDoc,
 }
@@ -235,7 +235,7 @@ impl Sink for ModeJson {
 }
 
 /// The text of a mode (the same in both dialects).
-pub struct ModeText {
+pub(crate) struct ModeText {
     out: Output,
     /// `-f` for the search's rates.
     fmt: char,
@@ -432,7 +432,7 @@ impl Sink for ModeText {
 /// they are not a mode's): the responsiveness test's `intervals`, `start`
 /// and `end`, or the search's settings with its `probes` and `result` (or
 /// `error`).
-pub fn document_from_stream(events: &[Value]) -> Option<Value> {
+pub(crate) fn document_from_stream(events: &[Value]) -> Option<Value> {
     let name = |e: &Value| e.get("event").and_then(Value::as_str).map(str::to_string);
     let first = events.iter().find_map(name)?;
     let data = |e: &Value| e.get("data").cloned().unwrap_or(Value::Null);

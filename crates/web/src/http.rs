@@ -14,12 +14,12 @@ use wirespeed_core::config::Family;
 use wirespeed_proto::error::{Code, Error};
 
 /// Longest request head read.
-pub const MAX_HEAD: usize = 8 * 1024;
+pub(crate) const MAX_HEAD: usize = 8 * 1024;
 /// Most headers a request may carry.
 const MAX_HEADERS: usize = 64;
 
 /// Splits `ADDR:PORT`, `[V6]:PORT`, `:PORT` or `PORT` into host and port.
-pub fn split_address(spec: &str) -> Option<(Option<String>, u16)> {
+pub(crate) fn split_address(spec: &str) -> Option<(Option<String>, u16)> {
     let (host, port) = match spec.rsplit_once(':') {
         Some((h, p)) => (h, p),
         None => ("", spec),
@@ -189,7 +189,7 @@ impl Request {
 /// Why a request is refused before any route sees it: the status line to
 /// answer with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reject {
+pub(crate) enum Reject {
     /// Malformed.
     BadRequest,
     /// The head is longer than [`MAX_HEAD`].
@@ -220,7 +220,7 @@ fn hex(b: u8) -> Option<u8> {
 
 /// Decodes `%XX` escapes (and `+` as a space when `plus` is set); `None`
 /// for a broken escape or bytes that are not UTF-8.
-pub fn percent_decode(s: &str, plus: bool) -> Option<String> {
+pub(crate) fn percent_decode(s: &str, plus: bool) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -246,7 +246,7 @@ pub fn percent_decode(s: &str, plus: bool) -> Option<String> {
 }
 
 /// Splits `a=1&b=2` (a query, or a form body) into decoded pairs.
-pub fn parse_pairs(s: &str) -> Option<Vec<(String, String)>> {
+pub(crate) fn parse_pairs(s: &str) -> Option<Vec<(String, String)>> {
     s.split('&')
         .filter(|p| !p.is_empty())
         .map(|p| {
@@ -258,7 +258,7 @@ pub fn parse_pairs(s: &str) -> Option<Vec<(String, String)>> {
 
 /// Parses a request head (the bytes before the blank line). The body is
 /// left empty; its length is [`content_length`].
-pub fn parse_head(head: &[u8]) -> Result<Request, Reject> {
+pub(crate) fn parse_head(head: &[u8]) -> Result<Request, Reject> {
     if head.len() > MAX_HEAD {
         return Err(Reject::HeadTooLarge);
     }
@@ -310,7 +310,7 @@ pub fn parse_head(head: &[u8]) -> Result<Request, Reject> {
 
 /// The body length a parsed head announces: 0 without `Content-Length`;
 /// chunked bodies are refused (no client of ours sends them).
-pub fn content_length(req: &Request) -> Result<usize, Reject> {
+pub(crate) fn content_length(req: &Request) -> Result<usize, Reject> {
     if req.header("transfer-encoding").is_some() {
         return Err(Reject::BadRequest);
     }
@@ -333,7 +333,7 @@ fn head_end(buf: &[u8]) -> Option<(usize, usize)> {
 
 /// Reads one request from `s`: its head, then at most `max_body` bytes of
 /// body, all within `deadline`.
-pub fn read_request(s: &mut TcpStream, max_body: usize, deadline: Duration) -> Result<Request, Reject> {
+pub(crate) fn read_request(s: &mut TcpStream, max_body: usize, deadline: Duration) -> Result<Request, Reject> {
     let until = Instant::now() + deadline;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
@@ -408,7 +408,7 @@ impl Response {
     }
 
     /// Adds a header line.
-    pub fn with_header(mut self, line: impl Into<String>) -> Response {
+    pub(crate) fn with_header(mut self, line: impl Into<String>) -> Response {
         self.headers.push(line.into());
         self
     }
@@ -437,14 +437,14 @@ impl Response {
 }
 
 /// Starts a server-sent-events answer; each [`sse_event`] follows.
-pub fn sse_start(s: &mut TcpStream) -> std::io::Result<()> {
+pub(crate) fn sse_start(s: &mut TcpStream) -> std::io::Result<()> {
     s.write_all(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-store\r\nConnection: close\r\nX-Content-Type-Options: nosniff\r\n\r\n",
     )
 }
 
 /// Writes one server-sent event (`data` may hold newlines).
-pub fn sse_event(s: &mut TcpStream, name: &str, data: &str) -> std::io::Result<()> {
+pub(crate) fn sse_event(s: &mut TcpStream, name: &str, data: &str) -> std::io::Result<()> {
     let mut msg = String::with_capacity(data.len() + 32);
     msg.push_str("event: ");
     msg.push_str(name);

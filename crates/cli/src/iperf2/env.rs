@@ -45,7 +45,7 @@ pub const ENV: &[(&str, Opt)] = &[
 
 /// The occurrences the environment gives, in [`ENV`]'s order, each
 /// spelled `$VARIABLE` for messages; `env` looks a variable up.
-pub fn occurrences(env: &dyn Fn(&str) -> Option<String>) -> Vec<Occurrence<Opt>> {
+pub(crate) fn occurrences(env: &dyn Fn(&str) -> Option<String>) -> Vec<Occurrence<Opt>> {
     let mut opts = Vec::new();
     for (var, key) in ENV {
         if let Some(v) = env(var) {

@@ -41,7 +41,7 @@ pub use wirespeed_proto::iperf2::defaults::{
     DEFAULT_UDP_LEN, DEFAULT_UDP_LEN_V6, DEFAULT_UDP_RATE, IPERF2_CATCH_UP_US, MAX_UDP_LEN,
 };
 /// Smallest `-i` (Debian's fast-sampling build).
-pub const MIN_INTERVAL: f64 = 0.0001;
+pub(crate) const MIN_INTERVAL: f64 = 0.0001;
 /// Most flows `-P` asks for: iperf 2 flows run a thread each.
 pub const MAX_FLOWS: u32 = 10_000;
 

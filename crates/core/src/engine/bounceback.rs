@@ -31,7 +31,7 @@ use wirespeed_proto::iperf2::join_secs;
 const MESSAGE_WAIT: Duration = Duration::from_secs(4);
 /// How long a server waits for a client's next message before it gives
 /// the connection up.
-pub const IDLE_LIMIT: Duration = Duration::from_secs(120);
+pub(crate) const IDLE_LIMIT: Duration = Duration::from_secs(120);
 /// How far before an interval boundary a client's message may be stamped
 /// and still count after it, seconds (the client's clock started a little
 /// before its first message).
@@ -165,7 +165,7 @@ fn read_within(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBo
 }
 
 /// The client: bursts of round trips until the test stops.
-pub fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSpec) -> Result<(), Error> {
+pub(crate) fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSpec) -> Result<(), Error> {
     let _ = sock.set_nodelay(true);
     if bb.quickack {
         set_quickack(sock);
@@ -265,7 +265,7 @@ pub fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSpec) -> 
 
 /// The server: echoes every message back until the client closes, goes
 /// silent, or sends what is not a bounceback message.
-pub fn echo_loop(sock: &TcpStream, task: &StreamTask, echo: &EchoSpec) -> Result<(), Error> {
+pub(crate) fn echo_loop(sock: &TcpStream, task: &StreamTask, echo: &EchoSpec) -> Result<(), Error> {
     let control = &task.control;
     let stop = &control.stop;
     let Ok(first) = BbHeader::decode(&echo.first) else {

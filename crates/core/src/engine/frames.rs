@@ -35,7 +35,7 @@ pub struct Frame {
 
 /// A sender's frame schedule.
 #[derive(Debug)]
-pub struct FrameClock {
+pub(crate) struct FrameClock {
     period: Duration,
     start: Instant,
     origin: (u32, u32),

@@ -150,7 +150,7 @@ impl Prober {
     }
 
     /// Starts probing beside the load.
-    pub fn start_loaded(&mut self) {
+    pub(crate) fn start_loaded(&mut self) {
         if self.thread.is_some() {
             return;
         }
@@ -180,7 +180,7 @@ impl Prober {
     }
 
     /// The probes that came back since the last call.
-    pub fn take_interval(&self) -> RttStats {
+    pub(crate) fn take_interval(&self) -> RttStats {
         let mut v = self
             .shared
             .lock()

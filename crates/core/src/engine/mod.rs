@@ -92,13 +92,13 @@ impl TestControl {
     }
 
     /// Raises `stop`, remembering when it was first raised.
-    pub fn raise_stop(&self) {
+    pub(crate) fn raise_stop(&self) {
         let _ = self.stopped_ns.compare_exchange(0, self.now_ns(), Relaxed, Relaxed);
         self.stop.store(true, Relaxed);
     }
 
     /// When the test was stopped, if it has been.
-    pub fn stopped_at_ns(&self) -> Option<u64> {
+    pub(crate) fn stopped_at_ns(&self) -> Option<u64> {
         match self.stopped_ns.load(Relaxed) {
             0 => None,
             ns => Some(ns),
@@ -107,7 +107,7 @@ impl TestControl {
 
     /// Starts the drain: receivers end at EOF or, where none is expected
     /// (and for UDP), once quiet for `quiet`.
-    pub fn begin_drain(&self, quiet: Duration) {
+    pub(crate) fn begin_drain(&self, quiet: Duration) {
         self.quiet_ns.store(quiet.as_nanos() as u64, Relaxed);
         self.drain.store(true, Relaxed);
     }
@@ -133,7 +133,7 @@ impl TestControl {
     }
 
     /// Nanoseconds since the epoch, for stream timestamps (never 0).
-    pub fn now_ns(&self) -> u64 {
+    pub(crate) fn now_ns(&self) -> u64 {
         (self.epoch.elapsed().as_nanos() as u64).max(1)
     }
 
@@ -148,7 +148,7 @@ impl TestControl {
     }
 
     /// The first stream failure, if any.
-    pub fn take_error(&self) -> Option<Error> {
+    pub(crate) fn take_error(&self) -> Option<Error> {
         self.error.lock().ok().and_then(|mut g| g.take())
     }
 }
@@ -179,7 +179,7 @@ impl Budget {
 
     /// Claims the next write: returns how many bytes of a `len`-byte block
     /// may go (the last one may be short), or 0 when the budget is spent.
-    pub fn claim(&self, len: usize) -> usize {
+    pub(crate) fn claim(&self, len: usize) -> usize {
         let want = if self.blocks { 1 } else { len as u64 };
         let mut cur = self.remaining.load(Relaxed);
         loop {
@@ -198,7 +198,7 @@ impl Budget {
     /// a datagram is never cut): returns how many may go, 0 when spent. A
     /// byte budget's last datagram is sent whole, so a UDP `-n` overshoots
     /// by less than one datagram, as iperf3's does.
-    pub fn claim_datagrams(&self, len: usize, n: usize) -> usize {
+    pub(crate) fn claim_datagrams(&self, len: usize, n: usize) -> usize {
         let len = len.max(1) as u64;
         let per = if self.blocks { 1 } else { len };
         let mut cur = self.remaining.load(Relaxed);
@@ -408,13 +408,13 @@ pub enum StreamKind {
 
 impl StreamKind {
     /// Whether the stream moves bulk data (and so may be multiplexed).
-    pub fn is_bulk(&self) -> bool {
+    pub(crate) fn is_bulk(&self) -> bool {
         matches!(self, StreamKind::Bulk)
     }
 }
 
 /// Starts a TCP stream thread on `sock`, with an optional per-block hook.
-pub fn spawn_tcp_with(
+pub(crate) fn spawn_tcp_with(
     sock: std::net::TcpStream,
     task: StreamTask,
     mut hook: Option<Box<dyn StreamHook>>,
@@ -450,7 +450,7 @@ pub fn spawn_tcp_with(
 }
 
 /// Wraps an already-running thread (used by other transports).
-pub fn handle_from(join: JoinHandle<()>, fd: RawSock, keep: Option<socket2::Socket>) -> StreamHandle {
+pub(crate) fn handle_from(join: JoinHandle<()>, fd: RawSock, keep: Option<socket2::Socket>) -> StreamHandle {
     StreamHandle {
         join: Some(join),
         fd,

@@ -107,7 +107,7 @@ pub fn workers() -> usize {
 }
 
 /// Worker threads serving a test's streams.
-pub struct Mux {
+pub(crate) struct Mux {
     workers: Vec<JoinHandle<()>>,
 }
 

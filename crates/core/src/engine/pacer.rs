@@ -41,13 +41,13 @@ pub enum PaceRate {
 }
 
 /// How often a varying rate is drawn again (iperf 2's 0.1 s).
-pub const VARY_PERIOD: Duration = Duration::from_millis(100);
+pub(crate) const VARY_PERIOD: Duration = Duration::from_millis(100);
 
 /// A log-normal distribution of a given mean and standard deviation,
 /// with its own generator (xorshift64*, seeded from the system's random
 /// source). iperf 2 draws its varying rates and frame sizes from one.
 #[derive(Debug, Clone)]
-pub struct LogNormal {
+pub(crate) struct LogNormal {
     /// ln-space mean and standard deviation.
     mu: f64,
     sigma: f64,
@@ -122,7 +122,7 @@ pub struct Pacer {
 
 /// Debt a batch sender may build up and pay back ([`Pacer::take`]); a longer
 /// stall is forgiven beyond this.
-pub const MAX_DEBT: Duration = Duration::from_millis(250);
+pub(crate) const MAX_DEBT: Duration = Duration::from_millis(250);
 
 impl Pacer {
     /// A pacer starting at `start`. `burst` blocks go back-to-back (0 or 1 =
@@ -225,13 +225,13 @@ impl Pacer {
 
     /// Replaces the catch-up allowance: after a stall, at most `depth` worth
     /// of blocks go back-to-back (`--pacing-timer` sets it for UDP).
-    pub fn with_catch_up(mut self, depth: Duration) -> Pacer {
+    pub(crate) fn with_catch_up(mut self, depth: Duration) -> Pacer {
         self.depth = depth;
         self
     }
 
     /// When the next block is due.
-    pub fn next_due(&self) -> Instant {
+    pub(crate) fn next_due(&self) -> Instant {
         self.next
     }
 
@@ -292,7 +292,7 @@ impl Pacer {
 }
 
 /// Sleeps until `due` in slices of at most 50 ms, watching `stop`.
-pub fn sleep_until(due: Instant, stop: &AtomicBool) -> bool {
+pub(crate) fn sleep_until(due: Instant, stop: &AtomicBool) -> bool {
     loop {
         if stop.load(Ordering::Relaxed) {
             return false;

@@ -18,7 +18,7 @@ use wirespeed_proto::error::{Code, Error};
 /// control thread starves and a 3 s test ends after 8 s (at 1000 streams,
 /// after 15 to 36 s, with 250 MB of buffers and stacks). 32 per CPU keeps
 /// the faster threads for ordinary `-P` and stays far from that cliff.
-pub const THREADS_PER_CPU: usize = 32;
+pub(crate) const THREADS_PER_CPU: usize = 32;
 
 /// Stream threads running in this process now (all tests): a server
 /// running many tests at once multiplexes new ones rather than let their

@@ -427,7 +427,7 @@ impl Session {
     }
 
     /// The earliest timer.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let sample = self.samples.as_ref().map(|s| s.next);
         [self.next_tick, self.omit_end, self.end_at, sample]
             .into_iter()
@@ -539,7 +539,7 @@ impl Session {
     }
 
     /// Runs due timers: the omit end and interval ticks. Emits events.
-    pub fn on_timers(&mut self, now: Instant, emit: &mut dyn FnMut(Event)) {
+    pub(crate) fn on_timers(&mut self, now: Instant, emit: &mut dyn FnMut(Event)) {
         if let Some(oe) = self.omit_end
             && now >= oe
         {
@@ -603,7 +603,7 @@ impl Session {
     }
 
     /// Stops the senders and waits for them (they half-close their sockets).
-    pub fn stop_senders(&mut self) {
+    pub(crate) fn stop_senders(&mut self) {
         self.control.raise_stop();
         for (role, h) in &mut self.handles {
             if *role == StreamRole::Send
@@ -623,7 +623,7 @@ impl Session {
     /// `hint`'s, from the control connection, whichever is longer), never
     /// less than `min` while bytes are still expected, and give up early
     /// only when nothing arrives any more (see [`DrainTimes`]).
-    pub fn drain_receivers(&mut self, min: Duration, hint: PathTiming) {
+    pub(crate) fn drain_receivers(&mut self, min: Duration, hint: PathTiming) {
         let timing = self.path_timing().max(hint);
         let times = DrainTimes::new(min, timing, self.params.protocol != Protocol::Udp);
         let start = Instant::now();
@@ -704,7 +704,7 @@ impl Session {
     /// The last interval (if it is long enough or carried data). Without
     /// periodic reports (`-i 0`) this is one interval covering the test, as
     /// iperf3 prints it.
-    pub fn final_sample(&mut self, now: Instant, emit: &mut dyn FnMut(Event)) {
+    pub(crate) fn final_sample(&mut self, now: Instant, emit: &mut dyn FnMut(Event)) {
         let min = self.interval.map(|i| i.as_secs_f64() * 0.1).unwrap_or(0.0);
         let now = self.stats.all_ended().map_or(now, |e| e.min(now));
         // The chart's last sample first: a test that ended within its
@@ -722,7 +722,7 @@ impl Session {
     }
 
     /// The first stream failure, if any.
-    pub fn stream_error(&self) -> Option<Error> {
+    pub(crate) fn stream_error(&self) -> Option<Error> {
         self.control.take_error()
     }
 

@@ -18,7 +18,11 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// Sends until stopped, the budget is spent, or the file ends; then
 /// half-closes so the receiver sees every byte followed by EOF.
-pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn StreamHook>) -> Result<(), Error> {
+pub(crate) fn send_loop(
+    sock: &TcpStream,
+    task: &StreamTask,
+    mut hook: Option<&mut dyn StreamHook>,
+) -> Result<(), Error> {
     let _ = sock.set_write_timeout(Some(POLL));
     let mut buf = AlignedBuf::new(task.block_len);
     task.payload.fill(&mut buf);
@@ -147,7 +151,7 @@ pub fn send_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn 
 /// [`UNSENT_MAX`]. A test that set its own (iperf 2's
 /// `--tcp-write-prefetch`) keeps it; where the platform has no such option
 /// the sender works as before.
-pub struct UnsentLimit {
+pub(crate) struct UnsentLimit {
     /// The bound set now (0: not ours to tune).
     current: u32,
     next_ns: u64,
@@ -155,11 +159,11 @@ pub struct UnsentLimit {
 }
 
 /// The unsent backlog aimed at, in time at the acknowledged rate.
-pub const UNSENT_TIME: Duration = Duration::from_millis(20);
+pub(crate) const UNSENT_TIME: Duration = Duration::from_millis(20);
 /// The smallest unsent bound: a few blocks' worth of small writes.
-pub const UNSENT_MIN: u32 = 16 * 1024;
+pub(crate) const UNSENT_MIN: u32 = 16 * 1024;
 /// The largest: past this, loopback gains nothing (`bench/ab.py`).
-pub const UNSENT_MAX: u32 = 4 * 1024 * 1024;
+pub(crate) const UNSENT_MAX: u32 = 4 * 1024 * 1024;
 /// Before the first rate is known.
 const UNSENT_START: u32 = 256 * 1024;
 
@@ -183,7 +187,7 @@ impl UnsentLimit {
     }
 
     /// Follows the acknowledged rate, at most once every period.
-    pub fn tune(&mut self, sock: &TcpStream, now_ns: u64) {
+    pub(crate) fn tune(&mut self, sock: &TcpStream, now_ns: u64) {
         if self.current == 0 || now_ns < self.next_ns {
             return;
         }
@@ -205,7 +209,7 @@ impl UnsentLimit {
 }
 
 /// The unsent bound for an acknowledged rate of `bytes_per_sec`.
-pub fn unsent_bound(bytes_per_sec: u64) -> u32 {
+pub(crate) fn unsent_bound(bytes_per_sec: u64) -> u32 {
     let b = bytes_per_sec as f64 * UNSENT_TIME.as_secs_f64();
     (b as u64).clamp(u64::from(UNSENT_MIN), u64::from(UNSENT_MAX)) as u32
 }
@@ -241,7 +245,11 @@ pub(crate) fn block_file(buf: &[u8]) -> Result<File, Error> {
 
 /// Reads until EOF, or until the drain finds it done (see
 /// [`super::TestControl::drained`]), or the controller aborts.
-pub fn recv_loop(sock: &TcpStream, task: &StreamTask, mut hook: Option<&mut dyn StreamHook>) -> Result<(), Error> {
+pub(crate) fn recv_loop(
+    sock: &TcpStream,
+    task: &StreamTask,
+    mut hook: Option<&mut dyn StreamHook>,
+) -> Result<(), Error> {
     let _ = sock.set_read_timeout(Some(POLL));
     let mut buf = AlignedBuf::new(task.block_len);
     let c = &task.counters;

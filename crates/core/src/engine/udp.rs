@@ -159,7 +159,7 @@ pub struct UdpOptions {
 impl UdpOptions {
     /// Batch buffer size for one of `streams` streams in a process: 1 MiB
     /// each for up to 16, shrinking to 64 KiB (one GRO buffer) for many.
-    pub fn batch_for(streams: usize) -> usize {
+    pub(crate) fn batch_for(streams: usize) -> usize {
         ((16 << 20) / streams.max(1)).clamp(64 << 10, 1 << 20)
     }
 }
@@ -191,7 +191,7 @@ pub fn spawn_udp<F: DatagramFormat>(
 
 /// Starts a UDP stream thread on a connected socket, with a per-datagram
 /// hook on the receive side (iperf 2's latency statistics).
-pub fn spawn_udp_with<F: DatagramFormat>(
+pub(crate) fn spawn_udp_with<F: DatagramFormat>(
     sock: UdpSocket,
     task: StreamTask,
     format: F,

@@ -313,7 +313,7 @@ impl RoleTag {
     }
 
     /// Whether the tag belongs to the server→client direction.
-    pub fn is_reverse(tag: Option<RoleTag>) -> bool {
+    pub(crate) fn is_reverse(tag: Option<RoleTag>) -> bool {
         matches!(tag, Some(RoleTag::RxC) | Some(RoleTag::TxS))
     }
 }

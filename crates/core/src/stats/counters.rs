@@ -47,7 +47,7 @@ impl StreamCounters {
     }
 
     /// Publishes the jitter.
-    pub fn set_jitter(&self, j: f64) {
+    pub(crate) fn set_jitter(&self, j: f64) {
         self.jitter_bits.store(j.to_bits(), Relaxed);
     }
 
@@ -60,7 +60,7 @@ impl StreamCounters {
     }
 
     /// When data last arrived, if ever.
-    pub fn last_rx(&self, epoch: Instant) -> Option<Instant> {
+    pub(crate) fn last_rx(&self, epoch: Instant) -> Option<Instant> {
         match self.last_rx_ns.load(Relaxed) {
             0 => None,
             ns => Some(epoch + std::time::Duration::from_nanos(ns)),
@@ -194,7 +194,7 @@ impl LatencyCounter {
     }
 
     /// The current interval's samples; the next interval starts empty.
-    pub fn take_interval(&self) -> Welford {
+    pub(crate) fn take_interval(&self) -> Welford {
         self.spans
             .lock()
             .map(|mut g| std::mem::take(&mut g.0))
@@ -388,7 +388,7 @@ impl BouncebackCounters {
 
     /// Round trips sent before `until` seconds (the end of the span being
     /// reported; `None`: all of them) not reported yet.
-    pub fn take_until(&self, until: Option<f64>) -> Welford {
+    pub(crate) fn take_until(&self, until: Option<f64>) -> Welford {
         let last = match (self.interval, until) {
             (Some(i), Some(u)) => ((u / i).round() as u64).saturating_sub(1),
             _ => u64::MAX,

@@ -18,7 +18,7 @@ pub struct CpuUse {
 
 /// Remembers the CPU clock at a start point.
 #[derive(Debug, Clone, Copy)]
-pub struct CpuMeter {
+pub(crate) struct CpuMeter {
     wall: Instant,
     user: Duration,
     system: Duration,

@@ -14,7 +14,7 @@ use crate::events::HistogramSample;
 
 /// The most bins a histogram may have (2.1.8 has no limit; 10^6 bins are
 /// 8 MB per flow, which is plenty).
-pub const MAX_BINS: u32 = 1_000_000;
+pub(crate) const MAX_BINS: u32 = 1_000_000;
 
 /// How a histogram is binned (`--histograms=width[u|m],bins,lower,upper`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -92,7 +92,7 @@ impl HistogramSpec {
     }
 
     /// Bin width in milliseconds.
-    pub fn width_ms(&self) -> f64 {
+    pub(crate) fn width_ms(&self) -> f64 {
         self.width as f64 / self.units * 1e3
     }
 
@@ -206,7 +206,7 @@ struct Snapshot {
 
 /// The reporter's view of one histogram: what it reported last.
 #[derive(Debug, Clone, Default)]
-pub struct HistogramView {
+pub(crate) struct HistogramView {
     last: Snapshot,
 }
 

@@ -51,7 +51,7 @@ impl TestStats {
 
     /// Takes a sample of the chain `aside` instead of the reported one,
     /// which is left as it was.
-    pub fn sample_aside(
+    pub(crate) fn sample_aside(
         &mut self,
         aside: &mut Aside,
         now: Instant,

@@ -95,7 +95,7 @@ impl TestStats {
     }
 
     /// The same statistics, presented as `p` says.
-    pub fn presented(mut self, p: Presentation) -> TestStats {
+    pub(crate) fn presented(mut self, p: Presentation) -> TestStats {
         self.presentation = p;
         self
     }
@@ -110,7 +110,7 @@ impl TestStats {
 
     /// When the last stream finished, if all have: the true end of the test,
     /// which the final interval should close at (not when we noticed).
-    pub fn all_ended(&self) -> Option<Instant> {
+    pub(crate) fn all_ended(&self) -> Option<Instant> {
         let mut last: Option<Instant> = None;
         for s in &self.streams {
             let e = s.counters.ended(self.epoch)?;
@@ -157,7 +157,7 @@ impl TestStats {
 
     /// Ends the omit period: counters so far become the baseline and the
     /// stream clock restarts.
-    pub fn end_omit(&mut self, now: Instant) {
+    pub(crate) fn end_omit(&mut self, now: Instant) {
         self.omitting = false;
         self.omitted = true;
         for s in &mut self.streams {

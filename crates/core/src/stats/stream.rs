@@ -187,7 +187,7 @@ impl StreamStats {
     }
 
     /// The same stream with what the reporter knows besides its counters.
-    pub fn with_meta(mut self, meta: StreamMeta) -> StreamStats {
+    pub(crate) fn with_meta(mut self, meta: StreamMeta) -> StreamStats {
         self.meta = meta;
         self
     }

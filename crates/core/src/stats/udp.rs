@@ -23,7 +23,7 @@ use super::StreamCounters;
 
 /// How many of the most recent sequence numbers the duplicate detector
 /// remembers (64 Ki datagrams, 8 KiB of bitmap per receiving stream).
-pub const WINDOW: u64 = 1 << 16;
+pub(crate) const WINDOW: u64 = 1 << 16;
 const WORDS: usize = (WINDOW / 64) as usize;
 
 /// What one arriving datagram was.

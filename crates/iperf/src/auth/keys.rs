@@ -23,7 +23,7 @@ impl PublicKey {
     /// Reads a public key from the contents of a key file: PEM `PUBLIC KEY`
     /// (what `openssl rsa -pubout` writes) or `RSA PUBLIC KEY`, or DER
     /// SubjectPublicKeyInfo. The error says what is wrong, in words.
-    pub fn from_file_contents(data: &[u8]) -> Result<PublicKey, String> {
+    pub(crate) fn from_file_contents(data: &[u8]) -> Result<PublicKey, String> {
         let text = String::from_utf8_lossy(data);
         let der = if text.contains("-----BEGIN ") {
             let blocks = pem::blocks(&text);
@@ -75,7 +75,7 @@ impl PublicKey {
     }
 
     /// Most plaintext bytes one block can carry with `padding`.
-    pub fn max_plaintext(&self, padding: Padding) -> usize {
+    pub(crate) fn max_plaintext(&self, padding: Padding) -> usize {
         let k = self.key.key_size_bytes();
         match padding {
             Padding::Oaep => k.saturating_sub(2 * 20 + 2),
@@ -122,7 +122,7 @@ impl PrivateKey {
     /// Reads a private key from the contents of a key file: PEM `PRIVATE
     /// KEY` (PKCS#8, what OpenSSL 3 writes) or `RSA PRIVATE KEY` (PKCS#1),
     /// or DER of either. Password-protected keys are refused by name.
-    pub fn from_file_contents(data: &[u8]) -> Result<PrivateKey, String> {
+    pub(crate) fn from_file_contents(data: &[u8]) -> Result<PrivateKey, String> {
         const ENCRYPTED: &str = "it is password-protected; wirespeed, like iperf3, needs an unencrypted key \
                                  (openssl pkey -in KEY.pem -out PLAIN.pem)";
         let text = String::from_utf8_lossy(data);

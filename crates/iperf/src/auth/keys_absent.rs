@@ -15,7 +15,7 @@ pub enum PublicKey {}
 
 impl PublicKey {
     /// Always refuses: there is no RSA in this build.
-    pub fn from_file_contents(_data: &[u8]) -> Result<PublicKey, String> {
+    pub(crate) fn from_file_contents(_data: &[u8]) -> Result<PublicKey, String> {
         Err(ABSENT.into())
     }
 
@@ -30,7 +30,7 @@ impl PublicKey {
     }
 
     /// Never called: no key exists.
-    pub fn max_plaintext(&self, _padding: Padding) -> usize {
+    pub(crate) fn max_plaintext(&self, _padding: Padding) -> usize {
         match *self {}
     }
 
@@ -45,7 +45,7 @@ pub enum PrivateKey {}
 
 impl PrivateKey {
     /// Always refuses: there is no RSA in this build.
-    pub fn from_file_contents(_data: &[u8]) -> Result<PrivateKey, String> {
+    pub(crate) fn from_file_contents(_data: &[u8]) -> Result<PrivateKey, String> {
         Err(ABSENT.into())
     }
 

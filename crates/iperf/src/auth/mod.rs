@@ -44,7 +44,7 @@ pub use server::{Refusal, ServerAuth, check_users_file};
 use wirespeed_proto::error::{Code, Error};
 
 /// The variable a client takes its password from before asking.
-pub const PASSWORD_ENV: &str = "IPERF3_PASSWORD";
+pub(crate) const PASSWORD_ENV: &str = "IPERF3_PASSWORD";
 
 /// Longest password read from the terminal.
 const MAX_PASSWORD: usize = 4096;

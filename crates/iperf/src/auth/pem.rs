@@ -85,7 +85,7 @@ const RSA_ALGORITHM: [u8; 15] = [
 ];
 
 /// Wraps a PKCS#1 `RSAPrivateKey` in a PKCS#8 v1 `PrivateKeyInfo`.
-pub fn pkcs1_private_to_pkcs8(rsa_private_key: &[u8]) -> Vec<u8> {
+pub(crate) fn pkcs1_private_to_pkcs8(rsa_private_key: &[u8]) -> Vec<u8> {
     let mut content = vec![0x02, 0x01, 0x00];
     content.extend_from_slice(&RSA_ALGORITHM);
     content.extend(tlv(0x04, rsa_private_key));
@@ -93,7 +93,7 @@ pub fn pkcs1_private_to_pkcs8(rsa_private_key: &[u8]) -> Vec<u8> {
 }
 
 /// Wraps a PKCS#1 `RSAPublicKey` in an X.509 `SubjectPublicKeyInfo`.
-pub fn pkcs1_public_to_spki(rsa_public_key: &[u8]) -> Vec<u8> {
+pub(crate) fn pkcs1_public_to_spki(rsa_public_key: &[u8]) -> Vec<u8> {
     let mut bits = vec![0x00];
     bits.extend_from_slice(rsa_public_key);
     let mut content = RSA_ALGORITHM.to_vec();

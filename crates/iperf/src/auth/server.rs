@@ -232,7 +232,7 @@ impl ServerAuth {
     /// Checks a client's token now, as the server's parameter exchange
     /// does: a refusal is iperf3's "test authorization failed" (what the
     /// client is told), its reason goes to the `-d` log.
-    pub fn authorize(&self, token: Option<&str>) -> Result<(), Error> {
+    pub(crate) fn authorize(&self, token: Option<&str>) -> Result<(), Error> {
         match self.check(token, unix_now()) {
             Ok((user, ts)) => {
                 wirespeed_core::debug!(1, "Authentication succeeded for user '{}' ts {ts}", printable(&user));

@@ -44,7 +44,7 @@ pub const SDT: f64 = 0.05;
 /// Most load flows unless `-P` says (MNP).
 pub const MAX_FLOWS: u32 = 16;
 /// Foreign probes per second.
-pub const PROBES_PER_SECOND: u32 = 20;
+pub(crate) const PROBES_PER_SECOND: u32 = 20;
 /// Share of the samples the trimmed mean keeps (the fastest).
 pub const TRIM_KEEP: f64 = 0.95;
 /// Foreign probes on the idle path before the load.

@@ -42,12 +42,12 @@ const IPERF2_PAUSE: Duration = Duration::from_millis(400);
 /// Length of one probe when `-t` is not given.
 pub const DEFAULT_PROBE: Duration = Duration::from_secs(2);
 /// First rate tried when `-b` is not given, bit/s (all streams together).
-pub const DEFAULT_START: u64 = 1_000_000;
+pub(crate) const DEFAULT_START: u64 = 1_000_000;
 /// The search stops when the highest good and the lowest bad rate are
 /// closer than this fraction.
-pub const RESOLUTION: f64 = 0.02;
+pub(crate) const RESOLUTION: f64 = 0.02;
 /// Highest rate the search asks for, bit/s.
-pub const CEILING: u64 = 400_000_000_000;
+pub(crate) const CEILING: u64 = 400_000_000_000;
 /// Most rates one search tries (a rate that loses too much is probed twice).
 pub const MAX_PROBES: usize = 40;
 /// A sender that reaches less than this fraction of the asked rate is
@@ -129,7 +129,7 @@ const SATURATION_SPAN: f64 = 1.25;
 /// Every verdict is derived from all the probes so far, so a loss floor
 /// found late re-judges the earlier probes too.
 #[derive(Debug, Clone)]
-pub struct Searcher {
+pub(crate) struct Searcher {
     start: u64,
     lowest: u64,
     /// `--max-loss` as a fraction.
@@ -275,7 +275,7 @@ impl Searcher {
     }
 
     /// The highest good rate so far.
-    pub fn best(&self) -> Option<u64> {
+    pub(crate) fn best(&self) -> Option<u64> {
         self.good
     }
 

@@ -90,7 +90,7 @@ pub enum Entry {
 
 /// Parses one entry. Anything that is not an address or CIDR network must
 /// at least look like a host name (letters, digits, `-`, `.`, `_`).
-pub fn parse_entry(s: &str) -> Result<Entry, String> {
+pub(crate) fn parse_entry(s: &str) -> Result<Entry, String> {
     let s = s.trim();
     if s.is_empty() {
         return Err("empty entry".into());

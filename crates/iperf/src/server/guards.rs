@@ -47,7 +47,7 @@ impl Breach {
 
     /// The line an iperf 2 server prints for a test it ended: the reason
     /// in iperf3's words (as the iperf3 path prints it), with the numbers.
-    pub fn iperf2_error(&self, client: &str) -> Error {
+    pub(crate) fn iperf2_error(&self, client: &str) -> Error {
         Error::msg(
             self.error.code,
             format!(

@@ -39,10 +39,10 @@ use wirespeed_report::{Output, Reporter};
 /// Connections the acceptor holds before they have identified themselves
 /// (and sent their parameters). Past this, the one that has waited longest
 /// is closed, so a flood of idle connections cannot crowd out real clients.
-pub const MAX_PENDING: usize = 1024;
+pub(crate) const MAX_PENDING: usize = 1024;
 /// Listen backlog: large, so bursts of connections (many streams, many
 /// clients) are never reset.
-pub const BACKLOG: i32 = 4096;
+pub(crate) const BACKLOG: i32 = 4096;
 
 /// What a server is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +160,7 @@ impl ServerCtx {
     }
 
     /// A test's reporter: `reporter`, plus the watchers (`watch`).
-    pub fn test_reporter(&self, cfg: &TestConfig, protocol: Protocol, client: std::net::IpAddr) -> Reporter {
+    pub(crate) fn test_reporter(&self, cfg: &TestConfig, protocol: Protocol, client: std::net::IpAddr) -> Reporter {
         let mut r = self.reporter(cfg, Side::Server);
         self.watch(&mut r, cfg, protocol, wirespeed_core::net::host_string(client));
         r
@@ -191,19 +191,19 @@ impl ServerCtx {
     }
 
     /// Whether another test may start now (`--max-tests`).
-    pub fn has_room(&self) -> bool {
+    pub(crate) fn has_room(&self) -> bool {
         self.active.load(Relaxed) < self.cfg.server.max_tests as usize
     }
 
     /// Whether another bounceback connection may be echoed now: four per
     /// test place (`--max-tests`), at least 64, apart from the tests.
-    pub fn has_echo_room(&self) -> bool {
+    pub(crate) fn has_echo_room(&self) -> bool {
         let cap = (self.cfg.server.max_tests as usize).saturating_mul(4).max(64);
         self.echoes.load(Relaxed) < cap
     }
 
     /// A test ended (or was refused before it started).
-    pub fn test_done(&self, outcome: Outcome) {
+    pub(crate) fn test_done(&self, outcome: Outcome) {
         if let Ok(tx) = self.done_tx.lock() {
             let _ = tx.send(outcome);
         }
@@ -218,7 +218,7 @@ impl ServerCtx {
     /// never sent its parameters, the server's own end): one line, or with
     /// `--json` a whole document with its `"error"`, as iperf3's server
     /// prints one per failed test.
-    pub fn say_failure(&self, e: Error) {
+    pub(crate) fn say_failure(&self, e: Error) {
         let mut r = self.reporter(&self.cfg, Side::Server);
         r.emit(Event::Error(e));
         r.emit(Event::Done);
@@ -269,7 +269,7 @@ impl Server {
     }
 
     /// Binds a server of `mode` for `cfg`.
-    pub fn bind_mode(cfg: &TestConfig, out: Output, mode: Mode, wings: Wings) -> Result<Server, Error> {
+    pub(crate) fn bind_mode(cfg: &TestConfig, out: Output, mode: Mode, wings: Wings) -> Result<Server, Error> {
         let sockets = sockets::Sockets::open(cfg, mode)?;
         let (done_tx, done_rx) = mpsc::channel();
         let policy = match mode {
@@ -338,7 +338,7 @@ impl Server {
 
     /// Sends the reports of its tests to `shared` (an iperf 2 client's
     /// reporter, for its connect-back). Call before `run`.
-    pub fn forwarding_to(self, shared: Arc<Mutex<Reporter>>) -> Server {
+    pub(crate) fn forwarding_to(self, shared: Arc<Mutex<Reporter>>) -> Server {
         let _ = self.ctx.forward.set(shared);
         self
     }

@@ -301,7 +301,7 @@ impl Join {
     }
 
     /// The banner's line for the join.
-    pub fn banner_line(&self) -> String {
+    pub(crate) fn banner_line(&self) -> String {
         match (&self.source, &self.dev) {
             (Some(src), Some(d)) => format!("Joining multicast (S,G)={src},{} w/iface {d}", self.group),
             (Some(src), None) => format!("Joining multicast (S,G)={src},{}", self.group),

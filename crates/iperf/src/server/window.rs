@@ -42,11 +42,11 @@ use wirespeed_core::config::{Direction, Protocol, TestParams};
 
 /// Windows below this are leased; at or above it the accepted socket's
 /// options alone give the asked window (the SYN-ACK offers at most 64 KiB).
-pub const LEASE_BELOW: u32 = 64 * 1024;
+pub(crate) const LEASE_BELOW: u32 = 64 * 1024;
 /// The longest a lease lasts, and the longest a test waits for one or for
 /// the tests collecting before it: long enough for a client across a path
 /// of a second's round trip to connect its streams.
-pub const LEASE_MAX: Duration = Duration::from_secs(2);
+pub(crate) const LEASE_MAX: Duration = Duration::from_secs(2);
 /// Connections accepted this long after a lease may have been offered its
 /// window (they waited in the accept queue): they get their clamp back too.
 const GRACE: Duration = Duration::from_secs(1);
@@ -99,7 +99,7 @@ impl Windows {
 
     /// The window a test's streams need on the listener: a TCP test whose
     /// server receives, with `-w` below [`LEASE_BELOW`].
-    pub fn lease_for(p: &TestParams) -> Option<u32> {
+    pub(crate) fn lease_for(p: &TestParams) -> Option<u32> {
         let receives = p.direction != Direction::Reverse;
         p.window
             .filter(|w| p.protocol == Protocol::Tcp && receives && *w < LEASE_BELOW)

@@ -18,9 +18,9 @@ use std::fmt::Write as _;
 use super::escape;
 
 /// ViewBox width: charts scale to their container.
-pub const WIDTH: f64 = 640.0;
+pub(crate) const WIDTH: f64 = 640.0;
 /// ViewBox height.
-pub const HEIGHT: f64 = 300.0;
+pub(crate) const HEIGHT: f64 = 300.0;
 const LEFT: f64 = 66.0;
 const RIGHT: f64 = 16.0;
 const TOP: f64 = 14.0;
@@ -33,11 +33,11 @@ const PALETTE: &[&str] = &[
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#882255", "#44AA99", "#999933", "#AA4499",
 ];
 /// Colour of sums.
-pub const SUM_COLOUR: &str = "#222222";
+pub(crate) const SUM_COLOUR: &str = "#222222";
 /// Colour of the second direction's sum in a bidirectional test.
-pub const SUM2_COLOUR: &str = "#777777";
+pub(crate) const SUM2_COLOUR: &str = "#777777";
 /// Colour of per-stream lines when there are too many to tell apart.
-pub const CROWD_COLOUR: &str = "#B8C4D6";
+pub(crate) const CROWD_COLOUR: &str = "#B8C4D6";
 
 /// What a chart's values measure, which decides scaling and labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +133,7 @@ pub fn colour(i: usize) -> &'static str {
 
 /// A "nice" number near `x` (1, 2 or 5 times a power of ten), rounded to
 /// the nearest one or taken as the next one up (Heckbert, Graphics Gems).
-pub fn nice_number(x: f64, round: bool) -> f64 {
+pub(crate) fn nice_number(x: f64, round: bool) -> f64 {
     if x <= 0.0 || !x.is_finite() {
         return 1.0;
     }
@@ -163,7 +163,7 @@ pub fn nice_number(x: f64, round: bool) -> f64 {
 }
 
 /// Axis ends and tick step covering `[lo, hi]` with about `n` ticks.
-pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> (f64, f64, f64) {
+pub(crate) fn nice_ticks(lo: f64, hi: f64, n: usize) -> (f64, f64, f64) {
     let (lo, hi) = if hi > lo { (lo, hi) } else { (lo, lo + 1.0) };
     let range = nice_number(hi - lo, false);
     let step = nice_number(range / (n.max(2) - 1) as f64, true);
@@ -173,7 +173,7 @@ pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> (f64, f64, f64) {
 }
 
 /// A tick label with just enough decimals for `step`.
-pub fn tick_label(v: f64, step: f64) -> String {
+pub(crate) fn tick_label(v: f64, step: f64) -> String {
     let decimals = if step >= 1.0 {
         0
     } else {

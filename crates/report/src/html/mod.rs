@@ -27,7 +27,7 @@ use wirespeed_proto::error::{Code, Error};
 /// Largest JSON input `wirespeed report` reads.
 pub const MAX_INPUT: u64 = 256 * 1024 * 1024;
 /// Most documents one page shows.
-pub const MAX_DOCUMENTS: usize = 1000;
+pub(crate) const MAX_DOCUMENTS: usize = 1000;
 
 /// Escapes text for HTML content and attribute values.
 pub fn escape(s: &str) -> String {

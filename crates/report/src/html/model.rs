@@ -337,7 +337,7 @@ fn is_array_of_objects(v: Option<&Value>) -> bool {
 }
 
 /// Checks that `doc` looks like an iperf3 `-J` document.
-pub fn check_document(doc: &Value) -> Result<(), String> {
+pub(crate) fn check_document(doc: &Value) -> Result<(), String> {
     let obj = doc.as_object().ok_or("the JSON value is not an object")?;
     // A mode's document (`--rpm`, `--udp-search`) has a shape of its own.
     if mode::is_search(doc) || mode::is_rpm(doc) {

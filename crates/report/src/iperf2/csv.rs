@@ -91,7 +91,7 @@ fn udp_columns(l: &StreamSample, u: &UdpSample, final_report: bool) -> UdpColumn
 }
 
 /// Prints flow reports as CSV rows.
-pub struct CsvSink {
+pub(crate) struct CsvSink {
     out: Output,
     side: Side,
     enhanced: bool,

@@ -19,16 +19,16 @@ const RULE: &str = "------------------------------------------------------------
 /// Header state shared by the iperf 2 sinks of one process: the column
 /// headers printed since the last banner or connection line (2.1.8 prints
 /// each kind once, not again when the kind of line changes back).
-pub type HeaderState = Arc<Mutex<Vec<&'static str>>>;
+pub(crate) type HeaderState = Arc<Mutex<Vec<&'static str>>>;
 
 /// A fresh header state.
-pub fn header_state() -> HeaderState {
+pub(crate) fn header_state() -> HeaderState {
     Arc::new(Mutex::new(Vec::new()))
 }
 
 /// The process's header state: every iperf 2 sink the process makes
 /// (a dual test's two directions, a server's tests) prints under it.
-pub fn process_header() -> HeaderState {
+pub(crate) fn process_header() -> HeaderState {
     static STATE: std::sync::OnceLock<HeaderState> = std::sync::OnceLock::new();
     STATE.get_or_init(header_state).clone()
 }
@@ -50,7 +50,7 @@ const HDR_BB: &str =
     "[ ID] Interval            Transfer    Bandwidth         BB cnt=avg/min/max/stdev         Rtry  Cwnd/RTT    RPS\n";
 
 /// Prints events as 2.1.8 does.
-pub struct Iperf2Text {
+pub(crate) struct Iperf2Text {
     out: Output,
     side: Side,
     format: char,

@@ -15,7 +15,7 @@ const SEPARATOR: &str = "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
 const BANNER_RULE: &str = "-----------------------------------------------------------\n";
 
 /// Prints events as iperf3 does.
-pub struct TextSink {
+pub(crate) struct TextSink {
     out: Output,
     side: Side,
     format: char,

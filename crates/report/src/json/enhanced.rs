@@ -63,7 +63,7 @@ fn bounceback(b: &BouncebackSample) -> Value {
 
 /// Whether a stream's data goes from the server to the client, for the
 /// host on `side` that `sends` on it (or receives).
-pub fn server_to_client(side: Side, sends: bool) -> bool {
+pub(crate) fn server_to_client(side: Side, sends: bool) -> bool {
     (side == Side::Server) == sends
 }
 
@@ -78,7 +78,7 @@ fn one_way(side: Side, samples: &[StreamSample]) -> Option<bool> {
 
 /// The `"iperf2"` object of one stream (or sum) sample; `reversed`: whether
 /// its data goes from the server to the client (`None`: both ways, left out).
-pub fn stream_extras(s: &StreamSample, reversed: Option<bool>) -> Value {
+pub(crate) fn stream_extras(s: &StreamSample, reversed: Option<bool>) -> Value {
     let e = &s.extras;
     let mut m = obj();
     if s.id != 0 {
@@ -241,7 +241,7 @@ fn only_what_was_seen(o: &mut Map<String, Value>, st: &StreamSummary) {
 /// sent back (`streams[].peer_report`); marked `"from_peer_report"`. The
 /// reports of connect-back flows (`-d`, `-r`) make
 /// `sum_received_bidir_reverse`.
-pub fn sum_peer_reports(end: &mut Map<String, Value>) {
+pub(crate) fn sum_peer_reports(end: &mut Map<String, Value>) {
     for (suffix, back) in [("", false), ("_bidir_reverse", true)] {
         sum_peer_reports_of(end, suffix, back);
     }
@@ -326,7 +326,7 @@ pub fn sample(s: &StreamSample, reversed: Option<bool>) -> Value {
 
 /// A receiver's report of a stream this host (on `side`) sent: the
 /// `peer_report` of `--json-stream` and of `end.streams[]`.
-pub fn report_sample(l: &StreamSample, side: Side) -> Value {
+pub(crate) fn report_sample(l: &StreamSample, side: Side) -> Value {
     let mut v = sample(l, Some(server_to_client(side, true)));
     // A server report carries no read count, and a packet rate only with
     // its latency block: unknown is left out, not 0.
@@ -363,7 +363,7 @@ pub fn peer_report(end: &mut Map<String, Value>, ids: &[u32], p: &PeerReport, si
 
 /// `peer_report` lines (of `--json-stream`) written into the streams of
 /// `end` they report on, by transfer id, where a stream has none yet.
-pub fn peer_reports_by_id(end: &mut Map<String, Value>, reports: &[Value]) {
+pub(crate) fn peer_reports_by_id(end: &mut Map<String, Value>, reports: &[Value]) {
     let id_of = |v: &Value| {
         v.get("iperf2")
             .and_then(|x| x.get("transfer_id"))
@@ -387,7 +387,7 @@ pub fn peer_reports_by_id(end: &mut Map<String, Value>, reports: &[Value]) {
 /// into the first: its streams are appended, and its sums, already named
 /// for their direction (the connect-back's `*_bidir_reverse`), join the
 /// first's.
-pub fn merge_end(first: &mut Map<String, Value>, second: Map<String, Value>) {
+pub(crate) fn merge_end(first: &mut Map<String, Value>, second: Map<String, Value>) {
     for (k, v) in second {
         match k.as_str() {
             "streams" | "full_duplex" => {

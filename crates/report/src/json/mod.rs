@@ -348,7 +348,7 @@ impl Sink for JsonStreamSink {
 /// streams they report on (with `sum_received` from them) where the
 /// `end` lacks them. `None` if a line is not such an event. A mode's
 /// lines (`--rpm`, `--udp-search`) make that mode's document.
-pub fn document_from_stream(events: &[Value]) -> Option<Value> {
+pub(crate) fn document_from_stream(events: &[Value]) -> Option<Value> {
     if let Some(d) = super::mode::document_from_stream(events) {
         return Some(d);
     }

@@ -23,7 +23,7 @@ use wirespeed_core::config::{Dialect, Protocol};
 use wirespeed_proto::error::{Code, Error};
 
 /// Client addresses whose last result is kept.
-pub const MAX_CLIENTS: usize = 64;
+pub(crate) const MAX_CLIENTS: usize = 64;
 
 /// Why the server turned a connection away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -258,7 +258,7 @@ impl Metrics {
     }
 
     /// A test's parameters were accepted.
-    pub fn test_started(&self, l: (&'static str, &'static str)) {
+    pub(crate) fn test_started(&self, l: (&'static str, &'static str)) {
         self.with(|s| {
             s.tests.entry(l).or_default().started += 1;
             s.active_tests += 1;
@@ -266,7 +266,7 @@ impl Metrics {
     }
 
     /// A test ended (successfully or not).
-    pub fn test_ended(&self, l: (&'static str, &'static str), success: bool) {
+    pub(crate) fn test_ended(&self, l: (&'static str, &'static str), success: bool) {
         self.with(|s| {
             let c = s.tests.entry(l).or_default();
             if success {

@@ -26,17 +26,17 @@ use wirespeed_report::Output;
 pub use wirespeed_core::config::nq::{DEFAULT_TIME, MAX_FLOWS, MOST_FLOWS};
 /// Connections opened at the start, and added each second goodput still
 /// grows (the draft's INP and INC).
-pub const FLOWS_PER_STEP: u32 = 1;
+pub(crate) const FLOWS_PER_STEP: u32 = 1;
 /// Probe rounds per second (each a foreign and a self probe).
-pub const PROBE_ROUNDS_PER_SECOND: u32 = 10;
+pub(crate) const PROBE_ROUNDS_PER_SECOND: u32 = 10;
 /// The largest configuration document read.
-pub const CONFIG_CAP: usize = 64 * 1024;
+pub(crate) const CONFIG_CAP: usize = 64 * 1024;
 /// The largest small-object body a probe reads.
-pub const SMALL_CAP: usize = 64 * 1024;
+pub(crate) const SMALL_CAP: usize = 64 * 1024;
 
 /// An `https://` URL, cut into what a connection and a request need.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Url {
+pub(crate) struct Url {
     /// The host as written, without IPv6 brackets.
     pub host: String,
     /// The port (443 unless given).
@@ -47,7 +47,7 @@ pub struct Url {
 
 impl Url {
     /// `host[:port]` as a request's authority.
-    pub fn authority(&self) -> String {
+    pub(crate) fn authority(&self) -> String {
         let h = if self.host.contains(':') {
             format!("[{}]", self.host)
         } else {
@@ -67,7 +67,7 @@ impl Url {
 }
 
 /// Parses an `https://host[:port][/path]` URL.
-pub fn parse_url(s: &str) -> Result<Url, String> {
+pub(crate) fn parse_url(s: &str) -> Result<Url, String> {
     let bad = |why: &str| format!("bad URL {s:?}: {why}");
     let rest = match s.split_once("://") {
         Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => rest,
@@ -127,7 +127,7 @@ pub fn parse_url(s: &str) -> Result<Url, String> {
 
 /// The three URLs of a networkQuality configuration.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NqUrls {
+pub(crate) struct NqUrls {
     /// A small object (probes).
     pub small: Url,
     /// A large object (download load).
@@ -138,7 +138,7 @@ pub struct NqUrls {
 
 /// Reads a configuration document: `{"version":1,"urls":{...}}`, with
 /// the current keys or the older `*_https_*` ones.
-pub fn parse_config(body: &[u8]) -> Result<NqUrls, String> {
+pub(crate) fn parse_config(body: &[u8]) -> Result<NqUrls, String> {
     let v: Value = serde_json::from_slice(body).map_err(|e| format!("the configuration is not JSON ({e})"))?;
     let urls = v
         .get("urls")
@@ -244,7 +244,7 @@ impl Latencies {
     }
 
     /// The foreign probes' round trip: the mean of its three parts, ms.
-    pub fn foreign_ms(&self) -> f64 {
+    pub(crate) fn foreign_ms(&self) -> f64 {
         (self.tcp + self.tls + self.http) / 3.0
     }
 
@@ -270,7 +270,7 @@ fn median(v: &[f64]) -> Option<f64> {
 
 /// What the measurement tells as it goes.
 #[derive(Debug, Clone, Copy)]
-pub enum Told<'a> {
+pub(crate) enum Told<'a> {
     /// The configuration was read: the server's URLs.
     Urls(&'a NqUrls),
     /// The idle path was measured.
@@ -305,7 +305,7 @@ pub struct Second {
 /// The per-second judgement of one direction: adds goodput and RPM,
 /// says when both are stable.
 #[derive(Debug, Default)]
-pub struct Judge {
+pub(crate) struct Judge {
     /// The seconds so far.
     pub seconds: Vec<Second>,
     moving: Vec<f64>,
@@ -463,7 +463,7 @@ pub fn document(url: &str, idle: &Idle, ways: &[WayResult]) -> Value {
 }
 
 /// A second's line of text.
-pub fn second_text(way: Way, s: &Second, fmt: char) -> String {
+pub(crate) fn second_text(way: Way, s: &Second, fmt: char) -> String {
     let rpm = s.rpm.map_or("-".to_string(), |r| format!("{r:.0}"));
     format!(
         "[{:>4.1}s] {:<8} goodput {}  flows {:>2}  RPM {rpm}\n",
@@ -475,7 +475,7 @@ pub fn second_text(way: Way, s: &Second, fmt: char) -> String {
 }
 
 /// A direction's result in text.
-pub fn result_text(w: &WayResult, fmt: char) -> String {
+pub(crate) fn result_text(w: &WayResult, fmt: char) -> String {
     let rpm = w.lat.rpm();
     let name = match w.way {
         Way::Download => "Download",

@@ -47,18 +47,18 @@ pub use serve::{Endpoint, Serving};
 /// queue in the path does, and the test is meant to measure the path. A
 /// responsive server is set up this way (the draft asks for it); 16 KiB
 /// still keeps a loopback connection at several Gbit/s.
-pub const UNSENT: u32 = 2 * 1024;
+pub(crate) const UNSENT: u32 = 2 * 1024;
 
 /// What an RPM connection's HTTP/2 layer buffers per stream, and its TLS
 /// layer in all, before the socket takes it, for the same reason: a load
 /// connection's share of a slow path can be a few hundred KB/s, where
 /// every 64 KiB held back is a probe's 200 ms.
-pub const H2_SEND_BUFFER: usize = 4 * 1024;
+pub(crate) const H2_SEND_BUFFER: usize = 4 * 1024;
 /// See [`H2_SEND_BUFFER`].
-pub const TLS_SEND_BUFFER: usize = 4 * 1024;
+pub(crate) const TLS_SEND_BUFFER: usize = 4 * 1024;
 
 /// The paths requests are counted by (anything else is `other`).
-pub const PATHS: [&str; 5] = ["config", "small", "large", "upload", "other"];
+pub(crate) const PATHS: [&str; 5] = ["config", "small", "large", "upload", "other"];
 
 /// What the RPM server has served, for the server's `--metrics`.
 #[derive(Debug, Default)]

@@ -42,13 +42,13 @@ const SMALL_BODY: usize = 64 * 1024;
 /// Longest wait for it.
 const SMALL_BODY_WAIT: Duration = Duration::from_secs(2);
 /// HTTP/2 streams open at once on one connection.
-pub const MAX_STREAMS: u32 = 32;
+pub(crate) const MAX_STREAMS: u32 = 32;
 /// The largest HTTP/2 header list (decoded).
 const MAX_HEADER_LIST: u32 = 16 * 1024;
 /// HTTP/1.1's read buffer, which a request head must fit in.
 const H1_MAX_BUF: usize = 32 * 1024;
 /// From accepting the connection to the end of the TLS handshake.
-pub const HANDSHAKE: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE: Duration = Duration::from_secs(10);
 /// An HTTP/1.1 request head must arrive within this.
 const HEAD_READ: Duration = Duration::from_secs(10);
 /// A connection that makes no progress for this long is closed: nothing
@@ -60,7 +60,7 @@ const PROGRESS: u64 = 4096;
 /// The same for a connection answered busy.
 const BUSY_IDLE: Duration = Duration::from_secs(5);
 /// The longest one download of `/large` or one upload lasts.
-pub const TRANSFER: Duration = Duration::from_secs(60);
+pub(crate) const TRANSFER: Duration = Duration::from_secs(60);
 /// HTTP/2 flow-control windows: what a client may send ahead of our reads.
 const H2_STREAM_WINDOW: u32 = 2 << 20;
 const H2_CONN_WINDOW: u32 = 4 << 20;
@@ -421,7 +421,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
 
 /// A response body: a few bytes, or `/large`'s stream of zeros until its
 /// time is up.
-pub enum Reply {
+pub(crate) enum Reply {
     Once(Option<Bytes>),
     Endless(Instant),
 }

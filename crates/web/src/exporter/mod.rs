@@ -22,9 +22,9 @@ use wirespeed_proto::iperf3::auth::base64_decode;
 use wirespeed_report::metrics::{head, number};
 
 /// iperf3_exporter's port.
-pub const DEFAULT_LISTEN: &str = ":9579";
+pub(crate) const DEFAULT_LISTEN: &str = ":9579";
 /// Probes that may run at once unless told.
-pub const DEFAULT_MAX_PROBES: usize = 4;
+pub(crate) const DEFAULT_MAX_PROBES: usize = 4;
 /// Time a client has to send its request, and to take the answer.
 const IO_DEADLINE: Duration = Duration::from_secs(2);
 /// Connections being answered beyond the probes (scrapes of /metrics,

@@ -20,25 +20,25 @@ use wirespeed_report::metrics::{head, number};
 use wirespeed_report::{Recorder, Reporter};
 
 /// Period when the request names none.
-pub const DEFAULT_PERIOD: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_PERIOD: Duration = Duration::from_secs(5);
 /// Longest period a request may ask for.
-pub const MAX_PERIOD: Duration = Duration::from_secs(300);
+pub(crate) const MAX_PERIOD: Duration = Duration::from_secs(300);
 /// Shortest period a probe runs for.
-pub const MIN_PERIOD: Duration = Duration::from_millis(500);
+pub(crate) const MIN_PERIOD: Duration = Duration::from_millis(500);
 /// Most streams a probe may ask for.
 pub const MAX_PARALLEL: u32 = 16;
 /// Kept from Prometheus' scrape timeout, for the answer to reach it.
-pub const SCRAPE_MARGIN: Duration = Duration::from_millis(500);
+pub(crate) const SCRAPE_MARGIN: Duration = Duration::from_millis(500);
 /// Allowed beyond the period for connecting and exchanging results.
 pub const SETUP: Duration = Duration::from_millis(1500);
 /// Kept for `latency=true`'s idle round trips before the test (ten on a
 /// path of up to some 30 ms; a longer path's take from the period).
-pub const LATENCY_IDLE: Duration = Duration::from_millis(500);
+pub(crate) const LATENCY_IDLE: Duration = Duration::from_millis(500);
 /// Kept for `rpm=true`'s idle probes before its load and for ending its
 /// load flows and probes after it.
-pub const RPM_RESERVE: Duration = Duration::from_secs(1);
+pub(crate) const RPM_RESERVE: Duration = Duration::from_secs(1);
 /// An RPM probe's period is whole evaluation intervals, at least one.
-pub const RPM_MIN_PERIOD: Duration = wirespeed_iperf::modes::rpm::INTERVAL;
+pub(crate) const RPM_MIN_PERIOD: Duration = wirespeed_iperf::modes::rpm::INTERVAL;
 
 /// The parameters `/probe` accepts (and `token`, which the exporter reads).
 const KNOWN: [&str; 12] = [
@@ -275,7 +275,7 @@ pub fn fit(
 /// trips, `rpm` for its idle probes and its end, and runs whole seconds
 /// (its evaluation interval), at least one. The spec with the period that
 /// fits, and the time the whole probe may take.
-pub fn fit_spec(spec: Spec, scrape_timeout: Option<&str>) -> Result<(Spec, Duration), String> {
+pub(crate) fn fit_spec(spec: Spec, scrape_timeout: Option<&str>) -> Result<(Spec, Duration), String> {
     let (reserve, shortest, asked) = if spec.rpm {
         let whole = Duration::from_secs(spec.period.as_secs()).max(RPM_MIN_PERIOD);
         (RPM_RESERVE, RPM_MIN_PERIOD, whole)

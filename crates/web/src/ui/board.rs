@@ -198,7 +198,7 @@ impl Board {
 
     /// Brings run `id` into memory from the history if it is not there;
     /// whether the board has it now.
-    pub fn recall(&self, id: u64) -> bool {
+    pub(crate) fn recall(&self, id: u64) -> bool {
         if self.runs().iter().any(|r| r.id == id) {
             return true;
         }
@@ -330,7 +330,7 @@ impl Board {
     }
 
     /// [`Board::launch`], for schedule `schedule` when there is one.
-    pub fn launch_for(self: &Arc<Board>, plan: &Plan, schedule: Option<u64>) -> Result<u64, String> {
+    pub(crate) fn launch_for(self: &Arc<Board>, plan: &Plan, schedule: Option<u64>) -> Result<u64, String> {
         let Mode::Client { max_running } = self.mode else {
             return Err("this page watches a server; it runs no tests".into());
         };
@@ -503,7 +503,7 @@ impl wirespeed_report::Watcher for Watch {
 }
 
 /// The history's word for a dialect.
-pub fn dialect_word(d: Dialect) -> &'static str {
+pub(crate) fn dialect_word(d: Dialect) -> &'static str {
     match d {
         Dialect::Iperf3 => "iperf3",
         Dialect::Iperf2 => "iperf2",

@@ -25,7 +25,7 @@ pub struct Plan {
 
 impl Plan {
     /// The command line a user would type for this test.
-    pub fn command_line(&self) -> String {
+    pub(crate) fn command_line(&self) -> String {
         let mut words = vec!["wirespeed".to_string()];
         if self.dialect == Dialect::Iperf2 {
             words.push("--iperf2".into());
@@ -36,7 +36,7 @@ impl Plan {
 
     /// The arguments of the process that runs it: the line, reporting as a
     /// JSON stream.
-    pub fn process_args(&self) -> Vec<String> {
+    pub(crate) fn process_args(&self) -> Vec<String> {
         let mut a = Vec::with_capacity(self.args.len() + 2);
         if self.dialect == Dialect::Iperf2 {
             a.push("--iperf2".into());

@@ -19,15 +19,15 @@ use serde_json::Value;
 /// The schema's version, in SQLite's `user_version`.
 const SCHEMA_VERSION: i64 = 1;
 /// An owner silent this long is taken for dead.
-pub const STALE_OWNER: Duration = Duration::from_secs(60);
+pub(crate) const STALE_OWNER: Duration = Duration::from_secs(60);
 /// How often a process shows it is alive.
 const HEARTBEAT: Duration = Duration::from_secs(10);
 /// How long a write waits for another process's lock.
 const BUSY_WAIT: Duration = Duration::from_secs(3);
 /// Most rows one listing returns.
-pub const MAX_LIST: usize = 5_000;
+pub(crate) const MAX_LIST: usize = 5_000;
 /// Most points one chart draws.
-pub const MAX_POINTS: usize = 20_000;
+pub(crate) const MAX_POINTS: usize = 20_000;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS owners(
@@ -289,7 +289,7 @@ fn text(e: rusqlite::Error) -> String {
 }
 
 /// Where `--db` is unless told: the user's data directory.
-pub fn default_path() -> Option<PathBuf> {
+pub(crate) fn default_path() -> Option<PathBuf> {
     let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     let base = if cfg!(windows) {
         env("LOCALAPPDATA")?
@@ -374,12 +374,12 @@ impl History {
 
     /// The last write that failed (it is retried by nothing: the run's
     /// next write may succeed).
-    pub fn trouble(&self) -> Option<String> {
+    pub(crate) fn trouble(&self) -> Option<String> {
         self.trouble.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Records `why` as the history's trouble.
-    pub fn complain(&self, why: String) {
+    pub(crate) fn complain(&self, why: String) {
         *self.trouble.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("history: {why}"));
     }
 
@@ -634,7 +634,7 @@ impl History {
     }
 
     /// Adds a schedule; its number.
-    pub fn add_schedule(&self, s: &Schedule) -> Result<u64, String> {
+    pub(crate) fn add_schedule(&self, s: &Schedule) -> Result<u64, String> {
         let c = self.conn();
         c.execute(
             "INSERT INTO schedules(form, title, target, dialect, every_s, created_ms, next_ms) \
@@ -654,7 +654,7 @@ impl History {
     }
 
     /// Removes schedule `id`; whether there was one.
-    pub fn remove_schedule(&self, id: u64) -> bool {
+    pub(crate) fn remove_schedule(&self, id: u64) -> bool {
         self.conn()
             .execute("DELETE FROM schedules WHERE id = ?1", [id as i64])
             .is_ok_and(|n| n > 0)
@@ -686,7 +686,7 @@ impl History {
     /// Moves schedule `id`'s next run to `next_ms`, if it is still due at
     /// `due_ms` (another process sharing the file may have taken this
     /// turn); whether this process took it.
-    pub fn take_turn(&self, id: u64, due_ms: i64, next_ms: i64) -> bool {
+    pub(crate) fn take_turn(&self, id: u64, due_ms: i64, next_ms: i64) -> bool {
         self.conn()
             .execute(
                 "UPDATE schedules SET next_ms = ?3 WHERE id = ?1 AND next_ms = ?2",
@@ -696,7 +696,7 @@ impl History {
     }
 
     /// Runs so far by schedule `id` and outcome (`done`, `failed`, ...).
-    pub fn schedule_counts(&self, id: u64) -> Vec<(String, i64)> {
+    pub(crate) fn schedule_counts(&self, id: u64) -> Vec<(String, i64)> {
         let c = self.conn();
         let Ok(mut st) = c.prepare("SELECT state, COUNT(*) FROM runs WHERE schedule = ?1 GROUP BY state") else {
             return Vec::new();
@@ -707,7 +707,7 @@ impl History {
     }
 
     /// Schedule `id`'s newest run that has ended.
-    pub fn latest_of(&self, id: u64) -> Option<Stored> {
+    pub(crate) fn latest_of(&self, id: u64) -> Option<Stored> {
         let c = self.conn();
         c.query_row(
             &format!(

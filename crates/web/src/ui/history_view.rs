@@ -13,7 +13,7 @@ use wirespeed_report::html::chart::{self, Chart, Series, Unit};
 use wirespeed_report::html::escape;
 
 /// Runs a listing shows unless asked for fewer or more.
-pub const DEFAULT_LIMIT: usize = 100;
+pub(crate) const DEFAULT_LIMIT: usize = 100;
 
 /// The query a request's parameters make: `from` and `to` (epoch
 /// seconds), `target`, `schedule`, `before` (a run number, for paging) and
@@ -119,7 +119,7 @@ pub fn csv(runs: &[Stored]) -> String {
 }
 
 /// The runs as one JSON document.
-pub fn json_export(runs: &[Stored]) -> Value {
+pub(crate) fn json_export(runs: &[Stored]) -> Value {
     json!({ "runs": runs.iter().map(Stored::json).collect::<Vec<_>>() })
 }
 

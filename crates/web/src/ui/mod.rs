@@ -21,7 +21,7 @@ use board::{Board, Mode};
 use wirespeed_proto::error::{Code, Error};
 
 /// Where `wirespeed ui` listens unless told.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:5280";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:5280";
 
 /// A bound UI, not yet serving.
 pub struct Endpoint {

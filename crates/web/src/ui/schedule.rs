@@ -26,16 +26,16 @@ use super::history::{History, NewRun, Schedule};
 /// How often the scheduler looks at the clock.
 const TICK: Duration = Duration::from_millis(250);
 /// How long a turn waits for a place among the running tests.
-pub const BUSY_WAIT: Duration = Duration::from_secs(60);
+pub(crate) const BUSY_WAIT: Duration = Duration::from_secs(60);
 /// Shortest period (seconds).
-pub const MIN_EVERY_S: i64 = 60;
+pub(crate) const MIN_EVERY_S: i64 = 60;
 /// Longest period (seconds): a week.
-pub const MAX_EVERY_S: i64 = 7 * 24 * 3600;
+pub(crate) const MAX_EVERY_S: i64 = 7 * 24 * 3600;
 /// Most schedules.
-pub const MAX_SCHEDULES: usize = 100;
+pub(crate) const MAX_SCHEDULES: usize = 100;
 
 /// The running scheduler; stops when dropped.
-pub struct Scheduler {
+pub(crate) struct Scheduler {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -74,7 +74,7 @@ fn now_ms() -> i64 {
 }
 
 /// The first turn after `now` of a schedule due at `due` every `every_s`.
-pub fn next_turn(due: i64, every_s: i64, now: i64) -> i64 {
+pub(crate) fn next_turn(due: i64, every_s: i64, now: i64) -> i64 {
     let every = every_s.max(1) * 1000;
     if due > now {
         return due;

@@ -31,7 +31,7 @@ const RENDER_EVERY: Duration = Duration::from_millis(200);
 const PAGE: &str = include_str!("app.html");
 
 /// What the handlers share.
-pub struct Site {
+pub(crate) struct Site {
     /// The runs.
     pub board: Arc<Board>,
     /// The token requests carry.
@@ -419,7 +419,7 @@ fn serve_one(site: &Site, mut s: TcpStream) {
 /// What the accepting thread does with each connection: serves it on a
 /// thread of its own (at most [`MAX_CONNECTIONS`] at once; beyond that a
 /// 503).
-pub fn answerer(site: Arc<Site>) -> impl FnMut(TcpStream) + Send + 'static {
+pub(crate) fn answerer(site: Arc<Site>) -> impl FnMut(TcpStream) + Send + 'static {
     let live = Arc::new(AtomicUsize::new(0));
     move |mut s: TcpStream| {
         if live.fetch_add(1, Relaxed) >= MAX_CONNECTIONS {

@@ -62,7 +62,7 @@ pub fn period(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 }
 
 /// `--bounceback-no-quickack`.
-pub fn no_quickack(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+pub(crate) fn no_quickack(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.bb_quickack = false;
     s.bb_opts.push(o.spelled.clone());
     Ok(())

@@ -58,7 +58,7 @@ pub fn interval(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 /// `-W` (2.1.8: "suggest window size", which 2.1.8 itself no longer
 /// does): after a TCP test, say what limited the sender and suggest a `-w`
 /// (wirespeed's window advice, iperf3's `-V`). Elsewhere it has no effect.
-pub fn suggest_window(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+pub(crate) fn suggest_window(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.common.cfg.output.window_advice = true;
     Ok(())
 }
@@ -77,7 +77,7 @@ pub fn output(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 }
 
 /// `-x [CDMSV]`.
-pub fn report_exclude(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+pub(crate) fn report_exclude(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let v = value(o);
     if v.is_empty() || v.chars().any(|c| !"CDMSVcdmsv".contains(c)) {
         return Err(CliError::err(format!(
@@ -89,7 +89,7 @@ pub fn report_exclude(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 }
 
 /// `-y C`: CSV.
-pub fn report_style(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+pub(crate) fn report_style(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let v = value(o);
     if !v.eq_ignore_ascii_case("c") {
         return Err(CliError::err(format!("report style '{v}' not recognized (only C)")));

@@ -32,7 +32,7 @@ pub fn ssm_host(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 }
 
 /// `--tcp-rx-window-clamp bytes`: TCP_WINDOW_CLAMP.
-pub fn tcp_rx_window_clamp(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+pub(crate) fn tcp_rx_window_clamp(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let (v, sp) = (value(o), o.spelled.as_str());
     let c = unit_value(sp, v)?;
     if !(1.0..=i32::MAX as f64).contains(&c) {

@@ -166,7 +166,7 @@ pub fn peer_detect(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
 
 /// `--tcp-cca algo` (iperf 2.2): `-Z`'s other name; `-Z` wins when both
 /// are given.
-pub fn tcp_cca(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+pub(crate) fn tcp_cca(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.tcp_cca = Some(value(o).to_string());
     Ok(())
 }
@@ -204,7 +204,7 @@ pub fn tcp_quickack(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
 }
 
 /// `--tcp-write-prefetch bytes`: TCP_NOTSENT_LOWAT (implies `-e`, as 2.1.8).
-pub fn tcp_write_prefetch(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+pub(crate) fn tcp_write_prefetch(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let (v, sp) = (value(o), o.spelled.as_str());
     let n = unit_value(sp, v)?;
     if !(1.0..=i32::MAX as f64).contains(&n) {
@@ -240,7 +240,7 @@ const MAX_TXSTART_AHEAD: f64 = 3600.0;
 /// `--txstart-time sec[.fraction]`: start sending at that wall-clock time
 /// (implies `-e`). The fraction is a decimal fraction of a second (2.1.8
 /// reads its digits as a count of µs, so its `.5` is 5 µs).
-pub fn txstart_time(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+pub(crate) fn txstart_time(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let (v, sp) = (value(o), o.spelled.as_str());
     let bad = || CliError::err(format!("{sp} value of '{v}' not recognized (seconds since the epoch)"));
     let (whole, frac) = v.split_once('.').unwrap_or((v, ""));

@@ -24,7 +24,7 @@ pub fn authorized_users(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 }
 
 /// `--time-skew-threshold secs` (server): more than 0.
-pub fn time_skew(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+pub(crate) fn time_skew(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     let secs = int_arg(o, Code::SKEWTHRESHOLD)?;
     if secs <= 0 {
         return Err(perr(Code::SKEWTHRESHOLD));
@@ -35,7 +35,7 @@ pub fn time_skew(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 
 /// `--use-pkcs1-padding`: as iperf3 3.17+, the client pads its token with
 /// PKCS#1 v1.5 and the server accepts such tokens.
-pub fn use_pkcs1(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+pub(crate) fn use_pkcs1(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.common.cfg.auth.use_pkcs1_padding = true;
     s.common.cfg.server.use_pkcs1_padding = true;
     Ok(())

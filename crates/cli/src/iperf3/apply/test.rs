@@ -79,7 +79,7 @@ pub fn fq_rate(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 }
 
 /// `--no-fq-socket-pacing`: deprecated, a warning only (as iperf3).
-pub fn no_fq_socket_pacing(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+pub(crate) fn no_fq_socket_pacing(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.common
         .warnings
         .push("--no-fq-socket-pacing is deprecated".to_string());
@@ -158,7 +158,7 @@ pub fn set_mss(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
 }
 
 /// `-N`.
-pub fn no_delay(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+pub(crate) fn no_delay(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.common.cfg.params.nodelay = true;
     Ok(())
 }

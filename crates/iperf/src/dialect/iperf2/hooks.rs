@@ -21,7 +21,7 @@ pub use wirespeed_core::clock::wall_clock;
 /// a burst of the whole burst's size; with `--isochronous` each frame is a
 /// burst (the frame clock says where one starts). A receiver frames bursts
 /// by their size.
-pub struct BurstStamp {
+pub(crate) struct BurstStamp {
     start: (u32, u32),
     blocks: u32,
     /// The burst's size; `None`: each block's own length.
@@ -110,7 +110,7 @@ impl StreamHook for BurstStamp {
 }
 
 /// Receiver work: read-size histogram, burst latency, read pacing.
-pub struct RecvHook {
+pub(crate) struct RecvHook {
     counters: Arc<DetailCounters>,
     bursts: Option<BurstTracker>,
     pacer: Option<Pacer>,
@@ -132,7 +132,7 @@ impl RecvHook {
 
     /// Sets TCP_QUICKACK on `sock` after every read (the kernel clears it
     /// again on its own, so 2.1.8 re-arms it each time too).
-    pub fn with_quickack(mut self, sock: Option<std::net::TcpStream>) -> RecvHook {
+    pub(crate) fn with_quickack(mut self, sock: Option<std::net::TcpStream>) -> RecvHook {
         self.quickack = sock;
         self
     }
@@ -172,7 +172,7 @@ impl StreamHook for RecvHook {
 /// time minus the sender's timestamp), gathered per batch and published
 /// once per batch, the latency histogram, and an isochronous sender's
 /// frames.
-pub struct UdpRecvHook {
+pub(crate) struct UdpRecvHook {
     counters: Arc<DetailCounters>,
     batch: Welford,
     frames: Option<FrameTracker>,
@@ -189,7 +189,7 @@ impl UdpRecvHook {
     }
 
     /// Also follows the frames of an isochronous sender.
-    pub fn with_frames(mut self, frames: FrameTracker) -> UdpRecvHook {
+    pub(crate) fn with_frames(mut self, frames: FrameTracker) -> UdpRecvHook {
         self.frames = Some(frames);
         self
     }
@@ -232,7 +232,7 @@ impl FrameTracker {
     /// A tracker for frames of `period_us` from a sender of unknown
     /// version (a client's `-R`): the fields are where that period is
     /// found, at 2.1's offset or 2.2's.
-    pub fn finding(period_us: u32, latency: bool, counters: Arc<FrameCounters>) -> FrameTracker {
+    pub(crate) fn finding(period_us: u32, latency: bool, counters: Arc<FrameCounters>) -> FrameTracker {
         FrameTracker {
             at: None,
             period_us,

@@ -22,7 +22,7 @@ use wirespeed_core::events::{BannerNote, ConnInfo};
 
 /// The next transfer id (`[  1]`, `[  2]`, ...): one count per process,
 /// as 2.1.8 numbers every flow it reports.
-pub fn next_id() -> u32 {
+pub(crate) fn next_id() -> u32 {
     static IDS: AtomicU32 = AtomicU32::new(1);
     IDS.fetch_add(1, Relaxed)
 }
@@ -46,7 +46,7 @@ pub fn tcp_init(s: &TcpStream) -> Option<(u32, u32, u32)> {
 }
 
 /// A connection line's common fields.
-pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) -> ConnInfo {
+pub(crate) fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) -> ConnInfo {
     ConnInfo {
         tcp_init: tcp_init(s),
         ..flow_conn(id, s.sock_num(), local, remote)
@@ -54,7 +54,7 @@ pub fn conn_line(id: u32, s: &TcpStream, local: SocketAddr, remote: SocketAddr) 
 }
 
 /// A UDP flow's connection line.
-pub fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote: SocketAddr) -> ConnInfo {
+pub(crate) fn udp_conn_line(id: u32, s: &std::net::UdpSocket, local: SocketAddr, remote: SocketAddr) -> ConnInfo {
     flow_conn(id, s.sock_num(), local, remote)
 }
 

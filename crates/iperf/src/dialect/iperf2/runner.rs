@@ -39,7 +39,7 @@ pub struct Flow {
 }
 
 /// What a flow does with its whole-test line.
-pub type OnEnd = Box<dyn FnOnce(&StreamSample) + Send>;
+pub(crate) type OnEnd = Box<dyn FnOnce(&StreamSample) + Send>;
 
 impl Flow {
     /// A flow with no close to await and nothing to do at its end.
@@ -54,7 +54,7 @@ impl Flow {
 }
 
 /// How a set of flows runs.
-pub struct RunOpts {
+pub(crate) struct RunOpts {
     /// Reporting interval.
     pub interval: Option<Duration>,
     /// This end stops the senders at the test's time (else flows end when
@@ -220,7 +220,7 @@ impl Steering for Iperf2Steering<'_> {
 /// Runs `flows` to their end and emits their reports (start, intervals,
 /// end). Stream failures end the test early and come back as the error,
 /// after the reports.
-pub fn run_flows(
+pub(crate) fn run_flows(
     params: &TestParams,
     side: Side,
     flows: Vec<Flow>,

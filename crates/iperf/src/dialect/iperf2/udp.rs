@@ -26,7 +26,7 @@ const FIN_WAIT: Duration = Duration::from_millis(10);
 const FIN_WAIT_MAX: Duration = Duration::from_millis(250);
 /// How long a client tries in all (2.1.8: 2 s); enough for a report across
 /// a round trip of a second or two with some loss.
-pub const FIN_SPAN: Duration = Duration::from_secs(4);
+pub(crate) const FIN_SPAN: Duration = Duration::from_secs(4);
 /// Reports a receiver sends at most (2.1.8: 9).
 const REPORT_SENDS: u32 = 9;
 /// The quiet after a report that tells the receiver its sender has it.
@@ -42,7 +42,7 @@ const START_AT: usize = 112;
 /// words around the sender's wall-clock time), then for a client the test
 /// settings in every datagram, then the `0123...` pattern.
 #[derive(Debug, Clone)]
-pub struct Iperf2Format {
+pub(crate) struct Iperf2Format {
     /// Bytes 16.. of every datagram's header area (a client's settings;
     /// empty for a server's sender, whose datagrams carry none).
     template: Vec<u8>,
@@ -72,7 +72,7 @@ impl Iperf2Format {
 
     /// A server's sender that stamps its start time (`start`, wall clock)
     /// into every datagram, for a `--trip-times` client that receives.
-    pub fn with_start(mut self, start: Option<(u32, u32)>) -> Iperf2Format {
+    pub(crate) fn with_start(mut self, start: Option<(u32, u32)>) -> Iperf2Format {
         self.start = start;
         self
     }
@@ -88,7 +88,7 @@ impl Iperf2Format {
     }
 
     /// Writes datagram `seq` sent now (wall clock) into `buf`.
-    pub fn stamp_now(&self, buf: &mut [u8], seq: i64) {
+    pub(crate) fn stamp_now(&self, buf: &mut [u8], seq: i64) {
         let now = wall_ns();
         self.write(buf, seq, now);
     }
@@ -177,7 +177,7 @@ impl DatagramFormat for Iperf2Format {
 
 /// A client's datagram template: zeroed header area, the settings, the
 /// `0123...` pattern after 160 bytes, `len` bytes in all.
-pub fn client_datagram(header: &ClientHeader, len: usize) -> Vec<u8> {
+pub(crate) fn client_datagram(header: &ClientHeader, len: usize) -> Vec<u8> {
     let mut d = vec![0u8; len];
     wirespeed_core::engine::Payload::Repeating.fill(&mut d);
     d[..len.min(HEADER_AREA)].fill(0);
@@ -187,7 +187,7 @@ pub fn client_datagram(header: &ClientHeader, len: usize) -> Vec<u8> {
 
 /// How a sender's FIN exchange ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum FinOutcome {
+pub(crate) enum FinOutcome {
     /// The receiver's report.
     Report(ServerReport),
     /// No report expected (`--no-udp-fin`, multicast, full duplex).
@@ -205,7 +205,7 @@ pub enum FinOutcome {
 /// ...) built on `datagram`, and unless `expect_report` is false waits for
 /// the receiver's report after each, longer after each (see [`FIN_WAIT`]),
 /// for [`FIN_SPAN`] in all.
-pub fn send_fin(
+pub(crate) fn send_fin(
     sock: &UdpSocket,
     fmt: &Iperf2Format,
     datagram: &[u8],
@@ -263,7 +263,7 @@ pub fn send_fin(
 /// every retry that arrives, until the sender has been quiet for 250 ms
 /// (it got the report) or [`REPORT_SENDS`] reports went. Returns false if
 /// the sender was still retrying at the end.
-pub fn answer_fin(sock: &UdpSocket, report: &[u8]) -> bool {
+pub(crate) fn answer_fin(sock: &UdpSocket, report: &[u8]) -> bool {
     let mut buf = vec![0u8; 65536];
     let _ = sock.set_read_timeout(Some(REPORT_QUIET));
     for _ in 0..REPORT_SENDS {
@@ -330,7 +330,7 @@ pub fn report_of(line: &StreamSample, latency: bool) -> ServerReport {
 }
 
 /// The line a sender prints for its receiver's report (`Server Report:`).
-pub fn relayed_line(id: u32, reversed: bool, r: &ServerReport) -> StreamSample {
+pub(crate) fn relayed_line(id: u32, reversed: bool, r: &ServerReport) -> StreamSample {
     let dur = r.duration_secs();
     let bps = if dur > 0.0 {
         r.total_bytes as f64 * 8.0 / dur

@@ -26,7 +26,7 @@ use wirespeed_report::Reporter;
 const HELLO_TRIES: u32 = 100;
 
 /// The settings every datagram of this test carries.
-pub fn udp_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
+pub(crate) fn udp_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
     let p = &cfg.params;
     let mut h = super::tcp_client::build_header(cfg, start);
     let len = p.block_len_or_default() as u64;

@@ -15,7 +15,7 @@ use wirespeed_proto::iperf3::framing::FrameError;
 
 /// What [`Ctrl::poll_byte`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Polled {
+pub(crate) enum Polled {
     /// A state byte.
     Byte(u8),
     /// A wake-up or the deadline (look at timers and streams).
@@ -158,7 +158,7 @@ impl Ctrl {
 
     /// The next state byte if one is buffered, else waits like [`Ctrl::wait`]
     /// and takes one if it arrived.
-    pub fn poll_byte(&mut self, until: Option<Instant>) -> io::Result<Polled> {
+    pub(crate) fn poll_byte(&mut self, until: Option<Instant>) -> io::Result<Polled> {
         let polled = match self.framer.take_byte() {
             Some(b) => Polled::Byte(b),
             None => match self.wait(until)? {
@@ -216,14 +216,14 @@ impl Ctrl {
     }
 
     /// Sends one state byte.
-    pub fn send_state(&mut self, s: wirespeed_proto::iperf3::State) -> Result<(), Error> {
+    pub(crate) fn send_state(&mut self, s: wirespeed_proto::iperf3::State) -> Result<(), Error> {
         wirespeed_core::debug!(3, "{} send state {:?} ({})", self.peer, s, s.to_byte() as i8);
         self.write_all(&[s.to_byte()], Instant::now() + Duration::from_secs(30))
             .map_err(|e| Error::io(Code::SENDMESSAGE, &e))
     }
 
     /// Reads one byte by `deadline`.
-    pub fn recv_byte(&mut self, deadline: Option<Instant>, code: Code) -> Result<u8, Error> {
+    pub(crate) fn recv_byte(&mut self, deadline: Option<Instant>, code: Code) -> Result<u8, Error> {
         loop {
             if let Some(b) = self.framer.take_byte() {
                 log_state(&self.peer, b);
@@ -239,7 +239,7 @@ impl Ctrl {
 
     /// Reads a big-endian i32, or `None` if the peer closed first (3.12
     /// servers send only one int after an auth failure).
-    pub fn recv_i32_or_eof(&mut self, deadline: Instant) -> Result<Option<i32>, Error> {
+    pub(crate) fn recv_i32_or_eof(&mut self, deadline: Instant) -> Result<Option<i32>, Error> {
         loop {
             if let Some(v) = self.framer.take_i32() {
                 return Ok(Some(v));
@@ -254,7 +254,13 @@ impl Ctrl {
 
     /// Reads a length-prefixed JSON body: the first byte within `first`,
     /// the whole frame within `total` (iperf3's 10 s / 30 s), at most `max`.
-    pub fn recv_json(&mut self, max: usize, first: Duration, total: Duration, code: Code) -> Result<Vec<u8>, Error> {
+    pub(crate) fn recv_json(
+        &mut self,
+        max: usize,
+        first: Duration,
+        total: Duration,
+        code: Code,
+    ) -> Result<Vec<u8>, Error> {
         let start = Instant::now();
         self.max_buffer = self.max_buffer.max(max.saturating_add(64));
         loop {
@@ -295,7 +301,7 @@ impl Ctrl {
     }
 
     /// Writes a JSON frame.
-    pub fn send_json(&mut self, body: &str, code: Code) -> Result<(), Error> {
+    pub(crate) fn send_json(&mut self, body: &str, code: Code) -> Result<(), Error> {
         wirespeed_core::debug!(4, "{} send JSON: {body}", self.peer);
         let frame = wirespeed_proto::iperf3::framing::json_frame(body);
         self.write_all(&frame, Instant::now() + Duration::from_secs(30))
@@ -304,7 +310,7 @@ impl Ctrl {
 
     /// Half-closes and reads until EOF or `deadline`, discarding (a client's
     /// goodbye: servers may send a stale SERVER_ERROR after IPERF_DONE).
-    pub fn drain_close(&mut self, deadline: Instant) {
+    pub(crate) fn drain_close(&mut self, deadline: Instant) {
         let _ = self.sock.shutdown(std::net::Shutdown::Write);
         while !self.eof {
             self.framer = Framer::new();

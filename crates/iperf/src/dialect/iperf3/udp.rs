@@ -24,7 +24,7 @@ pub fn extras(params: &TestParams) -> StreamExtras {
 
 /// iperf3's header: seconds, microseconds, 32- or 64-bit sequence number.
 #[derive(Debug, Clone, Copy)]
-pub struct Iperf3Format {
+pub(crate) struct Iperf3Format {
     /// 64-bit sequence numbers (`--udp-counters-64bit`).
     pub wide: bool,
 }
