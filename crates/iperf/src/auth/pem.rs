@@ -3,6 +3,8 @@
 //! `PRIVATE KEY` (PKCS#8), `RSA PRIVATE KEY` (PKCS#1, "traditional"), and
 //! the password-protected forms, which are recognised so they can be
 //! refused by name.
+// The PEM helpers serve the keys of the `rsa` feature.
+#![cfg_attr(not(feature = "rsa"), allow(dead_code))]
 
 use wirespeed_proto::iperf3::auth::base64_decode;
 

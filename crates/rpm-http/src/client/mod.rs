@@ -8,6 +8,8 @@
 //! document, the per-second judgement of a direction, and the reports.
 //! `client.rs` is the network side (tokio, rustls, h2), built with the
 //! default `nq-client` feature.
+// Without the `client` feature only the parsers and reports stay, unused.
+#![cfg_attr(not(feature = "client"), allow(dead_code))]
 
 #[cfg(feature = "client")]
 mod network;

@@ -11,6 +11,8 @@
 //! a busy address or a bad file is one line and exit 1; serving starts
 //! after a daemon detaches. A build without the `rpm-server` feature
 //! refuses `--rpm-listen` in one line.
+// Without the `server` feature only the option checks stay.
+#![cfg_attr(not(feature = "server"), allow(dead_code))]
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
