@@ -5,6 +5,7 @@
 pub mod login;
 pub mod netns;
 pub mod pathemu;
+pub mod wait;
 pub mod webdriver;
 
 use std::io::{BufRead, BufReader, Read};
@@ -190,25 +191,19 @@ impl Proc {
 
     /// Waits for exit up to `timeout`; kills on expiry.
     pub fn wait(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                // Let the reader threads catch the tail of the output: until
-                // both pipes reach end of file (a loaded machine can take a
-                // while), or 2 s if something else holds them open.
-                let until = Instant::now() + Duration::from_secs(2);
-                while self.drained.load(std::sync::atomic::Ordering::SeqCst) < 2 && Instant::now() < until {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                return Some(s);
-            }
-            if Instant::now() >= deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let Some(s) = wait::within(timeout, || self.child.try_wait().ok().flatten()) else {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            return None;
+        };
+        // Let the reader threads catch the tail of the output: until both
+        // pipes reach end of file (a loaded machine can take a while), or
+        // 2 s if something else holds them open.
+        let drained = &self.drained;
+        wait::within(Duration::from_secs(2), || {
+            (drained.load(std::sync::atomic::Ordering::SeqCst) >= 2).then_some(())
+        });
+        Some(s)
     }
 
     /// Everything printed to stdout so far.
@@ -271,6 +266,13 @@ pub fn wirespeed_server(port: u16, extra: &[&str]) -> Proc {
     proc_
 }
 
+/// Waits until an iperf3-dialect server (ours without `-J`, or the real
+/// iperf3 with `--forceflush`) is done with its `n`th test: it printed
+/// everything about it and the banner for the next one.
+pub fn wait_test_done(srv: &Proc, n: usize) {
+    wait::stdout_has_n(srv, "Server listening on", n + 1, wait::LONG);
+}
+
 /// Starts `iperf3 -s -p <port>` and waits until it listens.
 pub fn iperf3_server(iperf3: &PathBuf, port: u16, extra: &[&str]) -> Proc {
     let p = port.to_string();
@@ -283,25 +285,10 @@ pub fn iperf3_server(iperf3: &PathBuf, port: u16, extra: &[&str]) -> Proc {
     proc_
 }
 
-/// Waits until something listens on 127.0.0.1:port (by reading /proc, so
-/// no probe connection disturbs the server).
+/// Waits until something listens on TCP `port` (by reading /proc, so no
+/// probe connection disturbs the server).
 pub fn wait_listening(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let hex = format!(":{port:04X} ");
-    while Instant::now() < deadline {
-        for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            if let Ok(s) = std::fs::read_to_string(f) {
-                // State 0A = LISTEN.
-                if s.lines()
-                    .any(|l| l.contains(&hex) && l.split_whitespace().nth(3) == Some("0A"))
-                {
-                    return;
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("nothing listens on port {port}");
+    wait::tcp_listening(port, wait::LONG)
 }
 
 /// A newer iperf3 than the installed one (e.g. 3.21, built from its
@@ -395,25 +382,9 @@ pub fn iperf2_server(who: Iperf2, port: u16, extra: &[&str]) -> Option<Proc> {
     Some(p)
 }
 
-/// Waits until a UDP socket is bound to port (read from /proc).
+/// Waits until a UDP socket is bound to `port` (read from /proc).
 pub fn wait_bound_udp(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let hex = format!(":{port:04X} ");
-    while Instant::now() < deadline {
-        for f in ["/proc/net/udp", "/proc/net/udp6"] {
-            let table = std::fs::read_to_string(f).unwrap_or_default();
-            let bound = table.lines().any(|l| {
-                l.split_whitespace()
-                    .nth(1)
-                    .is_some_and(|a| format!("{a} ").ends_with(&hex))
-            });
-            if bound {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("no UDP socket on port {port}");
+    wait::udp_listening(port, wait::LONG)
 }
 
 /// Runs an iperf 2 client (`-c 127.0.0.1 -p port args...`) to completion.

@@ -385,16 +385,13 @@ impl Path {
         if self.final_stats.is_none() && self.signalled != Some(9) {
             self.final_stats = self.expect(&["final"], Duration::from_secs(10));
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let code = loop {
-            match self.child.try_wait() {
-                Ok(Some(s)) => break s.code(),
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    break None;
-                }
+        let child = &mut self.child;
+        let code = match super::wait::within(Duration::from_secs(10), || child.try_wait().ok().flatten()) {
+            Some(s) => s.code(),
+            None => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                None
             }
         };
         drop(stdin);

@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -232,15 +232,10 @@ impl Browser {
     /// Polls `script` until it returns something truthy, or panics after
     /// `timeout`.
     pub fn wait_for(&self, script: &str, timeout: Duration) -> Value {
-        let until = Instant::now() + timeout;
-        loop {
+        super::wait::until(format_args!("the page: {script}"), timeout, || {
             let v = self.eval(script);
-            if !(v.is_null() || v == json!(false) || v == json!("") || v == json!(0)) {
-                return v;
-            }
-            assert!(Instant::now() < until, "timed out waiting for: {script}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            (!(v.is_null() || v == json!(false) || v == json!("") || v == json!(0))).then_some(v)
+        })
     }
 
     /// Saves a screenshot of the page to `path` (PNG).

@@ -11,7 +11,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Proc, Ran, free_port, iperf3_server, json, peer, run, wait_listening, wirespeed, wirespeed_server};
 use wirespeed::auth::{ClientCredentials, Padding, PublicKey, unix_now};
@@ -432,22 +432,11 @@ fn the_password_is_asked_on_the_terminal_with_echo_off() {
         }
     });
     let text = || String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
-    let deadline = Instant::now() + T;
-    while !text().contains("Password: ") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(text().contains("Password: "), "{:?}", text());
+    common::wait::text("the password prompt", T, text, |t| t.contains("Password: "));
     // Echo is off once the prompt shows (input typed before would be flushed).
     let mut stdin = child.0.stdin.take().unwrap();
     stdin.write_all(b"rossi\n").unwrap();
-    let mut status = None;
-    while Instant::now() < deadline {
-        if let Some(s) = child.0.try_wait().unwrap() {
-            status = Some(s);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let status = common::wait::within(T, || child.0.try_wait().unwrap());
     drop(stdin);
     drop(child);
     let _ = reader.join();
@@ -558,15 +547,7 @@ fn key_and_users_file_problems_are_parameter_errors() {
 /// and reopens its listener between tests; a client that connects in
 /// between is reset).
 fn wait_next_test(srv: &Proc, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let needle = format!("(test #{n})");
-    while Instant::now() < deadline {
-        if srv.out().contains(&needle) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("iperf3 server did not reach test #{n}: {}", srv.out());
+    common::wait::stdout_has(srv, &format!("(test #{n})"), Duration::from_secs(20));
 }
 
 #[test]

@@ -210,11 +210,7 @@ fn interrupted_client_prints_summary_and_tells_the_server() {
         c.err()
     );
     assert!(c.out().contains("sender"), "{}", c.out());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !srv.err().contains("the client has terminated") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(srv.err().contains("the client has terminated"), "server: {}", srv.err());
+    common::wait::stderr_has(&srv, "the client has terminated", Duration::from_secs(5));
 }
 
 #[test]

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{Iperf2, Proc, free_port, iperf2_server, iperf3_server, peer, wirespeed, wirespeed_server};
+use common::{Iperf2, Proc, free_port, iperf2_server, iperf3_server, peer, wait, wirespeed, wirespeed_server};
 
 /// An exporter on 127.0.0.1 with `extra` options, and its port.
 fn exporter(extra: &[&str]) -> (Proc, u16) {
@@ -189,12 +189,13 @@ fn hostile_parameters_are_refused_and_nothing_runs() {
 #[test]
 fn overlapping_probes_of_one_server_are_both_up() {
     let sport = free_port();
-    let _srv = wirespeed_server(sport, &[]);
+    let srv = wirespeed_server(sport, &[]);
     let (_ex, port) = exporter(&[]);
     let q = format!("target=127.0.0.1&port={sport}&period=2");
     let q2 = q.clone();
     let other = std::thread::spawn(move || probe(port, &q2));
-    std::thread::sleep(Duration::from_millis(300));
+    // The first probe's test has started at the server.
+    wait::stdout_has(&srv, "Accepted connection", wait::LONG);
     assert_up(&probe(port, &q));
     assert_up(&other.join().unwrap());
 }
@@ -202,12 +203,13 @@ fn overlapping_probes_of_one_server_are_both_up() {
 #[test]
 fn more_probes_than_allowed_get_503() {
     let sport = free_port();
-    let _srv = wirespeed_server(sport, &[]);
+    let srv = wirespeed_server(sport, &[]);
     let (_ex, port) = exporter(&["--max-probes", "1"]);
     let q = format!("target=127.0.0.1&port={sport}&period=2");
     let q2 = q.clone();
     let other = std::thread::spawn(move || probe(port, &q2));
-    std::thread::sleep(Duration::from_millis(500));
+    // The first probe holds the only place once its test has started.
+    wait::stdout_has(&srv, "Accepted connection", wait::LONG);
     let (status, body) = get(port, &format!("/probe?{q}"), &[]);
     assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{body}");
     assert_up(&other.join().unwrap());

@@ -296,10 +296,7 @@ fn a_test_without_periodic_reports_is_sampled_for_its_charts() {
     let j: Vec<&str> = with.iter().copied().chain(["-J"]).collect();
     let doc = json(&run(&wirespeed(), &j, T).stdout);
     assert_eq!(doc["intervals"].as_array().map(Vec::len), Some(0), "{doc}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !srv_page.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait::file_exists(&srv_page, common::wait::LONG);
     let html = std::fs::read_to_string(&srv_page).expect("the server's page");
     assert!(xs(&html, "throughput").len() >= 3, "the server's page");
     // iperf3 -i 0: -J keeps its one whole-test interval; the page has seconds.
@@ -346,11 +343,8 @@ fn a_server_writes_one_numbered_report_per_test() {
         );
         assert_eq!(r.code, Some(0), "{}", r.stderr);
     }
-    // The server writes after the client is done: give it a moment.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !dir.join("srv-2.html").exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // The server writes after the client is done.
+    common::wait::file_exists(&dir.join("srv-2.html"), common::wait::LONG);
     for n in [1, 2] {
         let html = std::fs::read_to_string(dir.join(format!("srv-{n}.html"))).expect("numbered report");
         assert!(html.contains("TCP test, 1 stream from 127.0.0.1"), "test {n}");

@@ -51,7 +51,7 @@ fn a_port_range_is_served_on_every_port_and_sent_one_flow_each() {
             r.stderr
         );
         assert!(r.stdout.contains("[SUM] 0.0000-"), "{}", r.stdout);
-        std::thread::sleep(Duration::from_millis(400));
+        wait::stdout_has(&srv, "[SUM] 0.0000-", wait::LONG);
         let out = stop_server(srv);
         if s == Iperf2::Ours {
             assert!(
@@ -108,7 +108,7 @@ fn incr_dstport_sends_flow_i_to_port_plus_i() {
                 r.stdout
             );
         }
-        std::thread::sleep(Duration::from_millis(400));
+        wait::stdout_has(&srv, "[SUM] 0.0000-", wait::LONG);
         let out = stop_server(srv);
         assert!(out.contains("[SUM] 0.0000-"), "{s:?} server:\n{out}");
     }

@@ -65,7 +65,13 @@ fn fq_rate_paces_the_client_and_the_reverse_sender_with_real_peers() {
             "{s:?} server sent -R at {got} bit/s:\n{}",
             rev.stdout
         );
-        std::thread::sleep(Duration::from_millis(500));
+        // Both flows' totals are out (the reverse one's after its lines).
+        wait::text(
+            "the server's two totals",
+            wait::LONG,
+            || srv.out(),
+            |t| t.contains("(reverse) (fq)") && t.lines().filter(|l| l.contains(" 0.0000-")).count() >= 2,
+        );
         let out = stop_server(srv);
         let recv = rate_of(&out, "[  1]");
         assert!(recv > 1e6 && recv < limit, "{s:?} server received {recv} bit/s:\n{out}");
@@ -163,7 +169,8 @@ fn ss_sample(filter: &str, key: &str, extra: &[&str]) -> Vec<String> {
     let prefix = format!("{key}:");
     let mut seen = Vec::new();
     for _ in 0..30 {
-        std::thread::sleep(Duration::from_millis(50));
+        // Samples spread over a span of the test: the time is the point.
+        wait::pause(Duration::from_millis(50));
         let Ok(out) = Command::new("ss")
             .arg("-tinH")
             .args(extra)
@@ -355,7 +362,12 @@ fn a_server_read_rate_limit_paces_its_reads() {
             return;
         };
         assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
-        std::thread::sleep(Duration::from_millis(400));
+        wait::text(
+            "the server's total",
+            wait::LONG,
+            || srv.out(),
+            |t| t.lines().any(|l| l.contains("[  1]") && l.contains(" 0.0000-")),
+        );
         let out = stop_server(srv);
         let got = rate_of(&out, "[  1]");
         assert!((80e6..125e6).contains(&got), "{s:?} server read at {got} bit/s:\n{out}");

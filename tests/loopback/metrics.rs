@@ -34,15 +34,7 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 }
 
 fn wait_for(curl_bin: &PathBuf, port: u16, what: &str, ok: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = curl(curl_bin, port);
-        if ok(&text) {
-            return text;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}:\n{text}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait::text(what, Duration::from_secs(10), || curl(curl_bin, port), ok)
 }
 
 fn client(port: u16, secs: &str) -> Proc {
@@ -335,10 +327,7 @@ fn latency_probes_fill_the_servers_round_trip_histogram() {
 /// The server's stderr once it holds `needle` (its stderr is read on a
 /// thread of its own).
 fn stderr_with(p: &Proc, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !p.err().contains(needle) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::wait::within(common::wait::LONG, || p.err().contains(needle).then_some(()));
     p.err()
 }
 

@@ -6,7 +6,7 @@ use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Proc, free_port, run, wirespeed, wirespeed_server};
 use serde_json::Value;
@@ -139,19 +139,17 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 
 /// Scrapes until `ok` holds or the client ends; the last scrape it held on.
 fn watch(client: &mut Proc, mport: u16, ok: impl Fn(&str) -> bool) -> Option<String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
+    let mut ended = false;
+    let seen = common::wait::within(Duration::from_secs(30), || {
         if let Some(t) = scrape(mport)
             && ok(&t)
         {
-            return Some(t);
+            return Some(Some(t));
         }
-        if !client.running() {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    None
+        ended = !client.running();
+        ended.then_some(None)
+    });
+    seen.flatten()
 }
 
 #[test]

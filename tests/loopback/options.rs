@@ -18,11 +18,12 @@ fn pair(server_args: &[&str], args: &[&str]) -> (Ran, String, String) {
     let mut a = vec!["-c", "127.0.0.1", "-p", &p];
     a.extend_from_slice(args);
     let r = run(&wirespeed(), &a, T);
-    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(r.code, Some(0), "client failed:\n{}\n{}", r.stdout, r.stderr);
+    // The server is done with the test once it listens for the next one.
+    wait::stdout_has_n(&srv, "Server listening", 2, wait::LONG);
     let (so, se) = (srv.out(), srv.err());
     srv.signal(15);
     srv.wait(Duration::from_secs(5));
-    assert_eq!(r.code, Some(0), "client failed:\n{}\n{}", r.stdout, r.stderr);
     (r, so, se)
 }
 
@@ -99,9 +100,61 @@ fn bind_and_cport_choose_the_local_address() {
     );
 }
 
+/// The client's established TCP sockets to server `port` as `ss -tnoH`
+/// shows them (state, queues, local and peer address, timer), now.
+fn client_sockets(port: u16) -> Vec<String> {
+    ss_lines(&format!("( dport = :{port} )"))
+}
+
+/// The server's accepted sockets on `port`, as `ss -tnoH` shows them.
+fn server_sockets(port: u16) -> Vec<String> {
+    ss_lines(&format!("( sport = :{port} )"))
+}
+
+fn ss_lines(filter: &str) -> Vec<String> {
+    let out = std::process::Command::new("ss")
+        .args(["-tnoH", filter])
+        .output()
+        .expect("ss (iproute2) runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("ESTAB"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs a client `-t 3 args` against a fresh server (`server_args`) and,
+/// once its first interval is out (every socket of the test open), what
+/// `ss` shows of the client's and the server's sockets.
+fn sockets_while_running(server_args: &[&str], args: &[&str]) -> (Vec<String>, Vec<String>) {
+    let port = free_port();
+    let _srv = wirespeed_server(port, server_args);
+    let p = port.to_string();
+    let mut a = vec!["-c", "127.0.0.1", "-p", &p, "-t", "3"];
+    a.extend_from_slice(args);
+    let mut c = Proc::spawn(&wirespeed(), &a);
+    assert!(c.wait_for_line("0.00-1.00", T), "{}{}", c.out(), c.err());
+    let seen = (client_sockets(port), server_sockets(port));
+    assert_eq!(c.wait(T).and_then(|s| s.code()), Some(0), "{}{}", c.out(), c.err());
+    seen
+}
+
 #[test]
 fn bind_dev_binds_to_loopback() {
-    pair(&[], &["-t", "1", "--bind-dev", "lo"]);
+    // SO_BINDTODEVICE shows in ss as the device after the local address:
+    // `127.0.0.1%lo:PORT`, on the control connection and the data stream.
+    let (client, _) = sockets_while_running(&[], &["--bind-dev", "lo"]);
+    assert!(client.len() >= 2, "control and data connections: {client:#?}");
+    for l in &client {
+        let local = l.split_whitespace().nth(3).unwrap_or("");
+        assert!(local.starts_with("127.0.0.1%lo:"), "not bound to lo: {l}");
+    }
+    // Without the option, no device (so the check above is not vacuous).
+    let (client, _) = sockets_while_running(&[], &[]);
+    assert!(
+        !client.is_empty() && client.iter().all(|l| !l.contains("%lo:")),
+        "{client:#?}"
+    );
 }
 
 #[test]
@@ -240,8 +293,10 @@ fn title_and_extra_data() {
     let v = json(&r.stdout);
     assert_eq!(v["title"].as_str(), Some("tt"));
     assert_eq!(v["extra_data"].as_str(), Some("xyz"));
-    std::thread::sleep(Duration::from_millis(300));
-    let sv = json(&srv.out());
+    // The server's document is whole once it parses.
+    let sv = wait::until("the server's JSON document", wait::LONG, || {
+        serde_json::from_str::<serde_json::Value>(&srv.out()).ok()
+    });
     assert_eq!(sv["extra_data"].as_str(), Some("xyz"), "{}", srv.out());
 }
 
@@ -256,12 +311,76 @@ fn timestamps_prefix_each_line() {
     );
 }
 
+/// The keepalive timer `ss -o` shows on a socket: `timer:(keepalive,28sec,0)`
+/// gives 28 (seconds until the first probe).
+fn keepalive_secs(ss_line: &str) -> Option<u64> {
+    let t = ss_line.split("timer:(keepalive,").nth(1)?;
+    t.split("sec").next()?.parse().ok()
+}
+
 #[test]
 fn control_keepalive_and_send_timeout_are_accepted_and_applied() {
-    pair(
-        &["--cntl-ka=30/5/3"],
-        &["-t", "1", "--cntl-ka=30/5/3", "--snd-timeout", "5000"],
+    // The kernel's own view: on each end, the control connection (and
+    // only it) runs a keepalive timer of at most the 30 s idle time.
+    let (client, server) = sockets_while_running(&["--cntl-ka=30/5/3"], &["--cntl-ka=30/5/3"]);
+    for (end, socks) in [("client", &client), ("server", &server)] {
+        let timers: Vec<u64> = socks.iter().filter_map(|l| keepalive_secs(l)).collect();
+        assert_eq!(
+            timers.len(),
+            1,
+            "{end}: one control connection with keepalive: {socks:#?}"
+        );
+        assert!(timers[0] <= 30, "{end}: keepalive idle over 30 s: {socks:#?}");
+    }
+    // Without --cntl-ka, no keepalive (the check above is not vacuous).
+    let (client, server) = sockets_while_running(&[], &[]);
+    assert!(
+        client.iter().chain(&server).all(|l| keepalive_secs(l).is_none()),
+        "{client:#?}{server:#?}"
     );
+    // The values themselves, as the client set them (what ss cannot show:
+    // the probe interval and count, and the send timeout), and the kernel
+    // took each (= 0).
+    let Some(strace) = peer("strace") else { return };
+    let port = free_port();
+    let _srv = wirespeed_server(port, &[]);
+    let trace = std::env::temp_dir().join(format!("ws-setsockopt-{port}.txt"));
+    let ws = wirespeed();
+    let p = port.to_string();
+    let r = run(
+        &strace,
+        &[
+            "-f",
+            "-qq",
+            "-e",
+            "trace=setsockopt",
+            "-o",
+            trace.to_str().unwrap(),
+            ws.to_str().unwrap(),
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--cntl-ka=30/5/3",
+            "--snd-timeout",
+            "5000",
+        ],
+        T,
+    );
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    let calls = std::fs::read_to_string(&trace).unwrap();
+    let _ = std::fs::remove_file(&trace);
+    for set in [
+        "SOL_SOCKET, SO_KEEPALIVE, [1], 4) = 0",
+        "SOL_TCP, TCP_KEEPIDLE, [30], 4) = 0",
+        "SOL_TCP, TCP_KEEPINTVL, [5], 4) = 0",
+        "SOL_TCP, TCP_KEEPCNT, [3], 4) = 0",
+        "SOL_TCP, TCP_USER_TIMEOUT, [5000], 4) = 0",
+    ] {
+        assert!(calls.contains(set), "no setsockopt(..., {set}:\n{calls}");
+    }
 }
 
 #[test]
@@ -302,8 +421,7 @@ fn server_receive_timeout_ends_a_silent_test() {
     assert!(rest.windows(5).any(|w| w == [0xfe, 0, 0, 0, 144]), "{rest:?}");
     assert!(t0.elapsed() < Duration::from_secs(5));
     drop(d);
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(srv.err().contains("idle timeout for receiving data"), "{}", srv.err());
+    wait::stderr_has(&srv, "idle timeout for receiving data", wait::LONG);
 }
 
 #[test]

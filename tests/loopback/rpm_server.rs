@@ -33,11 +33,7 @@ fn rpm_server(extra: &[&str]) -> (common::Proc, u16, String) {
     let mut args = vec!["--rpm-listen", listen.as_str()];
     args.extend_from_slice(extra);
     let p = common::wirespeed_server(port, &args);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !p.err().contains("RPM server") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let said = p.err();
+    let said = common::wait::stderr_has(&p, "RPM server", common::wait::LONG);
     assert!(said.contains("RPM server (networkQuality) at"), "{said}");
     common::wait_listening(rpm);
     (p, rpm, said)
@@ -431,16 +427,15 @@ fn the_servers_metrics_count_what_the_rpm_server_served() {
             .parse()
             .unwrap()
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let text = loop {
-        let (_, text) = common::http_get(mport, "/metrics", &[]);
-        let settled = text.contains("wirespeed_rpm_server_tls_failures_total 1")
-            && text.contains("wirespeed_rpm_server_open_connections 0");
-        if settled || Instant::now() > deadline {
-            break text;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let text = common::wait::text(
+        "the RPM server's counters to settle",
+        common::wait::LONG,
+        || common::http_get(mport, "/metrics", &[]).1,
+        |t| {
+            t.contains("wirespeed_rpm_server_tls_failures_total 1")
+                && t.contains("wirespeed_rpm_server_open_connections 0")
+        },
+    );
     let v = |s: &str| value(&text, s);
     assert_eq!(v("wirespeed_rpm_server_connections_total"), 6.0, "{text}");
     assert_eq!(v("wirespeed_rpm_server_open_connections"), 0.0, "{text}");
@@ -482,18 +477,18 @@ fn the_standard_rpm_feeds_the_json_stream_the_html_report_and_metrics() {
         ],
     );
     // The metrics serve the latest second while the test runs.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut seen = String::new();
-    while Instant::now() < deadline && !seen.contains("wirespeed_rpm_goodput_bits_per_second") {
-        std::thread::sleep(Duration::from_millis(300));
+    let scrape = || {
+        let mut seen = String::new();
         if let Ok(mut s) = TcpStream::connect(("127.0.0.1", mport)) {
             let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
             let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-            seen.clear();
             let _ = s.read_to_string(&mut seen);
         }
-    }
-    assert!(seen.contains("wirespeed_rpm_goodput_bits_per_second"), "{seen}");
+        seen
+    };
+    common::wait::text("the RPM goodput in the metrics", Duration::from_secs(20), scrape, |t| {
+        t.contains("wirespeed_rpm_goodput_bits_per_second")
+    });
     let st = c.wait(Duration::from_secs(60)).expect("the test ends");
     assert_eq!(st.code(), Some(0), "{}{}", c.out(), c.err());
     // One JSON line per event: a start, seconds and an end per direction.

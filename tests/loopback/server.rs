@@ -90,19 +90,10 @@ fn a_killed_client_frees_its_test() {
     c.signal(9);
     c.wait(Duration::from_secs(5));
     // The server notices the dead control connection and takes the next test.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let r = run(
-            &wirespeed(),
-            &["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"],
-            T,
-        );
-        if r.code == Some(0) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "server still busy: {}", r.stderr);
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    let p = port.to_string();
+    wait::condition("the server to take a test again", Duration::from_secs(10), || {
+        run(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "1"], T).code == Some(0)
+    });
     assert!(
         srv.err().contains("the client has unexpectedly closed the connection"),
         "{}",
@@ -134,12 +125,9 @@ fn daemon_writes_pidfile_and_logs() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     wait_listening(port);
     // The daemon binds before it forks and writes its pidfile: wait for both.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !pidfile.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(50));
-    let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let pid: u32 = wait::until(format_args!("a pid in {}", pidfile.display()), wait::LONG, || {
+        std::fs::read_to_string(&pidfile).ok()?.trim().parse().ok()
+    });
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
     let c = run(
         &wirespeed(),
@@ -148,10 +136,7 @@ fn daemon_writes_pidfile_and_logs() {
     );
     assert_eq!(c.code, Some(0));
     let _ = std::process::Command::new("kill").arg(pid.to_string()).status();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::path::Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::exited(pid, wait::LONG);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("Server listening on"), "{text}");
     assert!(text.contains("receiver"), "{text}");
@@ -171,8 +156,13 @@ fn json_server_prints_one_document_per_test() {
         );
         assert_eq!(r.code, Some(0));
     }
-    std::thread::sleep(Duration::from_millis(300));
-    let out = srv.out();
+    // Both documents, whole.
+    let out = wait::text(
+        "two JSON documents from the server",
+        wait::LONG,
+        || srv.out(),
+        |t| t.matches("\n}\n").count() >= 2,
+    );
     let docs: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&out)
         .into_iter::<serde_json::Value>()
         .map(|d| d.expect("valid JSON"))

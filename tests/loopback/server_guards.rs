@@ -29,11 +29,25 @@ fn spawn_client(who: Iperf2, port: u16, args: &str) -> Option<Proc> {
 
 /// Waits up to 10 s for the server's stderr to contain `needle`.
 fn err_shows(srv: &Proc, needle: &str) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !srv.err().contains(needle) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    srv.err().contains(needle)
+    wait::within(wait::LONG, || srv.err().contains(needle).then_some(())).is_some()
+}
+
+/// Waits until the server's TCP connection on `port` has received data
+/// past an iperf 2 header (`bytes_received` in `ss -ti`).
+fn tcp_data_arrived(port: u16) {
+    let received = || {
+        let out = Command::new("ss")
+            .args(["-tinH", "state", "established", &format!("( sport = :{port} )")])
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|w| w.strip_prefix("bytes_received:")?.parse::<u64>().ok())
+            .max()
+    };
+    wait::condition(format_args!("data at port {port}"), wait::LONG, || {
+        received().is_some_and(|n| n > 1000)
+    });
 }
 
 /// Sends `sig` (a name: STOP, CONT) to `p`, by pid.
@@ -135,15 +149,7 @@ fn iperf2_tests_longer_than_the_server_max_duration_are_refused() {
             if udp.is_empty() {
                 assert!(t0.elapsed() < Duration::from_secs(5), "{who:?}: {:?}", t0.elapsed());
             }
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while !srv.out().contains("longer than the server allows") && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            assert!(
-                srv.out().contains("longer than the server allows"),
-                "{who:?} {udp}: {}",
-                srv.out()
-            );
+            wait::stdout_has(&srv, "longer than the server allows", Duration::from_secs(5));
             let r = iperf2_client(who, port, &format!("{udp} -t 1 -b 10M"), T).unwrap();
             assert_eq!(r.code, Some(0), "{who:?} {udp}: {}{}", r.stdout, r.stderr);
             assert!(srv.running(), "{}", srv.err());
@@ -167,7 +173,11 @@ fn iperf2_clients_gone_silent_are_ended_by_the_rcv_timeout() {
                 "{}",
                 srv.out()
             );
-            std::thread::sleep(Duration::from_millis(500));
+            // Mid-test: data flows (a UDP client is "connected" by its
+            // first datagram already).
+            if udp.is_empty() {
+                tcp_data_arrived(port);
+            }
             signal(&c, "STOP");
             let t0 = Instant::now();
             let shown = err_shows(&srv, IDLE);
@@ -246,11 +256,7 @@ fn the_iperf2_server_takes_the_same_limits() {
     );
     assert!(err_shows(&srv, OVER_RATE), "{}{}", srv.out(), srv.err());
     let _ = iperf2_client(Iperf2::Ours, port, "-t 8", T).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !srv.out().contains("longer than the server allows") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(srv.out().contains("longer than the server allows"), "{}", srv.out());
+    wait::stdout_has(&srv, "longer than the server allows", Duration::from_secs(5));
     assert!(srv.running(), "{}", srv.err());
 
     let port = free_port();
@@ -262,9 +268,11 @@ fn the_iperf2_server_takes_the_same_limits() {
     .unwrap();
     let _ = iperf2_client(Iperf2::Ours, port, "-u -b 20M -t 3", T).unwrap();
     assert!(err_shows(&srv, OVER_RATE), "{}{}", srv.out(), srv.err());
+    let before = srv.out().matches("connected with").count();
     let c = spawn_client(Iperf2::Ours, port, "-u -b 1M -t 8");
     let mut c = c.unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Its first datagram arrived: the test runs.
+    wait::stdout_has_n(&srv, "connected with", before + 1, wait::LONG);
     signal(&c, "STOP");
     let shown = err_shows(&srv, IDLE);
     signal(&c, "CONT");

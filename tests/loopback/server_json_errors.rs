@@ -13,7 +13,7 @@ use crate::common::login;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{Proc, free_port, json_docs, newer_iperf3, peer, run, wait_listening, wirespeed};
+use common::{Proc, free_port, json_docs, newer_iperf3, peer, run, wait, wait_listening, wirespeed};
 use login::Login;
 use serde_json::Value;
 
@@ -95,7 +95,6 @@ fn a_refused_login_is_a_document_and_the_one_off_server_waits_for_the_next_clien
             );
         }
         let failed_at = Instant::now();
-        std::thread::sleep(Duration::from_secs(1));
         if who == Server::New {
             // 3.21 loses the error number before its main loop looks at it
             // ("error - no error") and so ends its one-off server here.
@@ -105,7 +104,9 @@ fn a_refused_login_is_a_document_and_the_one_off_server_waits_for_the_next_clien
             continue;
         }
         // iperf3's intent (3.12 keeps it): a failed login does not count
-        // as the one test; the server listens until its idle timeout.
+        // as the one test; the server listens until its idle timeout (it
+        // goes back to waiting for a client, and lives its 3 s).
+        wait::blocked(&srv, wait::LONG);
         assert!(srv.running(), "{who:?}: a refused login ended the -1 server");
         let (code, docs) = ended(srv, T, who);
         assert!(failed_at.elapsed() >= Duration::from_secs(2), "{who:?}");
@@ -134,12 +135,13 @@ fn refused_parameters_are_a_document_and_end_a_one_off_server() {
     }
 }
 
-/// A client killed with `sig` a second into a 10 s test.
+/// A client killed with `sig` a second or two into a 10 s test (once it
+/// printed its second interval: the server has one of its own by then).
 fn client_dies(sig: i32, want: &str) {
     for (who, prog) in servers() {
         let (srv, port) = start(&prog, &args(&["-1"]));
         let client = Proc::spawn(&wirespeed(), &["-c", "127.0.0.1", "-p", &port, "-t", "10"]);
-        std::thread::sleep(Duration::from_millis(1500));
+        wait::stdout_has(&client, "1.00-2.00", T);
         client.signal(sig);
         let (code, docs) = ended(srv, T, who);
         assert_eq!(code, Some(0), "{who:?}");
@@ -158,12 +160,18 @@ fn a_client_that_is_interrupted_is_an_error_in_the_servers_document() {
     client_dies(2, "the client has terminated");
 }
 
-/// The server gets SIGTERM, idle or a second into a test.
+/// The server gets SIGTERM, idle (waiting for a client) or a second or two
+/// into a test (the client printed its second interval).
 fn server_stopped(mid_test: bool) {
     for (who, prog) in servers() {
         let (srv, port) = start(&prog, &[]);
         let client = mid_test.then(|| Proc::spawn(&wirespeed(), &["-c", "127.0.0.1", "-p", &port, "-t", "5"]));
-        std::thread::sleep(Duration::from_millis(if mid_test { 1500 } else { 300 }));
+        match &client {
+            Some(c) => {
+                wait::stdout_has(c, "1.00-2.00", T);
+            }
+            None => wait::blocked(&srv, wait::LONG),
+        }
         srv.signal(15);
         let (code, docs) = ended(srv, T, who);
         // 3.12 said it without the signal and exited 1; 3.21 (ours) names

@@ -195,7 +195,9 @@ fn junk_at_the_udp_port_does_not_disturb_a_test() {
             }
             let _ = s.send_to(&d, ("127.0.0.1", port));
             i += 1;
-            std::thread::sleep(Duration::from_micros(200));
+            // A pace, not a wait: junk among the test's datagrams, not a
+            // flood that fills the socket buffer.
+            common::wait::pause(Duration::from_micros(200));
         }
     });
     let ev = srv.client("-u -b 10M -t 1 -l 1000");

@@ -8,7 +8,7 @@
 use crate::common;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::webdriver::http;
 use common::{Proc, free_port, run, wait_listening, wirespeed, wirespeed_server};
@@ -61,16 +61,13 @@ fn post(port: u16, path: &str, body: &Value) -> (u16, Value) {
 
 /// Waits until `f` holds of the run list (newest first); the list.
 fn runs_until(port: u16, what: &str, f: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = Instant::now() + T;
-    loop {
+    let mut last = Vec::new();
+    common::wait::within(T, || {
         let (_, v) = get(port, "/api/runs");
-        let runs = v.as_array().cloned().unwrap_or_default();
-        if f(&runs) {
-            return runs;
-        }
-        assert!(Instant::now() < deadline, "{what}: {runs:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        last = v.as_array().cloned().unwrap_or_default();
+        f(&last).then(|| last.clone())
+    })
+    .unwrap_or_else(|| panic!("timed out waiting for {what}: {last:?}"))
 }
 
 fn state(r: &Value) -> &str {
@@ -145,11 +142,7 @@ fn a_server_ui_records_its_tests_and_db_needs_ui() {
     wait_listening(sport);
     wait_listening(uport);
     // It says where, on standard error beside the page's address.
-    let deadline = Instant::now() + T;
-    while !server.err().contains(&format!("History in {db}\n")) {
-        assert!(Instant::now() < deadline, "{}", server.err());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait::stderr_has(&server, &format!("History in {db}\n"), T);
     let c = run(
         &wirespeed(),
         &["-c", "127.0.0.1", "-p", &sport.to_string(), "-t", "1"],

@@ -9,7 +9,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{Iperf2, Proc, json, peer, wirespeed, wirespeed_server};
+use common::{Iperf2, Proc, json, peer, wait, wirespeed, wirespeed_server};
 
 /// The largest receive queue of an established TCP socket on local `port`.
 fn receive_queue(port: u16) -> u64 {
@@ -29,14 +29,30 @@ fn receive_queue(port: u16) -> u64 {
     most
 }
 
-/// Runs `client` against `server` (listening on `port`); a second into
-/// the test stops the server's reader for a while and returns what queued
-/// meanwhile with the client's output.
+/// Whether the sender of a data stream to local `port` has a full window
+/// in front of it: its zero-window probe timer runs (timer 4 in
+/// /proc/net/tcp, `persist` in `ss -o`).
+fn sender_window_full(port: u16) -> bool {
+    let hex = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        let table = std::fs::read_to_string(f).unwrap_or_default();
+        table.lines().skip(1).any(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            // remote address, state 01 = ESTABLISHED, tr:tm->when.
+            cols.len() > 5 && cols[2].ends_with(&hex) && cols[3] == "01" && cols[5].starts_with("04:")
+        })
+    })
+}
+
+/// Runs `client` against `server` (listening on `port`); once the test
+/// runs (the server's first interval), stops the server's reader until the
+/// client's window is full, and returns what queued meanwhile with the
+/// client's output.
 fn queue_when_stopped(server: &Proc, port: u16, client: &std::path::Path, args: &[&str]) -> (u64, String) {
     let mut cli = Proc::spawn(&client.to_path_buf(), args);
-    std::thread::sleep(Duration::from_millis(1200));
+    wait::stdout_has(server, "0.00-1.00", wait::LONG);
     server.signal(19); // SIGSTOP
-    std::thread::sleep(Duration::from_millis(1200));
+    wait::condition("the client's window to fill", wait::LONG, || sender_window_full(port));
     let queued = receive_queue(port);
     server.signal(18); // SIGCONT
     let st = cli.wait(Duration::from_secs(40)).expect("client finishes");
