@@ -206,7 +206,10 @@ mod tests {
         assert!(run("-c h --rpm").rpm);
         for spelled in ["-c h --rpm=https://h/config", "-c h --rpm https://h/config"] {
             let e = err(spelled);
-            assert!(e.starts_with("ERROR: --rpm=https://h/config ") && !e.contains('\n'), "{e}");
+            assert!(
+                e.starts_with("ERROR: --rpm=https://h/config ") && !e.contains('\n'),
+                "{e}"
+            );
         }
     }
 

@@ -110,7 +110,10 @@ mod tests {
         // `--rpm URL` is `--rpm=URL`; `--rpm` before anything else is not.
         for spaced in ["--rpm https://h/config -t 5", "-t 5 --rpm HTTPS://h/config"] {
             let c = run(spaced).unwrap();
-            assert!(!c.rpm && c.nq.unwrap().url.eq_ignore_ascii_case("https://h/config"), "{spaced}");
+            assert!(
+                !c.rpm && c.nq.unwrap().url.eq_ignore_ascii_case("https://h/config"),
+                "{spaced}"
+            );
         }
         let c = run("--rpm -c h").unwrap();
         assert!(c.rpm && c.nq.is_none());
