@@ -60,6 +60,9 @@ pub struct Iperf2Text {
     intervals: bool,
     hide_ips: bool,
     print_mss: bool,
+    /// The tries a sender's warning names when no report came back:
+    /// 2.1.8 says 10 for a timed test, 1 for `-n`/`-k`, whatever it sent.
+    fin_tries: u32,
     /// `-M`: the MSS asked for, which the banner names.
     mss_req: Option<u32>,
     /// `-W`: the window advice after a TCP sender's final report.
@@ -239,6 +242,10 @@ impl Iperf2Text {
             hide_ips: cfg.iperf2.hide_ips,
             print_mss: cfg.output.print_mss,
             mss_req: cfg.params.mss,
+            fin_tries: match cfg.params.end {
+                crate::config::EndCondition::Time(_) => 10,
+                _ => 1,
+            },
             window_advice: cfg.output.window_advice,
             header,
         }
@@ -768,13 +775,16 @@ impl Iperf2Text {
                 pairs: &[],
                 relay: true,
             }),
-            PeerReport::Missing { id, tries, refused } => {
-                if *refused {
-                    self.out.write("read failed: Connection refused\n");
-                }
-                self.out.write(&format!(
-                    "[{id:>3}] WARNING: did not receive ack of last datagram after {tries} tries.\n"
+            // As 2.1.8, on standard error: a line per refused read, and
+            // the warning naming its tries (see `fin_tries`; the JSON has
+            // the FINs sent).
+            PeerReport::Missing { id, refused, .. } => {
+                let mut s = "read failed: Connection refused\n".repeat(*refused as usize);
+                s.push_str(&format!(
+                    "[{id:>3}] WARNING: did not receive ack of last datagram after {} tries.\n",
+                    self.fin_tries
                 ));
+                self.out.write_err(&s);
             }
             PeerReport::Undelivered { id } => {
                 self.out

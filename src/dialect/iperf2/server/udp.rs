@@ -536,11 +536,7 @@ impl Transport for Udp {
                     rep.emit(Event::PeerReport(PeerReport::Report(Box::new(l))));
                 }
                 Ok(FinOutcome::NoReport { tries, .. }) => {
-                    rep.emit(Event::PeerReport(PeerReport::Missing {
-                        id,
-                        tries,
-                        refused: false,
-                    }));
+                    rep.emit(Event::PeerReport(PeerReport::Missing { id, tries, refused: 0 }));
                 }
                 _ => {}
             }
