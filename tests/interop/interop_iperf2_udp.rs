@@ -394,10 +394,56 @@ fn a_single_udp_server_serves_one_client_and_refuses_the_rest() {
     );
     assert_eq!(relayed(&r.stdout).len(), 1, "{}", r.stdout);
     assert!(
-        has(&r.stdout, "WARNING: did not receive ack of last datagram"),
+        has(&r.stderr, "WARNING: did not receive ack of last datagram"),
         "{}",
-        r.stdout
+        r.stderr
     );
+}
+
+/// A UDP client whose server's port is closed: 2.1.8 writes a "read
+/// failed: Connection refused" line per refused FIN and then its warning
+/// ("after 10 tries" for a timed test, "after 1 tries" for -n) on standard
+/// error, nothing on standard output, and gives up about a second after
+/// the test. So do we (the warning's id aside: 2.1.8 prints its socket's
+/// descriptor there, we the flow's id).
+#[test]
+fn a_closed_port_is_told_on_stderr_as_2_1_8_tells_it() {
+    for (args, tries) in [("-u -t 1", 10), ("-u -n 20000", 1)] {
+        let mut seen = Vec::new();
+        for who in [Iperf2::Real, Iperf2::Ours] {
+            let port = free_port();
+            let started = Instant::now();
+            let Some(r) = iperf2_client(who, port, args, T) else {
+                continue;
+            };
+            let took = started.elapsed();
+            assert_eq!(r.code, Some(0), "{who:?}: {}{}", r.stdout, r.stderr);
+            assert!(
+                !r.stdout.contains("read failed") && !r.stdout.contains("WARNING"),
+                "{who:?}: {}",
+                r.stdout
+            );
+            let refused = r
+                .stderr
+                .lines()
+                .filter(|l| *l == "read failed: Connection refused")
+                .count();
+            let last = r.stderr.lines().last().unwrap_or_default();
+            let want = format!("WARNING: did not receive ack of last datagram after {tries} tries.");
+            assert!(last.ends_with(&want), "{who:?} {args}: {}", r.stderr);
+            assert_eq!(r.stderr.lines().count(), refused + 1, "{who:?}: {}", r.stderr);
+            assert!((50..=100).contains(&refused), "{who:?} {args}: {refused} refused reads");
+            seen.push((who, took));
+        }
+        // The FINs end within about a second of each other's.
+        if let [(_, real), (_, ours)] = seen[..] {
+            let gap = real.as_secs_f64() - ours.as_secs_f64();
+            assert!(gap.abs() < 0.8, "{args}: 2.1.8 took {real:?}, we took {ours:?}");
+        }
+        if let Some((_, ours)) = seen.last() {
+            assert!(*ours < Duration::from_millis(3500), "{args}: we took {ours:?}");
+        }
+    }
 }
 
 #[test]

@@ -200,7 +200,7 @@ pub fn parse<R: OptionRow>(table: &[R], args: &[String]) -> Result<Parsed<R::Key
                     }
                     None
                 }
-                ArgKind::Optional => attached,
+                ArgKind::Optional => attached.or_else(|| url_after(long, args, &mut i)),
                 ArgKind::Required => match attached {
                     Some(v) => Some(v),
                     None => {
@@ -263,6 +263,25 @@ pub fn parse<R: OptionRow>(table: &[R], args: &[String]) -> Result<Parsed<R::Key
         operands.push(arg.clone());
     }
     Ok(Parsed { opts, operands })
+}
+
+/// The long options whose optional value may also be the next argument,
+/// when that is an `http://` or `https://` URL (`--rpm URL` as
+/// `--rpm=URL`): no operand of either dialect is a URL, so nothing else
+/// changes meaning.
+const URL_MAY_FOLLOW: &[&str] = &["rpm"];
+
+/// The next argument as `long`'s value, when `long` takes a URL that way
+/// and the next argument is one.
+fn url_after(long: &str, args: &[String], i: &mut usize) -> Option<String> {
+    let next = args.get(*i)?;
+    let lower = next.to_ascii_lowercase();
+    let is_url = lower.starts_with("http://") || lower.starts_with("https://");
+    if !URL_MAY_FOLLOW.contains(&long) || !is_url {
+        return None;
+    }
+    *i += 1;
+    Some(next.clone())
 }
 
 /// The row a long name (without dashes) means: an exact name, else a

@@ -191,6 +191,18 @@ mod tests {
     }
 
     #[test]
+    fn rpm_with_a_url_is_the_iperf3_dialects() {
+        assert!(run("-c h --rpm").rpm);
+        for spelled in ["-c h --rpm=https://h/config", "-c h --rpm https://h/config"] {
+            let e = err(spelled);
+            assert!(
+                e.starts_with("ERROR: --rpm=https://h/config ") && !e.contains('\n'),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
     fn suffix_case_decides_the_base() {
         let c = run("-c h -b 10m -l 100K");
         assert_eq!(c.params.rate, 10_000_000);

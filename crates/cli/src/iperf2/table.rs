@@ -136,7 +136,7 @@ pub const TABLE: &[Row] = &[
     row!(X, UdpSearch,            -,   "udp-search",             None,     Client,    F(shared::udp_search)),
     row!(X, MaxLoss,              -,   "max-loss",               Required, Client,    F(shared::max_loss)),
     row!(X, Latency,              -,   "latency",                Optional, Client,    F(shared::latency)),
-    row!(X, Rpm,                  -,   "rpm",                    None,     TcpClient, F(shared::rpm)),
+    row!(X, Rpm,                  -,   "rpm",                    Optional, TcpClient, F(traffic::rpm)),
 ];
 
 /// Whether an option of [`TABLE`] works (rather than being refused as not

@@ -69,19 +69,6 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
             Step::Answer(_) => {}
         }
     }
-    // `--rpm URL`: the URL would be an ignored operand and the test the
-    // iperf one; its value only follows an `=`.
-    if state.common.cfg.rpm
-        && let Some(url) = parsed
-            .operands
-            .iter()
-            .find(|a| a.to_ascii_lowercase().starts_with("https://"))
-    {
-        return Err(Error::param_msg(
-            Code::NONE,
-            format!("--rpm takes its URL after an '=': --rpm={url}"),
-        ));
-    }
     check::all(&mut state, &parsed.opts)?;
     Ok(Command::Run(Box::new(state.common.cfg), state.common.warnings))
 }
@@ -120,8 +107,19 @@ mod tests {
         // The iperf variant is unchanged.
         let c = run("-c h --rpm").unwrap();
         assert!(c.rpm && c.nq.is_none());
+        // `--rpm URL` is `--rpm=URL`; `--rpm` before anything else is not.
+        for spaced in ["--rpm https://h/config -t 5", "-t 5 --rpm HTTPS://h/config"] {
+            let c = run(spaced).unwrap();
+            assert!(
+                !c.rpm && c.nq.unwrap().url.eq_ignore_ascii_case("https://h/config"),
+                "{spaced}"
+            );
+        }
+        let c = run("--rpm -c h").unwrap();
+        assert!(c.rpm && c.nq.is_none());
+        // An http:// URL is taken too, and refused where every URL is checked.
+        assert_eq!(run("--rpm http://h/").unwrap().nq.unwrap().url, "http://h/");
         for bad in [
-            "-c h --rpm https://h/config",
             "--rpm=https://h/ -c h",
             "--rpm=https://h/ -u",
             "--rpm=https://h/ --bidir",
@@ -137,7 +135,7 @@ mod tests {
             run("-c h --rpm https://h/config")
                 .unwrap_err()
                 .line()
-                .contains("--rpm=https://h/config")
+                .contains("--rpm=URL names its server")
         );
     }
 

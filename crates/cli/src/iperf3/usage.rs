@@ -138,9 +138,10 @@ wirespeed additions:
                             TCP load flows (up to -P, default 16) until goodput
                             saturates, probe round trips, stop when stable or at -t
   --rpm=<url>               the standard responsiveness test (HTTP/2, TLS 1.3) against a
-                            networkQuality server's config URL (https://host/.well-known/nq):
-                            download then upload (-R: download only), each until stable or
-                            -t secs (default 20), up to -P (default 16) connections
+                            networkQuality server's config URL (https://host/.well-known/nq;
+                            also --rpm <url>): download then upload (-R: download only),
+                            each until stable or -t secs (default 20), up to -P (default 16)
+                            connections
   --cacert <file>           --rpm=<url>: trust the PEM certificate(s) in <file>
   --insecure                --rpm=<url>: do not verify the server's certificate
   --metrics <addr>:<port>   server: serve Prometheus metrics over HTTP at <addr>:<port>

@@ -339,8 +339,9 @@ pub enum PeerReport {
         id: u32,
         /// How many end-of-stream datagrams were sent.
         tries: u32,
-        /// The peer's port answered "connection refused".
-        refused: bool,
+        /// How many of the tries the peer's port answered "connection
+        /// refused".
+        refused: u32,
     },
     /// A receiver could not deliver its report (the sender kept asking).
     Undelivered {

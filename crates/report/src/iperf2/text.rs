@@ -60,6 +60,11 @@ pub(crate) struct Iperf2Text {
     intervals: bool,
     hide_ips: bool,
     print_mss: bool,
+    /// The tries a sender's warning names when no report came back:
+    /// 2.1.8 says 10 for a timed test, 1 for `-n`/`-k`, whatever it sent.
+    fin_tries: u32,
+    /// `-M`: the MSS asked for, which the banner names.
+    mss_req: Option<u32>,
     /// `-W`: the window advice after a TCP sender's final report.
     window_advice: bool,
     header: HeaderState,
@@ -236,6 +241,11 @@ impl Iperf2Text {
             intervals: cfg.output.interval.is_some(),
             hide_ips: cfg.iperf2.hide_ips,
             print_mss: cfg.output.print_mss,
+            mss_req: cfg.params.mss,
+            fin_tries: match cfg.params.end {
+                wirespeed_core::config::EndCondition::Time(_) => 10,
+                _ => 1,
+            },
             window_advice: cfg.output.window_advice,
             header,
         }
@@ -274,7 +284,7 @@ impl Iperf2Text {
         if self.enhanced {
             s.push_str(&format!(
                 "Read buffer size: {} (Dist bin width={})\n",
-                format_iperf2(b.block_len as f64, 'A'),
+                format_iperf2(b.block_len as f64, self.format.to_ascii_uppercase()),
                 format_iperf2((b.block_len / 8) as f64, 'A')
             ));
         }
@@ -283,8 +293,23 @@ impl Iperf2Text {
                 s.push_str(&format!("{l}\n"));
             }
         }
+        s.push_str(&self.mss_line(b));
         s.push_str(&self.window_lines(b));
         s
+    }
+
+    /// The banner's MSS line, as 2.1.8 prints it before the window line:
+    /// `-M`'s request, else under `-m` the socket's TCP_MAXSEG before it
+    /// connects (which Linux answers with its default, 536; a UDP socket
+    /// has none, 0).
+    fn mss_line(&self, b: &Settings) -> String {
+        match (b.protocol, self.mss_req) {
+            (Protocol::Udp, _) if self.print_mss => "MSS size 0 bytes\n".into(),
+            (Protocol::Udp, _) => String::new(),
+            (_, Some(m)) => format!("MSS req size {m} bytes (per TCP_MAXSEG)\n"),
+            (_, None) if self.print_mss => "MSS size 536 bytes\n".into(),
+            (_, None) => String::new(),
+        }
     }
 
     fn connecting(&self, c: &Connecting) -> String {
@@ -300,16 +325,14 @@ impl Iperf2Text {
             s.push_str(&format!(" with pid {} ({} flows)", b.pid, b.flows));
         }
         s.push('\n');
-        // 2.1.8 takes -m with -u too, and has no MSS to show there.
-        if self.print_mss && b.protocol == Protocol::Udp {
-            s.push_str("MSS size 0 bytes\n");
-        }
         if self.enhanced && b.protocol != Protocol::Udp {
             s.push_str(&format!(
                 "Write buffer size: {}\n",
                 format_iperf2(b.block_len as f64, 'B')
             ));
         }
+        // 2.1.8 takes -m with -u too, and has no MSS to show there.
+        s.push_str(&self.mss_line(b));
         // Early lines (--fq-rate's) come before the TOS line.
         for n in &b.notes {
             if let BannerNote::Early(l) = n {
@@ -338,9 +361,18 @@ impl Iperf2Text {
     }
 
     /// The banner's window line, what follows it, and the closing rule.
+    /// As 2.1.8 prints it: the size in bytes under `-f b`/`-f B` and
+    /// adaptive under any other `-f`; the size requested in `-f`'s unit, as
+    /// bytes (`-f k` as `-f K`, `-f a` as `-f A`).
     fn window_lines(&self, b: &Settings) -> String {
+        let size_unit = if self.format.eq_ignore_ascii_case(&'b') {
+            'B'
+        } else {
+            'A'
+        };
+        let asked_unit = self.format.to_ascii_uppercase();
         let note = match b.window_requested {
-            Some(w) if w != b.window => format!("(WARNING: requested {})", format_iperf2(w as f64, 'A')),
+            Some(w) if w != b.window => format!("(WARNING: requested {})", format_iperf2(w as f64, asked_unit)),
             Some(_) => "(requested)".into(),
             None => "(default)".into(),
         };
@@ -355,7 +387,7 @@ impl Iperf2Text {
         });
         let mut s = match instead {
             Some(l) => format!("{l}\n"),
-            None => format!("{label}: {} {note}\n", format_iperf2(b.window as f64, 'A')),
+            None => format!("{label}: {} {note}\n", format_iperf2(b.window as f64, size_unit)),
         };
         for n in &b.notes {
             if let BannerNote::AfterWindow(l) = n {
@@ -424,9 +456,6 @@ impl Iperf2Text {
             }
         }
         s.push('\n');
-        if let (true, Some(m)) = (self.print_mss, c.mss) {
-            s.push_str(&format!("MSS size {m} bytes\n"));
-        }
         if let Some(k) = &c.clock {
             s.push_str(&format!(
                 "[{:>3}] Clock sync check (ms): RTT/Half=({:.3}/{:.3}) OWD-send/ack/asym=({:.3}/{:.3}/{:.3})\n",
@@ -746,13 +775,16 @@ impl Iperf2Text {
                 pairs: &[],
                 relay: true,
             }),
-            PeerReport::Missing { id, tries, refused } => {
-                if *refused {
-                    self.out.write("read failed: Connection refused\n");
-                }
-                self.out.write(&format!(
-                    "[{id:>3}] WARNING: did not receive ack of last datagram after {tries} tries.\n"
+            // As 2.1.8, on standard error: a line per refused read, and
+            // the warning naming its tries (see `fin_tries`; the JSON has
+            // the FINs sent).
+            PeerReport::Missing { id, refused, .. } => {
+                let mut s = "read failed: Connection refused\n".repeat(*refused as usize);
+                s.push_str(&format!(
+                    "[{id:>3}] WARNING: did not receive ack of last datagram after {} tries.\n",
+                    self.fin_tries
                 ));
+                self.out.write_err(&s);
             }
             PeerReport::Undelivered { id } => {
                 self.out

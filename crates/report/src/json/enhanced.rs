@@ -348,7 +348,7 @@ pub fn peer_report(end: &mut Map<String, Value>, ids: &[u32], p: &PeerReport, si
             let mut m = obj();
             m.insert("missing".into(), Value::Bool(true));
             m.insert("tries".into(), Value::from(*tries));
-            m.insert("refused".into(), Value::Bool(*refused));
+            m.insert("refused".into(), Value::Bool(*refused > 0));
             (*id, Value::Object(m))
         }
         PeerReport::Undelivered { .. } => return,

@@ -103,6 +103,18 @@ pub fn window(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--rpm`: the responsiveness test against an iperf server. `--rpm=URL`
+/// (or `--rpm URL`), the standard test against a networkQuality server, is
+/// the iperf3 dialect's.
+pub fn rpm(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    if let Some(url) = &o.value {
+        return Err(CliError::err(format!(
+            "--rpm={url} (the standard responsiveness test) is not in the iperf 2 dialect: run it without --iperf2"
+        )));
+    }
+    crate::apply::rpm(s, o)
+}
+
 /// `-z`.
 pub fn realtime(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.common.cfg.iperf2.realtime = true;

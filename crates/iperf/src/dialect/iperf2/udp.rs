@@ -27,6 +27,10 @@ const FIN_WAIT_MAX: Duration = Duration::from_millis(250);
 /// How long a client tries in all (2.1.8: 2 s); enough for a report across
 /// a round trip of a second or two with some loss.
 pub(crate) const FIN_SPAN: Duration = Duration::from_secs(4);
+/// Refused reads after which a sender gives up: nothing listens on the
+/// receiver's port. 2.1.8 gives up after 100, a FIN and a 10 ms wait each
+/// (about 1 s after the test).
+const REFUSED_TRIES: u32 = 100;
 /// Reports a receiver sends at most (2.1.8: 9).
 const REPORT_SENDS: u32 = 9;
 /// The quiet after a report that tells the receiver its sender has it.
@@ -192,10 +196,11 @@ pub(crate) enum FinOutcome {
     Report(ServerReport),
     /// No report expected (`--no-udp-fin`, multicast, full duplex).
     Sent,
-    /// No report came after every try; `refused` if the peer's port bounced.
+    /// No report came after every try; `refused` counts the tries the
+    /// peer's port bounced.
     NoReport {
-        /// The peer answered with ICMP port unreachable.
-        refused: bool,
+        /// Reads the peer's ICMP port unreachable refused.
+        refused: u32,
         /// FINs sent.
         tries: u32,
     },
@@ -204,7 +209,8 @@ pub(crate) enum FinOutcome {
 /// Ends a sender's stream: sends FIN datagrams (sequence −`next`, −`next`−1,
 /// ...) built on `datagram`, and unless `expect_report` is false waits for
 /// the receiver's report after each, longer after each (see [`FIN_WAIT`]),
-/// for [`FIN_SPAN`] in all.
+/// for [`FIN_SPAN`] in all; while the receiver's port refuses them, every
+/// [`FIN_WAIT`], [`REFUSED_TRIES`] times at most.
 pub(crate) fn send_fin(
     sock: &UdpSocket,
     fmt: &Iperf2Format,
@@ -215,7 +221,7 @@ pub(crate) fn send_fin(
 ) -> FinOutcome {
     let mut d = datagram.to_vec();
     let mut buf = vec![0u8; 2048];
-    let mut refused = false;
+    let mut refused = 0;
     let give_up = Instant::now() + FIN_SPAN;
     let mut wait = FIN_WAIT;
     let mut k = 0u64;
@@ -239,7 +245,8 @@ pub(crate) fn send_fin(
                     // A stale ack or data: keep waiting out this try.
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                    refused = true;
+                    refused += 1;
+                    wait = FIN_WAIT;
                     std::thread::sleep(until.saturating_duration_since(Instant::now()));
                     break;
                 }
@@ -249,7 +256,7 @@ pub(crate) fn send_fin(
                 break;
             }
         }
-        if stop() {
+        if stop() || refused >= REFUSED_TRIES {
             break;
         }
     }

@@ -537,11 +537,7 @@ impl GroupTransport for Udp {
                     rep.emit(Event::PeerReport(PeerReport::Report(Box::new(l))));
                 }
                 Ok(FinOutcome::NoReport { tries, .. }) => {
-                    rep.emit(Event::PeerReport(PeerReport::Missing {
-                        id,
-                        tries,
-                        refused: false,
-                    }));
+                    rep.emit(Event::PeerReport(PeerReport::Missing { id, tries, refused: 0 }));
                 }
                 _ => {}
             }
