@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use wirespeed_cli as cli;
 use wirespeed_core::config::{Dialect, Role, TestConfig};
 use wirespeed_core::debug;
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::{Event, Side};
 use wirespeed_iperf::modes::search;
 use wirespeed_iperf::server;
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_proto::json;
 use wirespeed_report::metrics;
 use wirespeed_report::{Output, Reporter};
@@ -584,7 +584,7 @@ impl PidFile {
         }
         // Write then rename, so a reader never sees a half-written file.
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let io = |e: std::io::Error| failed(wirespeed_proto::error::errno_text(&e));
+        let io = |e: std::io::Error| failed(wirespeed_core::error::errno_text(&e));
         std::fs::write(&tmp, std::process::id().to_string()).map_err(io)?;
         std::fs::rename(&tmp, path).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);

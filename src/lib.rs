@@ -22,12 +22,13 @@ pub mod signals;
 
 pub use app::run;
 pub use wirespeed_cli as cli;
+pub use wirespeed_core::error;
 pub use wirespeed_core::version::{CLIENT_VERSION, VERSION, version_string};
 pub use wirespeed_core::{clock, config, debug, engine, events, net, stats, units, util, version};
 pub use wirespeed_iperf::{auth, dialect, modes, server};
 /// The protocol codecs of both dialects, sans IO (`crates/proto`).
 pub use wirespeed_proto as proto;
-pub use wirespeed_proto::{error, json};
+pub use wirespeed_proto::json;
 pub use wirespeed_report as report;
 /// The system calls std and socket2 lack: the one crate that may use
 /// `unsafe` (`crates/sys`).

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use super::getopt::Occurrence;
 use super::values::{self, SearchRequest};
 use wirespeed_core::config::TestConfig;
-use wirespeed_proto::error::Code;
+use wirespeed_core::error::Code;
 
 /// What parsing either dialect's command line gathers alike: the
 /// configuration being built and the options both tables have that the

@@ -4,7 +4,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_report::html;
 
 /// Usage of the `report` command.
@@ -92,7 +92,7 @@ fn read_input(input: &str) -> Result<String, Error> {
     };
     r.map_err(|e| {
         let why = match e.raw_os_error() {
-            Some(n) => wirespeed_proto::error::strerror(n),
+            Some(n) => wirespeed_core::error::strerror(n),
             None => e.to_string(),
         };
         Error::msg(Code::FILE, format!("unable to read {input}: {why}"))

@@ -116,10 +116,10 @@ pub fn option_value(
     name: &str,
     inline: &Option<String>,
     it: &mut std::slice::Iter<'_, String>,
-) -> Result<String, wirespeed_proto::error::Error> {
+) -> Result<String, wirespeed_core::error::Error> {
     inline.clone().or_else(|| it.next().cloned()).ok_or_else(|| {
-        wirespeed_proto::error::Error::param_msg(
-            wirespeed_proto::error::Code::NONE,
+        wirespeed_core::error::Error::param_msg(
+            wirespeed_core::error::Code::NONE,
             format!("option '{name}' requires an argument"),
         )
     })

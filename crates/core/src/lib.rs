@@ -14,6 +14,7 @@ pub mod clock;
 pub mod config;
 pub mod debug;
 pub mod engine;
+pub mod error;
 pub mod events;
 pub mod net;
 pub mod stats;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use socket2::{Domain, Protocol as SockProto, SockRef, Socket, TcpKeepalive, Type};
 
 use crate::config::{Family, KeepAlive, TestParams};
-use wirespeed_proto::error::{Code, Error};
+use crate::error::{Code, Error};
 
 /// Resolves `host:port`, honouring `-4`/`-6`.
 pub fn resolve(host: &str, port: u16, family: Family) -> Result<Vec<SocketAddr>, Error> {

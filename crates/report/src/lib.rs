@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 pub use wirespeed_core::events::Event;
 
 use wirespeed_core::config::{Dialect, TestConfig};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::Side;
-use wirespeed_proto::error::{Code, Error};
 
 /// Something that watches every test a server runs (the web UI's board):
 /// it gives each test a sink of its own.

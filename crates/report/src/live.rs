@@ -220,7 +220,7 @@ impl<T: StatusOut> Sink for LiveSink<T> {
         }
     }
 
-    fn finish(&mut self) -> Result<(), wirespeed_proto::error::Error> {
+    fn finish(&mut self) -> Result<(), wirespeed_core::error::Error> {
         self.inner.finish()
     }
 }

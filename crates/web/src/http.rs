@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use wirespeed_core::config::Family;
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 /// Longest request head read.
 pub(crate) const MAX_HEAD: usize = 8 * 1024;
@@ -44,10 +44,7 @@ pub fn listen(spec: &str, option: &str, what: &str) -> Result<TcpListener, Error
         )
     })?;
     let failed = |e: &Error| {
-        let why = e
-            .errno
-            .map(wirespeed_proto::error::strerror)
-            .unwrap_or_else(|| e.text());
+        let why = e.errno.map(wirespeed_core::error::strerror).unwrap_or_else(|| e.text());
         Error::msg(Code::LISTEN, format!("unable to start {what} on {spec}: {why}"))
     };
     let listener =

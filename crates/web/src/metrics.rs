@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::http::{self, Reject, Request, Response, Serving};
-use wirespeed_proto::error::Error;
+use wirespeed_core::error::Error;
 use wirespeed_report::metrics::Metrics;
 
 /// Time a client has to send its request, and to take the answer.

@@ -615,7 +615,7 @@ fn tcp_and_file(s: &mut ParseState) -> Result {
         return Err(CliError::err(format!(
             "unable to open file stream {}: {}",
             f.display(),
-            wirespeed_proto::error::strerror(e.raw_os_error().unwrap_or(libc::ENOENT))
+            wirespeed_core::error::strerror(e.raw_os_error().unwrap_or(libc::ENOENT))
         )));
     }
     // The client's own report turns enhanced only when it receives too.

@@ -129,7 +129,7 @@ impl crate::apply::Gather for ParseState {
     type Error = super::CliError;
 
     /// iperf 2 says a bad value in one line, with no code.
-    fn value_error(_: wirespeed_proto::error::Code, msg: String) -> Self::Error {
+    fn value_error(_: wirespeed_core::error::Code, msg: String) -> Self::Error {
         super::CliError::err(msg)
     }
 

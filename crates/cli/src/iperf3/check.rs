@@ -6,7 +6,7 @@ use super::state::ParseState;
 use super::table::TABLE;
 use crate::getopt::Occurrence;
 use wirespeed_core::config::*;
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 type Result = std::result::Result<(), Error>;
 
@@ -250,7 +250,7 @@ fn client_file(s: &mut ParseState) -> Result {
         && s.common.cfg.params.direction.client_sends()
     {
         let meta = std::fs::metadata(f).map_err(|e| Error {
-            kind: wirespeed_proto::error::Kind::Parameter,
+            kind: wirespeed_core::error::Kind::Parameter,
             ..Error::io(Code::FILE, &e)
         })?;
         if s.end_conditions == 0 {

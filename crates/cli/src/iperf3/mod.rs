@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use crate::getopt::parse;
 use wirespeed_core::config::*;
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,7 +7,7 @@
 use super::state::ParseState;
 pub use crate::getopt::Answer;
 use crate::getopt::Occurrence;
-use wirespeed_proto::error::Error;
+use wirespeed_core::error::Error;
 
 /// Option identifiers.
 #[allow(missing_docs)]

@@ -53,9 +53,9 @@ impl ParseState {
 crate::apply::reads_through!(ParseState);
 
 impl crate::apply::Gather for ParseState {
-    type Error = wirespeed_proto::error::Error;
+    type Error = wirespeed_core::error::Error;
 
-    fn value_error(code: wirespeed_proto::error::Code, msg: String) -> Self::Error {
-        wirespeed_proto::error::Error::param_msg(code, msg)
+    fn value_error(code: wirespeed_core::error::Code, msg: String) -> Self::Error {
+        wirespeed_core::error::Error::param_msg(code, msg)
     }
 }

@@ -19,8 +19,8 @@ use socket2::SockRef;
 
 use super::StreamTask;
 use crate::clock::wall_clock;
+use crate::error::{Code, Error};
 use crate::stats::BouncebackCounters;
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_proto::iperf2::bounceback::{
     BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader, FILLER, REPLY_SIZE_AT,
 };
@@ -220,10 +220,7 @@ pub(crate) fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSp
             if let Err(e) = (&*sock).write_all(&msg) {
                 break 'test Err(Error::msg(
                     Code::STREAMWRITE,
-                    format!(
-                        "tcp bounce-back write failed: {}",
-                        wirespeed_proto::error::errno_text(&e)
-                    ),
+                    format!("tcp bounce-back write failed: {}", crate::error::errno_text(&e)),
                 ));
             }
             if !read_by_armed(sock, &mut reply, sent + REPLY_WAIT, &never) {

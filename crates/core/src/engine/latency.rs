@@ -22,8 +22,8 @@ use socket2::SockRef;
 
 use crate::clock::wall_clock;
 use crate::config::TestConfig;
+use crate::error::{Code, Error};
 use crate::events::{Event, LatencySummary, RttStats};
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_proto::iperf2::bounceback::{
     BB_DEFAULT_SIZE, BB_HEADER_LEN, BB_QUICKACK, BbHeader, LATENCY_PROBE_MARK, PreviousRtt,
 };
@@ -90,9 +90,7 @@ pub fn probe(
         p.put(&mut msg);
     }
     let sent = Instant::now();
-    (&*sock)
-        .write_all(&msg)
-        .map_err(|e| wirespeed_proto::error::errno_text(&e))?;
+    (&*sock).write_all(&msg).map_err(|e| crate::error::errno_text(&e))?;
     let mut reply = vec![0u8; msg.len()];
     if !super::bounceback::read_by(sock, &mut reply, sent + wait, stop) {
         if stop.load(Relaxed) {

@@ -31,8 +31,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wirespeed_sys::{AsSock, RawSock};
 
+use crate::error::{Code, Error};
 use crate::stats::{StreamCounters, StreamRole};
-use wirespeed_proto::error::{Code, Error};
 
 /// Shared steering for all streams of one test.
 #[derive(Debug)]

@@ -22,8 +22,8 @@ use mio::{Events, Interest, Poll, Registry, Token};
 
 use super::pacer::Pacer;
 use super::{Sinkhole, StreamTask, TestControl};
+use crate::error::{Code, Error};
 use crate::stats::StreamRole;
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_sys::mem::AlignedBuf;
 
 /// Blocks a stream may move per turn before the next stream's turn.

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::streams::{DataSock, DataStream, StreamExtras};
 use crate::config::Protocol;
-use wirespeed_proto::error::{Code, Error};
+use crate::error::{Code, Error};
 
 /// Stream threads per CPU this process runs before further TCP streams are
 /// multiplexed on per-CPU workers (see [`multiplexed`]).

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use crate::engine::Session;
 use crate::engine::drain::PathTiming;
+use crate::error::Error;
 use crate::events::Event;
-use wirespeed_proto::error::Error;
 
 /// What the loop does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

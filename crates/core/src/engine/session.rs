@@ -15,9 +15,9 @@ use super::streams::{DataSock, DataStream, StreamExtras};
 use super::udp::UdpOptions;
 use super::{Budget, Payload, Sinkhole, StreamHandle, StreamTask, Target, TestControl};
 use crate::config::{Direction, EndCondition, Protocol, TestParams};
+use crate::error::{Code, Error};
 use crate::events::{ConnInfo, Event, RoleTag, Side};
 use crate::stats::{Presentation, StreamCounters, StreamRole, StreamStats, TestStats};
-use wirespeed_proto::error::{Code, Error};
 
 /// Multiplexing workers of a test, one set per direction so the senders
 /// can be stopped and joined before the receivers drain.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::frames::FrameClock;
 use super::pacer::Pacer;
 use super::{Payload, Sinkhole, StreamHook, StreamTask, is_timeout};
-use wirespeed_proto::error::{Code, Error};
+use crate::error::{Code, Error};
 use wirespeed_sys::mem::AlignedBuf;
 
 /// How long a blocked read or write waits before the loop looks at the

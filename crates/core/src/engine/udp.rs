@@ -18,9 +18,9 @@ use wirespeed_sys::AsSock;
 use super::frames::{Frame, FrameClock, pieces};
 use super::pacer::{Pacer, sleep_until};
 use super::{StreamHandle, StreamHook, StreamTask, is_timeout};
+use crate::error::{Code, Error};
 use crate::stats::StreamRole;
 use crate::stats::udp::UdpAccounting;
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_sys::udp::{self as sysudp, GSO_MAX_SEGMENTS, MAX_BATCH, MAX_UDP_PAYLOAD, RecvBatch};
 
 /// How long a blocked send or receive waits before the loop looks at the

@@ -21,7 +21,7 @@ pub use sample::*;
 pub use summary::*;
 
 use crate::config::{Direction, Protocol};
-use wirespeed_proto::error::Error;
+use crate::error::Error;
 
 /// Which end of the test this process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! as `SearchStart`, one `SearchProbe` per probe, `SearchFloor` when the
 //! probes show a loss floor, and `SearchEnd` with the answer or the failure.
 
-use wirespeed_proto::error::Error;
+use crate::error::Error;
 
 /// One event of a mode.
 #[derive(Debug, Clone, PartialEq)]

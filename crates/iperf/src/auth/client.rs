@@ -2,8 +2,8 @@
 
 use super::{MAX_PASSWORD, PASSWORD_ENV, Padding, PublicKey, client_err};
 use wirespeed_core::config::ClientAuth;
-use wirespeed_proto::error::errno_text as io_words;
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::errno_text as io_words;
+use wirespeed_core::error::{Code, Error};
 use wirespeed_proto::iperf3::auth::{FieldError, base64_encode, check_field, token_text};
 
 /// What a client needs to authenticate: who, the password, the server's

@@ -11,8 +11,8 @@ use aws_lc_rs::rsa::{
 use aws_lc_rs::{digest, hmac, rand};
 
 use super::{MAX_KEY_FILE, Padding, client_err, pem, read_capped, server_err};
-use wirespeed_proto::error::Error;
-use wirespeed_proto::error::errno_text as io_words;
+use wirespeed_core::error::Error;
+use wirespeed_core::error::errno_text as io_words;
 
 /// An RSA public key that encrypts tokens.
 pub struct PublicKey {

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::{Padding, client_err, server_err};
-use wirespeed_proto::error::Error;
+use wirespeed_core::error::Error;
 
 const ABSENT: &str = "this wirespeed was built without RSA authentication (the `rsa` feature)";
 

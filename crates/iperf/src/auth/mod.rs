@@ -41,7 +41,7 @@ pub use client::{ClientCredentials, password, unix_now};
 pub use keys::{PrivateKey, PublicKey};
 pub use server::{Refusal, ServerAuth, check_users_file};
 
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 /// The variable a client takes its password from before asking.
 pub(crate) const PASSWORD_ENV: &str = "IPERF3_PASSWORD";

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use super::{MAX_USERS_FILE, PrivateKey, read_capped, unix_now};
 use wirespeed_core::config::ServerOptions;
-use wirespeed_proto::error::errno_text as io_words;
-use wirespeed_proto::error::{Code, Error, Kind};
+use wirespeed_core::error::errno_text as io_words;
+use wirespeed_core::error::{Code, Error, Kind};
 use wirespeed_proto::iperf3::auth::{
     Credentials, Lookup, base64_decode, hex, lookup, parse_token, salted, within_skew,
 };

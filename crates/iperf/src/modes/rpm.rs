@@ -31,8 +31,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wirespeed_core::config::{Direction, EndCondition, TestConfig};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::{Event, ModeEvent, RpmEnd, RpmStart};
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_report::{Reporter, Sink};
 
 /// The interval between evaluations and added flows (ID).

@@ -28,8 +28,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
 use wirespeed_core::config::{Direction, EndCondition, Protocol, TestConfig};
+use wirespeed_core::error::{Code, Error, Kind};
 use wirespeed_core::events::{Event, ModeEvent, SearchAnswer, SearchEnd, SearchProbe, SearchStart};
-use wirespeed_proto::error::{Code, Error, Kind};
 use wirespeed_report::mode::{percent, rate_text, trim_num};
 use wirespeed_report::{Recorder, Reporter};
 

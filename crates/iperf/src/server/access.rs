@@ -13,7 +13,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use wirespeed_core::config::TestConfig;
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 /// An address with a prefix length: one host (`/32`, `/128`) or a network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

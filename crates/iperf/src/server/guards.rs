@@ -19,7 +19,7 @@ use crate::server::rate::RateWatch;
 use wirespeed_core::config::{TestConfig, TestParams};
 use wirespeed_core::engine::Session;
 use wirespeed_core::engine::drain::{DrainTimes, PathTiming};
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 /// How long past the test's time a watchdog waits before it ends the test.
 pub(crate) const WATCHDOG_GRACE: Duration = Duration::from_secs(40);

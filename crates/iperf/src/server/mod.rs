@@ -31,8 +31,8 @@ pub use sockets::Join;
 
 use registry::Registry;
 use wirespeed_core::config::{Dialect, Protocol, TestConfig};
+use wirespeed_core::error::Error;
 use wirespeed_core::events::{Event, Side};
-use wirespeed_proto::error::Error;
 use wirespeed_report::metrics::{Metrics, MetricsSink, Refusal};
 use wirespeed_report::{Output, Reporter};
 
@@ -227,7 +227,7 @@ impl ServerCtx {
     /// Why tests end when the server is stopped: iperf3 3.21's words.
     pub fn interrupted(&self) -> Error {
         Error::interrupted(
-            wirespeed_proto::error::Code::SERVERTERM,
+            wirespeed_core::error::Code::SERVERTERM,
             "server",
             self.stop_signal.load(Relaxed),
         )

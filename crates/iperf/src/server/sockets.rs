@@ -8,10 +8,10 @@ use socket2::SockRef;
 
 use super::{BACKLOG, Mode};
 use wirespeed_core::config::{Protocol, TestConfig};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::{BannerNote, Listening, Settings};
 use wirespeed_core::net;
 use wirespeed_core::stats::histogram::HistogramSpec;
-use wirespeed_proto::error::{Code, Error};
 
 /// The sockets a server listens on.
 pub(super) struct Sockets {
@@ -267,7 +267,7 @@ impl Join {
         let fail = |e: std::io::Error| {
             Error::msg(
                 Code::LISTEN,
-                format!("mcast join failed: {}", wirespeed_proto::error::errno_text(&e)),
+                format!("mcast join failed: {}", wirespeed_core::error::errno_text(&e)),
             )
         };
         let index = match &self.dev {

@@ -5,7 +5,7 @@
 //! message is legal lives here, not in the socket code.
 
 use super::State;
-use crate::error::{Code, Error};
+use crate::error::{Code, ProtoError as Error};
 
 /// Where a client is in the exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::error::{Code, Error};
+use crate::error::{Code, ProtoError as Error};
 use crate::json::{lenient_i64, to_compact};
 use crate::params::{Direction, EndCondition, Protocol, TestParams};
 

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::{Code, Error};
+use crate::error::{Code, ProtoError as Error};
 use crate::json::{lenient_f64, lenient_i64, num, to_compact};
 
 /// One stream's entry in the results.

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 pub use sink::HtmlSink;
 
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 /// Largest JSON input `wirespeed report` reads.
 pub const MAX_INPUT: u64 = 256 * 1024 * 1024;
@@ -123,7 +123,7 @@ fn temp_path(path: &Path) -> PathBuf {
 
 fn write_error(path: &Path, e: &std::io::Error) -> Error {
     let why = match e.raw_os_error() {
-        Some(n) => wirespeed_proto::error::strerror(n),
+        Some(n) => wirespeed_core::error::strerror(n),
         None => e.to_string(),
     };
     report_error(format!("unable to write report {}: {why}", path.display()))

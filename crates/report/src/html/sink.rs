@@ -11,8 +11,8 @@ use crate::json::JsonSink;
 use crate::mode::ModeDoc;
 use crate::{Output, Sink};
 use wirespeed_core::config::TestConfig;
+use wirespeed_core::error::Error;
 use wirespeed_core::events::{Event, Side};
-use wirespeed_proto::error::Error;
 
 /// Writes the HTML report of a test when it ends.
 pub struct HtmlSink {

@@ -171,10 +171,10 @@ impl Sink for JsonSink {
 /// The `"error"` value, worded as iperf3 words it: a client's failure
 /// bare, an interrupt with `interrupt - `, a server's failure with
 /// `error - ` (its main loop's prefix). iperf 2 tests: the bare text.
-fn error_text(e: &wirespeed_proto::error::Error, side: Side, dialect: Dialect) -> String {
+fn error_text(e: &wirespeed_core::error::Error, side: Side, dialect: Dialect) -> String {
     match (dialect, e.kind, side) {
         (Dialect::Iperf2, ..) => e.text(),
-        (_, wirespeed_proto::error::Kind::Interrupt, _) => e.line(),
+        (_, wirespeed_core::error::Kind::Interrupt, _) => e.line(),
         (_, _, Side::Server) => format!("error - {}", e.text()),
         _ => e.text(),
     }

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 pub use sink::{MetricsSink, ModeMetrics};
 
 use wirespeed_core::config::{Dialect, Protocol};
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 /// Client addresses whose last result is kept.
 pub(crate) const MAX_CLIENTS: usize = 64;

@@ -20,9 +20,9 @@ use std::sync::atomic::AtomicUsize;
 use serde_json::{Value, json};
 
 use wirespeed_core::config::{NqOptions, TestConfig};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::{Event, ModeEvent, RpmEnd, RpmInterval, RpmStart, Side};
 use wirespeed_iperf::modes::rpm::{MAD, class, stable, trimmed_mean};
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_report::Output;
 
 pub use wirespeed_core::config::nq::{DEFAULT_TIME, MAX_FLOWS, MOST_FLOWS};

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::fmt::Write as _;
 
 use wirespeed_core::config::TestConfig;
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_report::metrics::{Collector, head};
 
 #[cfg(feature = "server")]

@@ -25,7 +25,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::server::Served;
 use wirespeed_core::config::TestConfig;
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 /// Connections served at once.
 /// Cloudflare's mach keeps every foreign probe's connection open until its
@@ -150,7 +150,7 @@ impl Endpoint {
 fn load_pem(cert: &Path, key: &Path) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), Error> {
     let bad = |opt: &str, p: &Path, why: String| Error::param_msg(Code::NONE, format!("{opt} {}: {why}", p.display()));
     let why = |e: pem::Error, what: &str| match e {
-        pem::Error::Io(e) => wirespeed_proto::error::errno_text(&e),
+        pem::Error::Io(e) => wirespeed_core::error::errno_text(&e),
         pem::Error::NoItemsFound => format!("no {what} in it"),
         e => format!("not a PEM file ({e})"),
     };

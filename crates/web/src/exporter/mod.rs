@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::http::{self, Reject, Request, Response};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_iperf::server::access::{AccessPolicy, split_list};
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_proto::iperf3::auth::base64_decode;
 use wirespeed_report::metrics::{head, number};
 

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use crate::http::Request;
 use wirespeed_core::config::{Dialect, Direction, EndCondition, Protocol, Role, TestConfig};
+use wirespeed_core::error::Error;
 use wirespeed_core::events::{Event, LatencySummary, ModeEvent, PeerReport, RpmEnd, RpmInterval, RttStats, Summary};
-use wirespeed_proto::error::Error;
 use wirespeed_report::metrics::{head, number};
 use wirespeed_report::{Recorder, Reporter};
 
@@ -309,18 +309,18 @@ pub fn config(spec: &Spec, host: &str, budget: Duration) -> Result<TestConfig, E
             wirespeed_cli::iperf3::Command::Run(c, _) => *c,
             _ => {
                 return Err(Error::msg(
-                    wirespeed_proto::error::Code::NONE,
+                    wirespeed_core::error::Code::NONE,
                     "the iperf3 client's defaults are missing",
                 ));
             }
         },
         Dialect::Iperf2 => match wirespeed_cli::iperf2::parse_args_with_env(&base, &|_| None)
-            .map_err(|e| Error::msg(wirespeed_proto::error::Code::NONE, e.line("wirespeed")))?
+            .map_err(|e| Error::msg(wirespeed_core::error::Code::NONE, e.line("wirespeed")))?
         {
             wirespeed_cli::iperf2::Command::Run(c, _) => *c,
             _ => {
                 return Err(Error::msg(
-                    wirespeed_proto::error::Code::NONE,
+                    wirespeed_core::error::Code::NONE,
                     "the iperf 2 client's defaults are missing",
                 ));
             }
@@ -339,7 +339,7 @@ pub fn config(spec: &Spec, host: &str, budget: Duration) -> Result<TestConfig, E
     // The client's --latency (its default rate) and --rpm, set as their
     // options set them.
     cfg.latency = if spec.latency {
-        Some(wirespeed_cli::values::latency_rate(None).map_err(|m| Error::msg(wirespeed_proto::error::Code::NONE, m))?)
+        Some(wirespeed_cli::values::latency_rate(None).map_err(|m| Error::msg(wirespeed_core::error::Code::NONE, m))?)
     } else {
         None
     };

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use board::{Board, Mode};
 
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 /// Where `wirespeed ui` listens unless told.
 pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:5280";

@@ -7,7 +7,7 @@ use super::{int_arg, perr, value};
 use crate::getopt::Occurrence;
 use crate::iperf3::opt::Opt;
 use crate::iperf3::state::ParseState;
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 type Result = std::result::Result<(), Error>;
 

@@ -4,7 +4,7 @@ use super::value;
 use crate::getopt::Occurrence;
 use crate::iperf3::opt::Opt;
 use crate::iperf3::state::ParseState;
-use wirespeed_proto::error::Error;
+use wirespeed_core::error::Error;
 
 type Result = std::result::Result<(), Error>;
 

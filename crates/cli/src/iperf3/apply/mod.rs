@@ -12,8 +12,8 @@ pub mod test;
 
 use super::opt::Opt;
 use crate::getopt::Occurrence;
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::units::parse_int;
-use wirespeed_proto::error::{Code, Error};
 
 /// A parameter error with the code's own words.
 pub(super) fn perr(code: Code) -> Error {

@@ -8,8 +8,8 @@ use crate::iperf3::opt::Opt;
 use crate::iperf3::state::ParseState;
 use crate::values::split_dev;
 use wirespeed_core::config::{Family, KeepAlive};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::units::{parse_int, parse_size_iperf3};
-use wirespeed_proto::error::{Code, Error};
 
 type Result = std::result::Result<(), Error>;
 

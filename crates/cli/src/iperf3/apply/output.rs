@@ -7,8 +7,8 @@ use super::{perr, value};
 use crate::getopt::Occurrence;
 use crate::iperf3::opt::Opt;
 use crate::iperf3::state::ParseState;
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::units::{parse_int, parse_seconds};
-use wirespeed_proto::error::{Code, Error};
 
 type Result = std::result::Result<(), Error>;
 

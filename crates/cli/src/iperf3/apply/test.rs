@@ -11,8 +11,8 @@ use crate::iperf3::opt::Opt;
 use crate::iperf3::state::ParseState;
 use crate::values::dscp_by_name;
 use wirespeed_core::config::EndCondition;
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::units::{parse_bitrate_iperf3, parse_int, parse_rate_iperf3, parse_seconds, parse_size_iperf3};
-use wirespeed_proto::error::{Code, Error};
 
 type Result = std::result::Result<(), Error>;
 

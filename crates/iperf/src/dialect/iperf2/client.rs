@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use super::runner::{Flow, RunOpts, run_flows};
 use crate::server::{Mode, Server};
 use wirespeed_core::config::{Direction, EndCondition, Protocol, TestConfig, TestParams};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::{BannerNote, Connecting, Event, Side, StartInfo};
 use wirespeed_core::net;
 use wirespeed_core::units::format_iperf2;
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_report::{Gate, GateKey, Output, Reporter};
 
 pub use super::tcp_client::{bb_mode, build_header};

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use super::tcp_client::connect_one;
 use super::transport::settings;
 use wirespeed_core::config::TestConfig;
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::{BannerNote, ConnectTimes, Connecting, Event};
 use wirespeed_core::net;
 use wirespeed_core::stats::counters::Welford;
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_report::Reporter;
 
 /// What the banner says instead of the window size.

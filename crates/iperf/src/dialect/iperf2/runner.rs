@@ -16,9 +16,9 @@ use wirespeed_core::config::TestParams;
 use wirespeed_core::engine::drain::{DrainTimes, PathTiming};
 use wirespeed_core::engine::run::{RunSpec, Steering, Turn};
 use wirespeed_core::engine::{DataStream, LocalOpts, Session, StreamExtras};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::{Event, Side, StartInfo, StreamSample};
 use wirespeed_core::stats::Presentation;
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_report::Reporter;
 use wirespeed_sys::AsSock;
 

@@ -14,10 +14,10 @@ use wirespeed_core::config::{Direction, EndCondition, TestConfig, TestParams};
 use wirespeed_core::engine::StreamKind;
 use wirespeed_core::engine::bounceback::BouncebackSpec;
 use wirespeed_core::engine::{DataStream, StreamExtras};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::{ClockCheck, ConnectTimes, Event};
 use wirespeed_core::net::{self, ConnectOpts};
 use wirespeed_core::stats::{BouncebackCounters, DetailCounters, StreamMeta, StreamRole, Welford};
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_proto::iperf2::header::{Amount, ClientHeader, HeaderExt};
 use wirespeed_proto::iperf2::{BurstTracker, ClientAck, VERSION_L, VERSION_U, flags, join_secs};
 
@@ -197,10 +197,7 @@ pub(super) fn connect_one(cfg: &TestConfig, addrs: &[SocketAddr]) -> Result<Conn
             return Err(e);
         }
         if tries == 0 {
-            let why = e
-                .errno
-                .map(wirespeed_proto::error::strerror)
-                .unwrap_or_else(|| e.text());
+            let why = e.errno.map(wirespeed_core::error::strerror).unwrap_or_else(|| e.text());
             return Err(Error::msg(Code::CONNECT, format!("tcp connect failed: {why}")));
         }
         std::thread::sleep(Duration::from_millis(500));

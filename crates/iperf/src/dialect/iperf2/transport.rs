@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::runner::Flow;
 use wirespeed_core::config::{Protocol, TestConfig};
+use wirespeed_core::error::Error;
 use wirespeed_core::events::{BannerNote, Settings};
-use wirespeed_proto::error::Error;
 use wirespeed_report::Reporter;
 
 /// What differs between a TCP and a UDP client.

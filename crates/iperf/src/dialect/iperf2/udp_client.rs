@@ -14,10 +14,10 @@ use super::transport::ClientTransport;
 use super::udp::{FinOutcome, Iperf2Format, client_datagram, relayed_line, send_fin};
 use wirespeed_core::config::{Direction, EndCondition, TestConfig};
 use wirespeed_core::engine::{DataSock, DataStream, StreamExtras};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::{BannerNote, Event, PeerReport, StreamSample};
 use wirespeed_core::net::{self, ConnectOpts};
 use wirespeed_core::stats::{DetailCounters, FrameCounters, StreamMeta, StreamRole};
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_proto::iperf2::{ClientHeader, flags};
 use wirespeed_report::Reporter;
 

@@ -12,9 +12,9 @@ use wirespeed_core::engine::run::{Ended, RunSpec, Steering, Turn};
 use wirespeed_core::engine::{
     DataSock, DataStream, LocalOpts, Session, StreamExtras, fds_per_stream, reserve_fds, stream_id, stream_roles,
 };
+use wirespeed_core::error::{Code, Error, Kind};
 use wirespeed_core::events::*;
 use wirespeed_core::net::{self, ConnectOpts};
-use wirespeed_proto::error::{Code, Error, Kind};
 use wirespeed_proto::iperf3::machine::{ClientAction, ClientMachine};
 use wirespeed_proto::iperf3::params::{ParamsExtras, effective_bitrate, encode_params};
 use wirespeed_proto::iperf3::udp::{cookie_hello, is_hello_reply};

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 use wirespeed_proto::iperf3::Framer;
 use wirespeed_proto::iperf3::framing::FrameError;
 

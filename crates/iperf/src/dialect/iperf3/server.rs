@@ -17,9 +17,9 @@ use wirespeed_core::engine::run::{Ended, RunSpec, Steering, Turn};
 use wirespeed_core::engine::{
     DataSock, DataStream, LocalOpts, Session, fds_per_stream, reserve_fds, stream_id, stream_roles,
 };
+use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::*;
 use wirespeed_core::net;
-use wirespeed_proto::error::{Code, Error};
 use wirespeed_proto::iperf3::framing::server_error_frame;
 use wirespeed_proto::iperf3::machine::{ServerAction, ServerMachine};
 use wirespeed_proto::iperf3::params::{Limits, decode_params, validate};

@@ -414,7 +414,7 @@ impl GroupTransport for Tcp {
         // refused connect is tried again for up to a second.
         let mut tries = 10;
         let connected = loop {
-            match net::connect_tcp(addr, &opts, apply, wirespeed_proto::error::Code::CONNECT) {
+            match net::connect_tcp(addr, &opts, apply, wirespeed_core::error::Code::CONNECT) {
                 Err(e) if tries > 1 && e.errno == Some(libc::ECONNREFUSED) => {
                     tries -= 1;
                     std::thread::sleep(Duration::from_millis(100));
