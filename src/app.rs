@@ -397,7 +397,7 @@ fn run_client(
     }
     // Idle round trips first, before the test's own connections.
     if let Some(rate) = cfg.latency {
-        match wirespeed_core::engine::latency::Prober::connect(cfg, host, rate) {
+        match wirespeed_iperf::modes::latency::Prober::connect(cfg, host, rate) {
             Ok(p) => reporter.set_stage(Box::new(p.stage())),
             Err(e) => {
                 reporter.emit(Event::Error(e.clone()));

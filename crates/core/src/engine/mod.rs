@@ -6,10 +6,8 @@
 //! one [`TestControl`] (stop, omit, drain) and is woken through its
 //! [`mio::Waker`] when a stream ends or a byte/block target is reached.
 
-pub mod bounceback;
 pub mod drain;
 pub mod frames;
-pub mod latency;
 pub mod mux;
 pub mod pacer;
 pub mod placement;
@@ -133,7 +131,7 @@ impl TestControl {
     }
 
     /// Nanoseconds since the epoch, for stream timestamps (never 0).
-    pub(crate) fn now_ns(&self) -> u64 {
+    pub fn now_ns(&self) -> u64 {
         (self.epoch.elapsed().as_nanos() as u64).max(1)
     }
 
@@ -393,17 +391,24 @@ pub trait StreamHook: Send {
     fn on_end_of_stream(&mut self) {}
 }
 
-/// What a stream does: move bulk data (its role says which way), or one
-/// of the request/response kinds.
+/// What a stream does: move bulk data (its role says which way), or
+/// exchange messages in a loop a dialect supplies (iperf 2's bounceback
+/// client and its echo), whose bytes the engine does not know.
 #[derive(Debug, Clone, Default)]
 pub enum StreamKind {
     /// Writes (or reads) blocks as fast as asked.
     #[default]
     Bulk,
-    /// A bounceback client: bursts of round trips.
-    Bounceback(bounceback::BouncebackSpec),
-    /// A bounceback server: echoes every message back.
-    Echo(bounceback::EchoSpec),
+    /// Request/response messages: the dialect's loop.
+    Exchange(Arc<dyn ExchangeLoop>),
+}
+
+/// A request/response stream's loop (iperf 2's bounceback, both ends): it
+/// runs on the stream's thread with the stream's task (its counters, its
+/// control, its end) until the test ends or it fails.
+pub trait ExchangeLoop: Send + Sync + std::fmt::Debug {
+    /// Runs the exchange on `sock`.
+    fn run(&self, sock: &std::net::TcpStream, task: &StreamTask) -> Result<(), Error>;
 }
 
 impl StreamKind {
@@ -430,8 +435,7 @@ pub(crate) fn spawn_tcp_with(
             pin_stream_thread(&task);
             let hook = hook.as_mut().map(|h| &mut **h as &mut dyn StreamHook);
             let res = match (&kind, task.role) {
-                (StreamKind::Bounceback(bb), _) => bounceback::client_loop(&sock, &task, bb),
-                (StreamKind::Echo(e), _) => bounceback::echo_loop(&sock, &task, e),
+                (StreamKind::Exchange(x), _) => x.run(&sock, &task),
                 (StreamKind::Bulk, StreamRole::Send) => tcp::send_loop(&sock, &task, hook),
                 (StreamKind::Bulk, StreamRole::Recv) => tcp::recv_loop(&sock, &task, hook),
             };

@@ -4,6 +4,7 @@
 //! latency), its UDP end of test (FIN and report), and how its flows end
 //! in the one test loop. Its server side lives in `server`.
 
+pub mod bounceback;
 pub mod client;
 mod connect_only;
 pub mod hooks;

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use super::conn_line;
 use super::hooks::{BurstStamp, RecvHook, wall_clock};
 use super::runner::Flow;
+use crate::dialect::iperf2::bounceback::BouncebackSpec;
 use wirespeed_core::config::{Direction, EndCondition, TestConfig, TestParams};
 use wirespeed_core::engine::StreamKind;
-use wirespeed_core::engine::bounceback::BouncebackSpec;
 use wirespeed_core::engine::{DataStream, StreamExtras};
 use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::{ClockCheck, ConnectTimes, Event};
@@ -369,7 +369,7 @@ fn flows_of(cfg: &TestConfig, id: u32, c: &Connected, hdr_len: u64, start: (u32,
             counters: counters.clone(),
         };
         let extras = StreamExtras {
-            kind: StreamKind::Bounceback(spec),
+            kind: StreamKind::Exchange(std::sync::Arc::new(spec)),
             meta: StreamMeta {
                 bounceback: Some(counters),
                 ..StreamMeta::default()

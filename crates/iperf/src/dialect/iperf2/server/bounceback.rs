@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 
+use crate::dialect::iperf2::bounceback::EchoSpec;
 use crate::dialect::iperf2::client::bb_mode;
 use crate::dialect::iperf2::conn_line;
 use crate::dialect::iperf2::runner::{Flow, RunOpts, run_flows};
 use crate::server::{Running, ServerCtx};
 use wirespeed_core::engine::StreamKind;
-use wirespeed_core::engine::bounceback::EchoSpec;
 use wirespeed_core::engine::{DataSock, DataStream, StreamExtras};
 use wirespeed_core::events::{Event, Side, StartInfo};
 use wirespeed_core::stats::{BouncebackCounters, StreamMeta, StreamRole};
@@ -34,7 +34,7 @@ fn fill(sock: &TcpStream, prefix: &mut Vec<u8>, want: usize, deadline: Instant) 
         return Some(());
     }
     prefix.resize(want, 0);
-    let ok = wirespeed_core::engine::bounceback::read_by(sock, &mut prefix[start..], deadline, &AtomicBool::new(false));
+    let ok = crate::dialect::iperf2::bounceback::read_by(sock, &mut prefix[start..], deadline, &AtomicBool::new(false));
     ok.then_some(())
 }
 
@@ -69,7 +69,7 @@ fn is_latency_probe(first: &[u8]) -> bool {
 
 /// With `--metrics`, a probe connection's messages feed the round-trip
 /// histogram with the round trips they report.
-fn probe_metrics(ctx: &ServerCtx, probes: bool) -> Option<wirespeed_core::engine::bounceback::MessageHook> {
+fn probe_metrics(ctx: &ServerCtx, probes: bool) -> Option<crate::dialect::iperf2::bounceback::MessageHook> {
     let m = ctx.metrics.get().filter(|_| probes)?.clone();
     Some(Arc::new(move |msg: &[u8]| {
         if let Some(p) = PreviousRtt::get(msg) {
@@ -126,11 +126,11 @@ pub(super) fn serve(ctx: &ServerCtx, sock: TcpStream, peer: SocketAddr, prefix: 
     let counters = BouncebackCounters::echo(cfg.output.interval);
     let ds = DataStream::new(id, StreamRole::Recv, DataSock::Tcp(s2), local, peer);
     let extras = StreamExtras {
-        kind: StreamKind::Echo(EchoSpec {
+        kind: StreamKind::Exchange(std::sync::Arc::new(EchoSpec {
             first: prefix,
             counters: counters.clone(),
             on_message: probe_metrics(ctx, probes),
-        }),
+        })),
         meta: StreamMeta {
             bounceback: Some(counters),
             ..StreamMeta::default()

@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 
-use super::StreamTask;
-use crate::clock::wall_clock;
-use crate::error::{Code, Error};
-use crate::stats::BouncebackCounters;
+use wirespeed_core::clock::wall_clock;
+use wirespeed_core::engine::StreamTask;
+use wirespeed_core::error::{Code, Error};
+use wirespeed_core::stats::BouncebackCounters;
 use wirespeed_proto::iperf2::bounceback::{
     BB_CLOCKSYNCED, BB_HEADER_LEN, BB_QUICKACK, BB_TOS, BbHeader, FILLER, REPLY_SIZE_AT,
 };
@@ -127,7 +127,7 @@ fn read_at_least(s: &TcpStream, buf: &mut [u8], min: usize, deadline: Instant, s
         match (&*s).read(&mut buf[got..]) {
             Ok(0) => return None,
             Ok(n) => got += n,
-            Err(e) if super::is_timeout(&e) => {}
+            Err(e) if wirespeed_core::engine::is_timeout(&e) => {}
             Err(_) => return None,
         }
     }
@@ -154,7 +154,7 @@ fn read_within(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBo
         match (&*s).read(&mut buf[got..]) {
             Ok(0) => break false,
             Ok(n) => got += n,
-            Err(e) if super::is_timeout(&e) => {}
+            Err(e) if wirespeed_core::engine::is_timeout(&e) => {}
             Err(_) => break false,
         }
     };
@@ -162,6 +162,18 @@ fn read_within(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBo
         arm(s);
     }
     done
+}
+
+impl wirespeed_core::engine::ExchangeLoop for BouncebackSpec {
+    fn run(&self, sock: &TcpStream, task: &StreamTask) -> Result<(), Error> {
+        client_loop(sock, task, self)
+    }
+}
+
+impl wirespeed_core::engine::ExchangeLoop for EchoSpec {
+    fn run(&self, sock: &TcpStream, task: &StreamTask) -> Result<(), Error> {
+        echo_loop(sock, task, self)
+    }
 }
 
 /// The client: bursts of round trips until the test stops.
@@ -220,7 +232,10 @@ pub(crate) fn client_loop(sock: &TcpStream, task: &StreamTask, bb: &BouncebackSp
             if let Err(e) = (&*sock).write_all(&msg) {
                 break 'test Err(Error::msg(
                     Code::STREAMWRITE,
-                    format!("tcp bounce-back write failed: {}", crate::error::errno_text(&e)),
+                    format!(
+                        "tcp bounce-back write failed: {}",
+                        wirespeed_core::error::errno_text(&e)
+                    ),
                 ));
             }
             if !read_by_armed(sock, &mut reply, sent + REPLY_WAIT, &never) {

@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 
-use crate::clock::wall_clock;
-use crate::config::TestConfig;
-use crate::error::{Code, Error};
-use crate::events::{Event, LatencySummary, RttStats};
+use wirespeed_core::clock::wall_clock;
+use wirespeed_core::config::TestConfig;
+use wirespeed_core::error::{Code, Error};
+use wirespeed_core::events::{Event, LatencySummary, RttStats};
 use wirespeed_proto::iperf2::bounceback::{
     BB_DEFAULT_SIZE, BB_HEADER_LEN, BB_QUICKACK, BbHeader, LATENCY_PROBE_MARK, PreviousRtt,
 };
@@ -90,9 +90,11 @@ pub fn probe(
         p.put(&mut msg);
     }
     let sent = Instant::now();
-    (&*sock).write_all(&msg).map_err(|e| crate::error::errno_text(&e))?;
+    (&*sock)
+        .write_all(&msg)
+        .map_err(|e| wirespeed_core::error::errno_text(&e))?;
     let mut reply = vec![0u8; msg.len()];
-    if !super::bounceback::read_by(sock, &mut reply, sent + wait, stop) {
+    if !crate::dialect::iperf2::bounceback::read_by(sock, &mut reply, sent + wait, stop) {
         if stop.load(Relaxed) {
             return Ok(None);
         }
@@ -111,7 +113,7 @@ impl Prober {
     /// Connects to the test's server and port and measures the idle
     /// round trip; an error when the server does not answer probes.
     pub fn connect(cfg: &TestConfig, host: &str, rate: u32) -> Result<Prober, Error> {
-        let sock = crate::net::connect_client(&cfg.net, host, cfg.port)?;
+        let sock = wirespeed_core::net::connect_client(&cfg.net, host, cfg.port)?;
         let _ = sock.set_nodelay(true);
         let _ = wirespeed_sys::socket::set_quickack(&SockRef::from(&sock));
         let _ = sock.set_write_timeout(Some(LOADED_WAIT));
