@@ -53,7 +53,7 @@ pub struct LocalOpts {
 struct ChartSamples {
     every: Duration,
     next: Instant,
-    aside: crate::stats::Aside,
+    aside: crate::stats::ChartSampler,
 }
 
 /// What every stream of a test shares: its steering, its end, its

@@ -39,9 +39,9 @@ impl TestStats {
         Some(report(streams, start, end, omitted))
     }
 
-    /// Where a second chain of samples would start now (see [`Aside`]).
-    pub fn aside(&self) -> Aside {
-        Aside {
+    /// Where a second chain of samples would start now (see [`ChartSampler`]).
+    pub fn aside(&self) -> ChartSampler {
+        ChartSampler {
             streams: self.streams.iter().map(Cursor::of).collect(),
             last_sample: self.last_sample,
             end_secs: self.end_secs,
@@ -53,7 +53,7 @@ impl TestStats {
     /// which is left as it was.
     pub(crate) fn sample_aside(
         &mut self,
-        aside: &mut Aside,
+        aside: &mut ChartSampler,
         now: Instant,
         min_len: f64,
         last: bool,
@@ -64,7 +64,7 @@ impl TestStats {
         r
     }
 
-    fn swap_chain(&mut self, a: &mut Aside) {
+    fn swap_chain(&mut self, a: &mut ChartSampler) {
         for (s, c) in self.streams.iter_mut().zip(&mut a.streams) {
             c.swap(s);
         }
@@ -321,7 +321,7 @@ pub(super) fn sum_samples(streams: &[&StreamSample], id: u32, start: f64, end: f
 /// without it. (What the streams' hooks hand out once per interval, such
 /// as iperf 2's burst latency, goes to whichever chain asks first.)
 #[derive(Debug)]
-pub struct Aside {
+pub struct ChartSampler {
     streams: Vec<Cursor>,
     last_sample: Instant,
     end_secs: f64,

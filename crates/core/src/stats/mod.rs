@@ -20,7 +20,7 @@ pub mod udp;
 use std::time::{Duration, Instant};
 
 pub use counters::{BouncebackCounters, DetailCounters, FrameCounters, LatencyCounter, StreamCounters, Welford};
-pub use interval::Aside;
+pub use interval::ChartSampler;
 pub use stream::{StreamMeta, StreamRole, StreamStats};
 
 use crate::config::Protocol;

@@ -162,19 +162,19 @@ pub(crate) fn parse_config(body: &[u8]) -> Result<NqUrls, String> {
 
 /// Which way the load goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Way {
+pub enum Direction {
     /// GETs of the large object.
     Download,
     /// POSTs of an endless body.
     Upload,
 }
 
-impl Way {
+impl Direction {
     /// Its name in reports.
     pub fn name(self) -> &'static str {
         match self {
-            Way::Download => "download",
-            Way::Upload => "upload",
+            Direction::Download => "download",
+            Direction::Upload => "upload",
         }
     }
 }
@@ -272,13 +272,13 @@ fn median(v: &[f64]) -> Option<f64> {
 
 /// What the measurement tells as it goes.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Told<'a> {
+pub(crate) enum Progress<'a> {
     /// The configuration was read: the server's URLs.
     Urls(&'a NqUrls),
     /// The idle path was measured.
     Idle(&'a Idle),
     /// A second of a direction.
-    Second(Way, &'a Second),
+    Second(Direction, &'a Second),
     /// A direction ended.
     Ended(&'a WayResult),
 }
@@ -379,7 +379,7 @@ impl Judge {
 #[derive(Debug, Clone, PartialEq)]
 pub struct WayResult {
     /// Which direction.
-    pub way: Way,
+    pub direction: Direction,
     /// Goodput, bit/s (the last moving average).
     pub throughput: f64,
     /// Probes' latencies over the last [`MAD`] seconds.
@@ -451,26 +451,26 @@ fn round3(v: f64) -> f64 {
 }
 
 /// The whole run's `-J` document.
-pub fn document(url: &str, idle: &Idle, ways: &[WayResult]) -> Value {
+pub fn document(url: &str, idle: &Idle, directions: &[WayResult]) -> Value {
     let mut doc = json!({
         "test": "responsiveness",
         "config_url": url,
         "unloaded_latency_ms": round3(idle.latency_ms),
         "jitter_ms": round3(idle.jitter_ms),
     });
-    for w in ways {
-        doc[w.way.name()] = w.json();
+    for w in directions {
+        doc[w.direction.name()] = w.json();
     }
     doc
 }
 
 /// A second's line of text.
-pub(crate) fn second_text(way: Way, s: &Second, fmt: char) -> String {
+pub(crate) fn second_text(direction: Direction, s: &Second, fmt: char) -> String {
     let rpm = s.rpm.map_or("-".to_string(), |r| format!("{r:.0}"));
     format!(
         "[{:>4.1}s] {:<8} goodput {}  flows {:>2}  RPM {rpm}\n",
         s.at,
-        way.name(),
+        direction.name(),
         wirespeed_report::mode::rate_text(s.goodput, fmt),
         s.flows
     )
@@ -479,9 +479,9 @@ pub(crate) fn second_text(way: Way, s: &Second, fmt: char) -> String {
 /// A direction's result in text.
 pub(crate) fn result_text(w: &WayResult, fmt: char) -> String {
     let rpm = w.lat.rpm();
-    let name = match w.way {
-        Way::Download => "Download",
-        Way::Upload => "Upload",
+    let name = match w.direction {
+        Direction::Download => "Download",
+        Direction::Upload => "Upload",
     };
     format!(
         "{name} capacity: {} ({} flows, {:.1} s)\n\
@@ -566,13 +566,13 @@ fn interval_event(s: &Second) -> Event {
 
 /// The start of a direction, as the iperf `--rpm`'s.
 #[cfg_attr(not(feature = "client"), allow(dead_code))]
-fn start_event(nq: &NqOptions, urls: &NqUrls, way: Way) -> Event {
+fn start_event(nq: &NqOptions, urls: &NqUrls, direction: Direction) -> Event {
     Event::Mode(ModeEvent::RpmStart(Box::new(RpmStart {
         host: urls.large.host.clone(),
         port: urls.large.port,
         method: format!(
             "RPM over HTTP/2 and TLS 1.3 (draft-ietf-ippm-responsiveness-09), {}",
-            way.name()
+            direction.name()
         ),
         interval_seconds: 1.0,
         mad: MAD,
@@ -592,7 +592,7 @@ fn end_event(w: &WayResult, idle: Option<&Idle>) -> Event {
         rpm: Some(rpm),
         class: Some(class(rpm).to_string()),
         confidence: w.confidence.to_string(),
-        direction: w.way.name().to_string(),
+        direction: w.direction.name().to_string(),
         goodput: w.throughput,
         flows: w.flows,
         idle_rpm: idle.filter(|i| i.latency_ms > 0.0).map(|i| 60000.0 / i.latency_ms),
@@ -618,9 +618,9 @@ fn run_inner(
     let url = parse_url(&nq.url)?;
     let mut urls: Option<NqUrls> = None;
     let mut idle_seen: Option<Idle> = None;
-    let mut current: Option<Way> = None;
-    let mut told = |t: Told<'_>| match t {
-        Told::Urls(u) => {
+    let mut current: Option<Direction> = None;
+    let mut told = |t: Progress<'_>| match t {
+        Progress::Urls(u) => {
             if !json && !stream {
                 out.write(&format!(
                     "Responsiveness test (draft-ietf-ippm-responsiveness, HTTP/2 over TLS 1.3) with {}: {}, each until stable or {} s, up to {} connections\n",
@@ -632,42 +632,42 @@ fn run_inner(
             }
             urls = Some(u.clone());
         }
-        Told::Idle(i) => idle_seen = Some(*i),
-        Told::Second(way, s) => {
+        Progress::Idle(i) => idle_seen = Some(*i),
+        Progress::Second(direction, s) => {
             if !json && !stream {
-                out.write(&second_text(way, s, fmt));
+                out.write(&second_text(direction, s, fmt));
             }
-            if current != Some(way)
+            if current != Some(direction)
                 && let Some(u) = &urls
             {
-                side.emit(start_event(nq, u, way));
-                current = Some(way);
+                side.emit(start_event(nq, u, direction));
+                current = Some(direction);
             }
             side.emit(interval_event(s));
         }
-        Told::Ended(w) => {
-            if current != Some(w.way)
+        Progress::Ended(w) => {
+            if current != Some(w.direction)
                 && let Some(u) = &urls
             {
-                side.emit(start_event(nq, u, w.way));
+                side.emit(start_event(nq, u, w.direction));
             }
             current = None;
             side.emit(end_event(w, idle_seen.as_ref()));
         }
     };
-    let (idle, ways) = network::measure(nq, &url, signal, &mut told)?;
+    let (idle, directions) = network::measure(nq, &url, signal, &mut told)?;
     if stream {
         return Ok(());
     }
     if json {
-        let doc = document(&url.text(), &idle, &ways);
+        let doc = document(&url.text(), &idle, &directions);
         out.write(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
     } else {
         let mut text = format!(
             "Idle latency: {:.3} ms, jitter {:.3} ms\n",
             idle.latency_ms, idle.jitter_ms
         );
-        for w in &ways {
+        for w in &directions {
             text += &result_text(w, fmt);
         }
         out.write(&text);

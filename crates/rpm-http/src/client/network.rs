@@ -14,8 +14,8 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
 
 use super::{
-    CONFIG_CAP, FLOWS_PER_STEP, Idle, Judge, Latencies, NqUrls, PROBE_ROUNDS_PER_SECOND, SMALL_CAP, Sample, Told, Url,
-    Verdict, Way, WayResult,
+    CONFIG_CAP, Direction, FLOWS_PER_STEP, Idle, Judge, Latencies, NqUrls, PROBE_ROUNDS_PER_SECOND, Progress,
+    SMALL_CAP, Sample, Url, Verdict, WayResult,
 };
 use wirespeed_core::config::NqOptions;
 use wirespeed_iperf::modes::rpm::MAD;
@@ -261,7 +261,7 @@ struct Load {
     driver: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
-fn add_load(ctx: &Ctx, t: &Target, way: Way, bytes: &Arc<AtomicU64>) -> Load {
+fn add_load(ctx: &Ctx, t: &Target, direction: Direction, bytes: &Arc<AtomicU64>) -> Load {
     let send = Arc::new(Mutex::new(None));
     let driver = Arc::new(Mutex::new(None));
     let (ctx, t, bytes, s2, d2) = (ctx.clone(), t.clone(), bytes.clone(), send.clone(), driver.clone());
@@ -273,9 +273,9 @@ fn add_load(ctx: &Ctx, t: &Target, way: Way, bytes: &Arc<AtomicU64>) -> Load {
         if let Ok(mut g) = d2.lock() {
             *g = Some(c.driver);
         }
-        match way {
-            Way::Download => download(c.send, t.url.clone(), bytes).await,
-            Way::Upload => upload(c.send, t.url.clone(), bytes).await,
+        match direction {
+            Direction::Download => download(c.send, t.url.clone(), bytes).await,
+            Direction::Upload => upload(c.send, t.url.clone(), bytes).await,
         }
     });
     Load { send, task, driver }
@@ -319,18 +319,18 @@ async fn own(send: SendRequest<Bytes>, small: Url) -> Res<Sample> {
 
 /// One direction: load ramped up until goodput and responsiveness are
 /// stable, or `-t`.
-async fn way(
+async fn direction(
     ctx: &Ctx,
     nq: &NqOptions,
     urls: &(Target, Target, Target),
-    way: Way,
+    direction: Direction,
     signal: &AtomicUsize,
-    tell: &mut dyn FnMut(Told<'_>),
+    tell: &mut dyn FnMut(Progress<'_>),
 ) -> Res<WayResult> {
     let (small, large, up) = urls;
-    let load_target = match way {
-        Way::Download => large,
-        Way::Upload => up,
+    let load_target = match direction {
+        Direction::Download => large,
+        Direction::Upload => up,
     };
     let bytes = Arc::new(AtomicU64::new(0));
     let samples: Arc<Mutex<Vec<(Instant, Sample)>>> = Arc::new(Mutex::new(Vec::new()));
@@ -346,7 +346,7 @@ async fn way(
         tick.tick().await;
         if round == 0 {
             for _ in 0..FLOWS_PER_STEP.min(nq.max_flows) {
-                loads.push(add_load(ctx, load_target, way, &bytes));
+                loads.push(add_load(ctx, load_target, direction, &bytes));
             }
         }
         round += 1;
@@ -365,7 +365,7 @@ async fn way(
             if lost > LOST_LOADS {
                 break Err(format!("{why} ({lost} load-generating connections lost)"));
             }
-            loads.push(add_load(ctx, load_target, way, &bytes));
+            loads.push(add_load(ctx, load_target, direction, &bytes));
         }
         // One probe round: a foreign probe and a self probe on the next
         // loaded connection that is open.
@@ -412,7 +412,7 @@ async fn way(
         });
         let verdict = judge.second(start.elapsed().as_secs_f64(), goodput, loads.len() as u32, lat);
         if let Some(s) = judge.seconds.last() {
-            tell(Told::Second(way, s));
+            tell(Progress::Second(direction, s));
         }
         if verdict == Verdict::Done {
             done = true;
@@ -420,7 +420,7 @@ async fn way(
         if done || start.elapsed() >= nq.time || signal.load(Relaxed) != 0 {
             break match lat {
                 Some(lat) => Ok(WayResult {
-                    way,
+                    direction,
                     throughput: judge.throughput(),
                     lat,
                     flows: loads.len() as u32,
@@ -434,7 +434,7 @@ async fn way(
         if verdict == Verdict::MoreLoad {
             let room = nq.max_flows.saturating_sub(loads.len() as u32);
             for _ in 0..FLOWS_PER_STEP.min(room) {
-                loads.push(add_load(ctx, load_target, way, &bytes));
+                loads.push(add_load(ctx, load_target, direction, &bytes));
             }
         }
     };
@@ -464,7 +464,7 @@ pub(super) fn measure(
     nq: &NqOptions,
     url: &Url,
     signal: &Arc<AtomicUsize>,
-    tell: &mut dyn FnMut(Told<'_>),
+    tell: &mut dyn FnMut(Progress<'_>),
 ) -> Res<(Idle, Vec<WayResult>)> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -476,22 +476,22 @@ pub(super) fn measure(
     };
     let r = rt.block_on(async {
         let urls = config(&ctx, url).await?;
-        tell(Told::Urls(&urls));
+        tell(Progress::Urls(&urls));
         let targets = (
             target(&urls.small).await?,
             target(&urls.large).await?,
             target(&urls.upload).await?,
         );
         let idle = idle(&ctx, &targets.0).await?;
-        tell(Told::Idle(&idle));
-        let mut ways = vec![way(&ctx, nq, &targets, Way::Download, signal, tell).await?];
-        tell(Told::Ended(&ways[0]));
+        tell(Progress::Idle(&idle));
+        let mut directions = vec![direction(&ctx, nq, &targets, Direction::Download, signal, tell).await?];
+        tell(Progress::Ended(&directions[0]));
         if !nq.download_only && signal.load(Relaxed) == 0 {
-            let up = way(&ctx, nq, &targets, Way::Upload, signal, tell).await?;
-            tell(Told::Ended(&up));
-            ways.push(up);
+            let up = direction(&ctx, nq, &targets, Direction::Upload, signal, tell).await?;
+            tell(Progress::Ended(&up));
+            directions.push(up);
         }
-        Ok((idle, ways))
+        Ok((idle, directions))
     });
     rt.shutdown_timeout(Duration::from_millis(200));
     r
