@@ -324,11 +324,9 @@ fn an_iperf2_server_is_watched_too() {
     let r = run(&wirespeed(), &["--iperf2", "-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let runs = || http(ui_port, "GET", &format!("/api/runs?token={t}"), &[], "").1;
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !runs().contains("\"done\"") {
-        assert!(std::time::Instant::now() < deadline, "{}", runs());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait::text("a done run in the history", common::wait::LONG, runs, |t| {
+        t.contains("\"done\"")
+    });
     assert!(runs().contains("TCP iperf 2 test from 127.0.0.1"), "{}", runs());
     // On a client it is refused, as iperf 2's other server options are.
     let r = run(&wirespeed(), &["--iperf2", "-c", "127.0.0.1", "--ui", "127.0.0.1:1"], T);

@@ -187,7 +187,7 @@ pub fn exited(pid: u32, timeout: Duration) {
 
 /// Whether every thread of process `pid` sleeps (state S: blocked in a
 /// system call, such as a server waiting for its next client).
-pub fn all_asleep(pid: u32) -> bool {
+pub fn all_waiting(pid: u32) -> bool {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return false;
     };
@@ -209,7 +209,7 @@ pub fn all_asleep(pid: u32) -> bool {
 pub fn blocked(p: &Proc, timeout: Duration) {
     let pid = p.pid();
     condition(format_args!("every thread of pid {pid} to block"), timeout, || {
-        all_asleep(pid)
+        all_waiting(pid)
     })
 }
 

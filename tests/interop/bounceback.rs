@@ -111,7 +111,17 @@ fn the_real_client_bounces_off_our_iperf2_server() {
         stop_server(srv);
         return;
     };
-    std::thread::sleep(Duration::from_millis(300));
+    // The server's total (after its one-second intervals).
+    wait::text(
+        "the server's total",
+        wait::LONG,
+        || srv.out(),
+        |t| {
+            t.lines().any(|l| {
+                l.starts_with("[  1] 0.0000-") && !l.starts_with("[  1] 0.0000-1.0000") && l.contains("KBytes")
+            })
+        },
+    );
     let srv_out = stop_server(srv);
     ok(&r);
     default_bursts(&r.stdout);

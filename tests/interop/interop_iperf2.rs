@@ -12,13 +12,27 @@ use std::time::Duration;
 const T: Duration = Duration::from_secs(30);
 
 /// Runs `server -s sargs` and `client -c cargs`; returns the client's run
-/// and the server's stdout.
-fn pair(server: Iperf2, sargs: &str, client: Iperf2, cargs: &str) -> Option<(Ran, String)> {
+/// and the server's stdout, once the server has printed its report of the
+/// test: every line of `done` (a CSV server: as many totals as the client).
+fn pair(server: Iperf2, sargs: &str, client: Iperf2, cargs: &str, done: &[&str]) -> Option<(Ran, String)> {
     let port = free_port();
     let extra: Vec<&str> = sargs.split_whitespace().collect();
     let srv = iperf2_server(server, port, &extra)?;
     let r = iperf2_client(client, port, cargs, T)?;
-    std::thread::sleep(Duration::from_millis(400));
+    if r.code == Some(0) {
+        if sargs.contains("-y C") {
+            let want = csv_totals(&r.stdout).len();
+            wait::text(
+                format_args!("{want} CSV totals from the server"),
+                wait::LONG,
+                || srv.out(),
+                |t| csv_totals(t).len() >= want,
+            );
+        }
+        for d in done {
+            wait::stdout_has(&srv, d, wait::LONG);
+        }
+    }
     Some((r, stop_server(srv)))
 }
 
@@ -49,7 +63,7 @@ fn csv_totals(out: &str) -> Vec<u64> {
 #[test]
 fn tcp_totals_agree_to_the_byte_both_ways() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "-y C", c, "-t 1 -y C") else {
+        let Some((r, srv)) = pair(s, "-y C", c, "-t 1 -y C", &[]) else {
             return;
         };
         ok(&r);
@@ -63,7 +77,13 @@ fn tcp_totals_agree_to_the_byte_both_ways() {
 #[test]
 fn parallel_flows_have_sum_lines() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "-i 0.5", c, "-t 1 -P 3 -i 0.5") else {
+        let Some((r, srv)) = pair(
+            s,
+            "-i 0.5",
+            c,
+            "-t 1 -P 3 -i 0.5",
+            &["[SUM] 0.0000-0.5000 sec", "[  3] local 127.0.0.1"],
+        ) else {
             return;
         };
         ok(&r);
@@ -79,7 +99,7 @@ fn parallel_flows_have_sum_lines() {
 #[test]
 fn half_second_intervals_with_four_decimals() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "-i 0.5", c, "-t 1 -i 0.5") else {
+        let Some((r, srv)) = pair(s, "-i 0.5", c, "-t 1 -i 0.5", &["[  1] 0.5000-"]) else {
             return;
         };
         ok(&r);
@@ -105,7 +125,7 @@ fn half_second_intervals_with_four_decimals() {
 #[test]
 fn enhanced_reports_show_writes_reads_and_peer_version() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "-e", c, "-t 1 -e") else {
+        let Some((r, srv)) = pair(s, "-e", c, "-t 1 -e", &["[  1] 0.0000-"]) else {
             return;
         };
         ok(&r);
@@ -127,7 +147,7 @@ fn enhanced_reports_show_writes_reads_and_peer_version() {
 #[test]
 fn reverse_totals_agree() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "-y C", c, "-t 1 -R -y C") else {
+        let Some((r, srv)) = pair(s, "-y C", c, "-t 1 -R -y C", &[]) else {
             return;
         };
         ok(&r);
@@ -137,7 +157,7 @@ fn reverse_totals_agree() {
         assert_eq!(a, b, "{s:?} server, {c:?} client:\n{}\n{srv}", r.stdout);
     }
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "", c, "-t 1 -R") else {
+        let Some((r, srv)) = pair(s, "", c, "-t 1 -R", &[" 0.0000-"]) else {
             return;
         };
         ok(&r);
@@ -150,7 +170,7 @@ fn reverse_totals_agree() {
 #[test]
 fn full_duplex_uses_one_socket_both_ways() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "", c, "-t 1 --full-duplex") else {
+        let Some((r, srv)) = pair(s, "", c, "-t 1 --full-duplex", &["[SUM] 0.0000-"]) else {
             return;
         };
         ok(&r);
@@ -168,7 +188,13 @@ fn full_duplex_uses_one_socket_both_ways() {
 fn dual_test_connects_back_to_the_listen_port() {
     for (s, c) in BOTH {
         let l = free_port().to_string();
-        let Some((r, srv)) = pair(s, "", c, &format!("-t 1 -d -L {l}")) else {
+        let Some((r, srv)) = pair(
+            s,
+            "",
+            c,
+            &format!("-t 1 -d -L {l}"),
+            &["[ *2] 0.0000-", "[SUM] 0.0000-"],
+        ) else {
             return;
         };
         ok(&r);
@@ -195,7 +221,7 @@ fn dual_test_connects_back_to_the_listen_port() {
 fn tradeoff_connects_back_after_the_client_is_done() {
     for (s, c) in BOTH {
         let l = free_port().to_string();
-        let Some((r, srv)) = pair(s, "", c, &format!("-t 1 -r -L {l}")) else {
+        let Some((r, srv)) = pair(s, "", c, &format!("-t 1 -r -L {l}"), &["[ *2] 0.0000-"]) else {
             return;
         };
         ok(&r);
@@ -225,7 +251,7 @@ fn tradeoff_connects_back_after_the_client_is_done() {
 #[test]
 fn trip_times_give_the_server_burst_latency() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "", c, "-t 1 --trip-times") else {
+        let Some((r, srv)) = pair(s, "", c, "-t 1 --trip-times", &["/131072) "]) else {
             return;
         };
         ok(&r);
@@ -243,7 +269,7 @@ fn trip_times_give_the_server_burst_latency() {
     // Reverse: the server stamps, after a header of its own; the client
     // reports the latency.
     for (s, c) in BOTH {
-        let Some((r, _)) = pair(s, "", c, "-t 1 -R --trip-times") else {
+        let Some((r, _)) = pair(s, "", c, "-t 1 -R --trip-times", &[]) else {
             return;
         };
         ok(&r);
@@ -261,7 +287,7 @@ fn peer_detect_with_trip_times_prints_the_clock_check() {
     // Our client against both servers (2.1.8's own client writes this line
     // without a newline when its stdout is a pipe, so it is not checked).
     for (s, c) in [(Iperf2::Real, Iperf2::Ours), (Iperf2::Ours, Iperf2::Ours)] {
-        let Some((r, _)) = pair(s, "", c, "-t 0.5 -X --trip-times -e") else {
+        let Some((r, _)) = pair(s, "", c, "-t 0.5 -X --trip-times -e", &[]) else {
             return;
         };
         ok(&r);
@@ -275,7 +301,7 @@ fn peer_detect_with_trip_times_prints_the_clock_check() {
 
 #[test]
 fn byte_counts_are_exact_between_wirespeed_ends() {
-    let Some((r, srv)) = pair(Iperf2::Ours, "-y C", Iperf2::Ours, "-n 3000000 -y C -P 2") else {
+    let Some((r, srv)) = pair(Iperf2::Ours, "-y C", Iperf2::Ours, "-n 3000000 -y C -P 2", &[]) else {
         return;
     };
     ok(&r);
@@ -304,7 +330,7 @@ fn default_server_serves_iperf2_and_iperf3_clients_on_one_port() {
     let r3 = run(&iperf3, &["-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
     assert_eq!(r3.code, Some(0), "{}\n{}", r3.stdout, r3.stderr);
     assert!(r3.stdout.contains("receiver"), "{}", r3.stdout);
-    std::thread::sleep(Duration::from_millis(300));
+    wait::stdout_has(&srv, "[  1] 0.0000-", wait::LONG);
     drop((bad, stall));
     let out = stop_server(srv);
     assert!(has(&out, "[  1] local 127.0.0.1 port"), "{out}");
@@ -357,10 +383,9 @@ fn server_exits_after_p_connections_and_serves_only_its_client() {
     let srv = iperf2_server(Iperf2::Ours, port, &["-P", "1", "-c", "127.0.0.2"]).unwrap();
     // 127.0.0.1 is not the allowed client: dropped.
     let r = iperf2_client(Iperf2::Ours, port, "-t 0.5", T).unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    let out = wait::stdout_has(&srv, "(client not allowed)", wait::LONG);
     let mut srv = srv;
     assert!(srv.running(), "a refused client does not count");
-    let out = srv.out();
     assert!(has(&out, "(client not allowed)"), "{out}\n{}", r.stdout);
     drop(srv);
     let srv = iperf2_server(Iperf2::Ours, port, &["-P", "1"]).unwrap();
@@ -378,7 +403,7 @@ fn server_exits_after_p_connections_and_serves_only_its_client() {
 #[test]
 fn byte_mode_is_per_flow_with_real_peers() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "-y C", c, "-n 2M -P 2 -y C") else {
+        let Some((r, srv)) = pair(s, "-y C", c, "-n 2M -P 2 -y C", &[]) else {
             return;
         };
         ok(&r);
@@ -395,13 +420,13 @@ fn byte_mode_is_per_flow_with_real_peers() {
 
 #[test]
 fn reverse_and_full_duplex_byte_counts_between_wirespeed_ends() {
-    let Some((r, srv)) = pair(Iperf2::Ours, "-y C", Iperf2::Ours, "-n 1M -R -y C") else {
+    let Some((r, srv)) = pair(Iperf2::Ours, "-y C", Iperf2::Ours, "-n 1M -R -y C", &[]) else {
         return;
     };
     ok(&r);
     assert_eq!(csv_totals(&r.stdout), vec![1 << 20], "{}", r.stdout);
     assert_eq!(csv_totals(&srv), vec![1 << 20], "{srv}");
-    let Some((r, srv)) = pair(Iperf2::Ours, "-y C", Iperf2::Ours, "-n 1M --full-duplex -y C") else {
+    let Some((r, srv)) = pair(Iperf2::Ours, "-y C", Iperf2::Ours, "-n 1M --full-duplex -y C", &[]) else {
         return;
     };
     ok(&r);

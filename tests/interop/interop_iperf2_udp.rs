@@ -11,7 +11,7 @@ use crate::common;
 use crate::common::netns;
 
 use common::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const T: Duration = Duration::from_secs(30);
 
@@ -29,24 +29,23 @@ fn bound_in(table: &str, port: u16) -> bool {
 /// Waits until a UDP socket is bound to `port` (by reading /proc, in
 /// network namespace `ns` if given).
 fn wait_udp_bound_in(ns: Option<&str>, port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        for f in ["/proc/net/udp", "/proc/net/udp6"] {
-            let table = match ns {
-                None => std::fs::read_to_string(f).unwrap_or_default(),
-                Some(n) => std::process::Command::new("ip")
-                    .args(["netns", "exec", n, "cat", f])
-                    .output()
-                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                    .unwrap_or_default(),
-            };
-            if bound_in(&table, port) {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("nothing is bound to UDP port {port}");
+    wait::condition(
+        format_args!("a UDP socket on port {port} (netns {ns:?})"),
+        wait::LONG,
+        || {
+            ["/proc/net/udp", "/proc/net/udp6"].iter().any(|f| {
+                let table = match ns {
+                    None => std::fs::read_to_string(f).unwrap_or_default(),
+                    Some(n) => std::process::Command::new("ip")
+                        .args(["netns", "exec", n, "cat", f])
+                        .output()
+                        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                        .unwrap_or_default(),
+                };
+                bound_in(&table, port)
+            })
+        },
+    );
 }
 
 fn wait_udp_bound(port: u16) {
@@ -68,14 +67,33 @@ fn udp_server(who: Iperf2, port: u16, extra: &str) -> Option<Proc> {
 }
 
 /// Runs `server -s -u sargs` and `client -c -u cargs`; returns the client's
-/// run and the server's stdout.
-fn pair(server: Iperf2, sargs: &str, client: Iperf2, cargs: &str) -> Option<(Ran, String)> {
+/// run and the server's stdout once `done` holds of it (the server prints
+/// its last lines after it answered the FIN).
+fn pair(server: Iperf2, sargs: &str, client: Iperf2, cargs: &str, done: Done) -> Option<(Ran, String)> {
     let port = free_port();
     let srv = udp_server(server, port, sargs)?;
     let r = iperf2_client(client, port, &format!("-u {cargs}"), T)?;
-    // The server prints its last lines after it answered the FIN.
-    std::thread::sleep(Duration::from_millis(600));
+    if r.code == Some(0) {
+        wait::text("the server's report of the test", wait::LONG, || srv.out(), done);
+    }
     Some((r, stop_server(srv)))
+}
+
+/// What the server's output must show before it is stopped.
+type Done = fn(&str) -> bool;
+
+/// A whole-test total (not the first of `-i 0.5` intervals).
+fn total_line(t: &str) -> bool {
+    t.lines()
+        .any(|l| l.contains(" 0.0000-") && !l.contains(" 0.0000-0.5000 "))
+}
+
+/// A CSV whole-test total.
+fn csv_total(t: &str) -> bool {
+    t.lines().any(|l| {
+        let f: Vec<&str> = l.split(',').collect();
+        f.len() > 7 && f[6].starts_with("0.0-") && !f[6].starts_with("0.0-0.5")
+    })
 }
 
 fn has(out: &str, needle: &str) -> bool {
@@ -116,7 +134,9 @@ fn relayed(out: &str) -> Vec<String> {
 #[test]
 fn the_server_report_reaches_the_client_both_ways() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "", c, "-t 1") else { return };
+        let Some((r, srv)) = pair(s, "", c, "-t 1", |t| t.contains("[  1] 0.0000-")) else {
+            return;
+        };
         ok(&r);
         let ctx = format!("{s:?} server, {c:?} client:\n{}\n{srv}", r.stdout);
         assert!(
@@ -142,7 +162,7 @@ fn the_server_report_reaches_the_client_both_ways() {
 #[test]
 fn csv_rows_have_udp_columns_and_the_ends_agree() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "-y C -i 0.5", c, "-t 1 -y C -i 0.5") else {
+        let Some((r, srv)) = pair(s, "-y C -i 0.5", c, "-t 1 -y C -i 0.5", csv_total) else {
             return;
         };
         ok(&r);
@@ -188,7 +208,7 @@ fn csv_rows_have_udp_columns_and_the_ends_agree() {
 #[test]
 fn enhanced_reports_show_latency_pps_and_inp() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "-e -i 0.5", c, "-t 1 -e -b 100pps -i 0.5") else {
+        let Some((r, srv)) = pair(s, "-e -i 0.5", c, "-t 1 -e -b 100pps -i 0.5", total_line) else {
             return;
         };
         ok(&r);
@@ -219,7 +239,7 @@ fn an_enhanced_client_prints_a_plain_servers_report_plainly() {
         (Iperf2::Real, Iperf2::Real),
     ];
     for (s, c) in pairs {
-        let Some((r, srv)) = pair(s, "", c, "-t 1 -e") else {
+        let Some((r, srv)) = pair(s, "", c, "-t 1 -e", total_line) else {
             return;
         };
         ok(&r);
@@ -239,7 +259,7 @@ fn an_enhanced_client_prints_a_plain_servers_report_plainly() {
         assert!(loss_of(&rep[0]).is_some(), "{ctx}");
         assert!(!rep[0].contains("pps") && !rep[0].contains("NAN"), "{ctx}");
         // With --trip-times the report carries latency: the enhanced layout.
-        let Some((r, srv)) = pair(s, "", c, "-t 1 -e --trip-times") else {
+        let Some((r, srv)) = pair(s, "", c, "-t 1 -e --trip-times", total_line) else {
             return;
         };
         ok(&r);
@@ -253,7 +273,10 @@ fn an_enhanced_client_prints_a_plain_servers_report_plainly() {
 #[test]
 fn parallel_flows_have_sum_lines_and_reports_each() {
     for (s, c) in BOTH {
-        let Some((r, srv)) = pair(s, "-i 0.5", c, "-t 1 -P 2 -i 0.5") else {
+        let Some((r, srv)) = pair(s, "-i 0.5", c, "-t 1 -P 2 -i 0.5", |t| {
+            t.lines()
+                .any(|l| l.starts_with("[SUM] 0.0000-") && !l.contains("0.0000-0.5000 "))
+        }) else {
             return;
         };
         ok(&r);
@@ -274,7 +297,9 @@ fn dual_and_tradeoff_connect_back_on_l() {
     for (s, c) in BOTH {
         for mode in ["-d", "-r"] {
             let l = free_port();
-            let Some((r, srv)) = pair(s, "", c, &format!("-t 1 {mode} -L {l}")) else {
+            let Some((r, srv)) = pair(s, "", c, &format!("-t 1 {mode} -L {l}"), |t| {
+                t.contains("[ *2] local 127.0.0.1") && t.contains("Server Report:")
+            }) else {
                 return;
             };
             ok(&r);
@@ -303,7 +328,9 @@ fn dual_and_tradeoff_connect_back_on_l() {
 fn reverse_and_full_duplex_use_one_socket() {
     for (s, c) in BOTH {
         for mode in ["-R", "--full-duplex"] {
-            let Some((r, srv)) = pair(s, "", c, &format!("-t 1 {mode}")) else {
+            let Some((r, srv)) = pair(s, "", c, &format!("-t 1 {mode}"), |t| {
+                t.contains("Sent ") && t.contains("(no-udp-fin)")
+            }) else {
                 return;
             };
             ok(&r);
@@ -329,6 +356,7 @@ fn trip_times_give_histograms_and_latency_to_the_server() {
         "--histograms -i 0.5",
         Iperf2::Real,
         "-t 1 -b 2m --trip-times -i 0.5",
+        |t| t.contains("T8(f)-PDF: bin(w=100us):cnt("),
     ) else {
         return;
     };
@@ -347,7 +375,7 @@ fn trip_times_give_histograms_and_latency_to_the_server() {
     let port = free_port();
     let srv = iperf2_server(Iperf2::Ours, port, &["-e", "--histograms=1m,50", "-t", "20"]).unwrap();
     let r = iperf2_client(Iperf2::Ours, port, "-t 1 -b 10m -l 10K --trip-times", T).unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    wait::stdout_has(&srv, "F8(f)-PDF: bin(w=1ms):cnt(", wait::LONG);
     let srv = stop_server(srv);
     ok(&r);
     assert!(has(&srv, "F8(f)-PDF: bin(w=1ms):cnt("), "{srv}");
@@ -360,7 +388,8 @@ fn iperf2_udp_clients_are_served_on_the_iperf3_port() {
     let srv = wirespeed_server(port, &[]);
     let ps = port.to_string();
     let r = run(&iperf, &["-c", "127.0.0.1", "-p", &ps, "-u", "-t", "1"], T);
-    std::thread::sleep(Duration::from_millis(400));
+    // (The server's lines are context for a failure only: the client's
+    // relayed report is what is held to account.)
     let out = stop_server(srv);
     ok(&r);
     let rep = relayed(&r.stdout);
@@ -383,7 +412,7 @@ fn a_single_udp_server_serves_one_client_and_refuses_the_rest() {
         return;
     };
     let r = iperf2_client(Iperf2::Ours, port, "-u -t 1 -P 2", T).unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    wait::stdout_has(&srv, " 0.0000-", wait::LONG);
     let out = stop_server(srv);
     ok(&r);
     assert!(has(&out, "WARN: Suggested to use lower case -u instead of -U"), "{out}");
@@ -449,7 +478,7 @@ fn a_closed_port_is_told_on_stderr_as_2_1_8_tells_it() {
 #[test]
 fn byte_counts_and_packet_rates() {
     // -n: the flow ends after that many bytes (whole datagrams).
-    let Some((r, _)) = pair(Iperf2::Ours, "", Iperf2::Ours, "-n 100K -b 10m -y C") else {
+    let Some((r, _)) = pair(Iperf2::Ours, "", Iperf2::Ours, "-n 100K -b 10m -y C", |_| true) else {
         return;
     };
     ok(&r);
@@ -458,7 +487,7 @@ fn byte_counts_and_packet_rates() {
     // 70 datagrams carry 100 KiB, the FIN one more.
     assert_eq!(bytes, 71 * 1470, "{row}");
     // pps: the datagrams sent are the rate asked.
-    let Some((r, _)) = pair(Iperf2::Ours, "", Iperf2::Ours, "-t 1 -b 200pps") else {
+    let Some((r, _)) = pair(Iperf2::Ours, "", Iperf2::Ours, "-t 1 -b 200pps", |_| true) else {
         return;
     };
     ok(&r);

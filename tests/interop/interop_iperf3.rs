@@ -19,7 +19,9 @@ fn ours_to_iperf3(args: &str) -> Option<(Ran, String)> {
     let mut a = vec!["-c", "127.0.0.1", "-p", &p];
     a.extend(args.split_whitespace());
     let r = run(&wirespeed(), &a, T);
-    std::thread::sleep(Duration::from_millis(200));
+    if r.code == Some(0) {
+        wait_test_done(&srv, 1);
+    }
     let server_out = srv.out();
     srv.signal(15);
     srv.wait(Duration::from_secs(5));
@@ -35,7 +37,9 @@ fn iperf3_to_ours(args: &str) -> Option<(Ran, String)> {
     let mut a = vec!["-c", "127.0.0.1", "-p", &p];
     a.extend(args.split_whitespace());
     let r = run(&iperf3, &a, T);
-    std::thread::sleep(Duration::from_millis(300));
+    if r.code == Some(0) {
+        wait_test_done(&srv, 1);
+    }
     let server_out = srv.out();
     srv.signal(15);
     srv.wait(Duration::from_secs(5));

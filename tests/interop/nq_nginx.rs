@@ -128,14 +128,11 @@ fn nginx(bin: &Path) -> Option<Nginx> {
     let g = format!("daemon off; pid {d}/nginx.pid; error_log stderr;");
     let conf_path = format!("{d}/nginx.conf");
     let proc = Proc::spawn(&bin.to_path_buf(), &["-p", &d, "-c", &conf_path, "-g", &g]);
-    // Ready once it answers the configuration.
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(Nginx { proc, dir, port });
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    // Ready once it listens on the configured port.
+    if common::wait::within(Duration::from_secs(5), || common::wait::tcp_listens(port).then_some(())).is_none() {
+        panic!("nginx did not start: {}", proc.err());
     }
-    panic!("nginx did not start: {}", proc.err());
+    Some(Nginx { proc, dir, port })
 }
 
 /// Runs wirespeed; its exit code, stdout and stderr.

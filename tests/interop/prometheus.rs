@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Iperf2, Proc, free_port, iperf2_server, iperf3_server, peer, wirespeed, wirespeed_server};
 use serde_json::Value;
@@ -160,21 +160,24 @@ fn prometheus_scrapes_the_exporter_across_servers_of_both_dialects() {
         ],
     );
 
-    // Every job's first scrape is in within two intervals; give it four,
-    // then keep looking until every job has been up where it should be.
-    let deadline = Instant::now() + Duration::from_secs(40);
+    // Prometheus answers queries once it is ready.
+    common::wait::tcp_listening(prom_port, Duration::from_secs(30));
+    common::wait::text(
+        "Prometheus to be ready",
+        Duration::from_secs(30),
+        || common::http_get(prom_port, "/-/ready", &[]).0,
+        |status| status.contains(" 200 "),
+    );
+    // Keep looking until every job has been up where it should be.
     let want_up = ["ws_tcp", "ws_tcp_again", "ws_udp_reverse", "iperf3", "iperf2"];
     let mut up = Vec::new();
     let mut scheduled = Vec::new();
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_secs(2));
+    common::wait::within(Duration::from_secs(40), || {
         up = values(prom_port, "max_over_time(iperf3_up[1m])");
         scheduled = values(prom_port, "wirespeed_schedule_received_bits_per_second");
         let has = |j: &str| up.iter().any(|(n, v)| n == j && *v == 1.0);
-        if want_up.iter().all(|j| has(j)) && up.iter().any(|(n, _)| n == "closed") && !scheduled.is_empty() {
-            break;
-        }
-    }
+        (want_up.iter().all(|j| has(j)) && up.iter().any(|(n, _)| n == "closed") && !scheduled.is_empty()).then_some(())
+    });
     let schedule_up = values(prom_port, "wirespeed_schedule_up");
     let sent = values(prom_port, "iperf3_sent_bytes");
     let received = values(prom_port, "iperf3_received_bytes");

@@ -261,9 +261,10 @@ fn an_outage_shorter_than_tcps_timeout_is_ridden_out_and_shown() {
     let mut srv = p.spawn_b(&ws, &["-s", "-1"]);
     assert!(srv.wait_for_line("Server listening", Duration::from_secs(10)));
     let mut cli = p.spawn_a(&ws, &["-c", &p.addr_b, "-C", "cubic", "-t", "8", "-i", "1", "-J"]);
-    std::thread::sleep(Duration::from_secs(3));
+    // The scenario is timed: 3 s of test, a 3 s outage, the rest.
+    common::wait::pause(Duration::from_secs(3));
     p.down("both");
-    std::thread::sleep(Duration::from_secs(3));
+    common::wait::pause(Duration::from_secs(3));
     p.up("both");
     let st = cli.wait(Duration::from_secs(60)).expect("the client ends");
     let _ = srv.wait(Duration::from_secs(20));
@@ -294,7 +295,8 @@ fn a_path_that_dies_ends_each_end_with_one_clear_line() {
     assert!(srv.wait_for_line("Server listening", Duration::from_secs(10)));
     let t0 = Instant::now();
     let mut cli = p.spawn_a(&ws, &["-c", &p.addr_b, "-t", "3", "-i", "1", "-J"]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Mid-test: the server has reported its first second.
+    common::wait::stdout_has(&srv, "0.00-1.00", Duration::from_secs(20));
     p.down("both");
     // The server gives up first (its grace past the test's time is
     // shorter than the client's wait for an answer).
@@ -494,14 +496,26 @@ fn iperf2_pair(path: &Path, server: &[&str], client: &[&str], args: &[&str]) -> 
         sa.push("-u");
     }
     let mut srv = path.spawn_b(std::path::Path::new(sprog), &sa);
-    std::thread::sleep(Duration::from_millis(700));
+    common::wait::child_listening(&srv, 5001, args.contains(&"-u"), common::wait::LONG);
     let (cprog, cargs) = client.split_first().unwrap();
     let mut ca: Vec<&str> = cargs.to_vec();
     ca.extend(["-c", &path.addr_b, "-y", "C"]);
     ca.extend_from_slice(args);
     let r = path.run_a(std::path::Path::new(cprog), &ca, Duration::from_secs(60));
-    // The server reports a flow when it ends; give it a moment.
-    std::thread::sleep(Duration::from_millis(1500));
+    // The server reports a flow when it ends: every flow the client
+    // reported.
+    let flows: Vec<(String, String)> = csv_flows(&r.stdout).into_iter().map(|(e, _)| e).collect();
+    if r.code == Some(0) {
+        common::wait::text(
+            "the server's report of every flow",
+            Duration::from_secs(20),
+            || srv.out(),
+            |t| {
+                let s = csv_flows(t);
+                flows.iter().all(|e| s.iter().any(|(f, _)| f == e))
+            },
+        );
+    }
     srv.signal(15);
     let _ = srv.wait(Duration::from_secs(10));
     (

@@ -366,11 +366,12 @@ fn the_windows_build_under_wine() {
     wait_listening(ui);
     let r = run(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "1"], T);
     assert_eq!(r.code, Some(0), "a test of the watched server: {}", r.stderr);
-    let deadline = std::time::Instant::now() + T;
-    while !ui_history(ui).contains("\"done\"") {
-        assert!(std::time::Instant::now() < deadline, "{}", ui_history(ui));
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    common::wait::text(
+        "a done run in the history",
+        T,
+        || ui_history(ui),
+        |t| t.contains("\"done\""),
+    );
     drop(server);
     let server = w.spawn(&["-s", "-p", &p, "--ui", &listen]);
     wait_listening(ui);
