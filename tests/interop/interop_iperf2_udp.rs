@@ -441,7 +441,7 @@ fn a_closed_port_is_told_on_stderr_as_2_1_8_tells_it() {
         let mut seen = Vec::new();
         for who in [Iperf2::Real, Iperf2::Ours] {
             let port = free_port();
-            let started = Instant::now();
+            let started = std::time::Instant::now();
             let Some(r) = iperf2_client(who, port, args, T) else {
                 continue;
             };

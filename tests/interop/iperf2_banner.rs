@@ -55,7 +55,8 @@ fn banners(who: Iperf2, sargs: &str, cargs: &str) -> Option<(Vec<String>, Vec<St
     let extra: Vec<&str> = sargs.split_whitespace().collect();
     let srv = iperf2_server(who, port, &extra)?;
     let r = iperf2_client(who, port, cargs, T)?;
-    std::thread::sleep(Duration::from_millis(300));
+    // The banner is printed before the server accepts; stopping the server
+    // (SIGTERM, then its exit) flushes whatever it still holds.
     let sout = stop_server(srv);
     assert_eq!(r.code, Some(0), "{who:?} -c {cargs}:\n{}{}", r.stdout, r.stderr);
     Some((size_lines(&sout), size_lines(&r.stdout)))
