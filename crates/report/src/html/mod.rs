@@ -20,9 +20,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::document::StreamEvent;
+
 pub use sink::HtmlSink;
 
-use crate::document::StreamEvent;
 use wirespeed_proto::error::{Code, Error};
 
 /// Largest JSON input `wirespeed report` reads.
