@@ -4,6 +4,7 @@
 //! [`Event`]s into text on an [`Output`]. A [`Reporter`] fans events out to
 //! the sinks a configuration asks for.
 
+pub mod document;
 pub mod html;
 pub mod iperf2;
 pub mod iperf3;

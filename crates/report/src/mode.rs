@@ -8,6 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Output, Sink};
+use crate::document::{self, StreamEvent};
 use wirespeed_core::config::TestConfig;
 use wirespeed_core::events::{
     Event, LossFloor, ModeEvent, Probe, RpmEnd, RpmInterval, RpmStart, SearchEnd, SearchStart,
@@ -433,9 +434,9 @@ impl Sink for ModeText {
 /// and `end`, or the search's settings with its `probes` and `result` (or
 /// `error`).
 pub(crate) fn document_from_stream(events: &[Value]) -> Option<Value> {
-    let name = |e: &Value| e.get("event").and_then(Value::as_str).map(str::to_string);
+    let name = |e: &Value| StreamEvent::name_of(e).map(str::to_string);
     let first = events.iter().find_map(name)?;
-    let data = |e: &Value| e.get("data").cloned().unwrap_or(Value::Null);
+    let data = |e: &Value| StreamEvent::from_value(e).map_or(Value::Null, |e| e.data);
     match first.as_str() {
         "rpm_start" => {
             let mut d = json!({"intervals": []});
@@ -467,8 +468,9 @@ pub(crate) fn document_from_stream(events: &[Value]) -> Option<Value> {
                 match name(e).as_deref() {
                     Some("probe") => probes.push(data(e)),
                     Some("loss_floor") => {
-                        if let Some(f) = data(e).get("loss_floor_percent") {
-                            search.insert("loss_floor_percent".into(), f.clone());
+                        let floor = StreamEvent::from_value(e).and_then(|e| e.data_as::<document::LossFloor>());
+                        if let Some(f) = floor.and_then(|f| f.loss_floor_percent) {
+                            search.insert("loss_floor_percent".into(), f.into());
                         }
                     }
                     Some("search_end") => {

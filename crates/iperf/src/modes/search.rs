@@ -824,8 +824,8 @@ fn received(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
     use wirespeed_report::Output;
+    use wirespeed_report::document as doc;
 
     /// Datagram length and probe time of the synthetic paths.
     const LEN: f64 = 1448.0;
@@ -1315,59 +1315,67 @@ mod tests {
         assert!(text.contains("\nHighest rate with loss <= 0.1%: 4"), "{text}");
     }
 
+    /// The search's part of a `-J` document.
+    fn search_of(text: &str) -> doc::Search {
+        match doc::Document::parse(text) {
+            Ok(doc::Document::Search(d)) => d.search.unwrap_or_default(),
+            other => panic!("not a search's document: {other:?}"),
+        }
+    }
+
     #[test]
     fn the_json_document_has_the_floor_and_the_final_verdicts() {
         let (text, r) = drive(random_and_congestion(0.01, 49e6), true, false);
         assert!(r.is_ok(), "{text}");
-        let v: Value = serde_json::from_str(&text).unwrap();
-        let s = &v["search"];
-        let floor = s["result"]["loss_floor_percent"].as_f64().unwrap();
+        let s = search_of(&text);
+        let result = s.result.unwrap();
+        let floor = result.loss_floor_percent.unwrap();
         assert!((0.7..=1.3).contains(&floor), "{floor}");
-        let answer = s["result"]["bits_per_second"].as_f64().unwrap();
+        let answer = result.bits_per_second.unwrap();
         assert!((answer / 49e6 - 1.0).abs() <= 2.0 * RESOLUTION, "{answer}");
-        assert_eq!(s["result"]["finish"], "converged");
-        let probes = s["probes"].as_array().unwrap();
-        assert!(probes.iter().any(|p| p["floor_check"] == true));
+        assert_eq!(result.finish.as_deref(), Some("converged"));
+        let probes = &s.probes;
+        assert!(probes.iter().any(|p| p.floor_check == Some(true)));
         // Judged against the floor in the end: every probe that lost about
         // 1 % is ok, including those run before the floor was known.
         for p in probes {
-            let lost = p["lost_percent"].as_f64().unwrap();
+            let lost = p.lost_percent.unwrap();
             if lost <= 1.2 {
-                assert_eq!(p["ok"], true, "{p}");
+                assert_eq!(p.ok, Some(true), "{p:?}");
             }
         }
         assert!(
             probes
                 .iter()
-                .any(|p| p["ok"] == true && p["bits_per_second"].as_f64() == Some(answer))
+                .any(|p| p.ok == Some(true) && p.bits_per_second == Some(answer))
         );
         let (text, _) = drive(congestion(49e6), true, false);
-        let v: Value = serde_json::from_str(&text).unwrap();
-        assert!(v["search"]["result"]["loss_floor_percent"].is_null(), "{text}");
+        let s = search_of(&text);
+        assert_eq!(s.result.unwrap().loss_floor_percent, None, "{text}");
     }
 
     #[test]
     fn the_json_stream_has_an_event_for_the_floor_and_it_in_the_end() {
         let (text, r) = drive(random_and_congestion(0.01, 49e6), false, true);
         assert!(r.is_ok(), "{text}");
-        let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+        let events: Vec<doc::StreamEvent> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
         assert_eq!(names.first(), Some(&"search_start"));
         assert_eq!(names.last(), Some(&"search_end"));
         assert_eq!(names.iter().filter(|n| **n == "loss_floor").count(), 1, "{text}");
-        let found = &events[names.iter().position(|n| *n == "loss_floor").unwrap()]["data"];
-        assert!(found["loss_floor_percent"].as_f64().unwrap() > 0.0);
-        assert!(found["packets"].as_i64().unwrap() > 0);
-        assert!(found["up_to_bits_per_second"].as_u64().unwrap() > 0);
-        let end = &events.last().unwrap()["data"];
-        assert!(
-            (0.7..=1.3).contains(&end["loss_floor_percent"].as_f64().unwrap()),
-            "{end}"
-        );
+        let found: doc::LossFloor = events[names.iter().position(|n| *n == "loss_floor").unwrap()]
+            .data_as()
+            .unwrap();
+        assert!(found.loss_floor_percent.unwrap() > 0.0);
+        assert!(found.packets.unwrap() > 0);
+        assert!(found.up_to_bits_per_second.unwrap() > 0.0);
+        let end: doc::SearchResult = events.last().unwrap().data_as().unwrap();
+        assert!((0.7..=1.3).contains(&end.loss_floor_percent.unwrap()), "{end:?}");
         let (text, _) = drive(congestion(49e6), false, true);
         assert!(!text.contains("\"loss_floor\""), "{text}");
-        let end: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-        assert!(end["data"]["loss_floor_percent"].is_null(), "{end}");
+        let end: doc::StreamEvent = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        let end: doc::SearchResult = end.data_as().unwrap();
+        assert_eq!(end.loss_floor_percent, None, "{end:?}");
     }
 
     #[test]

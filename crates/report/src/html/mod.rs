@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::document::StreamEvent;
+
 pub use sink::HtmlSink;
 
 use wirespeed_core::error::{Code, Error};
@@ -64,15 +66,12 @@ pub fn parse_documents(text: &str, name: &str) -> Result<Vec<Value>, Error> {
             return Err(report_error(format!("{name} holds too many JSON values")));
         }
     }
-    let is_event = |v: &Value| v.get("event").is_some_and(Value::is_string) && v.get("data").is_some();
+    let is_event = StreamEvent::is_event;
     let docs: Vec<Value> = if values.iter().all(is_event) {
         // --json-stream: a new test (or mode) begins at each start event.
         let mut groups: Vec<Vec<Value>> = Vec::new();
         for v in values {
-            let first = matches!(
-                v.get("event").and_then(Value::as_str),
-                Some("start" | "rpm_start" | "search_start")
-            );
+            let first = matches!(StreamEvent::name_of(&v), Some("start" | "rpm_start" | "search_start"));
             if first || groups.is_empty() {
                 groups.push(Vec::new());
             }

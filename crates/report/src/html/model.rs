@@ -4,14 +4,15 @@
 //! same [`JsonSink`](crate::json::JsonSink) that prints `-J`,
 //! and `wirespeed report` reads one saved by us or by iperf3. Nothing here
 //! is measured or recomputed; values are picked out and arranged. Input may
-//! be foreign, so every field is optional and a missing or odd one is
-//! skipped, never a panic.
+//! be foreign, so it is read through the typed model
+//! ([`crate::document`]), where every field is optional: a missing or odd
+//! one is skipped, never a panic.
 
 use serde_json::Value;
 
 use super::chart::{self, Chart, Series, Unit};
+use crate::document::{Cpu, Document, End, HostPort, Interval, Sample, Start, TestDoc, TestStart, Totals};
 use wirespeed_core::units::format_iperf3;
-use wirespeed_proto::json::lenient_i64;
 
 mod mode;
 mod rtt;
@@ -54,32 +55,9 @@ pub struct TestView {
     pub params: Vec<(String, String)>,
 }
 
-/// A number, or `None` for absent, non-numeric, or iperf3 3.12's unsigned
-/// image of `-1` (unavailable TCP_INFO fields).
-fn num(v: &Value, key: &str) -> Option<f64> {
-    let x = v.get(key)?;
-    if let Some(u) = x.as_u64()
-        && u > i64::MAX as u64
-    {
-        return None;
-    }
-    x.as_f64().filter(|f| f.is_finite())
-}
-
-fn int(v: &Value, key: &str) -> Option<i64> {
-    v.get(key).and_then(lenient_i64)
-}
-
-fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn flag(v: &Value, key: &str) -> bool {
-    match v.get(key) {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_i64().unwrap_or(0) != 0,
-        _ => false,
-    }
+/// Whether a flag is set (absent: not).
+fn set(f: Option<bool>) -> bool {
+    f.unwrap_or(false)
 }
 
 fn bytes_text(b: f64) -> String {
@@ -88,11 +66,6 @@ fn bytes_text(b: f64) -> String {
 
 fn rate_text(bps: f64) -> String {
     format!("{}s/sec", format_iperf3(bps / 8.0, 'a'))
-}
-
-fn empty() -> &'static Value {
-    static NULL: Value = Value::Null;
-    &NULL
 }
 
 /// How one stream is named in legends and tables.
@@ -130,20 +103,20 @@ struct Collected {
 /// warm-up intervals are moved before zero. Returns each interval's x (its
 /// middle: a point stands for the interval's average), the warm-up span if
 /// any, and the axis span.
-fn interval_times(intervals: &[Value]) -> Times {
-    let omitted = |iv: &Value| flag(iv.get("sum").unwrap_or(empty()), "omitted");
+fn interval_times(intervals: &[Interval]) -> Times {
+    let omitted = |iv: &Interval| iv.sum.as_ref().is_some_and(|s| set(s.omitted));
     let warm_end = intervals
         .iter()
         .filter(|iv| omitted(iv))
-        .filter_map(|iv| num(iv.get("sum").unwrap_or(empty()), "end"))
+        .filter_map(|iv| iv.sum.as_ref().and_then(|s| s.end))
         .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
     let mut hi = 0.0f64;
     let xs = intervals
         .iter()
         .map(|iv| {
-            let sum = iv.get("sum").unwrap_or(empty());
-            let end = num(sum, "end").unwrap_or(0.0);
-            let start = num(sum, "start").unwrap_or(end);
+            let sum = iv.sum.as_ref();
+            let end = sum.and_then(|s| s.end).unwrap_or(0.0);
+            let start = sum.and_then(|s| s.start).unwrap_or(end);
             let shift = match warm_end {
                 Some(w) if omitted(iv) => -w,
                 _ => 0.0,
@@ -161,26 +134,26 @@ fn interval_times(intervals: &[Value]) -> Times {
 }
 
 /// Gathers `pick(stream)` over intervals, per stream (by socket) and for sums.
-fn collect(intervals: &[Value], xs: &[f64], pick: &dyn Fn(&Value) -> Option<f64>) -> Collected {
+fn collect(intervals: &[Interval], xs: &[f64], pick: &dyn Fn(&Sample) -> Option<f64>) -> Collected {
     let mut streams: Vec<StreamPoints> = Vec::new();
     let mut sums: Vec<(String, Points)> = Vec::new();
     let both_ways = has_both_directions(intervals);
     for (iv, &x) in intervals.iter().zip(xs) {
-        for st in iv.get("streams").and_then(Value::as_array).into_iter().flatten() {
-            let (Some(sock), Some(v)) = (int(st, "socket"), pick(st)) else {
+        for st in &iv.streams {
+            let (Some(sock), Some(v)) = (st.socket, pick(st)) else {
                 continue;
             };
-            let sender = flag(st, "sender");
+            let sender = set(st.sender);
             match streams.iter_mut().find(|(s, d, _)| *s == sock && *d == sender) {
                 Some((_, _, pts)) => pts.push((x, v)),
                 None => streams.push((sock, sender, vec![(x, v)])),
             }
         }
-        for key in ["sum", "sum_bidir_reverse"] {
-            let Some(sum) = iv.get(key) else { continue };
+        for sum in [&iv.sum, &iv.sum_bidir_reverse] {
+            let Some(sum) = sum else { continue };
             let Some(v) = pick(sum) else { continue };
             let label = if both_ways {
-                if flag(sum, "sender") {
+                if set(sum.sender) {
                     "sum (sending)".to_string()
                 } else {
                     "sum (receiving)".to_string()
@@ -197,11 +170,11 @@ fn collect(intervals: &[Value], xs: &[f64], pick: &dyn Fn(&Value) -> Option<f64>
     Collected { streams, sums }
 }
 
-fn has_both_directions(intervals: &[Value]) -> bool {
+fn has_both_directions(intervals: &[Interval]) -> bool {
     let mut seen = [false, false];
     for iv in intervals {
-        for st in iv.get("streams").and_then(Value::as_array).into_iter().flatten() {
-            seen[usize::from(flag(st, "sender"))] = true;
+        for st in &iv.streams {
+            seen[usize::from(set(st.sender))] = true;
         }
     }
     seen[0] && seen[1]
@@ -246,7 +219,12 @@ struct ChartSpec {
     y_name: &'static str,
     unit: Unit,
     with_sums: bool,
-    pick: fn(&Value) -> Option<f64>,
+    pick: fn(&Sample) -> Option<f64>,
+}
+
+/// A count as a chart's value (iperf3's unsigned `-1` is no value).
+fn count(v: Option<i64>) -> Option<f64> {
+    v.filter(|c| *c >= 0).map(|c| c as f64)
 }
 
 const THROUGHPUT: ChartSpec = ChartSpec {
@@ -255,7 +233,7 @@ const THROUGHPUT: ChartSpec = ChartSpec {
     y_name: "Throughput",
     unit: Unit::BitsPerSecond,
     with_sums: true,
-    pick: |v| num(v, "bits_per_second"),
+    pick: |v| v.bits_per_second,
 };
 const TCP_CHARTS: [ChartSpec; 3] = [
     ChartSpec {
@@ -264,7 +242,7 @@ const TCP_CHARTS: [ChartSpec; 3] = [
         y_name: "Retransmits",
         unit: Unit::Count,
         with_sums: true,
-        pick: |v| num(v, "retransmits"),
+        pick: |v| count(v.retransmits),
     },
     ChartSpec {
         id: "cwnd",
@@ -272,7 +250,7 @@ const TCP_CHARTS: [ChartSpec; 3] = [
         y_name: "cwnd",
         unit: Unit::Bytes,
         with_sums: false,
-        pick: |v| num(v, "snd_cwnd"),
+        pick: |v| v.snd_cwnd,
     },
     ChartSpec {
         id: "rtt",
@@ -280,7 +258,7 @@ const TCP_CHARTS: [ChartSpec; 3] = [
         y_name: "RTT",
         unit: Unit::Millis,
         with_sums: false,
-        pick: |v| num(v, "rtt").map(|us| us / 1000.0),
+        pick: |v| v.rtt.map(|us| us / 1000.0),
     },
 ];
 const UDP_CHARTS: [ChartSpec; 3] = [
@@ -290,7 +268,7 @@ const UDP_CHARTS: [ChartSpec; 3] = [
         y_name: "Jitter",
         unit: Unit::Millis,
         with_sums: false,
-        pick: |v| num(v, "jitter_ms"),
+        pick: |v| v.jitter_ms,
     },
     ChartSpec {
         id: "loss",
@@ -298,7 +276,7 @@ const UDP_CHARTS: [ChartSpec; 3] = [
         y_name: "Lost",
         unit: Unit::Percent,
         with_sums: true,
-        pick: |v| num(v, "lost_percent"),
+        pick: |v| v.lost_percent,
     },
     ChartSpec {
         id: "reorder",
@@ -306,11 +284,11 @@ const UDP_CHARTS: [ChartSpec; 3] = [
         y_name: "Out of order",
         unit: Unit::Count,
         with_sums: true,
-        pick: |v| num(v, "out_of_order"),
+        pick: |v| count(v.out_of_order),
     },
 ];
 
-fn build_chart(spec: &ChartSpec, intervals: &[Value]) -> Option<Chart> {
+fn build_chart(spec: &ChartSpec, intervals: &[Interval]) -> Option<Chart> {
     let Times { xs, warm, span } = interval_times(intervals);
     let collected = collect(intervals, &xs, &spec.pick);
     if collected.streams.is_empty() && collected.sums.is_empty() {
@@ -332,63 +310,60 @@ fn build_chart(spec: &ChartSpec, intervals: &[Value]) -> Option<Chart> {
     })
 }
 
-fn is_array_of_objects(v: Option<&Value>) -> bool {
-    v.and_then(Value::as_array).is_some()
-}
-
-/// Checks that `doc` looks like an iperf3 `-J` document.
+/// Checks that `doc` looks like an iperf3 `-J` document (or a mode's).
 pub(crate) fn check_document(doc: &Value) -> Result<(), String> {
-    let obj = doc.as_object().ok_or("the JSON value is not an object")?;
-    // A mode's document (`--rpm`, `--udp-search`) has a shape of its own.
-    if mode::is_search(doc) || mode::is_rpm(doc) {
-        return Ok(());
-    }
-    if !obj.get("start").is_some_and(Value::is_object) {
-        return Err("it has no \"start\" object".into());
-    }
-    if !is_array_of_objects(obj.get("intervals")) {
-        return Err("it has no \"intervals\" array".into());
-    }
-    if !obj.get("end").is_some_and(Value::is_object) {
-        return Err("it has no \"end\" object".into());
-    }
-    Ok(())
+    Document::from_value(doc)?.check()
 }
 
 /// Builds the view of one document (already checked with [`check_document`]).
 pub fn view(doc: &Value) -> TestView {
-    if mode::is_search(doc) {
-        return mode::search_view(doc);
+    match Document::from_value(doc) {
+        Ok(d) => view_of(&d),
+        Err(why) => TestView {
+            heading: "Not a test's document".into(),
+            error: Some(why),
+            ..TestView::default()
+        },
     }
-    if mode::is_rpm(doc) {
-        return mode::rpm_view(doc);
+}
+
+/// Builds the view of one read document.
+pub fn view_of(doc: &Document) -> TestView {
+    match doc {
+        Document::Test(t) => test_view(t),
+        Document::Rpm(r) => mode::rpm_view(r),
+        Document::Search(s) => mode::search_view(s),
+        Document::Nq(n) => mode::nq_view(n),
     }
-    let start = doc.get("start").unwrap_or(empty());
-    let end = doc.get("end").unwrap_or(empty());
-    let ts = start.get("test_start").unwrap_or(empty());
-    let intervals: Vec<Value> = doc
-        .get("intervals")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let protocol = text(ts, "protocol").unwrap_or("TCP").to_string();
+}
+
+fn test_view(doc: &TestDoc) -> TestView {
+    let no_start = Start::default();
+    let no_end = End::default();
+    let start = doc.start.as_ref().unwrap_or(&no_start);
+    let end = doc.end.as_ref().unwrap_or(&no_end);
+    let intervals = doc.intervals();
+    let protocol = doc
+        .test_start()
+        .and_then(|t| t.protocol.clone())
+        .unwrap_or_else(|| "TCP".into());
     let udp = protocol.eq_ignore_ascii_case("UDP");
     let mut v = TestView {
         heading: heading(start, &protocol),
         subtitle: subtitle(doc, start),
-        error: text(doc, "error").map(str::to_string),
-        advice: end.get("advice").and_then(|a| text(a, "text")).map(str::to_string),
+        error: doc.error.clone(),
+        advice: end.advice.as_ref().and_then(|a| a.text.clone()),
         ..TestView::default()
     };
     if intervals.is_empty() {
         v.notes
             .push("No intervals were measured, so there is nothing to plot.".into());
     }
-    if let Some(c) = build_chart(&THROUGHPUT, &intervals) {
+    if let Some(c) = build_chart(&THROUGHPUT, intervals) {
         v.charts.push(c);
     }
     // Round trips under the load, right under the throughput they met.
-    if let Some(c) = latency_chart(&intervals) {
+    if let Some(c) = latency_chart(intervals) {
         v.charts.push(c);
     }
     if udp {
@@ -396,17 +371,12 @@ pub fn view(doc: &Value) -> TestView {
         // them only in the server's document (--get-server-output).
         let own = intervals
             .iter()
-            .any(|iv| iv.get("sum").is_some_and(|s| s.get("jitter_ms").is_some()));
-        let server_intervals: Vec<Value> = doc
-            .get("server_output_json")
-            .and_then(|s| s.get("intervals"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+            .any(|iv| iv.sum.as_ref().is_some_and(|s| s.jitter_ms.is_some()));
+        let server_intervals = doc.server_output_json.as_ref().map_or(&[][..], |s| s.intervals());
         let (src, by_server) = if own || server_intervals.is_empty() {
-            (&intervals, false)
+            (intervals, false)
         } else {
-            (&server_intervals, true)
+            (server_intervals, true)
         };
         for spec in &UDP_CHARTS {
             if let Some(mut c) = build_chart(spec, src) {
@@ -417,7 +387,7 @@ pub fn view(doc: &Value) -> TestView {
             }
         }
         if !own && !by_server && !intervals.is_empty() {
-            v.notes.push(if is_iperf2(doc) {
+            v.notes.push(if doc.is_iperf2() {
                 // iperf 2 has no --get-server-output: its server reports
                 // the whole test only, which the summary shows.
                 "Jitter and loss are measured by the receiver: this document is the sender's, \
@@ -430,12 +400,7 @@ pub fn view(doc: &Value) -> TestView {
                     .into()
             });
         }
-        if !src.iter().any(|iv| {
-            iv.get("streams")
-                .and_then(Value::as_array)
-                .is_some_and(|a| a.iter().any(|s| s.get("out_of_order").is_some()))
-        }) && (own || by_server)
-        {
+        if !src.iter().any(|iv| iv.streams.iter().any(|s| s.out_of_order.is_some())) && (own || by_server) {
             v.notes.push(
                 "Reordering is counted per test, not per interval, in iperf3's JSON: see the \
                  \"Out of order\" column of the summary."
@@ -444,7 +409,7 @@ pub fn view(doc: &Value) -> TestView {
         }
     } else {
         for spec in &TCP_CHARTS {
-            if let Some(c) = build_chart(spec, &intervals) {
+            if let Some(c) = build_chart(spec, intervals) {
                 v.charts.push(c);
             }
         }
@@ -457,9 +422,9 @@ pub fn view(doc: &Value) -> TestView {
         }
     }
     v.headline = headline(end, udp);
-    if let Some(l) = end.get("latency") {
-        let p50 = |k: &str| l.get(k).and_then(|x| num(x, "p50_ms"));
-        if let (Some(i), Some(b)) = (p50("idle"), p50("loaded")) {
+    if let Some(l) = &end.latency {
+        let p50 = |r: &Option<crate::document::Rtt>| r.as_ref().and_then(|x| x.p50_ms);
+        if let (Some(i), Some(b)) = (p50(&l.idle), p50(&l.loaded)) {
             v.headline.push((
                 "RTT idle \u{2192} loaded (p50)".into(),
                 format!("{i:.2} \u{2192} {b:.2} ms"),
@@ -477,100 +442,98 @@ pub fn view(doc: &Value) -> TestView {
     v
 }
 
-fn heading(start: &Value, protocol: &str) -> String {
-    let ts = start.get("test_start").unwrap_or(empty());
-    let dir = if flag(ts, "bidir") {
+/// "host port N" of an endpoint.
+fn peer(o: &HostPort) -> String {
+    format!("{} port {}", o.host.as_deref().unwrap_or("?"), o.port.unwrap_or(0))
+}
+
+fn heading(start: &Start, protocol: &str) -> String {
+    let no_ts = TestStart::default();
+    let ts = start.test_start.as_ref().unwrap_or(&no_ts);
+    let dir = if set(ts.bidir) {
         "bidirectional "
-    } else if flag(ts, "reverse") {
+    } else if set(ts.reverse) {
         "reverse "
     } else {
         ""
     };
-    let streams = int(ts, "num_streams").unwrap_or(1);
+    let streams = ts.num_streams.unwrap_or(1);
     let what = format!(
         "{protocol} {dir}test, {streams} stream{}",
         if streams == 1 { "" } else { "s" }
     );
-    let peer = |o: &Value| {
-        format!(
-            "{} port {}",
-            text(o, "host").unwrap_or("?"),
-            int(o, "port").unwrap_or(0)
-        )
-    };
-    if let Some(c) = start.get("connecting_to") {
+    if let Some(c) = &start.connecting_to {
         format!("{what} to {}", peer(c))
-    } else if let Some(a) = start.get("accepted_connection") {
+    } else if let Some(a) = &start.accepted_connection {
         format!("{what} from {}", peer(a))
     } else {
         what
     }
 }
 
-fn subtitle(doc: &Value, start: &Value) -> String {
+fn subtitle(doc: &TestDoc, start: &Start) -> String {
     let mut parts = Vec::new();
-    if let Some(t) = start.get("timestamp").and_then(|t| text(t, "time")) {
+    if let Some(t) = start.timestamp.as_ref().and_then(|t| t.time.as_ref()) {
         parts.push(t.to_string());
     }
-    if let Some(ver) = text(start, "version") {
+    if let Some(ver) = &start.version {
         parts.push(ver.to_string());
     }
-    if let Some(t) = text(doc, "title") {
+    if let Some(t) = &doc.title {
         parts.insert(0, format!("\u{201c}{t}\u{201d}"));
     }
     parts.join(" \u{b7} ")
 }
 
-fn headline(end: &Value, udp: bool) -> Vec<(String, String)> {
+fn headline(end: &End, udp: bool) -> Vec<(String, String)> {
     let mut h = Vec::new();
-    let mut rate = |label: &str, key: &str| {
-        if let Some(s) = end.get(key)
-            && num(s, "bytes").unwrap_or(0.0) > 0.0
-            && let Some(bps) = num(s, "bits_per_second")
+    let mut rate = |label: &str, s: &Option<Totals>| {
+        if let Some(s) = s
+            && s.bytes.unwrap_or(0.0) > 0.0
+            && let Some(bps) = s.bits_per_second
         {
             h.push((label.to_string(), rate_text(bps)));
         }
     };
     // iperf3's --bidir, or iperf 2's -d/-r (whose client knows only what
     // it received of the server's connect-back).
-    let bidir = end.get("sum_sent_bidir_reverse").is_some() || end.get("sum_received_bidir_reverse").is_some();
-    if bidir {
-        rate("Sent (client \u{2192} server)", "sum_sent");
-        rate("Received (client \u{2192} server)", "sum_received");
-        rate("Sent (server \u{2192} client)", "sum_sent_bidir_reverse");
-        rate("Received (server \u{2192} client)", "sum_received_bidir_reverse");
+    if end.both_ways() {
+        rate("Sent (client \u{2192} server)", &end.sum_sent);
+        rate("Received (client \u{2192} server)", &end.sum_received);
+        rate("Sent (server \u{2192} client)", &end.sum_sent_bidir_reverse);
+        rate("Received (server \u{2192} client)", &end.sum_received_bidir_reverse);
     } else {
-        rate("Sender", "sum_sent");
-        rate("Receiver", "sum_received");
-        if end.get("sum_sent").is_none() {
-            rate("Rate", "sum");
+        rate("Sender", &end.sum_sent);
+        rate("Receiver", &end.sum_received);
+        if end.sum_sent.is_none() {
+            rate("Rate", &end.sum);
         }
     }
     if udp {
         // The receiver's numbers: `sum_received` (an iperf 2 sender's from
         // its server's report), or `sum` of a receiver's document. A sender
         // that heard nothing back measured no jitter or loss.
+        let no_sum = Totals::default();
         let recv = end
-            .get("sum_received")
-            .or_else(|| end.get("sum").filter(|_| end.get("sum_sent").is_none()))
-            .unwrap_or(empty());
-        if let Some(j) = num(recv, "jitter_ms") {
+            .sum_received
+            .as_ref()
+            .or_else(|| end.sum.as_ref().filter(|_| end.sum_sent.is_none()))
+            .unwrap_or(&no_sum);
+        if let Some(j) = recv.jitter_ms {
             h.push(("Jitter".into(), format!("{j:.3} ms")));
         }
-        if let (Some(l), Some(p)) = (int(recv, "lost_packets"), int(recv, "packets")) {
-            let pct = num(recv, "lost_percent").unwrap_or(0.0);
+        if let (Some(l), Some(p)) = (recv.lost_packets, recv.packets) {
+            let pct = recv.lost_percent.unwrap_or(0.0);
             h.push(("Lost".into(), format!("{l}/{p} ({})", percent_text(pct))));
         }
     } else {
-        if let Some(r) = end.get("sum_sent").and_then(|s| int(s, "retransmits")) {
+        if let Some(r) = end.sum_sent.as_ref().and_then(|s| s.retransmits) {
             h.push(("Retransmits".into(), r.to_string()));
         }
         let rtts: Vec<f64> = end
-            .get("streams")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s.get("sender").and_then(|x| num(x, "mean_rtt")))
+            .streams
+            .iter()
+            .filter_map(|s| s.sender.as_ref().and_then(|x| x.mean_rtt))
             .filter(|r| *r > 0.0)
             .collect();
         if !rtts.is_empty() {
@@ -581,28 +544,14 @@ fn headline(end: &Value, udp: bool) -> Vec<(String, String)> {
     h
 }
 
-/// Whether `doc` is an iperf 2 test's (its streams carry `"iperf2"`).
-fn is_iperf2(doc: &Value) -> bool {
-    let has = |streams: Option<&Value>| {
-        streams
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|s| s.get("iperf2").is_some()))
-    };
-    has(doc.pointer("/end/streams"))
-        || doc
-            .get("intervals")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|iv| has(iv.get("streams"))))
-}
-
-/// One host's CPU use (`host` or `remote`), as iperf3 counts it: process
+/// One host's CPU use (`host`, or the peer's), as iperf3 counts it: process
 /// CPU time over wall time, so 100% is one CPU and more is more than one.
 /// `None` when not measured: absent (iperf 2 exchanges none), or 0, which
 /// is what an iperf3 server writes for a peer it has not heard from yet
 /// (a process that moved data used some CPU).
-fn cpu_text(c: &Value, who: &str) -> Option<String> {
-    let total = num(c, &format!("{who}_total")).filter(|t| *t > 0.0)?;
-    let part = |k: &str| num(c, &format!("{who}_{k}")).unwrap_or(0.0);
+fn cpu_text(c: &Cpu, host: bool) -> Option<String> {
+    let (total, user, system) = c.of(host);
+    let total = total.filter(|t| *t > 0.0)?;
     let cpus = if total > 100.0 {
         format!(", i.e. {:.2} CPUs", total / 100.0)
     } else {
@@ -610,8 +559,8 @@ fn cpu_text(c: &Value, who: &str) -> Option<String> {
     };
     Some(format!(
         "{total:.1}% of one CPU{cpus} (user {:.1}%, system {:.1}%)",
-        part("user"),
-        part("system")
+        user.unwrap_or(0.0),
+        system.unwrap_or(0.0)
     ))
 }
 
@@ -633,11 +582,11 @@ enum Seen {
 }
 
 impl Seen {
-    fn of(doc: &Value) -> Seen {
-        let start = doc.get("start").unwrap_or(empty());
-        if is_iperf2(doc) {
+    fn of(doc: &TestDoc) -> Seen {
+        let start = doc.start.as_ref();
+        if doc.is_iperf2() {
             Seen::Iperf2
-        } else if start.get("connecting_to").is_none() && start.get("accepted_connection").is_some() {
+        } else if start.is_some_and(|s| s.connecting_to.is_none() && s.accepted_connection.is_some()) {
             Seen::OwnSide
         } else {
             Seen::Both
@@ -660,7 +609,7 @@ fn percent_text(p: f64) -> String {
     format!("{}%", wirespeed_proto::json::format_g(p, 2))
 }
 
-fn tcp_table(end: &Value, seen: Seen) -> Table {
+fn tcp_table(end: &End, seen: Seen) -> Table {
     let mut t = Table {
         head: [
             "Stream",
@@ -674,39 +623,51 @@ fn tcp_table(end: &Value, seen: Seen) -> Table {
         .to_vec(),
         rows: Vec::new(),
     };
+    let none = Totals::default();
     // A side this host did not count (`seen`) is blank, not zeros.
-    let row = |label: String, s: &Value, r: &Value| -> Vec<String> {
-        let local_sender = flag(s, "sender") || flag(r, "sender");
+    let row = |label: String, s: &Totals, r: &Totals| -> Vec<String> {
+        let local_sender = set(s.sender) || set(r.sender);
         let own = seen == Seen::OwnSide;
-        let s = if own && !local_sender { empty() } else { s };
-        let r = if own && local_sender { empty() } else { r };
+        let s = if own && !local_sender { &none } else { s };
+        let r = if own && local_sender { &none } else { r };
         vec![
             label,
-            num(s, "bytes").map(bytes_text).unwrap_or_default(),
-            num(s, "bits_per_second").map(rate_text).unwrap_or_default(),
-            int(s, "retransmits").map(|r| r.to_string()).unwrap_or_default(),
-            num(r, "bytes").map(bytes_text).unwrap_or_default(),
-            num(r, "bits_per_second").map(rate_text).unwrap_or_default(),
+            s.bytes.map(bytes_text).unwrap_or_default(),
+            s.bits_per_second.map(rate_text).unwrap_or_default(),
+            s.retransmits.map(|r| r.to_string()).unwrap_or_default(),
+            r.bytes.map(bytes_text).unwrap_or_default(),
+            r.bits_per_second.map(rate_text).unwrap_or_default(),
         ]
     };
-    for st in end.get("streams").and_then(Value::as_array).into_iter().flatten() {
-        let s = st.get("sender").unwrap_or(empty());
-        let r = st.get("receiver").unwrap_or(empty());
-        let sock = int(s, "socket").or_else(|| int(r, "socket")).unwrap_or(0);
+    for st in &end.streams {
+        let s = st.sender.as_ref().unwrap_or(&none);
+        let r = st.receiver.as_ref().unwrap_or(&none);
+        let sock = s.socket.or(r.socket).unwrap_or(0);
         t.rows.push((false, row(format!("stream {sock}"), s, r)));
     }
-    for (suffix, label) in [("", "sum"), ("_bidir_reverse", "sum (server \u{2192} client)")] {
-        let s = end.get(format!("sum_sent{suffix}"));
-        let r = end.get(format!("sum_received{suffix}"));
+    for (s, r, label) in [
+        (&end.sum_sent, &end.sum_received, "sum"),
+        (
+            &end.sum_sent_bidir_reverse,
+            &end.sum_received_bidir_reverse,
+            "sum (server \u{2192} client)",
+        ),
+    ] {
         if s.is_some() || r.is_some() {
-            t.rows
-                .push((true, row(label.to_string(), s.unwrap_or(empty()), r.unwrap_or(empty()))));
+            t.rows.push((
+                true,
+                row(
+                    label.to_string(),
+                    s.as_ref().unwrap_or(&none),
+                    r.as_ref().unwrap_or(&none),
+                ),
+            ));
         }
     }
     t
 }
 
-fn udp_table(end: &Value, seen: Seen) -> Table {
+fn udp_table(end: &End, seen: Seen) -> Table {
     let mut t = Table {
         head: [
             "Stream",
@@ -721,39 +682,40 @@ fn udp_table(end: &Value, seen: Seen) -> Table {
         .to_vec(),
         rows: Vec::new(),
     };
+    let none = Totals::default();
     // A row's bytes and its jitter and loss are shown where this host
     // counted them (`seen`); a row of nothing it counted is left out.
-    let row = |label: String, u: &Value, bytes_seen: bool, loss_seen: bool| -> Option<Vec<String>> {
-        let b = if bytes_seen { u } else { empty() };
-        let l = if loss_seen { u } else { empty() };
+    let row = |label: String, u: &Totals, bytes_seen: bool, loss_seen: bool| -> Option<Vec<String>> {
+        let b = if bytes_seen { u } else { &none };
+        let l = if loss_seen { u } else { &none };
         (bytes_seen || loss_seen).then(|| {
             vec![
                 label,
-                num(b, "bytes").map(bytes_text).unwrap_or_default(),
-                num(b, "bits_per_second").map(rate_text).unwrap_or_default(),
-                num(l, "jitter_ms").map(|j| format!("{j:.3} ms")).unwrap_or_default(),
-                match (int(l, "lost_packets"), int(l, "packets")) {
+                b.bytes.map(bytes_text).unwrap_or_default(),
+                b.bits_per_second.map(rate_text).unwrap_or_default(),
+                l.jitter_ms.map(|j| format!("{j:.3} ms")).unwrap_or_default(),
+                match (l.lost_packets, l.packets) {
                     (Some(x), Some(p)) => format!("{x}/{p}"),
                     _ => String::new(),
                 },
-                num(l, "lost_percent").map(percent_text).unwrap_or_default(),
-                int(l, "out_of_order").map(|o| o.to_string()).unwrap_or_default(),
+                l.lost_percent.map(percent_text).unwrap_or_default(),
+                l.out_of_order.map(|o| o.to_string()).unwrap_or_default(),
             ]
         })
     };
     // A stream's and `sum`'s bytes are the sender's (an iperf 2 receiver
     // writes its own count), their jitter and loss the receiver's; their
     // "sender" says whether this host sent.
-    let both = |u: &Value| {
-        let local_sender = flag(u, "sender");
+    let both = |u: &Totals| {
+        let local_sender = set(u.sender);
         (
             seen == Seen::Iperf2 || seen.sent(local_sender),
             seen.received(local_sender),
         )
     };
-    for st in end.get("streams").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(u) = st.get("udp") {
-            let sock = int(u, "socket").unwrap_or(0);
+    for st in &end.streams {
+        if let Some(u) = &st.udp {
+            let sock = u.socket.unwrap_or(0);
             let (b, l) = both(u);
             t.rows
                 .extend(row(format!("stream {sock}"), u, b, l).map(|r| (false, r)));
@@ -762,21 +724,29 @@ fn udp_table(end: &Value, seen: Seen) -> Table {
     // `sum_sent` is the sender's count (it measured no jitter or loss),
     // `sum_received` the receiver's; they are marked by what they are
     // (iperf3 3.11+), so `sum` says whether this host sent.
-    for (suffix, label) in [("", ""), ("_bidir_reverse", " (server \u{2192} client)")] {
-        let local_sender = end.get(format!("sum{suffix}")).is_some_and(|s| flag(s, "sender"));
-        if let Some(s) = end.get(format!("sum_sent{suffix}")) {
+    for (sum, sent, received, label) in [
+        (&end.sum, &end.sum_sent, &end.sum_received, ""),
+        (
+            &end.sum_bidir_reverse,
+            &end.sum_sent_bidir_reverse,
+            &end.sum_received_bidir_reverse,
+            " (server \u{2192} client)",
+        ),
+    ] {
+        let local_sender = sum.as_ref().is_some_and(|s| set(s.sender));
+        if let Some(s) = sent {
             let r = row(format!("sum sent{label}"), s, seen.sent(local_sender), false);
             t.rows.extend(r.map(|r| (true, r)));
         }
-        if let Some(s) = end.get(format!("sum_received{suffix}")) {
+        if let Some(s) = received {
             // (An iperf 2 sender's is its receivers' report.)
             let counted = seen == Seen::Iperf2 || seen.received(local_sender);
             t.rows
                 .extend(row(format!("sum received{label}"), s, counted, counted).map(|r| (true, r)));
         }
     }
-    if end.get("sum_sent").is_none()
-        && let Some(s) = end.get("sum")
+    if end.sum_sent.is_none()
+        && let Some(s) = &end.sum
     {
         let (b, l) = both(s);
         t.rows.extend(row("sum".into(), s, b, l).map(|r| (true, r)));
@@ -784,63 +754,48 @@ fn udp_table(end: &Value, seen: Seen) -> Table {
     t
 }
 
-fn params(doc: &Value, start: &Value, end: &Value) -> Vec<(String, String)> {
-    let ts = start.get("test_start").unwrap_or(empty());
+fn params(doc: &TestDoc, start: &Start, end: &End) -> Vec<(String, String)> {
+    let no_ts = TestStart::default();
+    let ts = start.test_start.as_ref().unwrap_or(&no_ts);
     let mut p: Vec<(String, String)> = Vec::new();
     let mut add = |k: &str, v: String| {
         if !v.is_empty() {
             p.push((k.to_string(), v));
         }
     };
-    let endpoint = |o: Option<&Value>| {
-        o.map(|o| {
-            format!(
-                "{} port {}",
-                text(o, "host").unwrap_or("?"),
-                int(o, "port").unwrap_or(0)
-            )
-        })
-        .unwrap_or_default()
-    };
-    add("Server", endpoint(start.get("connecting_to")));
-    add("Client", endpoint(start.get("accepted_connection")));
-    add("Protocol", text(ts, "protocol").unwrap_or_default().to_string());
-    add(
-        "Streams",
-        int(ts, "num_streams").map(|n| n.to_string()).unwrap_or_default(),
-    );
-    let dir = if flag(ts, "bidir") {
+    let endpoint = |o: &Option<HostPort>| o.as_ref().map(peer).unwrap_or_default();
+    add("Server", endpoint(&start.connecting_to));
+    add("Client", endpoint(&start.accepted_connection));
+    add("Protocol", ts.protocol.clone().unwrap_or_default());
+    add("Streams", ts.num_streams.map(|n| n.to_string()).unwrap_or_default());
+    let dir = if set(ts.bidir) {
         "bidirectional"
-    } else if flag(ts, "reverse") {
+    } else if set(ts.reverse) {
         "reverse (server sends)"
     } else {
         "forward (client sends)"
     };
     add("Direction", dir.into());
-    match (int(ts, "duration"), int(ts, "bytes"), int(ts, "blocks")) {
+    match (ts.duration, ts.bytes, ts.blocks) {
         (_, Some(b), _) if b > 0 => add("Length", format!("{} (-n)", bytes_text(b as f64))),
         (_, _, Some(k)) if k > 0 => add("Length", format!("{k} blocks (-k)")),
         (Some(d), _, _) => add("Duration", format!("{d} s")),
         _ => {}
     }
-    if let Some(o) = int(ts, "omit").filter(|o| *o > 0) {
+    if let Some(o) = ts.omit.filter(|o| *o > 0) {
         add("Omitted warm-up", format!("{o} s"));
     }
     add(
         "Block size",
-        int(ts, "blksize").map(|b| bytes_text(b as f64)).unwrap_or_default(),
+        ts.blksize.map(|b| bytes_text(b as f64)).unwrap_or_default(),
     );
-    if let Some(r) = num(ts, "target_bitrate").filter(|r| *r > 0.0) {
+    if let Some(r) = ts.target_bitrate.filter(|r| *r > 0.0) {
         add("Target bitrate", rate_text(r));
     }
-    if let Some(t) = int(ts, "tos").filter(|t| *t > 0) {
+    if let Some(t) = ts.tos.filter(|t| *t > 0) {
         add("TOS", format!("0x{t:02x}"));
     }
-    let window = match (
-        int(start, "sock_bufsize"),
-        int(start, "sndbuf_actual"),
-        int(start, "rcvbuf_actual"),
-    ) {
+    let window = match (start.sock_bufsize, start.sndbuf_actual, start.rcvbuf_actual) {
         (Some(w), Some(s), Some(r)) => format!(
             "{} (send buffer {}, receive buffer {})",
             if w > 0 { bytes_text(w as f64) } else { "default".into() },
@@ -850,29 +805,28 @@ fn params(doc: &Value, start: &Value, end: &Value) -> Vec<(String, String)> {
         _ => String::new(),
     };
     add("Window (-w)", window);
-    if let Some(m) = int(start, "tcp_mss") {
+    if let Some(m) = start.tcp_mss {
         add("MSS (-M)", format!("{m} bytes"));
-    } else if let Some(m) = int(start, "tcp_mss_default").filter(|m| *m > 0) {
+    } else if let Some(m) = start.tcp_mss_default.filter(|m| *m > 0) {
         add("MSS", format!("{m} bytes"));
     }
-    match (text(end, "sender_tcp_congestion"), text(end, "receiver_tcp_congestion")) {
+    match (&end.sender_tcp_congestion, &end.receiver_tcp_congestion) {
         (Some(s), Some(r)) if s == r => add("Congestion control", s.to_string()),
         (s, r) => {
-            add("Sender congestion control", s.unwrap_or_default().to_string());
-            add("Receiver congestion control", r.unwrap_or_default().to_string());
+            add("Sender congestion control", s.clone().unwrap_or_default());
+            add("Receiver congestion control", r.clone().unwrap_or_default());
         }
     }
-    if let Some(c) = end.get("cpu_utilization_percent") {
-        add("CPU, this host", cpu_text(c, "host").unwrap_or_default());
-        add("CPU, peer", cpu_text(c, "remote").unwrap_or_default());
+    if let Some(c) = &end.cpu_utilization_percent {
+        add("CPU, this host", cpu_text(c, true).unwrap_or_default());
+        add("CPU, peer", cpu_text(c, false).unwrap_or_default());
     }
-    add("Version", text(start, "version").unwrap_or_default().to_string());
-    add("System", text(start, "system_info").unwrap_or_default().to_string());
-    add("Cookie", text(start, "cookie").unwrap_or_default().to_string());
-    add("Extra data", text(doc, "extra_data").unwrap_or_default().to_string());
-    if let Some(Value::Array(w)) = doc.get("warnings") {
-        let ws: Vec<&str> = w.iter().filter_map(Value::as_str).collect();
-        add("Warnings", ws.join("; "));
+    add("Version", start.version.clone().unwrap_or_default());
+    add("System", start.system_info.clone().unwrap_or_default());
+    add("Cookie", start.cookie.clone().unwrap_or_default());
+    add("Extra data", doc.extra_data.clone().unwrap_or_default());
+    if let Some(w) = &doc.warnings {
+        add("Warnings", w.join("; "));
     }
     p
 }
@@ -887,6 +841,10 @@ pub fn from_stream_events(events: &[Value]) -> Option<Value> {
 mod tests {
     use super::*;
 
+    fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
+
     #[test]
     fn an_iperf2_dual_test_heads_with_both_directions() {
         // What a -d client knows: its own flow sent, the connect-back received.
@@ -894,7 +852,7 @@ mod tests {
             "sum_sent": {"bytes": 1000, "bits_per_second": 8000.0},
             "sum_received_bidir_reverse": {"bytes": 500, "bits_per_second": 4000.0},
         });
-        let h: Vec<String> = headline(&end, false).into_iter().map(|(k, _)| k).collect();
+        let h: Vec<String> = headline(&typed(end), false).into_iter().map(|(k, _)| k).collect();
         assert_eq!(
             h,
             ["Sent (client \u{2192} server)", "Received (server \u{2192} client)"]
@@ -934,28 +892,29 @@ mod tests {
 
     #[test]
     fn cpu_is_of_one_cpu_and_absent_where_not_measured() {
-        let c = serde_json::json!({
+        let c: Cpu = typed(serde_json::json!({
             "host_total": 108.04, "host_user": 3.6, "host_system": 104.4,
             "remote_total": 0, "remote_user": 0, "remote_system": 0,
-        });
+        }));
         assert_eq!(
-            cpu_text(&c, "host").unwrap(),
+            cpu_text(&c, true).unwrap(),
             "108.0% of one CPU, i.e. 1.08 CPUs (user 3.6%, system 104.4%)"
         );
         // An iperf3 server's zeros for the peer it has not heard from, and
         // iperf 2's missing keys, are not 0%.
-        assert_eq!(cpu_text(&c, "remote"), None);
-        assert_eq!(cpu_text(&serde_json::json!({"host_total": 2.5}), "remote"), None);
+        assert_eq!(cpu_text(&c, false), None);
+        assert_eq!(cpu_text(&typed(serde_json::json!({"host_total": 2.5})), false), None);
         assert_eq!(
             cpu_text(
-                &serde_json::json!({"host_total": 22.2, "host_user": 1.0, "host_system": 21.2}),
-                "host"
+                &typed(serde_json::json!({"host_total": 22.2, "host_user": 1.0, "host_system": 21.2})),
+                true
             )
             .unwrap(),
             "22.2% of one CPU (user 1.0%, system 21.2%)"
         );
-        let doc = serde_json::json!({"start": {}, "intervals": [], "end": {"cpu_utilization_percent": c}});
-        let p = params(&doc, &doc["start"], &doc["end"]);
+        let doc: TestDoc =
+            typed(serde_json::json!({"start": {}, "intervals": [], "end": {"cpu_utilization_percent": c}}));
+        let p = params(&doc, doc.start.as_ref().unwrap(), doc.end.as_ref().unwrap());
         assert!(p.iter().any(|(k, _)| k == "CPU, this host"), "{p:?}");
         assert!(p.iter().all(|(k, _)| k != "CPU, peer"), "{p:?}");
     }
@@ -963,14 +922,18 @@ mod tests {
     #[test]
     fn a_servers_report_leaves_its_peers_side_blank() {
         // iperf3 3.12's own server document of a TCP test it received.
-        let server = |end: Value| serde_json::json!({"start": {"accepted_connection": {"host": "h", "port": 1}}, "intervals": [], "end": end});
+        let server = |end: Value| -> TestDoc {
+            typed(
+                serde_json::json!({"start": {"accepted_connection": {"host": "h", "port": 1}}, "intervals": [], "end": end}),
+            )
+        };
         let doc = server(serde_json::json!({
             "streams": [{"sender": {"socket": 5, "bytes": 0, "bits_per_second": 0, "retransmits": 0, "sender": false},
                          "receiver": {"socket": 5, "bytes": 1000, "bits_per_second": 8000.0, "sender": false}}],
             "sum_sent": {"bytes": 0, "bits_per_second": 0, "retransmits": 0, "sender": false},
             "sum_received": {"bytes": 1000, "bits_per_second": 8000.0, "sender": false},
         }));
-        let t = tcp_table(&doc["end"], Seen::of(&doc));
+        let t = tcp_table(doc.end.as_ref().unwrap(), Seen::of(&doc));
         for label in ["stream 5", "sum"] {
             let c = cells(&t, label);
             assert_eq!(c[1..4], ["", "", ""], "{label}: {c:?}");
@@ -986,7 +949,7 @@ mod tests {
             "sum_received": {"bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0.012,
                              "lost_packets": 1, "packets": 38, "lost_percent": 2.6, "sender": false},
         }));
-        let t = udp_table(&doc["end"], Seen::of(&doc));
+        let t = udp_table(doc.end.as_ref().unwrap(), Seen::of(&doc));
         let c = cells(&t, "stream 5");
         assert_eq!(c[1..3], ["", ""], "{c:?}");
         assert_eq!(c[3..5], ["0.012 ms", "1/38"], "{c:?}");
@@ -996,12 +959,14 @@ mod tests {
 
     #[test]
     fn a_udp_senders_sum_sent_has_no_jitter_or_loss() {
-        let doc = serde_json::json!({"start": {"connecting_to": {"host": "h", "port": 1}}, "intervals": [], "end": {
-            "sum": {"bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0.5, "lost_packets": 2, "packets": 10, "sender": true},
-            "sum_sent": {"bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0, "lost_packets": 0, "packets": 10, "sender": true},
-            "sum_received": {"bytes": 980, "bits_per_second": 7840.0, "jitter_ms": 0.5, "lost_packets": 2, "packets": 10, "sender": true},
-        }});
-        let t = udp_table(&doc["end"], Seen::of(&doc));
+        let doc: TestDoc = typed(
+            serde_json::json!({"start": {"connecting_to": {"host": "h", "port": 1}}, "intervals": [], "end": {
+                "sum": {"bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0.5, "lost_packets": 2, "packets": 10, "sender": true},
+                "sum_sent": {"bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0, "lost_packets": 0, "packets": 10, "sender": true},
+                "sum_received": {"bytes": 980, "bits_per_second": 7840.0, "jitter_ms": 0.5, "lost_packets": 2, "packets": 10, "sender": true},
+            }}),
+        );
+        let t = udp_table(doc.end.as_ref().unwrap(), Seen::of(&doc));
         assert_eq!(cells(&t, "sum sent")[3..], ["", "", "", ""]);
         assert_eq!(cells(&t, "sum received")[3..5], ["0.500 ms", "2/10"]);
     }

@@ -3,9 +3,11 @@
 //! enhanced-report numbers, the full-duplex pair sums of an interval, and
 //! the receiver's report an iperf 2 UDP sender gets back.
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::keys::obj;
+use crate::document as doc;
 use wirespeed_core::events::*;
 use wirespeed_proto::json::num;
 
@@ -248,34 +250,30 @@ pub(crate) fn sum_peer_reports(end: &mut Map<String, Value>) {
 }
 
 fn sum_peer_reports_of(end: &mut Map<String, Value>, suffix: &str, back: bool) {
-    let key = format!("sum_received{suffix}");
-    if let Some(Value::Object(r)) = end.get(&key)
-        && r.get("from_peer_report").is_none()
-    {
+    let Ok(read) = doc::End::deserialize(&Value::Object(end.clone())) else {
+        return;
+    };
+    let had = if back {
+        &read.sum_received_bidir_reverse
+    } else {
+        &read.sum_received
+    };
+    if had.as_ref().is_some_and(|r| r.from_peer_report.is_none()) {
         return;
     }
-    let connect_back = |o: &Value| {
-        o.get("iperf2")
-            .and_then(|x| x.get("connect_back"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    };
-    let reports: Vec<&Map<String, Value>> = match end.get("streams") {
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter(|o| connect_back(o) == back)
-            .filter_map(|o| o.get("peer_report").and_then(Value::as_object))
-            .filter(|r| r.get("bytes").is_some())
-            .collect(),
-        _ => return,
-    };
+    let reports: Vec<&doc::Totals> = (read.streams.iter())
+        .filter(|o| doc::Iperf2::is_connect_back(&o.iperf2) == back)
+        .filter_map(|o| o.peer_report.as_ref())
+        .filter(|r| r.bytes.is_some())
+        .collect();
     if reports.is_empty() {
         return;
     }
-    let f = |r: &Map<String, Value>, k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-    let u = |r: &Map<String, Value>, k: &str| r.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let end_s = reports.iter().map(|r| f(r, "end")).fold(0.0, f64::max);
-    let bytes: u64 = reports.iter().map(|r| u(r, "bytes")).sum();
+    let key = format!("sum_received{suffix}");
+    let f = |x: Option<f64>| x.unwrap_or(0.0);
+    let u = |x: Option<i64>| x.unwrap_or(0).max(0) as u64;
+    let end_s = reports.iter().map(|r| f(r.end)).fold(0.0, f64::max);
+    let bytes: u64 = reports.iter().map(|r| f(r.bytes).max(0.0) as u64).sum();
     let mut m = obj();
     m.insert("start".into(), num(0.0));
     m.insert("end".into(), num(end_s));
@@ -283,12 +281,12 @@ fn sum_peer_reports_of(end: &mut Map<String, Value>, suffix: &str, back: bool) {
     m.insert("bytes".into(), Value::from(bytes));
     m.insert(
         "bits_per_second".into(),
-        num(reports.iter().map(|r| f(r, "bits_per_second")).sum()),
+        num(reports.iter().map(|r| f(r.bits_per_second)).sum()),
     );
-    if reports.iter().any(|r| r.get("packets").is_some()) {
-        let lost: u64 = reports.iter().map(|r| u(r, "lost_packets")).sum();
-        let packets: u64 = reports.iter().map(|r| u(r, "packets")).sum();
-        let jitter = reports.iter().map(|r| f(r, "jitter_ms")).sum::<f64>() / reports.len() as f64;
+    if reports.iter().any(|r| r.packets.is_some()) {
+        let lost: u64 = reports.iter().map(|r| u(r.lost_packets)).sum();
+        let packets: u64 = reports.iter().map(|r| u(r.packets)).sum();
+        let jitter = reports.iter().map(|r| f(r.jitter_ms)).sum::<f64>() / reports.len() as f64;
         m.insert("jitter_ms".into(), num(jitter));
         m.insert("lost_packets".into(), Value::from(lost));
         m.insert("packets".into(), Value::from(packets));
@@ -365,9 +363,9 @@ pub fn peer_report(end: &mut Map<String, Value>, ids: &[u32], p: &PeerReport, si
 /// `end` they report on, by transfer id, where a stream has none yet.
 pub(crate) fn peer_reports_by_id(end: &mut Map<String, Value>, reports: &[Value]) {
     let id_of = |v: &Value| {
-        v.get("iperf2")
-            .and_then(|x| x.get("transfer_id"))
-            .and_then(Value::as_u64)
+        doc::Totals::deserialize(v)
+            .ok()
+            .and_then(|t| doc::Iperf2::id(&t.iperf2))
     };
     let Some(Value::Array(streams)) = end.get_mut("streams") else {
         return;

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 pub use keys::{end_json, interval_json, start_json};
 
+use crate::document::StreamEvent;
 use crate::{Output, Sink};
 use keys::obj;
 use wirespeed_core::config::{Dialect, TestConfig};
@@ -356,8 +357,8 @@ pub(crate) fn document_from_stream(events: &[Value]) -> Option<Value> {
     let mut intervals = Vec::new();
     let mut reports = Vec::new();
     for e in events {
-        let name = e.get("event")?.as_str()?;
-        let data = e.get("data")?.clone();
+        let StreamEvent { event, data } = StreamEvent::from_value(e)?;
+        let name = event.as_str();
         match (name, doc.get_mut(name)) {
             ("interval", _) => intervals.push(data),
             ("peer_report", _) => reports.push(data),

@@ -18,6 +18,7 @@ use super::history::{Headline, History, NewRun, Stored};
 use wirespeed_core::config::Dialect;
 use wirespeed_core::events::{Event, Side};
 use wirespeed_report::Sink;
+use wirespeed_report::document::StreamEvent;
 
 /// Runs kept in memory; the oldest finished ones go first (the history
 /// keeps them all).
@@ -106,7 +107,7 @@ impl Run {
     pub fn intervals(&self) -> usize {
         self.events
             .iter()
-            .filter(|e| e.get("event").and_then(Value::as_str) == Some("interval"))
+            .filter(|e| StreamEvent::name_of(e) == Some("interval"))
             .count()
     }
 
@@ -128,7 +129,7 @@ impl Run {
     /// each direction with its own `rpm_start`); the last has the error.
     pub fn documents(&self) -> Vec<Value> {
         let starts: Vec<usize> = (self.events.iter().enumerate())
-            .filter(|(_, e)| e.get("event").and_then(Value::as_str) == Some("rpm_start"))
+            .filter(|(_, e)| StreamEvent::name_of(e) == Some("rpm_start"))
             .map(|(i, _)| i)
             .collect();
         if starts.len() < 2 {
@@ -316,7 +317,7 @@ impl Board {
 
     fn push(&self, id: u64, ev: Value) {
         self.update(id, |r| {
-            let name = ev.get("event").and_then(Value::as_str).unwrap_or("");
+            let name = StreamEvent::name_of(&ev).unwrap_or("");
             if r.events.len() < MAX_EVENTS || matches!(name, "end" | "error") {
                 self.history.event(id, r.events.len(), &ev);
                 r.events.push(ev);
@@ -408,7 +409,7 @@ impl Board {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {
                         if let Ok(v) = serde_json::from_slice::<Value>(&line)
-                            && v.get("event").is_some()
+                            && StreamEvent::name_of(&v).is_some()
                         {
                             self.push(id, v);
                         }
@@ -432,9 +433,8 @@ impl Board {
                 .events
                 .iter()
                 .rev()
-                .find(|e| e.get("event").and_then(Value::as_str) == Some("error"))
-                .and_then(|e| e.get("data").and_then(Value::as_str))
-                .map(String::from);
+                .find(|e| StreamEvent::name_of(e) == Some("error"))
+                .and_then(StreamEvent::error_of);
             r.state = if r.stop_asked {
                 State::Stopped
             } else if let Some(e) = error {
@@ -524,7 +524,7 @@ impl Sink for BoardSink {
             return;
         };
         // The error's words, as the JSON stream has them.
-        let why = matches!(ev, Event::Error(_)).then(|| v["data"].as_str().unwrap_or("").to_string());
+        let why = matches!(ev, Event::Error(_)).then(|| StreamEvent::error_of(&v).unwrap_or_default());
         self.board.push(self.id, v);
         if let Some(why) = why {
             self.board.update(self.id, |r| r.state = State::Failed(why));

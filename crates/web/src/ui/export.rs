@@ -3,75 +3,62 @@
 
 use serde_json::Value;
 
+use wirespeed_report::document::{Document, TestDoc};
 use wirespeed_report::html::{chart, model};
 use wirespeed_report::iperf2::csv::{UdpColumns, row};
-
-fn f(v: &Value, k: &str) -> f64 {
-    v.get(k).and_then(Value::as_f64).unwrap_or(0.0)
-}
-
-fn i(v: &Value, k: &str) -> i64 {
-    v.get(k).and_then(Value::as_i64).unwrap_or(0)
-}
 
 /// A run's intervals as iperf 2's `-y C` rows (`docs/ui.md`): one per
 /// stream and interval, client address first; UDP rows add the
 /// receiver's columns.
 pub fn csv(doc: &Value) -> String {
-    let start = doc.get("start").cloned().unwrap_or(Value::Null);
-    let t0 = start.get("timestamp").map(|t| f(t, "timesecs")).unwrap_or(0.0);
+    match Document::from_value(doc) {
+        Ok(Document::Test(t)) => csv_of(&t),
+        _ => String::new(),
+    }
+}
+
+fn csv_of(doc: &TestDoc) -> String {
+    let start = doc.start.clone().unwrap_or_default();
+    let t0 = start.timestamp.as_ref().and_then(|t| t.timesecs).unwrap_or(0.0);
     // A server's document names who connected to it.
-    let server = start.get("accepted_connection").is_some();
-    let udp = start
-        .get("test_start")
-        .and_then(|t| t.get("protocol"))
-        .and_then(Value::as_str)
-        == Some("UDP");
-    let connected: Vec<Value> = start
-        .get("connected")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let server = start.accepted_connection.is_some();
+    let udp = doc.test_start().and_then(|t| t.protocol.as_deref()) == Some("UDP");
     let ends = |socket: i64| {
-        let c = connected.iter().find(|c| i(c, "socket") == socket);
-        let host = |k: &str| {
-            c.and_then(|c| c.get(k))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        let port = |k: &str| c.map(|c| i(c, k)).unwrap_or(0).clamp(0, 65535) as u16;
-        let local = (host("local_host"), port("local_port"));
-        let remote = (host("remote_host"), port("remote_port"));
+        let c = start.connected.iter().find(|c| c.socket.unwrap_or(0) == socket);
+        let host = |h: Option<&String>| h.cloned().unwrap_or_default();
+        let port = |p: Option<i64>| p.unwrap_or(0).clamp(0, 65535) as u16;
+        let local = (
+            host(c.and_then(|c| c.local_host.as_ref())),
+            port(c.and_then(|c| c.local_port)),
+        );
+        let remote = (
+            host(c.and_then(|c| c.remote_host.as_ref())),
+            port(c.and_then(|c| c.remote_port)),
+        );
         if server { (remote, local) } else { (local, remote) }
     };
     let mut out = String::new();
-    for iv in doc.get("intervals").and_then(Value::as_array).into_iter().flatten() {
-        for (n, s) in iv
-            .get("streams")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let socket = i(s, "socket");
+    for iv in doc.intervals() {
+        for (n, s) in iv.streams.iter().enumerate() {
+            let socket = s.socket.unwrap_or(0);
             let (src, dst) = ends(socket);
             let udp_cols = udp.then(|| UdpColumns {
-                jitter_ms: f(s, "jitter_ms"),
-                lost: i(s, "lost_packets"),
-                total: i(s, "packets"),
-                out_of_order: i(s, "out_of_order"),
+                jitter_ms: s.jitter_ms.unwrap_or(0.0),
+                lost: s.lost_packets.unwrap_or(0),
+                total: s.packets.unwrap_or(0),
+                out_of_order: s.out_of_order.unwrap_or(0),
             });
+            let end = s.end.unwrap_or(0.0);
             out.push_str(&row(
-                t0 + f(s, "end"),
+                t0 + end,
                 true,
                 &src,
                 &dst,
                 (n + 1) as u32,
-                f(s, "start"),
-                f(s, "end"),
-                i(s, "bytes").max(0) as u64,
-                f(s, "bits_per_second"),
+                s.start.unwrap_or(0.0),
+                end,
+                s.bytes.unwrap_or(0.0).max(0.0) as u64,
+                s.bits_per_second.unwrap_or(0.0),
                 udp_cols,
             ));
         }

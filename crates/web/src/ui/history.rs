@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
+use wirespeed_report::document::{Document, End, Rtt};
 
 /// The schema's version, in SQLite's `user_version`.
 const SCHEMA_VERSION: i64 = 1;
@@ -107,32 +108,40 @@ impl Headline {
     /// Reads the numbers out of a run's document (any that are missing
     /// stay unknown).
     pub fn of(doc: &Value) -> Headline {
-        let end = &doc["end"];
-        let num = |v: &Value| v.as_f64().filter(|x| x.is_finite());
-        let sum = if end["sum"].is_object() {
-            &end["sum"]
-        } else {
-            &end["sum_received"]
-        };
+        match Document::from_value(doc) {
+            Ok(Document::Test(t)) => Headline::of_test(&t.end.unwrap_or_default()),
+            Ok(Document::Rpm(r)) => {
+                let end = r.end.unwrap_or_default();
+                Headline {
+                    sent_bps: end.goodput_bits_per_second,
+                    rpm: end.rpm,
+                    ..Headline::default()
+                }
+            }
+            _ => Headline::default(),
+        }
+    }
+
+    fn of_test(end: &End) -> Headline {
+        let sum = if end.sum.is_some() { &end.sum } else { &end.sum_received };
         // Mean RTT over the streams whose sender is this end's or the
         // peer's (iperf3 reports it in microseconds).
-        let rtts: Vec<f64> = end["streams"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| num(&s["sender"]["mean_rtt"]))
+        let rtts: Vec<f64> = (end.streams.iter())
+            .filter_map(|s| s.sender.as_ref().and_then(|x| x.mean_rtt))
             .filter(|r| *r > 0.0)
             .collect();
+        let p50 = |r: Option<&Rtt>| r.and_then(|r| r.p50_ms);
+        let latency = end.latency.as_ref();
         Headline {
-            sent_bps: num(&end["sum_sent"]["bits_per_second"]).or_else(|| num(&end["goodput_bits_per_second"])),
-            received_bps: num(&end["sum_received"]["bits_per_second"]),
-            retransmits: end["sum_sent"]["retransmits"].as_i64(),
+            sent_bps: end.sum_sent.as_ref().and_then(|s| s.bits_per_second),
+            received_bps: end.sum_received.as_ref().and_then(|s| s.bits_per_second),
+            retransmits: end.sum_sent.as_ref().and_then(|s| s.retransmits),
             rtt_ms: (!rtts.is_empty()).then(|| rtts.iter().sum::<f64>() / rtts.len() as f64 / 1000.0),
-            jitter_ms: num(&sum["jitter_ms"]),
-            lost_percent: num(&sum["lost_percent"]),
-            idle_ms: num(&end["latency"]["idle"]["p50_ms"]),
-            loaded_ms: num(&end["latency"]["loaded"]["p50_ms"]),
-            rpm: num(&end["rpm"]),
+            jitter_ms: sum.as_ref().and_then(|s| s.jitter_ms),
+            lost_percent: sum.as_ref().and_then(|s| s.lost_percent),
+            idle_ms: p50(latency.and_then(|l| l.idle.as_ref())),
+            loaded_ms: p50(latency.and_then(|l| l.loaded.as_ref())),
+            rpm: None,
         }
     }
 

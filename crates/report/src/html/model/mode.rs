@@ -2,22 +2,9 @@
 //! `report::mode` writes them): the responsiveness over time with the
 //! goodput, and the search's probes (rate asked against received, loss).
 
-use serde_json::Value;
-
-use super::{Table, TestView, empty, flag, num, rate_text, text};
+use super::{Table, TestView, rate_text};
+use crate::document::{NqDoc, NqWay, RpmDoc, RpmInterval, RpmProbes, SearchDoc, SearchProbe};
 use crate::html::chart::{self, Chart, Series, Unit};
-
-/// Whether `doc` is a responsiveness test's document.
-pub(super) fn is_rpm(doc: &Value) -> bool {
-    doc.get("start")
-        .and_then(|s| text(s, "method"))
-        .is_some_and(|m| m.contains("RPM"))
-}
-
-/// Whether `doc` is a UDP search's document.
-pub(super) fn is_search(doc: &Value) -> bool {
-    doc.get("search").is_some_and(Value::is_object)
-}
 
 fn series(label: &str, points: Vec<(f64, f64)>, i: usize, emphasis: bool) -> Series {
     Series {
@@ -33,10 +20,10 @@ fn series(label: &str, points: Vec<(f64, f64)>, i: usize, emphasis: bool) -> Ser
     }
 }
 
-fn points(rows: &[Value], x: &dyn Fn(usize, &Value) -> Option<f64>, key: &str) -> Vec<(f64, f64)> {
+fn points<T>(rows: &[T], x: &dyn Fn(usize, &T) -> Option<f64>, key: fn(&T) -> Option<f64>) -> Vec<(f64, f64)> {
     rows.iter()
         .enumerate()
-        .filter_map(|(i, r)| Some((x(i, r)?, num(r, key)?)))
+        .filter_map(|(i, r)| Some((x(i, r)?, key(r)?)))
         .collect()
 }
 
@@ -49,34 +36,30 @@ fn ms(v: Option<f64>) -> String {
 }
 
 /// The responsiveness test's section.
-pub(super) fn rpm_view(doc: &Value) -> TestView {
-    let start = doc.get("start").unwrap_or(empty());
-    let end = doc.get("end").unwrap_or(empty());
-    let ivs: Vec<Value> = doc
-        .get("intervals")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+pub(super) fn rpm_view(doc: &RpmDoc) -> TestView {
+    let start = doc.start.clone().unwrap_or_default();
+    let ivs = &doc.intervals;
     let mut v = TestView {
         heading: format!(
             "Responsiveness (RPM) with {} port {}",
-            text(start, "host").unwrap_or("?"),
-            num(start, "port").map_or("?".into(), |p| format!("{p:.0}"))
+            start.host.as_deref().unwrap_or("?"),
+            start.port.map_or("?".into(), |p| p.to_string())
         ),
-        subtitle: text(start, "method").unwrap_or_default().to_string(),
-        error: text(doc, "error").map(str::to_string),
+        subtitle: start.method.clone().unwrap_or_default(),
+        error: doc.error.clone(),
         ..TestView::default()
     };
-    let at = |_: usize, r: &Value| num(r, "seconds");
-    let span = (0.0, ivs.last().and_then(|r| num(r, "seconds")).unwrap_or(1.0));
+    let at = |_: usize, r: &RpmInterval| r.seconds;
+    let span = (0.0, ivs.last().and_then(|r| r.seconds).unwrap_or(1.0));
+    type Pick = fn(&RpmInterval) -> Option<f64>;
     let rpm: Vec<Series> = [
-        ("RPM", "rpm", true),
-        ("foreign", "foreign_rpm", false),
-        ("loaded", "loaded_rpm", false),
+        ("RPM", (|r| r.rpm) as Pick, true),
+        ("foreign", |r| r.foreign_rpm, false),
+        ("loaded", |r| r.loaded_rpm, false),
     ]
     .iter()
     .enumerate()
-    .map(|(i, (label, key, bold))| series(label, points(&ivs, &at, key), i, *bold))
+    .map(|(i, (label, key, bold))| series(label, points(ivs, &at, *key), i, *bold))
     .filter(|s| !s.points.is_empty())
     .collect();
     if !rpm.is_empty() {
@@ -93,12 +76,12 @@ pub(super) fn rpm_view(doc: &Value) -> TestView {
         });
     }
     let goodput: Vec<Series> = [
-        ("goodput", "goodput_bits_per_second", false),
-        ("moving average", "goodput_moving_average", true),
+        ("goodput", (|r| r.goodput_bits_per_second) as Pick, false),
+        ("moving average", |r| r.goodput_moving_average, true),
     ]
     .iter()
     .enumerate()
-    .map(|(i, (label, key, bold))| series(label, points(&ivs, &at, key), i, *bold))
+    .map(|(i, (label, key, bold))| series(label, points(ivs, &at, *key), i, *bold))
     .filter(|s| !s.points.is_empty())
     .collect();
     if !goodput.is_empty() {
@@ -118,27 +101,28 @@ pub(super) fn rpm_view(doc: &Value) -> TestView {
         v.notes
             .push("No interval was measured, so there is nothing to plot.".into());
     }
-    if let Some(r) = num(end, "rpm") {
+    let end = doc.end.clone().unwrap_or_default();
+    if let Some(r) = end.rpm {
         v.headline.push((
             "Responsiveness".into(),
-            format!("{r:.0} RPM ({})", text(end, "class").unwrap_or("?")),
+            format!("{r:.0} RPM ({})", end.class.as_deref().unwrap_or("?")),
         ));
-    } else if end.is_object() {
+    } else if doc.end.is_some() {
         v.headline
             .push(("Responsiveness".into(), "no probe came back under load".into()));
     }
-    if let Some(c) = text(end, "confidence") {
+    if let Some(c) = &end.confidence {
         v.headline.push(("Confidence".into(), c.to_string()));
     }
-    if let Some(g) = num(end, "goodput_bits_per_second") {
+    if let Some(g) = end.goodput_bits_per_second {
         v.headline.push(("Goodput".into(), rate_text(g)));
     }
-    if let Some(i) = num(end, "idle_rpm") {
+    if let Some(i) = end.idle_rpm {
         v.headline.push(("Idle".into(), format!("{i:.0} RPM")));
     }
-    let idle = end.get("idle").unwrap_or(empty());
-    let loaded = end.get("loaded").unwrap_or(empty());
-    if end.is_object() {
+    let idle = end.idle.clone().unwrap_or_default();
+    let loaded: RpmProbes = end.loaded.clone().unwrap_or_default();
+    if doc.end.is_some() {
         v.summary = Table {
             head: [
                 "Probes",
@@ -154,8 +138,8 @@ pub(super) fn rpm_view(doc: &Value) -> TestView {
                     false,
                     vec![
                         "idle".into(),
-                        ms(num(idle, "tcp_handshake_ms")),
-                        ms(num(idle, "round_trip_ms")),
+                        ms(idle.tcp_handshake_ms),
+                        ms(idle.round_trip_ms),
                         "-".into(),
                         "-".into(),
                     ],
@@ -164,31 +148,31 @@ pub(super) fn rpm_view(doc: &Value) -> TestView {
                     false,
                     vec![
                         "loaded".into(),
-                        ms(num(loaded, "tcp_handshake_ms")),
-                        ms(num(loaded, "round_trip_ms")),
-                        ms(num(loaded, "round_trip_p90_ms")),
-                        ms(num(loaded, "tcp_info_rtt_ms").or_else(|| num(loaded, "self_probe_ms"))),
+                        ms(loaded.tcp_handshake_ms),
+                        ms(loaded.round_trip_ms),
+                        ms(loaded.round_trip_p90_ms),
+                        ms(loaded.tcp_info_rtt_ms.or(loaded.self_probe_ms)),
                     ],
                 ),
             ],
         };
     }
     let mut p = Vec::new();
-    for (k, key) in [
-        ("Direction", "direction"),
-        ("Load flows at the end", "flows"),
-        ("Probes that failed", "probe_failures"),
+    for (k, x) in [
+        ("Direction", end.direction.clone()),
+        ("Load flows at the end", end.flows.map(|f| f.to_string())),
+        ("Probes that failed", end.probe_failures.map(|f| f.to_string())),
     ] {
-        if let Some(x) = end.get(key) {
-            p.push((k.to_string(), x.as_str().map_or_else(|| x.to_string(), str::to_string)));
+        if let Some(x) = x {
+            p.push((k.to_string(), x));
         }
     }
-    for (k, key) in [
-        ("Most load flows", "max_flows"),
-        ("Probes per second", "probes_per_second"),
-        ("Time limit (s)", "time_limit_seconds"),
+    for (k, x) in [
+        ("Most load flows", start.max_flows.map(|m| m as f64)),
+        ("Probes per second", start.probes_per_second),
+        ("Time limit (s)", start.time_limit_seconds),
     ] {
-        if let Some(x) = num(start, key) {
+        if let Some(x) = x {
             p.push((k.to_string(), count(Some(x))));
         }
     }
@@ -197,11 +181,11 @@ pub(super) fn rpm_view(doc: &Value) -> TestView {
 }
 
 /// The UDP search's section.
-pub(super) fn search_view(doc: &Value) -> TestView {
-    let s = doc.get("search").unwrap_or(empty());
-    let result = s.get("result");
-    let probes: Vec<Value> = s.get("probes").and_then(Value::as_array).cloned().unwrap_or_default();
-    let max_loss = num(s, "max_loss_percent");
+pub(super) fn search_view(doc: &SearchDoc) -> TestView {
+    let s = doc.search.clone().unwrap_or_default();
+    let result = s.result.as_ref();
+    let probes = &s.probes;
+    let max_loss = s.max_loss_percent;
     let mut v = TestView {
         heading: format!(
             "UDP rate search: the highest rate with loss <= {}%",
@@ -210,22 +194,27 @@ pub(super) fn search_view(doc: &Value) -> TestView {
         subtitle: format!(
             "{} probes of {} s, {} stream(s){}",
             probes.len(),
-            num(s, "probe_seconds").map_or("?".into(), crate::mode::trim_num),
-            count(num(s, "streams")),
-            if flag(s, "reverse") { ", the server sending" } else { "" }
+            s.probe_seconds.map_or("?".into(), crate::mode::trim_num),
+            count(s.streams.map(|n| n as f64)),
+            if s.reverse.unwrap_or(false) {
+                ", the server sending"
+            } else {
+                ""
+            }
         ),
-        error: text(doc, "error").map(str::to_string),
+        error: doc.error.clone(),
         ..TestView::default()
     };
-    let n = |i: usize, _: &Value| Some((i + 1) as f64);
+    let n = |i: usize, _: &SearchProbe| Some((i + 1) as f64);
     let span = (1.0, probes.len().max(2) as f64);
+    type Pick = fn(&SearchProbe) -> Option<f64>;
     let rates: Vec<Series> = [
-        ("asked", "bits_per_second", false),
-        ("received", "received_bits_per_second", true),
+        ("asked", (|p| p.bits_per_second) as Pick, false),
+        ("received", |p| p.received_bits_per_second, true),
     ]
     .iter()
     .enumerate()
-    .map(|(i, (label, key, bold))| series(label, points(&probes, &n, key), i, *bold))
+    .map(|(i, (label, key, bold))| series(label, points(probes, &n, *key), i, *bold))
     .filter(|s| !s.points.is_empty())
     .collect();
     if !rates.is_empty() {
@@ -240,7 +229,7 @@ pub(super) fn search_view(doc: &Value) -> TestView {
             shade: None,
             note: None,
         });
-        let mut loss = vec![series("lost", points(&probes, &n, "lost_percent"), 2, true)];
+        let mut loss = vec![series("lost", points(probes, &n, |p| p.lost_percent), 2, true)];
         if let Some(m) = max_loss {
             loss.push(series("--max-loss", vec![(span.0, m), (span.1, m)], 3, false));
         }
@@ -259,23 +248,21 @@ pub(super) fn search_view(doc: &Value) -> TestView {
         v.notes.push("No probe ended, so there is nothing to plot.".into());
     }
     if let Some(r) = result {
-        if let Some(b) = num(r, "bits_per_second") {
+        if let Some(b) = r.bits_per_second {
             v.headline.push(("Highest rate".into(), rate_text(b)));
         }
-        if let Some(b) = num(r, "received_bits_per_second") {
+        if let Some(b) = r.received_bits_per_second {
             v.headline.push(("Received".into(), rate_text(b)));
         }
-        if let Some(l) = num(r, "lost_percent") {
+        if let Some(l) = r.lost_percent {
             v.headline
                 .push(("Lost".into(), format!("{}%", crate::mode::percent(l))));
         }
-        if let Some(f) = text(r, "finish") {
+        if let Some(f) = &r.finish {
             v.headline.push(("Search ended".into(), f.replace('_', " ")));
         }
     }
-    let floor = result
-        .and_then(|r| num(r, "loss_floor_percent"))
-        .or_else(|| num(s, "loss_floor_percent"));
+    let floor = result.and_then(|r| r.loss_floor_percent).or(s.loss_floor_percent);
     if let Some(f) = floor {
         v.headline
             .push(("Loss floor".into(), format!("{}%", crate::mode::percent(f))));
@@ -288,9 +275,9 @@ pub(super) fn search_view(doc: &Value) -> TestView {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let verdict = if flag(p, "ok") {
+                let verdict = if p.ok.unwrap_or(false) {
                     "ok"
-                } else if flag(p, "sender_limited") {
+                } else if p.sender_limited.unwrap_or(false) {
                     "sender short of the rate"
                 } else {
                     "too much loss"
@@ -299,15 +286,101 @@ pub(super) fn search_view(doc: &Value) -> TestView {
                     false,
                     vec![
                         format!("{}", i + 1),
-                        num(p, "bits_per_second").map_or("-".into(), rate_text),
-                        num(p, "received_bits_per_second").map_or("-".into(), rate_text),
-                        format!("{}/{}", count(num(p, "lost_packets")), count(num(p, "packets"))),
-                        num(p, "lost_percent").map_or("-".into(), |l| format!("{}%", crate::mode::percent(l))),
+                        p.bits_per_second.map_or("-".into(), rate_text),
+                        p.received_bits_per_second.map_or("-".into(), rate_text),
+                        format!(
+                            "{}/{}",
+                            count(p.lost_packets.map(|n| n as f64)),
+                            count(p.packets.map(|n| n as f64))
+                        ),
+                        p.lost_percent
+                            .map_or("-".into(), |l| format!("{}%", crate::mode::percent(l))),
                         verdict.into(),
                     ],
                 )
             })
             .collect(),
     };
+    v
+}
+
+/// The standard responsiveness test's document (`--rpm=URL -J`): each
+/// direction's goodput over time and its result.
+pub(super) fn nq_view(doc: &NqDoc) -> TestView {
+    let mut v = TestView {
+        heading: format!(
+            "Responsiveness (networkQuality) of {}",
+            doc.config_url.as_deref().unwrap_or("?")
+        ),
+        ..TestView::default()
+    };
+    let ways: Vec<(&str, &NqWay)> = [("download", &doc.download), ("upload", &doc.upload)]
+        .into_iter()
+        .filter_map(|(n, w)| Some((n, w.as_ref()?)))
+        .collect();
+    let at = |_: usize, s: &crate::document::NqSecond| s.seconds;
+    let series: Vec<Series> = ways
+        .iter()
+        .enumerate()
+        .map(|(i, (name, w))| series(name, points(&w.intervals, &at, |s| s.goodput), i, i == 0))
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    let span = ways
+        .iter()
+        .filter_map(|(_, w)| w.intervals.last().and_then(|s| s.seconds))
+        .fold(1.0, f64::max);
+    if series.is_empty() {
+        v.notes
+            .push("No second was measured, so there is nothing to plot.".into());
+    } else {
+        v.charts.push(Chart {
+            id: "rpm_goodput".into(),
+            title: "Goodput of the load connections".into(),
+            y_name: "Goodput".into(),
+            unit: Unit::BitsPerSecond,
+            series,
+            x_span: (0.0, span),
+            x_name: None,
+            shade: None,
+            note: None,
+        });
+    }
+    for (name, w) in &ways {
+        if let Some(r) = w.rpm {
+            v.headline.push((
+                format!("Responsiveness ({name})"),
+                format!("{r:.0} RPM ({})", w.class.as_deref().unwrap_or("?")),
+            ));
+        }
+        if let Some(t) = w.throughput {
+            v.headline.push((format!("Capacity ({name})"), rate_text(t)));
+        }
+    }
+    v.summary = Table {
+        head: ["Direction", "Flows", "Loaded latency", "Confidence", "Seconds"]
+            .map(String::from)
+            .to_vec(),
+        rows: ways
+            .iter()
+            .map(|(name, w)| {
+                (
+                    false,
+                    vec![
+                        name.to_string(),
+                        count(w.flows.map(|f| f as f64)),
+                        ms(w.loaded_latency_ms),
+                        w.confidence.clone().unwrap_or_else(|| "-".into()),
+                        w.seconds.map_or("-".into(), crate::mode::trim_num),
+                    ],
+                )
+            })
+            .collect(),
+    };
+    if let Some(l) = doc.unloaded_latency_ms {
+        v.params.push(("Idle latency".into(), ms(Some(l))));
+    }
+    if let Some(j) = doc.jitter_ms {
+        v.params.push(("Idle jitter".into(), ms(Some(j))));
+    }
     v
 }
