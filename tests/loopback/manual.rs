@@ -97,3 +97,88 @@ fn help_lists_the_wirespeed_additions() {
         assert!(r.stdout.contains(s), "--help lacks {s}");
     }
 }
+
+/// The long options a subcommand's `--help` lists.
+fn help_options(sub: &str) -> Vec<String> {
+    let r = run(&wirespeed(), &[sub, "--help"], T);
+    assert_eq!(r.code, Some(0), "{sub} --help: {}", r.stderr);
+    let mut v: Vec<String> = r
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with('-'))
+        .flat_map(|l| l.split([' ', ',']).map(str::to_string).collect::<Vec<_>>())
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// What bash completes for `words` (the last one the word being completed).
+fn bash_completes(script: &Path, words: &[&str]) -> Option<Vec<String>> {
+    let bash = peer("bash")?;
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let prog = format!(
+        "source {}; COMP_WORDS=({}); COMP_CWORD={}; _wirespeed; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display(),
+        quoted.join(" "),
+        words.len() - 1
+    );
+    let r = run(&bash, &["-c", &prog], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    Some(r.stdout.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
+}
+
+#[test]
+fn each_subcommand_completes_its_own_options() {
+    let script = std::env::temp_dir().join(format!("ws-completion-subs-{}.bash", std::process::id()));
+    let r = run(&wirespeed(), &["--completions", "bash"], T);
+    std::fs::write(&script, &r.stdout).unwrap();
+    let first = bash_completes(&script, &["wirespeed", ""]);
+    let Some(first) = first else {
+        let _ = std::fs::remove_file(&script);
+        return;
+    };
+    assert_eq!(first, ["report", "ui", "exporter"]);
+    for sub in ["report", "ui", "exporter"] {
+        let mut offered = bash_completes(&script, &["wirespeed", sub, "--"]).unwrap();
+        offered.sort();
+        assert_eq!(offered, help_options(sub), "bash after `{sub}`");
+        // Its option's value is not another option.
+        let after_value = bash_completes(&script, &["wirespeed", sub, "--help", "-"]).unwrap();
+        assert!(
+            !after_value.iter().any(|w| w == "--client" || w == "-c"),
+            "{sub}: {after_value:?}"
+        );
+    }
+    // A file option's value is a file; a word option's is left alone.
+    assert!(
+        bash_completes(&script, &["wirespeed", "ui", "--listen", ""])
+            .unwrap()
+            .is_empty()
+    );
+    let dir = std::env::temp_dir().join(format!("ws-completion-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("history.db"), "").unwrap();
+    let db = format!("{}/hist", dir.display());
+    let files = bash_completes(&script, &["wirespeed", "ui", "--db", &db]).unwrap();
+    assert_eq!(files, [format!("{}/history.db", dir.display())]);
+    // The test's options stay where they belong.
+    let client = bash_completes(&script, &["wirespeed", "-c", "h", "--cl"]).unwrap();
+    assert_eq!(client, ["--client"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&script);
+    for shell in ["zsh", "fish"] {
+        let r = run(&wirespeed(), &["--completions", shell], T);
+        for sub in ["report", "ui", "exporter"] {
+            for o in help_options(sub) {
+                let name = o.trim_start_matches('-');
+                let spelled = match shell {
+                    "zsh" => format!("--{name}"),
+                    _ => format!("-l {name} "),
+                };
+                assert!(r.stdout.contains(&spelled), "{shell} lacks {sub}'s {o}");
+            }
+        }
+    }
+}
