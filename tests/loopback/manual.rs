@@ -182,3 +182,59 @@ fn each_subcommand_completes_its_own_options() {
         }
     }
 }
+
+/// The manual's text as `man` shows it (roff's `\-` as `-`, lines joined).
+fn man_text() -> String {
+    let raw = std::fs::read_to_string(man_page()).unwrap();
+    raw.lines()
+        .filter(|l| !l.starts_with(".\\\""))
+        .map(|l| l.trim_start_matches(['.', 'B', 'R', 'I', 'P', 'T']).trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("\\-", "-")
+        .replace("\\fR", "")
+        .replace("\\fI", "")
+        .replace("\\fB", "")
+        .replace('"', "")
+}
+
+#[test]
+fn the_manual_gives_the_rpm_server_and_clients_limits_of_the_code() {
+    use wirespeed::config::nq::{MAX_FLOWS, MOST_FLOWS};
+    use wirespeed_rpm_http::server::{IDLE, MAX_CONNECTIONS};
+    let text = man_text();
+    let thousands = |n: usize| match n {
+        n if n >= 1000 => format!("{},{:03}", n / 1000, n % 1000),
+        n => n.to_string(),
+    };
+    for want in [
+        format!("At most {} connections at once", thousands(MAX_CONNECTIONS)),
+        format!("closed after {} seconds without progress", IDLE.as_secs()),
+        format!("up to {MAX_FLOWS} ( -P , at most {MOST_FLOWS})"),
+    ] {
+        assert!(text.contains(&want), "man page lacks {want:?}");
+    }
+    // One load connection at a time (the client's FLOWS_PER_STEP).
+    assert!(text.contains("starting with one load connection and adding one each second"));
+    // The options it lists for --rpm=URL are taken; others are refused.
+    let parse = |extra: &str| {
+        let args: Vec<String> = format!("--rpm=https://127.0.0.1:4443/config {extra}")
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        wirespeed::cli::iperf3::parse_args(&args).map_err(|e| e.line())
+    };
+    for listed in [
+        "-t 5 -R -P 4 -f m -J --logfile /tmp/x --forceflush --timestamps",
+        "--json-stream --report /tmp/x.html --metrics 127.0.0.1:0 --cacert /tmp/ca.pem",
+        "--insecure",
+    ] {
+        assert!(parse(listed).is_ok(), "{listed}: {:?}", parse(listed).err());
+        for word in listed.split_whitespace().filter(|w| w.starts_with("--")) {
+            assert!(text.contains(word), "the manual's --rpm=URL list lacks {word}");
+        }
+    }
+    for other in ["-u", "-i 1", "-w 1M", "-b 1M", "--bidir", "-c h", "-s"] {
+        assert!(parse(other).is_err(), "--rpm=URL {other} is taken");
+    }
+}
