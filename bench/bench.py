@@ -10,7 +10,8 @@ machine noise hits every tool alike; the table reports medians, the spread
     python3 bench/bench.py --rounds 5 --only tcp1,tcp4
     python3 bench/bench.py --quick              # 1 round, short runs (smoke)
 
-Scenarios (--only takes a comma-separated subset):
+Scenarios (--only takes a comma-separated subset; all by default):
+  ceiling   the machine's own ceilings (examples/ceiling.rs), no tool
   tcp1      TCP, 1 stream: receiver Gbit/s and CPU seconds per GB (both ends)
   tcp4      TCP, -P 4: receiver Gbit/s
   udp64     UDP 64-byte datagrams at -b 0: received packets/s
@@ -35,7 +36,9 @@ the same run (`cargo build --release --example ceiling`: a TCP write/read
 loop, UDP sendmmsg/recvmmsg and UDP GSO/GRO, no tool around them), and each
 figure is also shown as a fraction of its ceiling.
 
-Writes BENCHMARKS.md and bench/results.json (paths configurable). Needs
+Writes BENCHMARKS.md and bench/results.json (--md, --json). --quick
+writes neither: its smoke numbers go to a scratch directory
+(/tmp/wsbench-quick-*/, printed) unless --md/--json name files. Needs
 iperf3 and iperf (Debian: apt-get install iperf3 iperf), root for the
 ttfb capture (an AF_PACKET socket on lo; skipped otherwise), and a release
 build of wirespeed (built here with cargo if missing). Only loopback is
@@ -878,19 +881,40 @@ def rerender(json_path, md_path, notes, write_markdown):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--duration", type=float, default=5)
+    class Help(argparse.RawDescriptionHelpFormatter):
+        """The module's text above the options; each option's default after it."""
+
+        def _get_help_string(self, action):
+            text = action.help or ""
+            if action.default not in (None, False, "", argparse.SUPPRESS) and "%(default)" not in text:
+                text += " (default: %(default)s)"
+            return text
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of every scenario (medians over them)")
+    ap.add_argument("--duration", type=float, default=5, help="seconds of each timed run")
     ap.add_argument("--only", default="ceiling,tcp1,tcp4,udp64,udp1400,p1000,clients50,scale,ttfb,zerocopy,mux,"
-                                      "placement,profile")
-    ap.add_argument("--quick", action="store_true", help="1 round, 2 s runs, small scale")
+                                      "placement,profile",
+                    help="the scenarios to run, comma-separated (listed above)")
+    ap.add_argument("--quick", action="store_true",
+                    help="1 round, 2 s runs, small scale; writes to a scratch directory, "
+                         "not the committed files, unless --md/--json are given")
     ap.add_argument("--preliminary", default="", help="a note printed at the top of the table")
-    ap.add_argument("--md", default=os.path.join(ROOT, "BENCHMARKS.md"))
-    ap.add_argument("--json", default=os.path.join(ROOT, "bench", "results.json"))
-    ap.add_argument("--wirespeed", default=os.path.join(ROOT, "target", "release", "wirespeed"))
+    ap.add_argument("--md", default=None, help="the Markdown table to write (default: BENCHMARKS.md)")
+    ap.add_argument("--json", default=None, help="the results to write (default: bench/results.json)")
+    ap.add_argument("--wirespeed", default=os.path.join(ROOT, "target", "release", "wirespeed"),
+                    help="the wirespeed binary (built with cargo if missing)")
     ap.add_argument("--render", action="store_true",
                     help="only write the Markdown again from the JSON (after editing the notes)")
     a = ap.parse_args()
+    if a.quick and not a.render and (a.md is None or a.json is None):
+        # A smoke run's numbers must not replace the committed ones.
+        scratch = tempfile.mkdtemp(prefix="wsbench-quick-")
+        a.md = a.md or os.path.join(scratch, "BENCHMARKS.md")
+        a.json = a.json or os.path.join(scratch, "results.json")
+        print(f"--quick: writing {a.md} and {a.json} (not the committed files)", file=sys.stderr)
+    a.md = a.md or os.path.join(ROOT, "BENCHMARKS.md")
+    a.json = a.json or os.path.join(ROOT, "bench", "results.json")
     if a.render:
         rerender(a.json, a.md, NOTES, write_markdown)
         return

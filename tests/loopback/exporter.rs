@@ -412,3 +412,73 @@ fn basic_auth_refuses_missing_and_wrong_credentials() {
     let (status, body) = get(port, &format!("{q}&token=s3cret-token"), &[]);
     assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
 }
+
+/// The metric names (without labels) an answer in Prometheus text has.
+fn metric_names(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .map(|n| {
+            // A histogram's series are its name.
+            ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| {
+                    n.strip_suffix(s)
+                        .filter(|b| text.contains(&format!("# TYPE {b} histogram")))
+                })
+                .unwrap_or(n)
+                .to_string()
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[test]
+fn the_docs_name_every_metric_the_exporter_answers_and_its_scrape_timeout_floor() {
+    let docs =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/features.md")).unwrap();
+    let sport = free_port();
+    let _srv = wirespeed_server(sport, &[]);
+    let (_ex, port) = exporter(&[]);
+    let mut names = Vec::new();
+    for q in [
+        "period=0.5",
+        "period=0.5&udp_mode=true&bitrate=1M",
+        "period=0.5&latency=true",
+        "period=1&rpm=true",
+    ] {
+        names.extend(metric_names(&probe(
+            port,
+            &format!("target=127.0.0.1&port={sport}&{q}"),
+        )));
+    }
+    names.extend(metric_names(&get(port, "/metrics", &[]).1));
+    names.sort();
+    names.dedup();
+    assert!(
+        names.contains(&"wirespeed_probe_received_bits_per_second".to_string()),
+        "{names:?}"
+    );
+    let missing: Vec<&String> = names.iter().filter(|n| !docs.contains(n.as_str())).collect();
+    assert!(missing.is_empty(), "docs/features.md does not name {missing:?}");
+    // The floor the docs give: 2.5 s, 3 s with latency=true, 4 s with rpm=true.
+    for (q, refused, taken) in [
+        ("", "2.4", "2.5"),
+        ("&latency=true", "2.9", "3"),
+        ("&rpm=true", "3.9", "4"),
+    ] {
+        let path = format!("/probe?target=127.0.0.1&port={sport}{q}");
+        let (status, body) = get(
+            port,
+            &path,
+            &[&format!("X-Prometheus-Scrape-Timeout-Seconds: {refused}")],
+        );
+        assert_eq!(status, "HTTP/1.1 400 Bad Request", "{q} at {refused} s: {body}");
+        assert_eq!(body.lines().count(), 1, "{body}");
+        let (status, body) = get(port, &path, &[&format!("X-Prometheus-Scrape-Timeout-Seconds: {taken}")]);
+        assert_eq!(status, "HTTP/1.1 200 OK", "{q} at {taken} s: {body}");
+    }
+}

@@ -102,8 +102,14 @@ fn server_daemonset_runs_a_metrics_server_per_node() {
     };
     assert_eq!(named("metrics")["containerPort"], mport);
     assert_eq!(named("iperf3")["containerPort"], cfg.port as u64);
-    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/metrics");
-    assert_eq!(c["readinessProbe"]["httpGet"]["port"], "metrics");
+    for probe in ["readinessProbe", "livenessProbe"] {
+        assert_eq!(c[probe]["httpGet"]["path"], "/metrics", "{probe}");
+        assert_eq!(c[probe]["httpGet"]["port"], "metrics", "{probe}");
+        // A 100m-CPU pod running a test answers slower than the default 1 s.
+        let timeout = c[probe]["timeoutSeconds"].as_u64().unwrap_or(1);
+        assert!(timeout >= 5, "{probe}: timeoutSeconds {timeout}");
+    }
+    assert_eq!(c["resources"]["requests"]["cpu"], "100m");
     let ann = &ds["spec"]["template"]["metadata"]["annotations"];
     assert_eq!(ann["prometheus.io/port"], mport.to_string());
     let svc = find(&docs, "Service");
@@ -143,6 +149,15 @@ fn mesh_job_tests_every_pair_with_options_wirespeed_accepts() {
         find(&docs, "ServiceAccount")["metadata"]["name"]
     );
     assert_eq!(pod["restartPolicy"], "Never");
+    // A version tag, not `latest`.
+    let image = pod["containers"][0]["image"].as_str().unwrap();
+    let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or("");
+    assert!(
+        tag.starts_with('v')
+            && tag[1..].split('.').count() == 3
+            && tag[1..].split('.').all(|n| n.parse::<u32>().is_ok()),
+        "the kubectl image is not pinned to a version: {image}"
+    );
     assert_eq!(pod["volumes"][0]["configMap"]["name"], cm["metadata"]["name"]);
 }
 
@@ -180,6 +195,12 @@ fn mesh_script_collects_one_json_document_per_pair() {
         .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // `kubectl logs` mixes stdout and stderr: the log must be the array alone.
+    assert!(
+        out.stderr.is_empty(),
+        "the mesh writes to stderr, which `kubectl logs > mesh.json` mixes in: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let all: Value = serde_json::from_slice(&out.stdout).expect("one JSON array");
     let pairs = all.as_array().unwrap();
     assert_eq!(pairs.len(), 2, "two pods: two ordered pairs");

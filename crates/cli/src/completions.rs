@@ -179,6 +179,180 @@ fn flags(o: &OptionDoc) -> Vec<String> {
 
 const CONGESTION: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 
+/// What a subcommand's option takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubValue {
+    /// Nothing.
+    Flag,
+    /// A file name.
+    File,
+    /// Anything else (an address, a token, a number).
+    Word,
+}
+
+/// One option of a subcommand: short letter, long name, value, help.
+pub type SubOption = (Option<char>, &'static str, SubValue, &'static str);
+
+/// A command of its own as the first word (`wirespeed report ...`), with
+/// the options its own parser takes (its `--help` lists the same).
+#[derive(Debug, Clone, Copy)]
+pub struct Subcommand {
+    /// The first word.
+    pub name: &'static str,
+    /// What it is, one line.
+    pub help: &'static str,
+    /// Its options.
+    pub options: &'static [SubOption],
+    /// Its operands are files.
+    pub files: bool,
+}
+
+const HELP: SubOption = (Some('h'), "help", SubValue::Flag, "show this message and quit");
+
+/// The subcommands (`app::main` dispatches on these words).
+pub const SUBCOMMANDS: &[Subcommand] = &[
+    Subcommand {
+        name: "report",
+        help: "render saved -J output as an HTML report",
+        options: &[(Some('o'), "output", SubValue::File, "HTML file to write"), HELP],
+        files: true,
+    },
+    Subcommand {
+        name: "ui",
+        help: "serve the web UI that sets up, runs and keeps tests",
+        options: &[
+            (None, "listen", SubValue::Word, "where to listen (address and port)"),
+            (None, "token", SubValue::Word, "the token the page's address carries"),
+            (None, "max-running", SubValue::Word, "tests that may run at once"),
+            (None, "db", SubValue::File, "the history's SQLite file"),
+            HELP,
+        ],
+        files: false,
+    },
+    Subcommand {
+        name: "exporter",
+        help: "serve Prometheus probes of iperf servers (/probe?target=HOST)",
+        options: &[
+            (None, "listen", SubValue::Word, "where to listen (address and port)"),
+            (None, "allow", SubValue::Word, "targets that may be probed"),
+            (None, "token", SubValue::Word, "the bearer token probes require"),
+            (
+                None,
+                "basic-auth",
+                SubValue::Word,
+                "the user and password every path requires",
+            ),
+            (
+                None,
+                "basic-auth-file",
+                SubValue::File,
+                "the user and password, read from a file",
+            ),
+            (None, "max-probes", SubValue::Word, "probes that may run at once"),
+            HELP,
+        ],
+        files: false,
+    },
+];
+
+/// A subcommand option's spellings (`-o`, `--output`).
+fn sub_flags(o: &SubOption) -> Vec<String> {
+    let mut v: Vec<String> = o.0.iter().map(|c| format!("-{c}")).collect();
+    v.push(format!("--{}", o.1));
+    v
+}
+
+/// bash: the `case` arm that completes one subcommand's words.
+fn bash_subcommand(sub: &Subcommand) -> String {
+    let pick = |want: SubValue| {
+        sub.options
+            .iter()
+            .filter(|o| o.2 == want)
+            .flat_map(sub_flags)
+            .collect::<Vec<_>>()
+            .join("|")
+    };
+    let mut prev = String::new();
+    for (pattern, action) in [
+        (pick(SubValue::File), r#"COMPREPLY=( $(compgen -f -- "$cur") ); "#),
+        (pick(SubValue::Word), ""),
+    ] {
+        if !pattern.is_empty() {
+            prev.push_str(&format!("                    {pattern}) {action}return ;;\n"));
+        }
+    }
+    let words: Vec<String> = sub.options.iter().flat_map(sub_flags).collect();
+    let operands = if sub.files {
+        r#"COMPREPLY=( $(compgen -f -- "$cur") )"#
+    } else {
+        "COMPREPLY=()"
+    };
+    format!(
+        "            {name})\n                case \"$prev\" in\n{prev}                esac\n                \
+         if [[ $cur == -* ]]; then\n                    COMPREPLY=( $(compgen -W \"{words}\" -- \"$cur\") )\n                \
+         else\n                    {operands}\n                fi\n                return ;;\n",
+        name = sub.name,
+        words = words.join(" "),
+    )
+}
+
+/// zsh: one subcommand's `_arguments` call.
+fn zsh_subcommand(sub: &Subcommand) -> String {
+    let mut specs = vec![format!("'1: :({})'", sub.name)];
+    for o in sub.options {
+        let help = zsh_text(o.3);
+        let (short_sfx, long_sfx, action) = match o.2 {
+            SubValue::Flag => ("", "", String::new()),
+            SubValue::File => ("+", "=", ":file:_files".to_string()),
+            SubValue::Word => ("+", "=", ":value: ".to_string()),
+        };
+        specs.push(match o.0 {
+            Some(c) => format!(
+                "'(-{c} --{l})'{{-{c}{short_sfx},--{l}{long_sfx}}}'[{help}]{action}'",
+                l = o.1
+            ),
+            None => format!("'--{l}{long_sfx}[{help}]{action}'", l = o.1),
+        });
+    }
+    if sub.files {
+        specs.push("'*:file:_files'".to_string());
+    }
+    format!(
+        "    {})\n      _arguments {}\n      return ;;\n",
+        sub.name,
+        specs.join(" ")
+    )
+}
+
+/// fish: one subcommand's word and its options.
+fn fish_subcommand(prog: &str, sub: &Subcommand) -> String {
+    let mut s = format!(
+        "complete -c {prog} -n '__fish_use_subcommand' -a {} -d '{}'\n",
+        sub.name,
+        fish_text(sub.help)
+    );
+    for o in sub.options {
+        let mut line = format!("complete -c {prog} -n '__fish_seen_subcommand_from {}'", sub.name);
+        if let Some(c) = o.0 {
+            line.push_str(&format!(" -s {c}"));
+        }
+        line.push_str(&format!(" -l {}", o.1));
+        match o.2 {
+            SubValue::Flag => {}
+            SubValue::File => line.push_str(" -r -F"),
+            SubValue::Word => line.push_str(" -x"),
+        }
+        line.push_str(&format!(" -d '{}'\n", fish_text(o.3)));
+        s.push_str(&line);
+    }
+    s
+}
+
+/// The subcommands' names, space-separated.
+fn sub_names() -> String {
+    SUBCOMMANDS.iter().map(|c| c.name).collect::<Vec<_>>().join(" ")
+}
+
 /// What `--iperf2` is, in the scripts.
 const IPERF2_HELP: &str = "iperf 2.1.8 command line, output and protocol";
 
@@ -256,16 +430,12 @@ fn bash(prog: &str, both: &Dialects) -> String {
     local cur prev
     cur="${{COMP_WORDS[COMP_CWORD]}}"
     prev="${{COMP_WORDS[COMP_CWORD-1]}}"
-    if [[ ${{COMP_WORDS[1]}} == report ]]; then
-        if [[ $prev == -o || $prev == --output || $cur != -* ]]; then
-            COMPREPLY=( $(compgen -f -- "$cur") )
-        else
-            COMPREPLY=( $(compgen -W "-o --output -h --help" -- "$cur") )
-        fi
-        return
+    if [[ $COMP_CWORD -gt 1 ]]; then
+        case "${{COMP_WORDS[1]}}" in
+{subs}        esac
     fi
 {dispatch}{values}    if [[ $COMP_CWORD -eq 1 && $cur != -* ]]; then
-        COMPREPLY=( $(compgen -W "report" -- "$cur") )
+        COMPREPLY=( $(compgen -W "{names}" -- "$cur") )
         return
     fi
     COMPREPLY=( $(compgen -W "--completions{iperf2_word} {all}" -- "$cur") )
@@ -274,6 +444,8 @@ complete -F {func} {prog}
 "#,
         values = bash_values(both.iperf3, IPERF3_FORMATS),
         all = all.join(" "),
+        subs = SUBCOMMANDS.iter().map(bash_subcommand).collect::<String>(),
+        names = sub_names(),
     )
 }
 
@@ -332,10 +504,12 @@ fn zsh(prog: &str, both: &Dialects) -> String {
     };
     format!(
         "#compdef {prog}\n# zsh completion for {prog}; generated by `{prog} --completions zsh`.\n\
-         if [[ $words[2] == report ]]; then\n  _arguments '1: :(report)' '(-o --output)'{{-o+,--output=}}'[HTML file to write]:file:_files' '*:JSON file:_files'\n  return\nfi\n\
+         if (( CURRENT > 2 )); then\n  case $words[2] in\n{subs}  esac\nfi\n\
          {iperf2}\
-         _arguments -s \\\n  {} \\\n  '1:: :(report)'\n",
-        specs.join(" \\\n  ")
+         _arguments -s \\\n  {} \\\n  '1:: :({names})'\n",
+        specs.join(" \\\n  "),
+        subs = SUBCOMMANDS.iter().map(zsh_subcommand).collect::<String>(),
+        names = sub_names(),
     )
 }
 
@@ -376,25 +550,24 @@ fn fish_lines(prog: &str, opts: &[OptionDoc], condition: &str, formats: &str) ->
 }
 
 fn fish(prog: &str, both: &Dialects) -> String {
-    let mut s = format!(
-        "# fish completion for {prog}; generated by `{prog} --completions fish`.\n\
-         complete -c {prog} -n '__fish_use_subcommand' -a report -d 'render saved -J output as an HTML report'\n\
-         complete -c {prog} -n '__fish_seen_subcommand_from report' -s o -l output -r -F -d 'HTML file to write'\n\
-         complete -c {prog} -l completions -x -a 'bash zsh fish' -d 'print a shell completion script'\n"
-    );
+    let mut s = format!("# fish completion for {prog}; generated by `{prog} --completions fish`.\n");
+    for sub in SUBCOMMANDS {
+        s.push_str(&fish_subcommand(prog, sub));
+    }
+    let no_sub = format!("not __fish_seen_subcommand_from {}", sub_names());
+    s.push_str(&format!(
+        "complete -c {prog} -n '{no_sub}' -l completions -x -a 'bash zsh fish' -d 'print a shell completion script'\n"
+    ));
     if both.iperf2.is_empty() {
-        s.push_str(&fish_lines(
-            prog,
-            both.iperf3,
-            "not __fish_seen_subcommand_from report",
-            IPERF3_FORMATS,
-        ));
+        s.push_str(&fish_lines(prog, both.iperf3, &no_sub, IPERF3_FORMATS));
     } else {
-        s.push_str(&format!("complete -c {prog} -l iperf2 -d '{IPERF2_HELP}'\n"));
+        s.push_str(&format!(
+            "complete -c {prog} -n '{no_sub}' -l iperf2 -d '{IPERF2_HELP}'\n"
+        ));
         s.push_str(&fish_lines(
             prog,
             both.iperf3,
-            "not __fish_seen_subcommand_from report; and not __fish_contains_opt iperf2",
+            &format!("{no_sub}; and not __fish_contains_opt iperf2"),
             IPERF3_FORMATS,
         ));
         s.push_str(&fish_lines(

@@ -41,7 +41,7 @@ pub fn check_options(cfg: &TestConfig) -> Result<(), Error> {
 }
 
 #[cfg(feature = "server")]
-pub use serve::{Endpoint, Serving};
+pub use serve::{Endpoint, IDLE, MAX_CONNECTIONS, Serving};
 
 /// The unsent backlog an RPM connection's socket keeps at most
 /// (TCP_NOTSENT_LOWAT), on our server and our client alike: what waits in
