@@ -142,7 +142,7 @@ impl Endpoint {
             addr,
         });
         Ok(Serving {
-            _thread: crate::http::serve(self.listener, "ws-ui-accept", web::answerer(site))?,
+            _thread: web::serve(self.listener, site)?,
             urls,
         })
     }

@@ -5,26 +5,27 @@
 //! we never grant); a loopback listener answers only to loopback host
 //! names (no DNS rebinding).
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::board::{Board, Mode, Run, State};
 use super::{export, form, history, history_view, schedule};
-use crate::http::{self, Reject, Request, Response};
+use crate::http::{self, Events, Limits, Request, Response};
 use wirespeed_report::html::{model, page};
 
-/// Time a client has to send its request.
-const READ_DEADLINE: Duration = Duration::from_secs(5);
-/// Time a client has to take a write.
-const WRITE_DEADLINE: Duration = Duration::from_secs(5);
-/// Largest request body (a form).
-const MAX_BODY: usize = 16 * 1024;
-/// Connections served at once (live streams included).
-const MAX_CONNECTIONS: usize = 32;
+/// What the UI holds its clients to: the server's defaults, with a
+/// form's body and a few live streams.
+const LIMITS: Limits = Limits {
+    body_size: 16 * 1024,
+    streams: 16,
+    ..Limits::DEFAULT
+};
+/// Longest quiet on a live stream before a comment goes (which finds a
+/// page that has gone).
+const QUIET: Duration = Duration::from_secs(5);
 /// Least time between two renders of one live run.
 const RENDER_EVERY: Duration = Duration::from_millis(200);
 
@@ -353,8 +354,7 @@ fn parse_form(req: &Request) -> Result<Value, Response> {
 /// Streams run `id` to `s`: a `render` event (the report's section, as the
 /// HTML report draws it) and a `state` event each time it changes, then
 /// `done` when it ends. Ends early when the page goes away.
-fn live(site: &Site, s: &mut TcpStream, id: u64) -> std::io::Result<()> {
-    http::sse_start(s)?;
+fn live(site: &Site, s: &mut Events, id: u64) -> std::io::Result<()> {
     let mut seen: Option<(usize, &str)> = None;
     let mut last_render = Instant::now() - RENDER_EVERY;
     loop {
@@ -366,12 +366,12 @@ fn live(site: &Site, s: &mut TcpStream, id: u64) -> std::io::Result<()> {
         };
         let mut now = now_of(&runs);
         if now == seen {
-            runs = site.board.wait(runs, Duration::from_secs(10));
+            runs = site.board.wait(runs, QUIET);
             now = now_of(&runs);
             if now == seen {
                 drop(runs);
                 // A comment: finds a page that has gone.
-                std::io::Write::write_all(s, b": idle\n\n")?;
+                s.comment("idle")?;
                 continue;
             }
         }
@@ -392,52 +392,28 @@ fn live(site: &Site, s: &mut TcpStream, id: u64) -> std::io::Result<()> {
         let html: String = (docs.iter().enumerate())
             .map(|(i, doc)| page::section(i, &model::view(doc)))
             .collect();
-        http::sse_event(s, "render", &html)?;
-        http::sse_event(s, "state", &state.to_string())?;
+        s.event("render", &html)?;
+        s.event("state", &state.to_string())?;
         if !running {
-            return http::sse_event(s, "done", &state.to_string());
+            return s.event("done", &state.to_string());
         }
     }
 }
 
-fn serve_one(site: &Site, mut s: TcpStream) {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_write_timeout(Some(WRITE_DEADLINE));
-    let req = match http::read_request(&mut s, MAX_BODY, READ_DEADLINE) {
-        Ok(r) => r,
-        Err(Reject::Timeout) => return,
-        Err(r) => return Response::text(r.status(), "bad request\n").send(&mut s, false),
-    };
-    match route(site, &req) {
-        Answer::Whole(resp) => resp.send(&mut s, req.method == "HEAD"),
+/// Serves the UI on `listener` until the handle is dropped: each request
+/// routed on a worker thread, a live run streamed from a thread of its
+/// own.
+pub(crate) fn serve(listener: TcpListener, site: Arc<Site>) -> Result<http::Serving, wirespeed_proto::error::Error> {
+    let handler = move |req: Request| match route(&site, &req) {
+        Answer::Whole(resp) => http::Answer::Whole(resp),
         Answer::Live(id) => {
-            let _ = live(site, &mut s, id);
+            let site = site.clone();
+            http::Answer::Events(Box::new(move |mut events| {
+                let _ = live(&site, &mut events, id);
+            }))
         }
-    }
-}
-
-/// What the accepting thread does with each connection: serves it on a
-/// thread of its own (at most [`MAX_CONNECTIONS`] at once; beyond that a
-/// 503).
-pub(crate) fn answerer(site: Arc<Site>) -> impl FnMut(TcpStream) + Send + 'static {
-    let live = Arc::new(AtomicUsize::new(0));
-    move |mut s: TcpStream| {
-        if live.fetch_add(1, Relaxed) >= MAX_CONNECTIONS {
-            live.fetch_sub(1, Relaxed);
-            let _ = s.set_nonblocking(false);
-            let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
-            Response::text("503 Service Unavailable", "too many connections\n").send(&mut s, false);
-            return;
-        }
-        let (site, live2) = (site.clone(), live.clone());
-        let spawned = std::thread::Builder::new().name("ws-ui".into()).spawn(move || {
-            serve_one(&site, s);
-            live2.fetch_sub(1, Relaxed);
-        });
-        if spawned.is_err() {
-            live.fetch_sub(1, Relaxed);
-        }
-    }
+    };
+    http::serve(listener, "ws-ui", LIMITS, Arc::new(handler))
 }
 
 #[cfg(test)]
