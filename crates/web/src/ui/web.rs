@@ -6,14 +6,14 @@
 //! names (no DNS rebinding).
 
 use std::net::{SocketAddr, TcpListener};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::board::{Board, Mode, Run, State};
 use super::{export, form, history, history_view, schedule};
-use crate::http::{self, Events, Limits, Request, Response};
+use crate::http::{self, Events, Limits, Request, Response, Router};
 use wirespeed_report::html::{model, page};
 
 /// What the UI holds its clients to: the server's defaults, with a
@@ -212,139 +212,213 @@ pub fn route(site: &Site, req: &Request) -> Answer {
             schedule::metrics(&site.board.history).into_bytes(),
         ));
     }
-    let Some(api) = req.path.strip_prefix("/api/") else {
+    if !req.path.starts_with("/api/") {
         return whole(Response::text("404 Not Found", "not found\n"));
-    };
+    }
     if let Err(refusal) = site.authorized(req) {
         return whole(refusal);
     }
-    let parts: Vec<&str> = api.split('/').collect();
-    let post = req.method == "POST";
-    let id = |s: &str| s.parse::<u64>().ok();
+    API.route(site, req)
+        .unwrap_or_else(|| whole(error("404 Not Found", "no such API")))
+}
+
+impl From<Response> for Answer {
+    fn from(r: Response) -> Answer {
+        Answer::Whole(r)
+    }
+}
+
+const GET: &[&str] = &["GET", "HEAD"];
+const POST: &[&str] = &["POST"];
+
+/// The API, once a request has passed the host, method and token checks
+/// of [`route`].
+static API: LazyLock<Router<Site, Answer>> = LazyLock::new(|| {
+    Router::new()
+        .at(GET, "/api/runs", runs)
+        .at(GET, "/api/history", history_summary)
+        .at(GET, "/api/history.csv", history_file)
+        .at(GET, "/api/history.json", history_file)
+        .at(GET, "/api/chart", chart)
+        .at(GET, "/api/schedules", schedules)
+        .at(POST, "/api/schedules", add_schedule)
+        .at(POST, "/api/schedules/{}/delete", delete_schedule)
+        .at(POST, "/api/check", check)
+        .at(POST, "/api/runs", start_run)
+        .at(POST, "/api/runs/{}/stop", stop_run)
+        .at(GET, "/api/runs/{}/events", live_run)
+        .at(GET, "/api/runs/{}/{}", run_file)
+        .at(GET, "/api/compare", compare)
+});
+
+fn id(s: &str) -> Option<u64> {
+    s.parse::<u64>().ok()
+}
+
+fn query(site: &Site, req: &Request, limit: usize, cap: usize) -> Result<history::Query, String> {
+    history_view::query(&site.board, req, limit, cap)
+}
+
+fn runs(site: &Site, req: &Request, _: &[&str]) -> Answer {
     let board = &site.board;
-    let query = |limit, cap| history_view::query(board, req, limit, cap);
-    let client_only = || match board.mode {
+    Answer::Whole(
+        match query(site, req, history_view::DEFAULT_LIMIT, history::MAX_LIST)
+            .and_then(|q| history_view::list(board, &q))
+        {
+            Ok(v) => json_response("200 OK", &v),
+            Err(e) => error("400 Bad Request", e),
+        },
+    )
+}
+
+fn history_summary(site: &Site, _: &Request, _: &[&str]) -> Answer {
+    let board = &site.board;
+    Answer::Whole(json_response(
+        "200 OK",
+        &json!({
+            "db": board.history.path(),
+            "trouble": board.history.trouble(),
+            "targets": board.history.targets().iter().map(|(t, n, last)| json!({"target": t, "runs": n, "last_ms": last})).collect::<Vec<_>>(),
+        }),
+    ))
+}
+
+fn history_file(site: &Site, req: &Request, _: &[&str]) -> Answer {
+    let board = &site.board;
+    let file = req.path.trim_start_matches("/api/");
+    let runs = match query(site, req, history::MAX_LIST, history::MAX_LIST).and_then(|q| history_view::all(board, &q)) {
+        Ok(r) => r,
+        Err(e) => return Answer::Whole(error("400 Bad Request", e)),
+    };
+    let (ctype, body) = if file == "history.csv" {
+        ("text/csv; charset=utf-8", history_view::csv(&runs))
+    } else {
+        (
+            "application/json",
+            wirespeed_proto::json::to_formatted(&history_view::json_export(&runs)),
+        )
+    };
+    Answer::Whole(Response::new("200 OK", ctype, body.into_bytes()).with_header(format!(
+        "Content-Disposition: attachment; filename=\"wirespeed-{file}\""
+    )))
+}
+
+fn chart(site: &Site, req: &Request, _: &[&str]) -> Answer {
+    let board = &site.board;
+    Answer::Whole(
+        match query(site, req, history::MAX_POINTS, history::MAX_POINTS).and_then(|q| history_view::charts(board, &q)) {
+            Ok(html) => Response::new("200 OK", "text/html; charset=utf-8", html.into_bytes()),
+            Err(e) => error("400 Bad Request", e),
+        },
+    )
+}
+
+fn schedules(site: &Site, _: &Request, _: &[&str]) -> Answer {
+    Answer::Whole(json_response("200 OK", &schedule::listing(&site.board.history)))
+}
+
+fn client_only(site: &Site) -> Result<(), Response> {
+    match site.board.mode {
         Mode::Client { .. } => Ok(()),
         Mode::Server => Err(error("409 Conflict", "this page watches a server; it runs no tests")),
-    };
-    match (post, parts.as_slice()) {
-        (false, ["runs"]) => whole(
-            match query(history_view::DEFAULT_LIMIT, history::MAX_LIST).and_then(|q| history_view::list(board, &q)) {
-                Ok(v) => json_response("200 OK", &v),
-                Err(e) => error("400 Bad Request", e),
-            },
-        ),
-        (false, ["history"]) => whole(json_response(
-            "200 OK",
-            &json!({
-                "db": board.history.path(),
-                "trouble": board.history.trouble(),
-                "targets": board.history.targets().iter().map(|(t, n, last)| json!({"target": t, "runs": n, "last_ms": last})).collect::<Vec<_>>(),
-            }),
-        )),
-        (false, [file @ ("history.csv" | "history.json")]) => {
-            let runs = match query(history::MAX_LIST, history::MAX_LIST).and_then(|q| history_view::all(board, &q)) {
-                Ok(r) => r,
-                Err(e) => return whole(error("400 Bad Request", e)),
-            };
-            let (ctype, body) = if *file == "history.csv" {
-                ("text/csv; charset=utf-8", history_view::csv(&runs))
-            } else {
-                (
-                    "application/json",
-                    wirespeed_proto::json::to_formatted(&history_view::json_export(&runs)),
-                )
-            };
-            whole(Response::new("200 OK", ctype, body.into_bytes()).with_header(format!(
-                "Content-Disposition: attachment; filename=\"wirespeed-{file}\""
-            )))
-        }
-        (false, ["chart"]) => whole(
-            match query(history::MAX_POINTS, history::MAX_POINTS).and_then(|q| history_view::charts(board, &q)) {
-                Ok(html) => Response::new("200 OK", "text/html; charset=utf-8", html.into_bytes()),
-                Err(e) => error("400 Bad Request", e),
-            },
-        ),
-        (false, ["schedules"]) => whole(json_response("200 OK", &schedule::listing(&board.history))),
-        (true, ["schedules"]) => whole(match client_only().and_then(|()| parse_form(req)) {
-            Err(r) => r,
-            Ok(mut f) => {
-                let every = f
-                    .as_object_mut()
-                    .and_then(|m| m.remove("every"))
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default();
-                match schedule::check(&f, &every).and_then(|s| schedule::add(&board.history, &s).map(|id| (id, s))) {
-                    Ok((id, s)) => json_response(
-                        "201 Created",
-                        &json!({"id": id, "command": s.title, "every_s": s.every_s}),
-                    ),
-                    Err(e) => error("400 Bad Request", e),
-                }
-            }
-        }),
-        (true, ["schedules", n, "delete"]) => whole(match id(n) {
-            Some(n) if board.history.remove_schedule(n) => json_response("200 OK", &json!({"removed": n})),
-            _ => error("404 Not Found", "no such schedule"),
-        }),
-        (true, ["check"]) => whole(match parse_form(req) {
-            Err(r) => r,
-            Ok(f) => match form::plan(&f) {
-                Ok(p) => json_response("200 OK", &json!({"command": p.command_line(), "error": null})),
-                Err(e) => json_response("200 OK", &json!({"command": null, "error": e})),
-            },
-        }),
-        (true, ["runs"]) => whole(match parse_form(req) {
-            Err(r) => r,
-            Ok(f) => match form::plan(&f) {
-                Err(e) => error("400 Bad Request", e),
-                Ok(p) => match site.board.launch(&p) {
-                    Ok(id) => json_response("201 Created", &json!({"id": id, "command": p.command_line()})),
-                    Err(e) => error("409 Conflict", e),
-                },
-            },
-        }),
-        (true, ["runs", n, "stop"]) => whole(match id(n) {
-            Some(n) if site.board.stop(n) => json_response("200 OK", &json!({"stopping": n})),
-            _ => error("409 Conflict", "no such run is running"),
-        }),
-        (false, ["runs", n, "events"]) => match id(n).filter(|n| site.board.recall(*n)) {
-            Some(n) => Answer::Live(n),
-            None => whole(error("404 Not Found", "no such run")),
-        },
-        (false, ["runs", n, file]) => {
-            let Some((num, (doc, name))) = id(n).and_then(|n| Some((n, document(&site.board, n)?))) else {
-                return whole(error("404 Not Found", "no such run"));
-            };
-            let stem = format!("wirespeed-run-{n}");
-            let (ctype, body) = match *file {
-                "result.json" => ("application/json", wirespeed_proto::json::to_formatted(&doc)),
-                "result.csv" => ("text/csv; charset=utf-8", export::csv(&doc)),
-                "report.html" => (
-                    "text/html; charset=utf-8",
-                    wirespeed_report::html::render_documents(&documents(&site.board, num), &name),
-                ),
-                _ => return whole(error("404 Not Found", "no such file")),
-            };
-            let ext = file.rsplit('.').next().unwrap_or("txt");
-            whole(
-                Response::new("200 OK", ctype, body.into_bytes())
-                    .with_header(format!("Content-Disposition: attachment; filename=\"{stem}.{ext}\"")),
-            )
-        }
-        (false, ["compare"]) => {
-            let pick = |k: &str| req.param(k).and_then(id).and_then(|n| document(&site.board, n));
-            match (pick("a"), pick("b")) {
-                (Some((a, la)), Some((b, lb))) => whole(Response::new(
-                    "200 OK",
-                    "text/html; charset=utf-8",
-                    export::compare(&a, &la, &b, &lb),
-                )),
-                _ => whole(error("404 Not Found", "compare needs two runs: ?a=N&b=M")),
-            }
-        }
-        _ => whole(error("404 Not Found", "no such API")),
     }
+}
+
+fn add_schedule(site: &Site, req: &Request, _: &[&str]) -> Answer {
+    let board = &site.board;
+    Answer::Whole(match client_only(site).and_then(|()| parse_form(req)) {
+        Err(r) => r,
+        Ok(mut f) => {
+            let every = f
+                .as_object_mut()
+                .and_then(|m| m.remove("every"))
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            match schedule::check(&f, &every).and_then(|s| schedule::add(&board.history, &s).map(|id| (id, s))) {
+                Ok((id, s)) => json_response(
+                    "201 Created",
+                    &json!({"id": id, "command": s.title, "every_s": s.every_s}),
+                ),
+                Err(e) => error("400 Bad Request", e),
+            }
+        }
+    })
+}
+
+fn delete_schedule(site: &Site, _: &Request, p: &[&str]) -> Answer {
+    Answer::Whole(match id(p[0]) {
+        Some(n) if site.board.history.remove_schedule(n) => json_response("200 OK", &json!({"removed": n})),
+        _ => error("404 Not Found", "no such schedule"),
+    })
+}
+
+fn check(_: &Site, req: &Request, _: &[&str]) -> Answer {
+    Answer::Whole(match parse_form(req) {
+        Err(r) => r,
+        Ok(f) => match form::plan(&f) {
+            Ok(p) => json_response("200 OK", &json!({"command": p.command_line(), "error": null})),
+            Err(e) => json_response("200 OK", &json!({"command": null, "error": e})),
+        },
+    })
+}
+
+fn start_run(site: &Site, req: &Request, _: &[&str]) -> Answer {
+    Answer::Whole(match parse_form(req) {
+        Err(r) => r,
+        Ok(f) => match form::plan(&f) {
+            Err(e) => error("400 Bad Request", e),
+            Ok(p) => match site.board.launch(&p) {
+                Ok(id) => json_response("201 Created", &json!({"id": id, "command": p.command_line()})),
+                Err(e) => error("409 Conflict", e),
+            },
+        },
+    })
+}
+
+fn stop_run(site: &Site, _: &Request, p: &[&str]) -> Answer {
+    Answer::Whole(match id(p[0]) {
+        Some(n) if site.board.stop(n) => json_response("200 OK", &json!({"stopping": n})),
+        _ => error("409 Conflict", "no such run is running"),
+    })
+}
+
+fn live_run(site: &Site, _: &Request, p: &[&str]) -> Answer {
+    match id(p[0]).filter(|n| site.board.recall(*n)) {
+        Some(n) => Answer::Live(n),
+        None => Answer::Whole(error("404 Not Found", "no such run")),
+    }
+}
+
+fn run_file(site: &Site, _: &Request, p: &[&str]) -> Answer {
+    let (n, file) = (p[0], p[1]);
+    let Some((num, (doc, name))) = id(n).and_then(|n| Some((n, document(&site.board, n)?))) else {
+        return Answer::Whole(error("404 Not Found", "no such run"));
+    };
+    let stem = format!("wirespeed-run-{n}");
+    let (ctype, body) = match file {
+        "result.json" => ("application/json", wirespeed_proto::json::to_formatted(&doc)),
+        "result.csv" => ("text/csv; charset=utf-8", export::csv(&doc)),
+        "report.html" => (
+            "text/html; charset=utf-8",
+            wirespeed_report::html::render_documents(&documents(&site.board, num), &name),
+        ),
+        _ => return Answer::Whole(error("404 Not Found", "no such file")),
+    };
+    let ext = file.rsplit('.').next().unwrap_or("txt");
+    Answer::Whole(
+        Response::new("200 OK", ctype, body.into_bytes())
+            .with_header(format!("Content-Disposition: attachment; filename=\"{stem}.{ext}\"")),
+    )
+}
+
+fn compare(site: &Site, req: &Request, _: &[&str]) -> Answer {
+    let pick = |k: &str| req.param(k).and_then(id).and_then(|n| document(&site.board, n));
+    Answer::Whole(match (pick("a"), pick("b")) {
+        (Some((a, la)), Some((b, lb))) => {
+            Response::new("200 OK", "text/html; charset=utf-8", export::compare(&a, &la, &b, &lb))
+        }
+        _ => error("404 Not Found", "compare needs two runs: ?a=N&b=M"),
+    })
 }
 
 fn parse_form(req: &Request) -> Result<Value, Response> {
