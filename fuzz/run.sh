@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")"
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-"iperf3_params iperf3_results iperf3_control iperf3_auth iperf2_tcp_header udp_datagrams sniff"}
+targets=${*:-"iperf3_params iperf3_results iperf3_control iperf3_auth iperf2_tcp_header udp_datagrams sniff http_decode"}
 export RUSTC_BOOTSTRAP=${RUSTC_BOOTSTRAP:-1}
 cargo fuzz build
 for t in $targets; do
