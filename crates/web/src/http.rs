@@ -92,6 +92,39 @@ fn reachable_at(addr: SocketAddr, v6only: bool, host: &[IpAddr]) -> Vec<SocketAd
     out
 }
 
+/// Where `listener` can be opened, as `url(ADDR:PORT)` of each address
+/// [`reachable`] lists; when it is on every address and they cannot be
+/// listed, its own address, saying to put one of the host's in its place.
+pub fn urls(listener: &TcpListener, url: impl Fn(&str) -> String) -> Vec<String> {
+    let mut urls: Vec<String> = reachable(listener).iter().map(|a| url(&a.to_string())).collect();
+    if urls.is_empty()
+        && let Ok(addr) = listener.local_addr()
+    {
+        let shown = addr.to_string();
+        let ip = shown.rsplit_once(':').map_or(shown.as_str(), |(h, _)| h);
+        urls.push(format!(
+            "{} (every address of this host: put one in place of {ip})",
+            url(&shown)
+        ));
+    }
+    urls
+}
+
+/// `lead` and the first of `urls`, then a line for each other, aligned
+/// under the first after an "or".
+pub fn say(lead: &str, urls: &[String]) -> String {
+    let mut out = String::new();
+    for (i, u) in urls.iter().enumerate() {
+        let pad = if i == 0 {
+            lead.to_string()
+        } else {
+            format!("{:>w$} ", "or", w = lead.len().saturating_sub(1))
+        };
+        out.push_str(&format!("{pad}{u}\n"));
+    }
+    out
+}
+
 /// A parsed request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Request {

@@ -47,23 +47,11 @@ impl Endpoint {
     /// of the host's addresses for a listener on every address), and a
     /// warning when anyone who can reach the host may read them.
     pub fn announcement(&self) -> (String, Option<String>) {
-        let lead = "Metrics at ";
-        let mut text = String::new();
-        let reach = http::reachable(&self.listener);
-        for (i, a) in reach.iter().enumerate() {
-            let pad = if i == 0 {
-                lead.to_string()
-            } else {
-                format!("{:>w$} ", "or", w = lead.len() - 1)
-            };
-            text.push_str(&format!("{pad}http://{a}/metrics\n"));
-        }
+        let text = http::say(
+            "Metrics at ",
+            &http::urls(&self.listener, |a| format!("http://{a}/metrics")),
+        );
         let local = self.listener.local_addr().ok();
-        if reach.is_empty()
-            && let Some(a) = local
-        {
-            text.push_str(&format!("{lead}http://{a}/metrics (every address of this host)\n"));
-        }
         let everywhere = local.is_some_and(|a| a.ip().is_unspecified());
         let warning = everywhere.then(|| {
             let port = self.port();

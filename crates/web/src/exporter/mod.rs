@@ -490,25 +490,11 @@ fn bounded(cfg: wirespeed_core::config::TestConfig, host: String, limit: Duratio
 /// What the exporter says as it starts: where it listens, and a warning
 /// when anyone who reaches the host may run probes through it.
 pub fn announcement(listener: &TcpListener, args: &Args) -> (String, Option<String>) {
-    let lead = "Exporter at ";
-    let mut text = String::new();
-    let reach = http::reachable(listener);
-    for (i, a) in reach.iter().enumerate() {
-        let pad = if i == 0 {
-            lead.to_string()
-        } else {
-            format!("{:>w$} ", "or", w = lead.len() - 1)
-        };
-        text.push_str(&format!("{pad}http://{a}/probe?target=HOST\n"));
-    }
+    let text = http::say(
+        "Exporter at ",
+        &http::urls(listener, |a| format!("http://{a}/probe?target=HOST")),
+    );
     let local = listener.local_addr().ok();
-    if reach.is_empty()
-        && let Some(a) = local
-    {
-        text.push_str(&format!(
-            "{lead}http://{a}/probe?target=HOST (every address of this host)\n"
-        ));
-    }
     let everywhere = local.is_some_and(|a| a.ip().is_unspecified());
     let warning = (everywhere && args.token.is_none() && args.basic_auth.is_none()).then(|| {
         let port = local.map_or(0, |a| a.port());
