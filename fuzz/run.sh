@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")"
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-"iperf3_params iperf3_results iperf3_control iperf3_auth iperf2_tcp_header udp_datagrams sniff"}
+targets=${*:-"iperf3_params iperf3_results iperf3_control iperf3_auth iperf2_tcp_header udp_datagrams sniff http_decode"}
 export RUSTC_BOOTSTRAP=${RUSTC_BOOTSTRAP:-1}
 if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "fuzz/run.sh: cargo-fuzz is not installed: cargo install cargo-fuzz (it fuzzes with a nightly toolchain, or stable with RUSTC_BOOTSTRAP=1, which this script sets)" >&2

@@ -8,5 +8,6 @@
 mod common;
 
 mod hostile;
+mod http_ports;
 mod many_flows;
 mod rpm_hostile;

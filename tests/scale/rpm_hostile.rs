@@ -56,11 +56,11 @@ impl ServerCertVerifier for AnyCert {
     }
 }
 
-type Tls = StreamOwned<ClientConnection, TcpStream>;
+pub(crate) type Tls = StreamOwned<ClientConnection, TcpStream>;
 
 /// A TLS 1.3 connection to 127.0.0.1:`port` offering `alpn`, its
 /// handshake done (within 10 s), or why not.
-fn tls(port: u16, alpn: &[u8]) -> std::io::Result<Tls> {
+pub(crate) fn tls(port: u16, alpn: &[u8]) -> std::io::Result<Tls> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut cfg = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])

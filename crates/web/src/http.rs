@@ -1,22 +1,25 @@
-//! The little HTTP/1.1 the metrics endpoint and the web UI speak: one
-//! request per connection, its head and body capped in size before they
-//! are read, every read and write under a deadline. The parser is a pure
-//! function of the bytes, so it is tested (and fuzzed) without sockets.
+//! The HTTP that the web UI, the exporter and the metrics endpoint speak:
+//! their listener (`listen`, from `ADDR:PORT`) and where it can be
+//! reached (`reachable`), the request and response a handler sees and
+//! makes, and the server that carries them ([`serve`]: hyper on a small
+//! tokio runtime of its own, held to [`Limits`] that stand up to clients
+//! that trickle, idle or flood). A handler is plain blocking code; the
+//! server runs it on a worker thread, never on the runtime.
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+mod decode;
+mod route;
+mod serve;
+
+use std::net::{IpAddr, SocketAddr, TcpListener};
 
 use wirespeed_core::config::Family;
 use wirespeed_core::error::{Code, Error};
 
-/// Longest request head read.
-pub(crate) const MAX_HEAD: usize = 8 * 1024;
-/// Most headers a request may carry.
-const MAX_HEADERS: usize = 64;
+pub(crate) use decode::{parse_pairs, percent_decode};
+pub use route::Router;
+#[cfg(test)]
+pub(crate) use serve::parse_head;
+pub use serve::{Answer, Events, Handler, Limits, Serving, serve, spawn};
 
 /// Splits `ADDR:PORT`, `[V6]:PORT`, `:PORT` or `PORT` into host and port.
 pub(crate) fn split_address(spec: &str) -> Option<(Option<String>, u16)> {
@@ -48,7 +51,7 @@ pub fn listen(spec: &str, option: &str, what: &str) -> Result<TcpListener, Error
         Error::msg(Code::LISTEN, format!("unable to start {what} on {spec}: {why}"))
     };
     let listener =
-        wirespeed_core::net::listen_tcp(host.as_deref(), port, Family::Any, false, 64).map_err(|e| failed(&e))?;
+        wirespeed_core::net::listen_tcp(host.as_deref(), port, Family::Any, false, 1024).map_err(|e| failed(&e))?;
     listener
         .set_nonblocking(true)
         .map_err(|e| failed(&Error::io(Code::LISTEN, &e)))?;
@@ -86,74 +89,37 @@ fn reachable_at(addr: SocketAddr, v6only: bool, host: &[IpAddr]) -> Vec<SocketAd
     out
 }
 
-/// A thread accepting connections; stops when dropped.
-pub struct Serving {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        self.stop.store(true, Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+/// Where `listener` can be opened, as `url(ADDR:PORT)` of each address
+/// [`reachable`] lists; when it is on every address and they cannot be
+/// listed, its own address, saying to put one of the host's in its place.
+pub fn urls(listener: &TcpListener, url: impl Fn(&str) -> String) -> Vec<String> {
+    let mut urls: Vec<String> = reachable(listener).iter().map(|a| url(&a.to_string())).collect();
+    if urls.is_empty()
+        && let Ok(addr) = listener.local_addr()
+    {
+        let shown = addr.to_string();
+        let ip = shown.rsplit_once(':').map_or(shown.as_str(), |(h, _)| h);
+        urls.push(format!(
+            "{} (every address of this host: put one in place of {ip})",
+            url(&shown)
+        ));
     }
+    urls
 }
 
-/// How often the accepting thread looks whether it should stop.
-const STOP_CHECK: Duration = Duration::from_millis(100);
-
-/// Accepts on `listener` (non-blocking) on a thread named `name`, handing
-/// each connection to `answer`, until the returned handle is dropped. The
-/// thread waits in poll(2) for a connection, so one is taken as it comes
-/// (a sleep between tries cost each request up to the sleep: a probe's
-/// answer came 12 ms later on average with 25 ms sleeps).
-pub fn serve(
-    listener: TcpListener,
-    name: &str,
-    mut answer: impl FnMut(TcpStream) + Send + 'static,
-) -> Result<Serving, Error> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop2 = stop.clone();
-    let io = |e: std::io::Error| Error::io(Code::LISTEN, &e);
-    listener.set_nonblocking(true).map_err(io)?;
-    let mut listener = mio::net::TcpListener::from_std(listener);
-    let mut poll = mio::Poll::new().map_err(io)?;
-    poll.registry()
-        .register(&mut listener, mio::Token(0), mio::Interest::READABLE)
-        .map_err(io)?;
-    let thread = std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            let mut events = mio::Events::with_capacity(4);
-            while !stop2.load(Relaxed) {
-                match listener.accept() {
-                    // Connections are answered blocking, under deadlines.
-                    Ok((s, _)) => {
-                        let s = TcpStream::from(s);
-                        if s.set_nonblocking(false).is_ok() {
-                            answer(s);
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        // Edge-triggered: polled only once accept has
-                        // emptied the queue.
-                        if poll.poll(&mut events, Some(STOP_CHECK)).is_err() {
-                            std::thread::sleep(STOP_CHECK);
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    // EMFILE and friends: back off, keep serving.
-                    Err(_) => std::thread::sleep(Duration::from_millis(200)),
-                }
-            }
-        })
-        .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
-    Ok(Serving {
-        stop,
-        thread: Some(thread),
-    })
+/// `lead` and the first of `urls`, then a line for each other, aligned
+/// under the first after an "or".
+pub fn say(lead: &str, urls: &[String]) -> String {
+    let mut out = String::new();
+    for (i, u) in urls.iter().enumerate() {
+        let pad = if i == 0 {
+            lead.to_string()
+        } else {
+            format!("{:>w$} ", "or", w = lead.len().saturating_sub(1))
+        };
+        out.push_str(&format!("{pad}{u}\n"));
+    }
+    out
 }
 
 /// A parsed request.
@@ -181,198 +147,6 @@ impl Request {
     pub fn param(&self, name: &str) -> Option<&str> {
         self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
-}
-
-/// Why a request is refused before any route sees it: the status line to
-/// answer with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reject {
-    /// Malformed.
-    BadRequest,
-    /// The head is longer than [`MAX_HEAD`].
-    HeadTooLarge,
-    /// The body is longer than the route allows.
-    BodyTooLarge,
-    /// Not HTTP/1.x.
-    Version,
-    /// The client sent nothing whole in time (no answer is owed).
-    Timeout,
-}
-
-impl Reject {
-    /// The status line's code and reason.
-    pub fn status(self) -> &'static str {
-        match self {
-            Reject::BadRequest | Reject::Timeout => "400 Bad Request",
-            Reject::HeadTooLarge => "431 Request Header Fields Too Large",
-            Reject::BodyTooLarge => "413 Content Too Large",
-            Reject::Version => "505 HTTP Version Not Supported",
-        }
-    }
-}
-
-fn hex(b: u8) -> Option<u8> {
-    (b as char).to_digit(16).map(|d| d as u8)
-}
-
-/// Decodes `%XX` escapes (and `+` as a space when `plus` is set); `None`
-/// for a broken escape or bytes that are not UTF-8.
-pub(crate) fn percent_decode(s: &str, plus: bool) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hi = hex(*b.get(i + 1)?)?;
-                let lo = hex(*b.get(i + 2)?)?;
-                out.push(hi << 4 | lo);
-                i += 3;
-            }
-            b'+' if plus => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// Splits `a=1&b=2` (a query, or a form body) into decoded pairs.
-pub(crate) fn parse_pairs(s: &str) -> Option<Vec<(String, String)>> {
-    s.split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            Some((percent_decode(k, true)?, percent_decode(v, true)?))
-        })
-        .collect()
-}
-
-/// Parses a request head (the bytes before the blank line). The body is
-/// left empty; its length is [`content_length`].
-pub(crate) fn parse_head(head: &[u8]) -> Result<Request, Reject> {
-    if head.len() > MAX_HEAD {
-        return Err(Reject::HeadTooLarge);
-    }
-    let text = std::str::from_utf8(head).map_err(|_| Reject::BadRequest)?;
-    let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
-    let first = lines.next().ok_or(Reject::BadRequest)?;
-    let mut parts = first.split(' ');
-    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(Reject::BadRequest);
-    };
-    if !version.starts_with("HTTP/1.") {
-        return Err(if version.starts_with("HTTP/") {
-            Reject::Version
-        } else {
-            Reject::BadRequest
-        });
-    }
-    if method.is_empty() || !method.bytes().all(|c| c.is_ascii_uppercase()) || !target.starts_with('/') {
-        return Err(Reject::BadRequest);
-    }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let path = percent_decode(path, false).ok_or(Reject::BadRequest)?;
-    let query = parse_pairs(query).ok_or(Reject::BadRequest)?;
-    let mut headers = Vec::new();
-    for line in lines.take_while(|l| !l.is_empty()) {
-        let (k, v) = line.split_once(':').ok_or(Reject::BadRequest)?;
-        if k.is_empty() || k.bytes().any(|c| c.is_ascii_whitespace() || c.is_ascii_control()) {
-            return Err(Reject::BadRequest);
-        }
-        if headers.len() == MAX_HEADERS {
-            return Err(Reject::HeadTooLarge);
-        }
-        let k = k.to_ascii_lowercase();
-        // Two Hosts would let a check read one and a proxy the other.
-        if k == "host" && headers.iter().any(|(h, _)| h == "host") {
-            return Err(Reject::BadRequest);
-        }
-        headers.push((k, v.trim().to_string()));
-    }
-    Ok(Request {
-        method: method.to_string(),
-        path,
-        query,
-        headers,
-        body: Vec::new(),
-    })
-}
-
-/// The body length a parsed head announces: 0 without `Content-Length`;
-/// chunked bodies are refused (no client of ours sends them).
-pub(crate) fn content_length(req: &Request) -> Result<usize, Reject> {
-    if req.header("transfer-encoding").is_some() {
-        return Err(Reject::BadRequest);
-    }
-    let mut lens = req.headers.iter().filter(|(k, _)| k == "content-length");
-    match (lens.next(), lens.next()) {
-        (None, _) => Ok(0),
-        (Some((_, v)), None) if !v.is_empty() && v.bytes().all(|c| c.is_ascii_digit()) => {
-            v.parse().map_err(|_| Reject::BodyTooLarge)
-        }
-        _ => Err(Reject::BadRequest),
-    }
-}
-
-fn head_end(buf: &[u8]) -> Option<(usize, usize)> {
-    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-        return Some((i, i + 4));
-    }
-    buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, i + 2))
-}
-
-/// Reads one request from `s`: its head, then at most `max_body` bytes of
-/// body, all within `deadline`.
-pub(crate) fn read_request(s: &mut TcpStream, max_body: usize, deadline: Duration) -> Result<Request, Reject> {
-    let until = Instant::now() + deadline;
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 4096];
-    let read = |s: &mut TcpStream, chunk: &mut [u8]| -> Result<usize, Reject> {
-        loop {
-            let left = until.checked_duration_since(Instant::now()).ok_or(Reject::Timeout)?;
-            s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
-                .map_err(|_| Reject::Timeout)?;
-            match s.read(chunk) {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return Err(Reject::Timeout),
-            }
-        }
-    };
-    let (head_len, body_at) = loop {
-        if let Some(end) = head_end(&buf) {
-            break end;
-        }
-        if buf.len() > MAX_HEAD {
-            return Err(Reject::HeadTooLarge);
-        }
-        match read(s, &mut chunk)? {
-            0 => return Err(Reject::Timeout),
-            n => buf.extend_from_slice(&chunk[..n]),
-        }
-    };
-    let mut req = parse_head(&buf[..head_len])?;
-    let len = content_length(&req)?;
-    if len > max_body {
-        return Err(Reject::BodyTooLarge);
-    }
-    let mut body = buf.split_off(body_at);
-    while body.len() < len {
-        match read(s, &mut chunk)? {
-            0 => return Err(Reject::Timeout),
-            n => body.extend_from_slice(&chunk[..n]),
-        }
-    }
-    body.truncate(len);
-    req.body = body;
-    Ok(req)
 }
 
 /// An answer.
@@ -409,51 +183,6 @@ impl Response {
         self.headers.push(line.into());
         self
     }
-
-    /// Writes the response (`head_only` for `HEAD`) and closes the
-    /// sending side.
-    pub fn send(&self, s: &mut TcpStream, head_only: bool) {
-        let mut head = format!(
-            "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n",
-            self.status,
-            self.content_type,
-            self.body.len()
-        );
-        for h in &self.headers {
-            head.push_str(h);
-            head.push_str("\r\n");
-        }
-        head.push_str("\r\n");
-        let _ = s.write_all(head.as_bytes());
-        if !head_only {
-            let _ = s.write_all(&self.body);
-        }
-        let _ = s.flush();
-        let _ = s.shutdown(std::net::Shutdown::Write);
-    }
-}
-
-/// Starts a server-sent-events answer; each [`sse_event`] follows.
-pub(crate) fn sse_start(s: &mut TcpStream) -> std::io::Result<()> {
-    s.write_all(
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-store\r\nConnection: close\r\nX-Content-Type-Options: nosniff\r\n\r\n",
-    )
-}
-
-/// Writes one server-sent event (`data` may hold newlines).
-pub(crate) fn sse_event(s: &mut TcpStream, name: &str, data: &str) -> std::io::Result<()> {
-    let mut msg = String::with_capacity(data.len() + 32);
-    msg.push_str("event: ");
-    msg.push_str(name);
-    msg.push('\n');
-    for line in data.split('\n') {
-        msg.push_str("data: ");
-        msg.push_str(line.strip_suffix('\r').unwrap_or(line));
-        msg.push('\n');
-    }
-    msg.push('\n');
-    s.write_all(msg.as_bytes())?;
-    s.flush()
 }
 
 #[cfg(test)]
@@ -506,50 +235,6 @@ mod tests {
     }
 
     #[test]
-    fn heads_parse_into_method_path_query_and_headers() {
-        let r = parse_head(
-            b"GET /api/runs/3/events?token=a%20b&x=1+2 HTTP/1.1\r\nHost: 127.0.0.1:5280\r\nX-Token:  t \r\n",
-        )
-        .unwrap();
-        assert_eq!(r.method, "GET");
-        assert_eq!(r.path, "/api/runs/3/events");
-        assert_eq!(r.param("token"), Some("a b"));
-        assert_eq!(r.param("x"), Some("1 2"));
-        assert_eq!(r.header("host"), Some("127.0.0.1:5280"));
-        assert_eq!(r.header("x-token"), Some("t"));
-        assert_eq!(content_length(&r), Ok(0));
-    }
-
-    #[test]
-    fn broken_heads_are_refused_with_a_status() {
-        assert_eq!(parse_head(b"GET /metrics"), Err(Reject::BadRequest));
-        assert_eq!(parse_head(b"GET /metrics HTTP/2"), Err(Reject::Version));
-        assert_eq!(parse_head(b"get / HTTP/1.1"), Err(Reject::BadRequest));
-        assert_eq!(parse_head(b"GET x HTTP/1.1"), Err(Reject::BadRequest));
-        assert_eq!(parse_head(b"GET /%zz HTTP/1.1"), Err(Reject::BadRequest));
-        assert_eq!(parse_head(b"GET / HTTP/1.1\r\nno colon"), Err(Reject::BadRequest));
-        assert_eq!(parse_head(b"GET / HTTP/1.1\r\nBad Name: 1"), Err(Reject::BadRequest));
-        assert_eq!(
-            parse_head(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b"),
-            Err(Reject::BadRequest)
-        );
-        let many = format!("GET / HTTP/1.1\r\n{}", "a: b\r\n".repeat(65));
-        assert_eq!(parse_head(many.as_bytes()), Err(Reject::HeadTooLarge));
-        let r = parse_head(b"POST / HTTP/1.1\r\nContent-Length: 12\r\n").unwrap();
-        assert_eq!(content_length(&r), Ok(12));
-        for bad in [
-            "Content-Length: -1",
-            "Content-Length: 1\r\nContent-Length: 2",
-            "Transfer-Encoding: chunked",
-        ] {
-            let r = parse_head(format!("POST / HTTP/1.1\r\n{bad}\r\n").as_bytes()).unwrap();
-            assert_eq!(content_length(&r), Err(Reject::BadRequest), "{bad}");
-        }
-        let r = parse_head(b"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n").unwrap();
-        assert_eq!(content_length(&r), Err(Reject::BodyTooLarge));
-    }
-
-    #[test]
     fn pairs_decode_forms() {
         assert_eq!(
             parse_pairs("a=1&b=x%2By&c&=z").unwrap(),
@@ -566,10 +251,9 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn any_bytes_parse_or_are_refused(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..600)) {
+        fn any_bytes_reach_a_handler_or_are_refused(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..600)) {
             if let Ok(r) = parse_head(&bytes) {
                 proptest::prop_assert!(r.path.starts_with('/'));
-                let _ = content_length(&r);
             }
         }
 

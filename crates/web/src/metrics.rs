@@ -1,17 +1,21 @@
-//! The metrics endpoint: `GET /metrics` (and `/`) over [`crate::http`], one
-//! request per connection, on one thread — a scraper that stalls costs at
-//! most a few seconds.
+//! The metrics endpoint: `GET /metrics` (and `/`) over [`crate::http`]'s
+//! server, whose limits keep a scraper that stalls, or many, from
+//! keeping another out.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::Arc;
-use std::time::Duration;
 
-use crate::http::{self, Reject, Request, Response, Serving};
+use crate::http::{self, Answer, Limits, Request, Response, Router, Serving};
 use wirespeed_core::error::Error;
 use wirespeed_report::metrics::Metrics;
 
-/// Time a client has to send its request, and to take the answer.
-const IO_DEADLINE: Duration = Duration::from_secs(2);
+/// What the endpoint holds its clients to: the server's defaults, with
+/// no request body and a few workers (rendering takes microseconds).
+const LIMITS: Limits = Limits {
+    connections: 128,
+    workers: 2,
+    ..Limits::DEFAULT
+};
 
 /// A bound metrics listener, not yet serving (a server that daemonizes
 /// binds first, to report a busy address, and serves after the fork).
@@ -43,23 +47,11 @@ impl Endpoint {
     /// of the host's addresses for a listener on every address), and a
     /// warning when anyone who can reach the host may read them.
     pub fn announcement(&self) -> (String, Option<String>) {
-        let lead = "Metrics at ";
-        let mut text = String::new();
-        let reach = http::reachable(&self.listener);
-        for (i, a) in reach.iter().enumerate() {
-            let pad = if i == 0 {
-                lead.to_string()
-            } else {
-                format!("{:>w$} ", "or", w = lead.len() - 1)
-            };
-            text.push_str(&format!("{pad}http://{a}/metrics\n"));
-        }
+        let text = http::say(
+            "Metrics at ",
+            &http::urls(&self.listener, |a| format!("http://{a}/metrics")),
+        );
         let local = self.listener.local_addr().ok();
-        if reach.is_empty()
-            && let Some(a) = local
-        {
-            text.push_str(&format!("{lead}http://{a}/metrics (every address of this host)\n"));
-        }
         let everywhere = local.is_some_and(|a| a.ip().is_unspecified());
         let warning = everywhere.then(|| {
             let port = self.port();
@@ -75,37 +67,41 @@ impl Endpoint {
 
     /// Serves `metrics` on a thread until the returned handle is dropped.
     pub fn serve(self, metrics: Arc<Metrics>) -> Result<Serving, Error> {
-        http::serve(self.listener, "ws-metrics", move |s| answer(s, &metrics))
+        http::serve(
+            self.listener,
+            "ws-metrics",
+            LIMITS,
+            Arc::new(move |req: Request| Answer::Whole(route(&req, &metrics))),
+        )
     }
 }
 
 /// What to answer a request with (`HEAD` gets the head only).
 pub fn route(req: &Request, metrics: &Metrics) -> Response {
-    if req.method != "GET" && req.method != "HEAD" {
-        return Response::text("405 Method Not Allowed", "GET or HEAD only\n").with_header("Allow: GET, HEAD");
-    }
-    match req.path.as_str() {
-        "/metrics" => Response::new("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics.render()),
-        "/" => Response::new(
-            "200 OK",
-            "text/html; charset=utf-8",
-            format!(
-                "<!DOCTYPE html><html><head><title>wirespeed</title></head><body><h1>{}</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n",
-                wirespeed_report::html::escape(&wirespeed_core::version::version_string())
-            ),
-        ),
-        _ => Response::text("404 Not Found", "not found: try /metrics\n"),
-    }
+    Router::<Metrics, Response>::new()
+        .at(&["GET", "HEAD"], "/metrics", |m, _, _| metrics_page(m))
+        .at(&["GET", "HEAD"], "/", |_, _, _| home())
+        .route(metrics, req)
+        .unwrap_or_else(not_found)
 }
 
-fn answer(mut s: TcpStream, metrics: &Metrics) {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_write_timeout(Some(IO_DEADLINE));
-    match http::read_request(&mut s, 0, IO_DEADLINE) {
-        Ok(req) => route(&req, metrics).send(&mut s, req.method == "HEAD"),
-        Err(Reject::Timeout) => {}
-        Err(r) => Response::text(r.status(), "bad request\n").send(&mut s, false),
-    }
+fn metrics_page(metrics: &Metrics) -> Response {
+    Response::new("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics.render())
+}
+
+fn home() -> Response {
+    Response::new(
+        "200 OK",
+        "text/html; charset=utf-8",
+        format!(
+            "<!DOCTYPE html><html><head><title>wirespeed</title></head><body><h1>{}</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n",
+            wirespeed_report::html::escape(&wirespeed_core::version::version_string())
+        ),
+    )
+}
+
+fn not_found() -> Response {
+    Response::text("404 Not Found", "not found: try /metrics\n")
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The RPM server's listener, TLS and HTTP: one thread running a
-//! current-thread tokio runtime, rustls (AWS-LC) for TLS 1.3, hyper for
+//! current-thread tokio runtime (the web ports' lifecycle,
+//! `wirespeed_web::http::spawn`), rustls (AWS-LC) for TLS 1.3, hyper for
 //! HTTP/2 and HTTP/1.1. Every connection is held to the limits below; a
 //! malformed request is hyper's to refuse, never a panic here.
 
@@ -78,8 +79,10 @@ pub struct Endpoint {
     self_signed: bool,
 }
 
-/// The server running on its thread (until the process ends).
-pub struct Serving;
+/// The server running on its thread; stops when dropped.
+pub struct Serving {
+    _serving: wirespeed_web::http::Serving,
+}
 
 impl Endpoint {
     /// Binds `--rpm-listen` and loads `--tls-cert`/`--tls-key`, or makes
@@ -123,7 +126,7 @@ impl Endpoint {
         )
     }
 
-    /// Serves on a thread of its own, from now until the process ends,
+    /// Serves on a thread of its own until the handle is dropped,
     /// counting what it serves in `served`.
     pub fn serve(self, served: Arc<Served>) -> Result<Serving, Error> {
         let failed = |e: io::Error| Error::msg(Code::LISTEN, format!("unable to start the RPM server: {e}"));
@@ -132,17 +135,11 @@ impl Endpoint {
         // raised toward the hard one); short of that, an accept that
         // fails waits a moment and the connection is not taken.
         let _ = wirespeed_core::engine::reserve_fds(MAX_CONNECTIONS + BUSY_EXTRA, 1);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-            .map_err(failed)?;
-        let (listener, tls) = (self.listener, self.tls);
-        std::thread::Builder::new()
-            .name("ws-rpm-server".into())
-            .spawn(move || rt.block_on(accept_loop(listener, tls, local, served)))
-            .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
-        Ok(Serving)
+        let tls = self.tls;
+        let serving = wirespeed_web::http::spawn(self.listener, "ws-rpm-server", 1, move |listener| {
+            accept_loop(listener, tls, local, served)
+        })?;
+        Ok(Serving { _serving: serving })
     }
 }
 
@@ -222,10 +219,12 @@ impl Drop for Slot {
     }
 }
 
-async fn accept_loop(listener: TcpListener, tls: Arc<rustls::ServerConfig>, local: SocketAddr, served: Arc<Served>) {
-    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-        return;
-    };
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    local: SocketAddr,
+    served: Arc<Served>,
+) {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     loop {
         let tcp = match listener.accept().await {

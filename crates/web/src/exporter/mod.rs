@@ -10,12 +10,12 @@
 pub mod probe;
 
 use std::fmt::Write as _;
-use std::net::{IpAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::http::{self, Reject, Request, Response};
+use crate::http::{self, Answer, Limits, Request, Response};
 use wirespeed_core::error::{Code, Error};
 use wirespeed_iperf::server::access::{AccessPolicy, split_list};
 use wirespeed_proto::iperf3::auth::base64_decode;
@@ -25,11 +25,9 @@ use wirespeed_report::metrics::{head, number};
 pub(crate) const DEFAULT_LISTEN: &str = ":9579";
 /// Probes that may run at once unless told.
 pub(crate) const DEFAULT_MAX_PROBES: usize = 4;
-/// Time a client has to send its request, and to take the answer.
-const IO_DEADLINE: Duration = Duration::from_secs(2);
-/// Connections being answered beyond the probes (scrapes of /metrics,
-/// refusals); more are closed unanswered.
-const SPARE_CONNECTIONS: usize = 16;
+/// Requests answered at once beyond the probes (scrapes of /metrics,
+/// refusals); more wait their turn.
+const SPARE_WORKERS: usize = 16;
 const PROM: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// The realm a 401 names for `--basic-auth`.
 const REALM: &str = "wirespeed exporter";
@@ -175,7 +173,6 @@ pub struct Exporter {
     basic: Option<String>,
     max_probes: usize,
     in_flight: AtomicUsize,
-    connections: AtomicUsize,
     counts: Mutex<Counts>,
 }
 
@@ -195,7 +192,6 @@ impl Exporter {
             basic: args.basic_auth.clone(),
             max_probes: args.max_probes,
             in_flight: AtomicUsize::new(0),
-            connections: AtomicUsize::new(0),
             counts: Mutex::new(Counts::default()),
         })
     }
@@ -491,38 +487,14 @@ fn bounded(cfg: wirespeed_core::config::TestConfig, host: String, limit: Duratio
     }
 }
 
-fn answer(mut s: TcpStream, ex: &Exporter) {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_write_timeout(Some(IO_DEADLINE));
-    match http::read_request(&mut s, 0, IO_DEADLINE) {
-        Ok(req) => ex.route(&req).send(&mut s, req.method == "HEAD"),
-        Err(Reject::Timeout) => {}
-        Err(r) => Response::text(r.status(), "bad request\n").send(&mut s, false),
-    }
-}
-
 /// What the exporter says as it starts: where it listens, and a warning
 /// when anyone who reaches the host may run probes through it.
 pub fn announcement(listener: &TcpListener, args: &Args) -> (String, Option<String>) {
-    let lead = "Exporter at ";
-    let mut text = String::new();
-    let reach = http::reachable(listener);
-    for (i, a) in reach.iter().enumerate() {
-        let pad = if i == 0 {
-            lead.to_string()
-        } else {
-            format!("{:>w$} ", "or", w = lead.len() - 1)
-        };
-        text.push_str(&format!("{pad}http://{a}/probe?target=HOST\n"));
-    }
+    let text = http::say(
+        "Exporter at ",
+        &http::urls(listener, |a| format!("http://{a}/probe?target=HOST")),
+    );
     let local = listener.local_addr().ok();
-    if reach.is_empty()
-        && let Some(a) = local
-    {
-        text.push_str(&format!(
-            "{lead}http://{a}/probe?target=HOST (every address of this host)\n"
-        ));
-    }
     let everywhere = local.is_some_and(|a| a.ip().is_unspecified());
     let warning = (everywhere && args.token.is_none() && args.basic_auth.is_none()).then(|| {
         let port = local.map_or(0, |a| a.port());
@@ -570,27 +542,19 @@ pub fn run(args: &[String], prog: &str) -> i32 {
         eprintln!("{prog}: warning: {w}");
     }
     println!("(Ctrl-C to quit)");
+    // A probe takes seconds on its worker: as many workers as probes,
+    // and some for the rest.
+    let limits = Limits {
+        workers: ex.max_probes + SPARE_WORKERS,
+        ..Limits::DEFAULT
+    };
     let ex = Arc::new(ex);
-    let serving = http::serve(listener, "ws-exporter", move |s| {
-        // Each connection on a thread of its own (a probe takes seconds),
-        // as many as the probes and a few more; past that, closed.
-        let limit = ex.max_probes + SPARE_CONNECTIONS;
-        if ex
-            .connections
-            .fetch_update(Relaxed, Relaxed, |n| (n < limit).then_some(n + 1))
-            .is_err()
-        {
-            return;
-        }
-        let ex2 = ex.clone();
-        let spawned = std::thread::Builder::new().name("ws-exp-conn".into()).spawn(move || {
-            answer(s, &ex2);
-            ex2.connections.fetch_sub(1, Relaxed);
-        });
-        if spawned.is_err() {
-            ex.connections.fetch_sub(1, Relaxed);
-        }
-    });
+    let serving = http::serve(
+        listener,
+        "ws-exporter",
+        limits,
+        Arc::new(move |req: Request| Answer::Whole(ex.route(&req))),
+    );
     let _serving = match serving {
         Ok(s) => s,
         Err(e) => {

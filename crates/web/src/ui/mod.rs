@@ -43,16 +43,7 @@ impl Serving {
     /// `lead` and the page's address, then a line for each other address
     /// it can be opened at, aligned under the first.
     pub fn say(&self, lead: &str) -> String {
-        let mut out = String::new();
-        for (i, u) in self.urls.iter().enumerate() {
-            let pad = if i == 0 {
-                lead.to_string()
-            } else {
-                format!("{:>w$} ", "or", w = lead.len().saturating_sub(1))
-            };
-            out.push_str(&format!("{pad}{u}\n"));
-        }
-        out
+        crate::http::say(lead, &self.urls)
     }
 }
 
@@ -124,25 +115,14 @@ impl Endpoint {
         };
         // On every address: where another machine can open it (an
         // address of 0.0.0.0 opens nothing elsewhere).
-        let mut urls: Vec<String> = crate::http::reachable(&self.listener)
-            .iter()
-            .map(|a| url(&a.to_string()))
-            .collect();
-        if urls.is_empty() {
-            let shown = addr.to_string();
-            let ip = shown.rsplit_once(':').map_or(shown.as_str(), |(h, _)| h);
-            urls.push(format!(
-                "{} (every address of this host: put one in place of {ip})",
-                url(&shown)
-            ));
-        }
+        let urls = crate::http::urls(&self.listener, url);
         let site = Arc::new(web::Site {
             board,
             token: self.token,
             addr,
         });
         Ok(Serving {
-            _thread: crate::http::serve(self.listener, "ws-ui-accept", web::answerer(site))?,
+            _thread: web::serve(self.listener, site)?,
             urls,
         })
     }

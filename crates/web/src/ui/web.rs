@@ -5,26 +5,27 @@
 //! we never grant); a loopback listener answers only to loopback host
 //! names (no DNS rebinding).
 
-use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::board::{Board, Mode, Run, State};
 use super::{export, form, history, history_view, schedule};
-use crate::http::{self, Reject, Request, Response};
+use crate::http::{self, Events, Limits, Request, Response, Router};
 use wirespeed_report::html::{model, page};
 
-/// Time a client has to send its request.
-const READ_DEADLINE: Duration = Duration::from_secs(5);
-/// Time a client has to take a write.
-const WRITE_DEADLINE: Duration = Duration::from_secs(5);
-/// Largest request body (a form).
-const MAX_BODY: usize = 16 * 1024;
-/// Connections served at once (live streams included).
-const MAX_CONNECTIONS: usize = 32;
+/// What the UI holds its clients to: the server's defaults, with a
+/// form's body and a few live streams.
+const LIMITS: Limits = Limits {
+    body_size: 16 * 1024,
+    streams: 16,
+    ..Limits::DEFAULT
+};
+/// Longest quiet on a live stream before a comment goes (which finds a
+/// page that has gone).
+const QUIET: Duration = Duration::from_secs(5);
 /// Least time between two renders of one live run.
 const RENDER_EVERY: Duration = Duration::from_millis(200);
 
@@ -211,139 +212,213 @@ pub fn route(site: &Site, req: &Request) -> Answer {
             schedule::metrics(&site.board.history).into_bytes(),
         ));
     }
-    let Some(api) = req.path.strip_prefix("/api/") else {
+    if !req.path.starts_with("/api/") {
         return whole(Response::text("404 Not Found", "not found\n"));
-    };
+    }
     if let Err(refusal) = site.authorized(req) {
         return whole(refusal);
     }
-    let parts: Vec<&str> = api.split('/').collect();
-    let post = req.method == "POST";
-    let id = |s: &str| s.parse::<u64>().ok();
+    API.route(site, req)
+        .unwrap_or_else(|| whole(error("404 Not Found", "no such API")))
+}
+
+impl From<Response> for Answer {
+    fn from(r: Response) -> Answer {
+        Answer::Whole(r)
+    }
+}
+
+const GET: &[&str] = &["GET", "HEAD"];
+const POST: &[&str] = &["POST"];
+
+/// The API, once a request has passed the host, method and token checks
+/// of [`route`].
+static API: LazyLock<Router<Site, Answer>> = LazyLock::new(|| {
+    Router::new()
+        .at(GET, "/api/runs", runs)
+        .at(GET, "/api/history", history_summary)
+        .at(GET, "/api/history.csv", history_file)
+        .at(GET, "/api/history.json", history_file)
+        .at(GET, "/api/chart", chart)
+        .at(GET, "/api/schedules", schedules)
+        .at(POST, "/api/schedules", add_schedule)
+        .at(POST, "/api/schedules/{}/delete", delete_schedule)
+        .at(POST, "/api/check", check)
+        .at(POST, "/api/runs", start_run)
+        .at(POST, "/api/runs/{}/stop", stop_run)
+        .at(GET, "/api/runs/{}/events", live_run)
+        .at(GET, "/api/runs/{}/{}", run_file)
+        .at(GET, "/api/compare", compare)
+});
+
+fn id(s: &str) -> Option<u64> {
+    s.parse::<u64>().ok()
+}
+
+fn query(site: &Site, req: &Request, limit: usize, cap: usize) -> Result<history::Query, String> {
+    history_view::query(&site.board, req, limit, cap)
+}
+
+fn runs(site: &Site, req: &Request, _: &[&str]) -> Answer {
     let board = &site.board;
-    let query = |limit, cap| history_view::query(board, req, limit, cap);
-    let client_only = || match board.mode {
+    Answer::Whole(
+        match query(site, req, history_view::DEFAULT_LIMIT, history::MAX_LIST)
+            .and_then(|q| history_view::list(board, &q))
+        {
+            Ok(v) => json_response("200 OK", &v),
+            Err(e) => error("400 Bad Request", e),
+        },
+    )
+}
+
+fn history_summary(site: &Site, _: &Request, _: &[&str]) -> Answer {
+    let board = &site.board;
+    Answer::Whole(json_response(
+        "200 OK",
+        &json!({
+            "db": board.history.path(),
+            "trouble": board.history.trouble(),
+            "targets": board.history.targets().iter().map(|(t, n, last)| json!({"target": t, "runs": n, "last_ms": last})).collect::<Vec<_>>(),
+        }),
+    ))
+}
+
+fn history_file(site: &Site, req: &Request, _: &[&str]) -> Answer {
+    let board = &site.board;
+    let file = req.path.trim_start_matches("/api/");
+    let runs = match query(site, req, history::MAX_LIST, history::MAX_LIST).and_then(|q| history_view::all(board, &q)) {
+        Ok(r) => r,
+        Err(e) => return Answer::Whole(error("400 Bad Request", e)),
+    };
+    let (ctype, body) = if file == "history.csv" {
+        ("text/csv; charset=utf-8", history_view::csv(&runs))
+    } else {
+        (
+            "application/json",
+            wirespeed_proto::json::to_formatted(&history_view::json_export(&runs)),
+        )
+    };
+    Answer::Whole(Response::new("200 OK", ctype, body.into_bytes()).with_header(format!(
+        "Content-Disposition: attachment; filename=\"wirespeed-{file}\""
+    )))
+}
+
+fn chart(site: &Site, req: &Request, _: &[&str]) -> Answer {
+    let board = &site.board;
+    Answer::Whole(
+        match query(site, req, history::MAX_POINTS, history::MAX_POINTS).and_then(|q| history_view::charts(board, &q)) {
+            Ok(html) => Response::new("200 OK", "text/html; charset=utf-8", html.into_bytes()),
+            Err(e) => error("400 Bad Request", e),
+        },
+    )
+}
+
+fn schedules(site: &Site, _: &Request, _: &[&str]) -> Answer {
+    Answer::Whole(json_response("200 OK", &schedule::listing(&site.board.history)))
+}
+
+fn client_only(site: &Site) -> Result<(), Response> {
+    match site.board.mode {
         Mode::Client { .. } => Ok(()),
         Mode::Server => Err(error("409 Conflict", "this page watches a server; it runs no tests")),
-    };
-    match (post, parts.as_slice()) {
-        (false, ["runs"]) => whole(
-            match query(history_view::DEFAULT_LIMIT, history::MAX_LIST).and_then(|q| history_view::list(board, &q)) {
-                Ok(v) => json_response("200 OK", &v),
-                Err(e) => error("400 Bad Request", e),
-            },
-        ),
-        (false, ["history"]) => whole(json_response(
-            "200 OK",
-            &json!({
-                "db": board.history.path(),
-                "trouble": board.history.trouble(),
-                "targets": board.history.targets().iter().map(|(t, n, last)| json!({"target": t, "runs": n, "last_ms": last})).collect::<Vec<_>>(),
-            }),
-        )),
-        (false, [file @ ("history.csv" | "history.json")]) => {
-            let runs = match query(history::MAX_LIST, history::MAX_LIST).and_then(|q| history_view::all(board, &q)) {
-                Ok(r) => r,
-                Err(e) => return whole(error("400 Bad Request", e)),
-            };
-            let (ctype, body) = if *file == "history.csv" {
-                ("text/csv; charset=utf-8", history_view::csv(&runs))
-            } else {
-                (
-                    "application/json",
-                    wirespeed_proto::json::to_formatted(&history_view::json_export(&runs)),
-                )
-            };
-            whole(Response::new("200 OK", ctype, body.into_bytes()).with_header(format!(
-                "Content-Disposition: attachment; filename=\"wirespeed-{file}\""
-            )))
-        }
-        (false, ["chart"]) => whole(
-            match query(history::MAX_POINTS, history::MAX_POINTS).and_then(|q| history_view::charts(board, &q)) {
-                Ok(html) => Response::new("200 OK", "text/html; charset=utf-8", html.into_bytes()),
-                Err(e) => error("400 Bad Request", e),
-            },
-        ),
-        (false, ["schedules"]) => whole(json_response("200 OK", &schedule::listing(&board.history))),
-        (true, ["schedules"]) => whole(match client_only().and_then(|()| parse_form(req)) {
-            Err(r) => r,
-            Ok(mut f) => {
-                let every = f
-                    .as_object_mut()
-                    .and_then(|m| m.remove("every"))
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default();
-                match schedule::check(&f, &every).and_then(|s| schedule::add(&board.history, &s).map(|id| (id, s))) {
-                    Ok((id, s)) => json_response(
-                        "201 Created",
-                        &json!({"id": id, "command": s.title, "every_s": s.every_s}),
-                    ),
-                    Err(e) => error("400 Bad Request", e),
-                }
-            }
-        }),
-        (true, ["schedules", n, "delete"]) => whole(match id(n) {
-            Some(n) if board.history.remove_schedule(n) => json_response("200 OK", &json!({"removed": n})),
-            _ => error("404 Not Found", "no such schedule"),
-        }),
-        (true, ["check"]) => whole(match parse_form(req) {
-            Err(r) => r,
-            Ok(f) => match form::plan(&f) {
-                Ok(p) => json_response("200 OK", &json!({"command": p.command_line(), "error": null})),
-                Err(e) => json_response("200 OK", &json!({"command": null, "error": e})),
-            },
-        }),
-        (true, ["runs"]) => whole(match parse_form(req) {
-            Err(r) => r,
-            Ok(f) => match form::plan(&f) {
-                Err(e) => error("400 Bad Request", e),
-                Ok(p) => match site.board.launch(&p) {
-                    Ok(id) => json_response("201 Created", &json!({"id": id, "command": p.command_line()})),
-                    Err(e) => error("409 Conflict", e),
-                },
-            },
-        }),
-        (true, ["runs", n, "stop"]) => whole(match id(n) {
-            Some(n) if site.board.stop(n) => json_response("200 OK", &json!({"stopping": n})),
-            _ => error("409 Conflict", "no such run is running"),
-        }),
-        (false, ["runs", n, "events"]) => match id(n).filter(|n| site.board.recall(*n)) {
-            Some(n) => Answer::Live(n),
-            None => whole(error("404 Not Found", "no such run")),
-        },
-        (false, ["runs", n, file]) => {
-            let Some((num, (doc, name))) = id(n).and_then(|n| Some((n, document(&site.board, n)?))) else {
-                return whole(error("404 Not Found", "no such run"));
-            };
-            let stem = format!("wirespeed-run-{n}");
-            let (ctype, body) = match *file {
-                "result.json" => ("application/json", wirespeed_proto::json::to_formatted(&doc)),
-                "result.csv" => ("text/csv; charset=utf-8", export::csv(&doc)),
-                "report.html" => (
-                    "text/html; charset=utf-8",
-                    wirespeed_report::html::render_documents(&documents(&site.board, num), &name),
-                ),
-                _ => return whole(error("404 Not Found", "no such file")),
-            };
-            let ext = file.rsplit('.').next().unwrap_or("txt");
-            whole(
-                Response::new("200 OK", ctype, body.into_bytes())
-                    .with_header(format!("Content-Disposition: attachment; filename=\"{stem}.{ext}\"")),
-            )
-        }
-        (false, ["compare"]) => {
-            let pick = |k: &str| req.param(k).and_then(id).and_then(|n| document(&site.board, n));
-            match (pick("a"), pick("b")) {
-                (Some((a, la)), Some((b, lb))) => whole(Response::new(
-                    "200 OK",
-                    "text/html; charset=utf-8",
-                    export::compare(&a, &la, &b, &lb),
-                )),
-                _ => whole(error("404 Not Found", "compare needs two runs: ?a=N&b=M")),
-            }
-        }
-        _ => whole(error("404 Not Found", "no such API")),
     }
+}
+
+fn add_schedule(site: &Site, req: &Request, _: &[&str]) -> Answer {
+    let board = &site.board;
+    Answer::Whole(match client_only(site).and_then(|()| parse_form(req)) {
+        Err(r) => r,
+        Ok(mut f) => {
+            let every = f
+                .as_object_mut()
+                .and_then(|m| m.remove("every"))
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            match schedule::check(&f, &every).and_then(|s| schedule::add(&board.history, &s).map(|id| (id, s))) {
+                Ok((id, s)) => json_response(
+                    "201 Created",
+                    &json!({"id": id, "command": s.title, "every_s": s.every_s}),
+                ),
+                Err(e) => error("400 Bad Request", e),
+            }
+        }
+    })
+}
+
+fn delete_schedule(site: &Site, _: &Request, p: &[&str]) -> Answer {
+    Answer::Whole(match id(p[0]) {
+        Some(n) if site.board.history.remove_schedule(n) => json_response("200 OK", &json!({"removed": n})),
+        _ => error("404 Not Found", "no such schedule"),
+    })
+}
+
+fn check(_: &Site, req: &Request, _: &[&str]) -> Answer {
+    Answer::Whole(match parse_form(req) {
+        Err(r) => r,
+        Ok(f) => match form::plan(&f) {
+            Ok(p) => json_response("200 OK", &json!({"command": p.command_line(), "error": null})),
+            Err(e) => json_response("200 OK", &json!({"command": null, "error": e})),
+        },
+    })
+}
+
+fn start_run(site: &Site, req: &Request, _: &[&str]) -> Answer {
+    Answer::Whole(match parse_form(req) {
+        Err(r) => r,
+        Ok(f) => match form::plan(&f) {
+            Err(e) => error("400 Bad Request", e),
+            Ok(p) => match site.board.launch(&p) {
+                Ok(id) => json_response("201 Created", &json!({"id": id, "command": p.command_line()})),
+                Err(e) => error("409 Conflict", e),
+            },
+        },
+    })
+}
+
+fn stop_run(site: &Site, _: &Request, p: &[&str]) -> Answer {
+    Answer::Whole(match id(p[0]) {
+        Some(n) if site.board.stop(n) => json_response("200 OK", &json!({"stopping": n})),
+        _ => error("409 Conflict", "no such run is running"),
+    })
+}
+
+fn live_run(site: &Site, _: &Request, p: &[&str]) -> Answer {
+    match id(p[0]).filter(|n| site.board.recall(*n)) {
+        Some(n) => Answer::Live(n),
+        None => Answer::Whole(error("404 Not Found", "no such run")),
+    }
+}
+
+fn run_file(site: &Site, _: &Request, p: &[&str]) -> Answer {
+    let (n, file) = (p[0], p[1]);
+    let Some((num, (doc, name))) = id(n).and_then(|n| Some((n, document(&site.board, n)?))) else {
+        return Answer::Whole(error("404 Not Found", "no such run"));
+    };
+    let stem = format!("wirespeed-run-{n}");
+    let (ctype, body) = match file {
+        "result.json" => ("application/json", wirespeed_proto::json::to_formatted(&doc)),
+        "result.csv" => ("text/csv; charset=utf-8", export::csv(&doc)),
+        "report.html" => (
+            "text/html; charset=utf-8",
+            wirespeed_report::html::render_documents(&documents(&site.board, num), &name),
+        ),
+        _ => return Answer::Whole(error("404 Not Found", "no such file")),
+    };
+    let ext = file.rsplit('.').next().unwrap_or("txt");
+    Answer::Whole(
+        Response::new("200 OK", ctype, body.into_bytes())
+            .with_header(format!("Content-Disposition: attachment; filename=\"{stem}.{ext}\"")),
+    )
+}
+
+fn compare(site: &Site, req: &Request, _: &[&str]) -> Answer {
+    let pick = |k: &str| req.param(k).and_then(id).and_then(|n| document(&site.board, n));
+    Answer::Whole(match (pick("a"), pick("b")) {
+        (Some((a, la)), Some((b, lb))) => {
+            Response::new("200 OK", "text/html; charset=utf-8", export::compare(&a, &la, &b, &lb))
+        }
+        _ => error("404 Not Found", "compare needs two runs: ?a=N&b=M"),
+    })
 }
 
 fn parse_form(req: &Request) -> Result<Value, Response> {
@@ -353,8 +428,7 @@ fn parse_form(req: &Request) -> Result<Value, Response> {
 /// Streams run `id` to `s`: a `render` event (the report's section, as the
 /// HTML report draws it) and a `state` event each time it changes, then
 /// `done` when it ends. Ends early when the page goes away.
-fn live(site: &Site, s: &mut TcpStream, id: u64) -> std::io::Result<()> {
-    http::sse_start(s)?;
+fn live(site: &Site, s: &mut Events, id: u64) -> std::io::Result<()> {
     let mut seen: Option<(usize, &str)> = None;
     let mut last_render = Instant::now() - RENDER_EVERY;
     loop {
@@ -366,12 +440,12 @@ fn live(site: &Site, s: &mut TcpStream, id: u64) -> std::io::Result<()> {
         };
         let mut now = now_of(&runs);
         if now == seen {
-            runs = site.board.wait(runs, Duration::from_secs(10));
+            runs = site.board.wait(runs, QUIET);
             now = now_of(&runs);
             if now == seen {
                 drop(runs);
                 // A comment: finds a page that has gone.
-                std::io::Write::write_all(s, b": idle\n\n")?;
+                s.comment("idle")?;
                 continue;
             }
         }
@@ -392,52 +466,28 @@ fn live(site: &Site, s: &mut TcpStream, id: u64) -> std::io::Result<()> {
         let html: String = (docs.iter().enumerate())
             .map(|(i, doc)| page::section(i, &model::view(doc)))
             .collect();
-        http::sse_event(s, "render", &html)?;
-        http::sse_event(s, "state", &state.to_string())?;
+        s.event("render", &html)?;
+        s.event("state", &state.to_string())?;
         if !running {
-            return http::sse_event(s, "done", &state.to_string());
+            return s.event("done", &state.to_string());
         }
     }
 }
 
-fn serve_one(site: &Site, mut s: TcpStream) {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_write_timeout(Some(WRITE_DEADLINE));
-    let req = match http::read_request(&mut s, MAX_BODY, READ_DEADLINE) {
-        Ok(r) => r,
-        Err(Reject::Timeout) => return,
-        Err(r) => return Response::text(r.status(), "bad request\n").send(&mut s, false),
-    };
-    match route(site, &req) {
-        Answer::Whole(resp) => resp.send(&mut s, req.method == "HEAD"),
+/// Serves the UI on `listener` until the handle is dropped: each request
+/// routed on a worker thread, a live run streamed from a thread of its
+/// own.
+pub(crate) fn serve(listener: TcpListener, site: Arc<Site>) -> Result<http::Serving, wirespeed_proto::error::Error> {
+    let handler = move |req: Request| match route(&site, &req) {
+        Answer::Whole(resp) => http::Answer::Whole(resp),
         Answer::Live(id) => {
-            let _ = live(site, &mut s, id);
+            let site = site.clone();
+            http::Answer::Events(Box::new(move |mut events| {
+                let _ = live(&site, &mut events, id);
+            }))
         }
-    }
-}
-
-/// What the accepting thread does with each connection: serves it on a
-/// thread of its own (at most [`MAX_CONNECTIONS`] at once; beyond that a
-/// 503).
-pub(crate) fn answerer(site: Arc<Site>) -> impl FnMut(TcpStream) + Send + 'static {
-    let live = Arc::new(AtomicUsize::new(0));
-    move |mut s: TcpStream| {
-        if live.fetch_add(1, Relaxed) >= MAX_CONNECTIONS {
-            live.fetch_sub(1, Relaxed);
-            let _ = s.set_nonblocking(false);
-            let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
-            Response::text("503 Service Unavailable", "too many connections\n").send(&mut s, false);
-            return;
-        }
-        let (site, live2) = (site.clone(), live.clone());
-        let spawned = std::thread::Builder::new().name("ws-ui".into()).spawn(move || {
-            serve_one(&site, s);
-            live2.fetch_sub(1, Relaxed);
-        });
-        if spawned.is_err() {
-            live.fetch_sub(1, Relaxed);
-        }
-    }
+    };
+    http::serve(listener, "ws-ui", LIMITS, Arc::new(handler))
 }
 
 #[cfg(test)]
