@@ -252,7 +252,7 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     // Bind the metrics endpoint before anything else, so a busy address is
     // one line and exit 1; it starts serving once the server runs.
     let metrics = match (&cfg.role, &cfg.server.metrics) {
-        (Role::Server | Role::Client(_), Some(addr)) => match wirespeed_web::metrics::Endpoint::bind(addr) {
+        (Role::Server | Role::Client(_), Some(addr)) => match wirespeed_http::metrics::Endpoint::bind(addr) {
             Ok(ep) => {
                 announce_metrics(&cfg, &out, &ep);
                 Some(ep)
@@ -348,7 +348,7 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
 /// detaches, so its starter shows it), with a warning when they are open
 /// to every address. Diagnostics go where the server's go; beside `-J`
 /// to stderr, so a JSON log holds JSON only.
-fn announce_metrics(cfg: &TestConfig, out: &Output, ep: &wirespeed_web::metrics::Endpoint) {
+fn announce_metrics(cfg: &TestConfig, out: &Output, ep: &wirespeed_http::metrics::Endpoint) {
     let (at, warning) = ep.announcement();
     let warning = warning.map(|w| match cfg.dialect {
         Dialect::Iperf3 => format!("warning: {w}\n"),
@@ -417,7 +417,7 @@ fn run_mode(
     host: &str,
     out: &Output,
     signal: &Arc<AtomicUsize>,
-    metrics: Option<wirespeed_web::metrics::Endpoint>,
+    metrics: Option<wirespeed_http::metrics::Endpoint>,
 ) -> Result<(), Error> {
     let client = |c: &TestConfig, r: &mut Reporter| match c.dialect {
         Dialect::Iperf3 => wirespeed_iperf::dialect::iperf3::client::run(c, host, c.port, r, signal),
@@ -443,7 +443,7 @@ fn run_server(
     cfg: &TestConfig,
     out: Output,
     signal: Arc<AtomicUsize>,
-    metrics: Option<wirespeed_web::metrics::Endpoint>,
+    metrics: Option<wirespeed_http::metrics::Endpoint>,
     ui: Option<wirespeed_web::ui::Endpoint>,
     rpm: Option<wirespeed_rpm_http::server::Endpoint>,
 ) -> Result<(), Error> {

@@ -25,6 +25,8 @@ pub use wirespeed_cli as cli;
 pub use wirespeed_core::error;
 pub use wirespeed_core::version::{CLIENT_VERSION, VERSION, version_string};
 pub use wirespeed_core::{clock, config, debug, engine, events, net, stats, units, util, version};
+pub use wirespeed_http as http;
+pub use wirespeed_http::metrics as metrics_endpoint;
 pub use wirespeed_iperf::{auth, dialect, modes, server};
 /// The protocol codecs of both dialects, sans IO (`crates/proto`).
 pub use wirespeed_proto as proto;
@@ -33,4 +35,4 @@ pub use wirespeed_report as report;
 /// The system calls std and socket2 lack: the one crate that may use
 /// `unsafe` (`crates/sys`).
 pub use wirespeed_sys as sys;
-pub use wirespeed_web::{exporter, http, metrics as metrics_endpoint, ui};
+pub use wirespeed_web::{exporter, ui};

@@ -6,7 +6,7 @@
 //! so this target depends on nothing of the web crate but what it fuzzes.
 #![no_main]
 
-#[path = "../../crates/web/src/http/decode.rs"]
+#[path = "../../crates/http/src/decode.rs"]
 mod decode;
 
 use libfuzzer_sys::fuzz_target;

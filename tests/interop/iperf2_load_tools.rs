@@ -287,7 +287,11 @@ fn isochronous_udp_both_ways() {
     let (sent, _) = frame_cols(&r.stdout).expect("isoch columns");
     // 120 slots in 2 s: each a frame sent or one a late sender missed (a
     // loaded host can hold the sender back).
-    assert!((118..=121).contains(&(sent[0] + sent[1])) && sent[0] > 0, "{}", r.stdout);
+    assert!(
+        (118..=121).contains(&(sent[0] + sent[1])) && sent[0] > 0,
+        "{}",
+        r.stdout
+    );
     wait::text(
         "the server's frame count",
         wait::LONG,
@@ -357,7 +361,10 @@ fn isochronous_tcp_both_ways() {
         .and_then(|t| t.split_whitespace().next())
         .map(|t| t.split('/').filter_map(|n| n.parse().ok()).collect())
         .unwrap_or_default();
-    assert!(cols.len() == 3 && (118..=121).contains(&(cols[0] + cols[1])) && cols[0] > 0, "{last}");
+    assert!(
+        cols.len() == 3 && (118..=121).contains(&(cols[0] + cols[1])) && cols[0] > 0,
+        "{last}"
+    );
     wait::stdout_has(&srv, "(isoch) (trip-times)", wait::LONG);
     srv.signal(15);
     srv.wait(T);

@@ -372,6 +372,7 @@ fn each_layer_links_only_what_is_below_it() {
         "wirespeed-report",
         "wirespeed-iperf",
         "wirespeed-cli",
+        "wirespeed-http",
         "wirespeed-web",
         "wirespeed-rpm-http",
     ];
@@ -402,10 +403,27 @@ fn each_layer_links_only_what_is_below_it() {
         "the iperf server and clients know no command line or web",
     );
     forbid("wirespeed-iperf", &async_http, "the data plane is plain threads");
-    for krate in linked
-        .keys()
-        .filter(|k| *k != "wirespeed-web" && *k != "wirespeed-rpm-http" && *k != "wirespeed")
-    {
+    forbid(
+        "wirespeed-cli",
+        &above_core[3..],
+        "the command lines know no HTTP, web or RPM server",
+    );
+    forbid(
+        "wirespeed-http",
+        &[
+            "wirespeed-iperf",
+            "wirespeed-cli",
+            "wirespeed-web",
+            "wirespeed-rpm-http",
+        ],
+        "the HTTP layer serves what it is handed",
+    );
+    forbid(
+        "wirespeed-rpm-http",
+        &["wirespeed-web", "wirespeed-cli"],
+        "the RPM server and client use the HTTP layer, not the UI",
+    );
+    for krate in linked.keys().filter(|k| *k != "wirespeed-web" && *k != "wirespeed") {
         forbid(
             krate,
             &["rusqlite", "libsqlite3-sys"],

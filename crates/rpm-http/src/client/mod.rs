@@ -512,7 +512,7 @@ pub fn run(
     nq: &NqOptions,
     out: &Output,
     signal: &Arc<AtomicUsize>,
-    metrics: Option<wirespeed_web::metrics::Endpoint>,
+    metrics: Option<wirespeed_http::metrics::Endpoint>,
 ) -> Result<(), Error> {
     let mut side = wirespeed_report::Reporter::new();
     if cfg.output.json_stream {

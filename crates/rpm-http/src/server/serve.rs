@@ -1,6 +1,6 @@
 //! The RPM server's listener, TLS and HTTP: one thread running a
 //! current-thread tokio runtime (the web ports' lifecycle,
-//! `wirespeed_web::http::spawn`), rustls (AWS-LC) for TLS 1.3, hyper for
+//! `wirespeed_http::spawn`), rustls (AWS-LC) for TLS 1.3, hyper for
 //! HTTP/2 and HTTP/1.1. Every connection is held to the limits below; a
 //! malformed request is hyper's to refuse, never a panic here.
 
@@ -81,7 +81,7 @@ pub struct Endpoint {
 
 /// The server running on its thread; stops when dropped.
 pub struct Serving {
-    _serving: wirespeed_web::http::Serving,
+    _serving: wirespeed_http::Serving,
 }
 
 impl Endpoint {
@@ -91,7 +91,7 @@ impl Endpoint {
     pub fn bind(cfg: &TestConfig) -> Result<Endpoint, Error> {
         super::check_options(cfg)?;
         let spec = cfg.server.rpm_listen.as_deref().unwrap_or("");
-        let listener = wirespeed_web::http::listen(spec, "--rpm-listen", "the RPM server")?;
+        let listener = wirespeed_http::listen(spec, "--rpm-listen", "the RPM server")?;
         let ((chain, key), self_signed) = match (&cfg.server.tls_cert, &cfg.server.tls_key) {
             (Some(c), Some(k)) => (load_pem(c, k)?, false),
             _ => (make_self_signed(&listener)?, true),
@@ -109,7 +109,7 @@ impl Endpoint {
     /// The line a server says at start: where the config is and the
     /// certificate's SHA-256 fingerprint (for a client to pin or check).
     pub fn announcement(&self) -> String {
-        let at = wirespeed_web::http::reachable(&self.listener)
+        let at = wirespeed_http::reachable(&self.listener)
             .first()
             .copied()
             .or_else(|| self.listener.local_addr().ok())
@@ -136,7 +136,7 @@ impl Endpoint {
         // fails waits a moment and the connection is not taken.
         let _ = wirespeed_core::engine::reserve_fds(MAX_CONNECTIONS + BUSY_EXTRA, 1);
         let tls = self.tls;
-        let serving = wirespeed_web::http::spawn(self.listener, "ws-rpm-server", 1, move |listener| {
+        let serving = wirespeed_http::spawn(self.listener, "ws-rpm-server", 1, move |listener| {
             accept_loop(listener, tls, local, served)
         })?;
         Ok(Serving { _serving: serving })
@@ -165,11 +165,7 @@ fn load_pem(cert: &Path, key: &Path) -> Result<(Vec<CertificateDer<'static>>, Pr
 /// `localhost`.
 fn make_self_signed(listener: &TcpListener) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), Error> {
     let mut names = vec!["localhost".to_string()];
-    names.extend(
-        wirespeed_web::http::reachable(listener)
-            .iter()
-            .map(|a| a.ip().to_string()),
-    );
+    names.extend(wirespeed_http::reachable(listener).iter().map(|a| a.ip().to_string()));
     names.dedup();
     let made = rcgen::generate_simple_self_signed(names).map_err(|e| {
         Error::msg(

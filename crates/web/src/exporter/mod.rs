@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::http::{self, Answer, Limits, Request, Response};
 use wirespeed_core::error::{Code, Error};
+use wirespeed_http as http;
+use wirespeed_http::{Answer, Limits, Request, Response};
 use wirespeed_iperf::server::access::{AccessPolicy, split_list};
 use wirespeed_proto::iperf3::auth::base64_decode;
 use wirespeed_report::metrics::{head, number};

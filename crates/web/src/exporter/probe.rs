@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
-use crate::http::Request;
 use wirespeed_core::config::{Dialect, Direction, EndCondition, Protocol, Role, TestConfig};
 use wirespeed_core::error::Error;
 use wirespeed_core::events::{Event, LatencySummary, ModeEvent, PeerReport, RpmEnd, RpmInterval, RttStats, Summary};
+use wirespeed_http::Request;
 use wirespeed_report::metrics::{head, number};
 use wirespeed_report::{Recorder, Reporter};
 
@@ -783,7 +783,7 @@ mod tests {
     use super::*;
 
     fn req(q: &str) -> Request {
-        crate::http::parse_head(format!("GET /probe?{q} HTTP/1.1").as_bytes()).unwrap()
+        wirespeed_http::parse_head(format!("GET /probe?{q} HTTP/1.1").as_bytes()).unwrap()
     }
 
     #[test]

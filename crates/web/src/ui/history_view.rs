@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::board::{Board, Mode};
 use super::history::{MAX_LIST, MAX_POINTS, Query, Stored};
-use crate::http::Request;
+use wirespeed_http::Request;
 use wirespeed_report::html::chart::{self, Chart, Series, Unit};
 use wirespeed_report::html::escape;
 

@@ -33,7 +33,7 @@ pub struct Endpoint {
 
 /// The page being served; stops when dropped.
 pub struct Serving {
-    _thread: crate::http::Serving,
+    _thread: wirespeed_http::Serving,
     /// The page's addresses (with the token when one is needed to open
     /// it): one, or for a listener on every address, each of this host's.
     pub urls: Vec<String>,
@@ -43,7 +43,7 @@ impl Serving {
     /// `lead` and the page's address, then a line for each other address
     /// it can be opened at, aligned under the first.
     pub fn say(&self, lead: &str) -> String {
-        crate::http::say(lead, &self.urls)
+        wirespeed_http::say(lead, &self.urls)
     }
 }
 
@@ -70,7 +70,7 @@ impl Endpoint {
             }
             None => random_token()?,
         };
-        let listener = crate::http::listen(spec, "--ui/--listen", "the web UI")?;
+        let listener = wirespeed_http::listen(spec, "--ui/--listen", "the web UI")?;
         Ok(Endpoint {
             listener,
             token,
@@ -115,7 +115,7 @@ impl Endpoint {
         };
         // On every address: where another machine can open it (an
         // address of 0.0.0.0 opens nothing elsewhere).
-        let urls = crate::http::urls(&self.listener, url);
+        let urls = wirespeed_http::urls(&self.listener, url);
         let site = Arc::new(web::Site {
             board,
             token: self.token,

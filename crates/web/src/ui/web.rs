@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 
 use super::board::{Board, Mode, Run, State};
 use super::{export, form, history, history_view, schedule};
-use crate::http::{self, Events, Limits, Request, Response, Router};
+use wirespeed_http as http;
+use wirespeed_http::{Events, Limits, Request, Response, Router};
 use wirespeed_report::html::{model, page};
 
 /// What the UI holds its clients to: the server's defaults, with a
@@ -477,7 +478,7 @@ fn live(site: &Site, s: &mut Events, id: u64) -> std::io::Result<()> {
 /// Serves the UI on `listener` until the handle is dropped: each request
 /// routed on a worker thread, a live run streamed from a thread of its
 /// own.
-pub(crate) fn serve(listener: TcpListener, site: Arc<Site>) -> Result<http::Serving, wirespeed_proto::error::Error> {
+pub(crate) fn serve(listener: TcpListener, site: Arc<Site>) -> Result<http::Serving, wirespeed_core::error::Error> {
     let handler = move |req: Request| match route(&site, &req) {
         Answer::Whole(resp) => http::Answer::Whole(resp),
         Answer::Live(id) => {

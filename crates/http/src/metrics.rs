@@ -1,11 +1,11 @@
-//! The metrics endpoint: `GET /metrics` (and `/`) over [`crate::http`]'s
+//! The metrics endpoint: `GET /metrics` (and `/`) over this crate's
 //! server, whose limits keep a scraper that stalls, or many, from
 //! keeping another out.
 
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use crate::http::{self, Answer, Limits, Request, Response, Router, Serving};
+use crate::{Answer, Limits, Request, Response, Router, Serving};
 use wirespeed_core::error::Error;
 use wirespeed_report::metrics::Metrics;
 
@@ -28,7 +28,7 @@ impl Endpoint {
     /// Binds `spec` (`ADDR:PORT`; `:PORT` for every address).
     pub fn bind(spec: &str) -> Result<Endpoint, Error> {
         Ok(Endpoint {
-            listener: http::listen(spec, "--metrics", "the metrics endpoint")?,
+            listener: crate::listen(spec, "--metrics", "the metrics endpoint")?,
             addr: spec.to_string(),
         })
     }
@@ -47,9 +47,9 @@ impl Endpoint {
     /// of the host's addresses for a listener on every address), and a
     /// warning when anyone who can reach the host may read them.
     pub fn announcement(&self) -> (String, Option<String>) {
-        let text = http::say(
+        let text = crate::say(
             "Metrics at ",
-            &http::urls(&self.listener, |a| format!("http://{a}/metrics")),
+            &crate::urls(&self.listener, |a| format!("http://{a}/metrics")),
         );
         let local = self.listener.local_addr().ok();
         let everywhere = local.is_some_and(|a| a.ip().is_unspecified());
@@ -67,7 +67,7 @@ impl Endpoint {
 
     /// Serves `metrics` on a thread until the returned handle is dropped.
     pub fn serve(self, metrics: Arc<Metrics>) -> Result<Serving, Error> {
-        http::serve(
+        crate::serve(
             self.listener,
             "ws-metrics",
             LIMITS,
@@ -111,7 +111,7 @@ mod tests {
     #[test]
     fn routes_answer_like_a_small_http_server() {
         let m = Metrics::new();
-        let get = |line: &str| route(&http::parse_head(line.as_bytes()).unwrap(), &m);
+        let get = |line: &str| route(&crate::parse_head(line.as_bytes()).unwrap(), &m);
         assert!(
             String::from_utf8(get("GET /metrics HTTP/1.1").body)
                 .unwrap()

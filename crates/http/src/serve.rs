@@ -31,7 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::{Request, Response, parse_pairs, percent_decode};
-use wirespeed_proto::error::{Code, Error};
+use wirespeed_core::error::{Code, Error};
 
 /// What a port holds its clients to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -684,8 +684,7 @@ fn whole(resp: Response) -> hyper::Response<Kind> {
 /// The request `head` (a request line and headers, without the blank
 /// line) would reach a handler as: what the unit tests build requests
 /// with (parsed by httparse, hyper's parser).
-#[cfg(test)]
-pub(crate) fn parse_head(head: &[u8]) -> Result<Request, String> {
+pub fn parse_head(head: &[u8]) -> Result<Request, String> {
     let mut text = head.to_vec();
     text.extend_from_slice(b"\r\n\r\n");
     let mut hs = [httparse::EMPTY_HEADER; 64];

@@ -1,3 +1,8 @@
+//! The one HTTP layer of every web port: the web UI, the exporter, the
+//! `--metrics` endpoint ([`metrics`]) and (its lifecycle) the RPM server.
+//! A crate of its own below the web crate, so the RPM server and the
+//! metrics endpoint share it without linking the UI's SQLite.
+//!
 //! The HTTP that the web UI, the exporter and the metrics endpoint speak:
 //! their listener (`listen`, from `ADDR:PORT`) and where it can be
 //! reached (`reachable`), the request and response a handler sees and
@@ -6,7 +11,11 @@
 //! that trickle, idle or flood). A handler is plain blocking code; the
 //! server runs it on a worker thread, never on the runtime.
 
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
 mod decode;
+pub mod metrics;
 mod route;
 mod serve;
 
@@ -17,9 +26,7 @@ use wirespeed_core::error::{Code, Error};
 
 pub(crate) use decode::{parse_pairs, percent_decode};
 pub use route::Router;
-#[cfg(test)]
-pub(crate) use serve::parse_head;
-pub use serve::{Answer, Events, Handler, Limits, Serving, serve, spawn};
+pub use serve::{Answer, Events, Handler, Limits, Serving, parse_head, serve, spawn};
 
 /// Splits `ADDR:PORT`, `[V6]:PORT`, `:PORT` or `PORT` into host and port.
 pub(crate) fn split_address(spec: &str) -> Option<(Option<String>, u16)> {
@@ -179,7 +186,7 @@ impl Response {
     }
 
     /// Adds a header line.
-    pub(crate) fn with_header(mut self, line: impl Into<String>) -> Response {
+    pub fn with_header(mut self, line: impl Into<String>) -> Response {
         self.headers.push(line.into());
         self
     }
