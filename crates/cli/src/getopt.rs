@@ -63,7 +63,7 @@ pub struct Row<K, P = (), S = ()> {
 
 /// An option that answers the command line on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
+pub enum InfoOption {
     /// `-h`: the long usage.
     Help,
     /// `-v`: the version.

@@ -22,7 +22,7 @@ mod usage;
 
 pub use apply::network::{split_bind, tos_value};
 pub use env::ENV;
-pub use opt::{Answer, ApplyFn, Opt, Row, Scope, Step};
+pub use opt::{ApplyFn, InfoOption, Opt, Row, Scope, Step};
 pub use state::ParseState;
 pub use table::{TABLE, available};
 pub use usage::{long_usage, short_usage, version_line};
@@ -105,10 +105,10 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
     opts.extend(parsed.opts);
     // -h and -v answer whatever else is given.
     for o in &opts {
-        if let Step::Answer(a) = TABLE[o.row].step {
+        if let Step::InfoOption(a) = TABLE[o.row].step {
             return Ok(match a {
-                Answer::Help => Command::Help,
-                Answer::Version => Command::Version,
+                InfoOption::Help => Command::Help,
+                InfoOption::Version => Command::Version,
             });
         }
     }
@@ -128,7 +128,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
             Step::NotBuilt(what) => {
                 return Err(CliError::err(format!("{what} is not implemented yet ({})", o.spelled)));
             }
-            Step::Answer(_) => {}
+            Step::InfoOption(_) => {}
         }
     }
     check::all(state, &opts)

@@ -6,7 +6,7 @@
 
 use super::CliError;
 use super::state::ParseState;
-pub use crate::getopt::Answer;
+pub use crate::getopt::InfoOption;
 use crate::getopt::Occurrence;
 
 /// Option identifiers.
@@ -163,7 +163,7 @@ pub enum Step {
     /// Sets something in the configuration.
     Apply(ApplyFn),
     /// Ends parsing with this answer, whatever else is given (`-h`, `-v`).
-    Answer(Answer),
+    InfoOption(InfoOption),
     /// A feature not built yet: refused ("... is not implemented yet")
     /// naming what is missing, never ignored.
     NotBuilt(&'static str),

@@ -2,14 +2,14 @@
 //! where it means something, and what it does to the configuration.
 
 use super::apply::{bounceback, network, output, server, traffic};
-use super::opt::{Answer, Opt, Row, Scope, Step};
+use super::opt::{InfoOption, Opt, Row, Scope, Step};
 
 /// What `row!` calls the place an option applies.
 type Place = Scope;
 
 use crate::apply as shared;
 use crate::getopt::row;
-use Step::{Answer as A, Apply as F, NotBuilt as No};
+use Step::{Apply as F, InfoOption as A, NotBuilt as No};
 
 /// What 2.1.8 does with an option wirespeed has not built: "this option".
 const NOT_YET: &str = "this option";
@@ -31,7 +31,7 @@ pub const TABLE: &[Row] = &[
     row!(N, Dual,                 'd', "dualtest",               None,     Client,    F(traffic::dual)),
     row!(N, Enhanced,             'e', "enhanced",               None,     Any,       F(output::enhanced)),
     row!(N, Format,               'f', "format",                 Required, Any,       F(output::format)),
-    row!(N, Help,                 'h', "help",                   None,     Any,       A(Answer::Help)),
+    row!(N, Help,                 'h', "help",                   None,     Any,       A(InfoOption::Help)),
     row!(N, Interval,             'i', "interval",               Required, Any,       F(output::interval)),
     row!(N, Len,                  'l', "len",                    Required, Any,       F(traffic::len)),
     row!(N, PrintMss,             'm', "print_mss",              None,     Any,       F(output::print_mss)),
@@ -42,7 +42,7 @@ pub const TABLE: &[Row] = &[
     row!(N, Server,               's', "server",                 None,     Any,       F(server::server)),
     row!(N, Time,                 't', "time",                   Required, Any,       F(traffic::time)),
     row!(N, Udp,                  'u', "udp",                    None,     Any,       F(shared::udp)),
-    row!(N, Version,              'v', "version",                None,     Any,       A(Answer::Version)),
+    row!(N, Version,              'v', "version",                None,     Any,       A(InfoOption::Version)),
     row!(N, Window,               'w', "window",                 Required, Any,       F(traffic::window)),
     row!(N, ReportExclude,        'x', "reportexclude",          Required, Any,       F(output::report_exclude)),
     row!(N, ReportStyle,          'y', "reportstyle",            Required, Any,       F(output::report_style)),

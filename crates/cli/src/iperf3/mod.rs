@@ -13,7 +13,7 @@ mod state;
 mod table;
 mod usage;
 
-pub use opt::{Answer, ApplyFn, Opt, RoleMark, Row, Step};
+pub use opt::{ApplyFn, InfoOption, Opt, RoleMark, Row, Step};
 pub use state::ParseState;
 pub use table::{TABLE, available};
 pub use usage::{long_usage, short_usage};
@@ -48,10 +48,10 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
     let parsed = parse(TABLE, args).map_err(|m| Error::param_msg(Code::NONE, m))?;
     // -h and -v answer whatever else is given.
     for o in &parsed.opts {
-        if let Step::Answer(a) = TABLE[o.row].step {
+        if let Step::InfoOption(a) = TABLE[o.row].step {
             return Ok(match a {
-                Answer::Help => Command::Help,
-                Answer::Version => Command::Version,
+                InfoOption::Help => Command::Help,
+                InfoOption::Version => Command::Version,
             });
         }
     }
@@ -66,7 +66,7 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
         match TABLE[o.row].step {
             Step::Apply(apply) => apply(&mut state, o)?,
             Step::Refuse(why) => return Err(why()),
-            Step::Answer(_) => {}
+            Step::InfoOption(_) => {}
         }
     }
     check::all(&mut state, &parsed.opts)?;

@@ -5,7 +5,7 @@
 //! them.
 
 use super::state::ParseState;
-pub use crate::getopt::Answer;
+pub use crate::getopt::InfoOption;
 use crate::getopt::Occurrence;
 use wirespeed_core::error::Error;
 
@@ -127,7 +127,7 @@ pub enum Step {
     /// Sets something in the configuration.
     Apply(ApplyFn),
     /// Ends parsing with this answer, whatever else is given (`-h`, `-v`).
-    Answer(Answer),
+    InfoOption(InfoOption),
     /// A feature not built yet (or missing from this kernel): the option is
     /// refused with this error, never ignored.
     Refuse(fn() -> Error),

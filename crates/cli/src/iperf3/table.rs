@@ -2,14 +2,14 @@
 //! where it may be used, and what it does to the configuration.
 
 use super::apply::{auth, extras, network, output, server, test};
-use super::opt::{Answer, Opt, RoleMark, Row, Step};
+use super::opt::{InfoOption, Opt, RoleMark, Row, Step};
 
 /// What `row!` calls the place an option applies.
 type Place = RoleMark;
 
 use crate::apply as shared;
 use crate::getopt::row;
-use Step::{Answer as A, Apply as F, Refuse as R};
+use Step::{Apply as F, InfoOption as A, Refuse as R};
 
 /// The option table: iperf3 3.21's options, then wirespeed's.
 #[rustfmt::skip]
@@ -26,7 +26,7 @@ pub const TABLE: &[Row] = &[
     row!(N, Json,               'J', "json",                    None,     Both,   F(shared::json)),
     row!(N, JsonStream,         -,   "json-stream",             None,     Both,   F(shared::json_stream)),
     row!(N, JsonStreamFull,     -,   "json-stream-full-output", None,     Both,   F(output::json_stream_full)),
-    row!(N, Version,            'v', "version",                 None,     Both,   A(Answer::Version)),
+    row!(N, Version,            'v', "version",                 None,     Both,   A(InfoOption::Version)),
     row!(N, Server,             's', "server",                  None,     Server, F(server::server)),
     row!(N, Client,             'c', "client",                  Required, Client, F(network::client)),
     row!(N, Udp,                'u', "udp",                     None,     Client, F(shared::udp)),
@@ -89,7 +89,7 @@ pub const TABLE: &[Row] = &[
     row!(N, Mptcp,              'm', "mptcp",                   None,     Both,   F(test::mptcp)),
     row!(N, Gsro,               -,   "gsro",                    None,     Client, F(test::gsro)),
     row!(N, Debug,              'd', "debug",                   Optional, Both,   F(output::debug)),
-    row!(N, Help,               'h', "help",                    None,     Both,   A(Answer::Help)),
+    row!(N, Help,               'h', "help",                    None,     Both,   A(InfoOption::Help)),
     // wirespeed additions
     row!(X, MaxTests,           -,   "max-tests",               Required, Server, F(server::max_tests)),
     row!(X, MaxStreams,         -,   "max-streams",             Required, Server, F(server::max_streams)),

@@ -98,8 +98,9 @@ impl Site {
     }
 }
 
-/// What a request gets.
-pub enum Answer {
+/// What a UI request is routed to: a whole response, or a run's live
+/// stream (which the server turns into server-sent events).
+pub enum Routed {
     /// A whole response.
     Whole(Response),
     /// The live stream of a run.
@@ -149,8 +150,8 @@ fn documents(board: &Board, id: u64) -> Vec<Value> {
 }
 
 /// Routes one request.
-pub fn route(site: &Site, req: &Request) -> Answer {
-    let whole = Answer::Whole;
+pub fn route(site: &Site, req: &Request) -> Routed {
+    let whole = Routed::Whole;
     if !site.host_ok(req) {
         return whole(Response::text(
             "403 Forbidden",
@@ -223,9 +224,9 @@ pub fn route(site: &Site, req: &Request) -> Answer {
         .unwrap_or_else(|| whole(error("404 Not Found", "no such API")))
 }
 
-impl From<Response> for Answer {
-    fn from(r: Response) -> Answer {
-        Answer::Whole(r)
+impl From<Response> for Routed {
+    fn from(r: Response) -> Routed {
+        Routed::Whole(r)
     }
 }
 
@@ -234,7 +235,7 @@ const POST: &[&str] = &["POST"];
 
 /// The API, once a request has passed the host, method and token checks
 /// of [`route`].
-static API: LazyLock<Router<Site, Answer>> = LazyLock::new(|| {
+static API: LazyLock<Router<Site, Routed>> = LazyLock::new(|| {
     Router::new()
         .at(GET, "/api/runs", runs)
         .at(GET, "/api/history", history_summary)
@@ -260,9 +261,9 @@ fn query(site: &Site, req: &Request, limit: usize, cap: usize) -> Result<history
     history_view::query(&site.board, req, limit, cap)
 }
 
-fn runs(site: &Site, req: &Request, _: &[&str]) -> Answer {
+fn runs(site: &Site, req: &Request, _: &[&str]) -> Routed {
     let board = &site.board;
-    Answer::Whole(
+    Routed::Whole(
         match query(site, req, history_view::DEFAULT_LIMIT, history::MAX_LIST)
             .and_then(|q| history_view::list(board, &q))
         {
@@ -272,9 +273,9 @@ fn runs(site: &Site, req: &Request, _: &[&str]) -> Answer {
     )
 }
 
-fn history_summary(site: &Site, _: &Request, _: &[&str]) -> Answer {
+fn history_summary(site: &Site, _: &Request, _: &[&str]) -> Routed {
     let board = &site.board;
-    Answer::Whole(json_response(
+    Routed::Whole(json_response(
         "200 OK",
         &json!({
             "db": board.history.path(),
@@ -284,12 +285,12 @@ fn history_summary(site: &Site, _: &Request, _: &[&str]) -> Answer {
     ))
 }
 
-fn history_file(site: &Site, req: &Request, _: &[&str]) -> Answer {
+fn history_file(site: &Site, req: &Request, _: &[&str]) -> Routed {
     let board = &site.board;
     let file = req.path.trim_start_matches("/api/");
     let runs = match query(site, req, history::MAX_LIST, history::MAX_LIST).and_then(|q| history_view::all(board, &q)) {
         Ok(r) => r,
-        Err(e) => return Answer::Whole(error("400 Bad Request", e)),
+        Err(e) => return Routed::Whole(error("400 Bad Request", e)),
     };
     let (ctype, body) = if file == "history.csv" {
         ("text/csv; charset=utf-8", history_view::csv(&runs))
@@ -299,14 +300,14 @@ fn history_file(site: &Site, req: &Request, _: &[&str]) -> Answer {
             wirespeed_proto::json::to_formatted(&history_view::json_export(&runs)),
         )
     };
-    Answer::Whole(Response::new("200 OK", ctype, body.into_bytes()).with_header(format!(
+    Routed::Whole(Response::new("200 OK", ctype, body.into_bytes()).with_header(format!(
         "Content-Disposition: attachment; filename=\"wirespeed-{file}\""
     )))
 }
 
-fn chart(site: &Site, req: &Request, _: &[&str]) -> Answer {
+fn chart(site: &Site, req: &Request, _: &[&str]) -> Routed {
     let board = &site.board;
-    Answer::Whole(
+    Routed::Whole(
         match query(site, req, history::MAX_POINTS, history::MAX_POINTS).and_then(|q| history_view::charts(board, &q)) {
             Ok(html) => Response::new("200 OK", "text/html; charset=utf-8", html.into_bytes()),
             Err(e) => error("400 Bad Request", e),
@@ -314,8 +315,8 @@ fn chart(site: &Site, req: &Request, _: &[&str]) -> Answer {
     )
 }
 
-fn schedules(site: &Site, _: &Request, _: &[&str]) -> Answer {
-    Answer::Whole(json_response("200 OK", &schedule::listing(&site.board.history)))
+fn schedules(site: &Site, _: &Request, _: &[&str]) -> Routed {
+    Routed::Whole(json_response("200 OK", &schedule::listing(&site.board.history)))
 }
 
 fn client_only(site: &Site) -> Result<(), Response> {
@@ -325,9 +326,9 @@ fn client_only(site: &Site) -> Result<(), Response> {
     }
 }
 
-fn add_schedule(site: &Site, req: &Request, _: &[&str]) -> Answer {
+fn add_schedule(site: &Site, req: &Request, _: &[&str]) -> Routed {
     let board = &site.board;
-    Answer::Whole(match client_only(site).and_then(|()| parse_form(req)) {
+    Routed::Whole(match client_only(site).and_then(|()| parse_form(req)) {
         Err(r) => r,
         Ok(mut f) => {
             let every = f
@@ -346,15 +347,15 @@ fn add_schedule(site: &Site, req: &Request, _: &[&str]) -> Answer {
     })
 }
 
-fn delete_schedule(site: &Site, _: &Request, p: &[&str]) -> Answer {
-    Answer::Whole(match id(p[0]) {
+fn delete_schedule(site: &Site, _: &Request, p: &[&str]) -> Routed {
+    Routed::Whole(match id(p[0]) {
         Some(n) if site.board.history.remove_schedule(n) => json_response("200 OK", &json!({"removed": n})),
         _ => error("404 Not Found", "no such schedule"),
     })
 }
 
-fn check(_: &Site, req: &Request, _: &[&str]) -> Answer {
-    Answer::Whole(match parse_form(req) {
+fn check(_: &Site, req: &Request, _: &[&str]) -> Routed {
+    Routed::Whole(match parse_form(req) {
         Err(r) => r,
         Ok(f) => match form::plan(&f) {
             Ok(p) => json_response("200 OK", &json!({"command": p.command_line(), "error": null})),
@@ -363,8 +364,8 @@ fn check(_: &Site, req: &Request, _: &[&str]) -> Answer {
     })
 }
 
-fn start_run(site: &Site, req: &Request, _: &[&str]) -> Answer {
-    Answer::Whole(match parse_form(req) {
+fn start_run(site: &Site, req: &Request, _: &[&str]) -> Routed {
+    Routed::Whole(match parse_form(req) {
         Err(r) => r,
         Ok(f) => match form::plan(&f) {
             Err(e) => error("400 Bad Request", e),
@@ -376,24 +377,24 @@ fn start_run(site: &Site, req: &Request, _: &[&str]) -> Answer {
     })
 }
 
-fn stop_run(site: &Site, _: &Request, p: &[&str]) -> Answer {
-    Answer::Whole(match id(p[0]) {
+fn stop_run(site: &Site, _: &Request, p: &[&str]) -> Routed {
+    Routed::Whole(match id(p[0]) {
         Some(n) if site.board.stop(n) => json_response("200 OK", &json!({"stopping": n})),
         _ => error("409 Conflict", "no such run is running"),
     })
 }
 
-fn live_run(site: &Site, _: &Request, p: &[&str]) -> Answer {
+fn live_run(site: &Site, _: &Request, p: &[&str]) -> Routed {
     match id(p[0]).filter(|n| site.board.recall(*n)) {
-        Some(n) => Answer::Live(n),
-        None => Answer::Whole(error("404 Not Found", "no such run")),
+        Some(n) => Routed::Live(n),
+        None => Routed::Whole(error("404 Not Found", "no such run")),
     }
 }
 
-fn run_file(site: &Site, _: &Request, p: &[&str]) -> Answer {
+fn run_file(site: &Site, _: &Request, p: &[&str]) -> Routed {
     let (n, file) = (p[0], p[1]);
     let Some((num, (doc, name))) = id(n).and_then(|n| Some((n, document(&site.board, n)?))) else {
-        return Answer::Whole(error("404 Not Found", "no such run"));
+        return Routed::Whole(error("404 Not Found", "no such run"));
     };
     let stem = format!("wirespeed-run-{n}");
     let (ctype, body) = match file {
@@ -403,18 +404,18 @@ fn run_file(site: &Site, _: &Request, p: &[&str]) -> Answer {
             "text/html; charset=utf-8",
             wirespeed_report::html::render_documents(&documents(&site.board, num), &name),
         ),
-        _ => return Answer::Whole(error("404 Not Found", "no such file")),
+        _ => return Routed::Whole(error("404 Not Found", "no such file")),
     };
     let ext = file.rsplit('.').next().unwrap_or("txt");
-    Answer::Whole(
+    Routed::Whole(
         Response::new("200 OK", ctype, body.into_bytes())
             .with_header(format!("Content-Disposition: attachment; filename=\"{stem}.{ext}\"")),
     )
 }
 
-fn compare(site: &Site, req: &Request, _: &[&str]) -> Answer {
+fn compare(site: &Site, req: &Request, _: &[&str]) -> Routed {
     let pick = |k: &str| req.param(k).and_then(id).and_then(|n| document(&site.board, n));
-    Answer::Whole(match (pick("a"), pick("b")) {
+    Routed::Whole(match (pick("a"), pick("b")) {
         (Some((a, la)), Some((b, lb))) => {
             Response::new("200 OK", "text/html; charset=utf-8", export::compare(&a, &la, &b, &lb))
         }
@@ -480,8 +481,8 @@ fn live(site: &Site, s: &mut Events, id: u64) -> std::io::Result<()> {
 /// own.
 pub(crate) fn serve(listener: TcpListener, site: Arc<Site>) -> Result<http::Serving, wirespeed_core::error::Error> {
     let handler = move |req: Request| match route(&site, &req) {
-        Answer::Whole(resp) => http::Answer::Whole(resp),
-        Answer::Live(id) => {
+        Routed::Whole(resp) => http::Answer::Whole(resp),
+        Routed::Live(id) => {
             let site = site.clone();
             http::Answer::Events(Box::new(move |mut events| {
                 let _ = live(&site, &mut events, id);
@@ -512,17 +513,17 @@ mod tests {
         r
     }
 
-    fn status(a: Answer) -> &'static str {
+    fn status(a: Routed) -> &'static str {
         match a {
-            Answer::Whole(r) => r.status,
-            Answer::Live(_) => "live",
+            Routed::Whole(r) => r.status,
+            Routed::Live(_) => "live",
         }
     }
 
     #[test]
     fn loopback_pages_carry_the_token_and_answer_loopback_names_only() {
         let s = site("127.0.0.1:5280");
-        let Answer::Whole(r) = route(&s, &req("GET / HTTP/1.1|Host: 127.0.0.1:5280", "")) else {
+        let Routed::Whole(r) = route(&s, &req("GET / HTTP/1.1|Host: 127.0.0.1:5280", "")) else {
             panic!()
         };
         assert_eq!(r.status, "200 OK");
@@ -582,7 +583,7 @@ mod tests {
             "401 Unauthorized"
         );
         // The right token from the wrong origin: the refusal says so.
-        let Answer::Whole(r) = route(
+        let Routed::Whole(r) = route(
             &s,
             &req(
                 "POST /api/check HTTP/1.1|Host: h|Origin: http://evil|X-Wirespeed-Token: 0123456789abcdef",
@@ -606,7 +607,7 @@ mod tests {
             )),
             "401 Unauthorized"
         );
-        let Answer::Whole(r) = route(
+        let Routed::Whole(r) = route(
             &s,
             &req(
                 "POST /api/check HTTP/1.1|Host: h|Origin: http://h|X-Wirespeed-Token: 0123456789abcdef",
