@@ -18,3 +18,4 @@ mod json_parity;
 mod nq_mach;
 mod nq_nginx;
 mod prometheus;
+mod quic_perf;

@@ -9,4 +9,5 @@ mod common;
 
 mod hostile;
 mod many_flows;
+mod quic_hostile;
 mod rpm_hostile;

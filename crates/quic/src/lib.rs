@@ -17,6 +17,8 @@
 #![cfg_attr(not(feature = "perf"), allow(dead_code))]
 
 pub mod client;
+#[cfg(feature = "perf")]
+mod net;
 pub mod server;
 #[cfg(feature = "perf")]
 mod tls;

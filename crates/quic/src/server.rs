@@ -41,10 +41,14 @@ pub const CONNECTION_WINDOW: u32 = 8 << 20;
 /// See [`CONNECTION_WINDOW`].
 pub const STREAM_WINDOW: u32 = 4 << 20;
 
-/// Checks `--quic-perf-listen`'s address.
+/// Checks `--quic-perf-listen`'s address and `--quic-perf`'s target, so
+/// a bad one is one line before anything starts.
 pub fn check_options(cfg: &TestConfig) -> Result<(), Error> {
     if let Some(spec) = &cfg.server.quic_perf_listen {
         listen_address(spec)?;
+    }
+    if let Some(target) = &cfg.quic_perf {
+        crate::split_target(target, "--quic-perf")?;
     }
     Ok(())
 }

@@ -145,6 +145,9 @@ const QUIC_OPTIONS: &[Opt] = &[
     Opt::Version6,
 ];
 
+/// The most streams `-P` may ask of `--quic-perf`.
+const QUIC_MOST_STREAMS: u32 = 100;
+
 /// `--quic-perf HOST:PORT`: it names its own server, so no `-c`, and
 /// takes only [`QUIC_OPTIONS`].
 fn quic_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
@@ -157,6 +160,13 @@ fn quic_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     }
     if let Some(o) = opts.iter().find(|o| !QUIC_OPTIONS.contains(&o.key)) {
         return refuse(format!("--quic-perf cannot be used with {}", o.spelled));
+    }
+    // Servers let a client open about this many streams at once (quic-go's
+    // 100 by default); more would wait for ever.
+    if s.common.cfg.params.streams > QUIC_MOST_STREAMS {
+        return refuse(format!(
+            "--quic-perf opens at most {QUIC_MOST_STREAMS} streams (-P): servers allow about that many at once"
+        ));
     }
     s.common.client = Some(target);
     Ok(())

@@ -74,7 +74,7 @@ pub(crate) fn run(cfg: &TestConfig, target: &str, out: &Output, signal: &Arc<Ato
 
 /// The outputs `cfg` asks for; `-J`'s document gets the `quic` object.
 fn reporter(cfg: &TestConfig, out: &Output, quic: QuicDoc) -> Reporter {
-    if !(cfg.output.json && !cfg.output.json_stream) {
+    if !cfg.output.json || cfg.output.json_stream {
         return Reporter::for_config(cfg, out.clone(), Side::Client);
     }
     let mut r = Reporter::new();
@@ -145,7 +145,7 @@ async fn measure(
             format!("unable to connect to the QUIC perf server {host} port {port}: {what}{e}"),
         )
     };
-    let socket = UdpSocket::bind(SocketAddr::new(local_ip, 0)).map_err(|e| Error::io(Code::CONNECT, &e))?;
+    let socket = crate::net::bind_udp(SocketAddr::new(local_ip, 0), false).map_err(|e| Error::io(Code::CONNECT, &e))?;
     let mut endpoint = quinn::Endpoint::new(
         quinn::EndpointConfig::default(),
         None,
@@ -393,10 +393,6 @@ async fn test(
         add_path(&mut r, &path, &mut watch, plan);
         reporter.emit(Event::Interval(Box::new(r)));
     }
-    let finished: Vec<bool> = (0..counters.len())
-        .map(|i| outcomes.get(i).is_some_and(|o: &Outcome| o.finished))
-        .collect();
-    let _ = finished;
     let confirmed = outcomes.iter().filter(|o| o.finished).count() == counters.len() && failure.is_none();
     let peer = peer_results(&stats, last, plan, confirmed);
     let mut summary = stats.summary(last, Some(&peer), None);

@@ -54,7 +54,8 @@ impl Endpoint {
                 .next()
                 .ok_or_else(|| failed("no address".into()))?,
         };
-        let socket = bind_udp(addr, host.is_none()).map_err(|e| failed(wirespeed_proto::error::errno_text(&e)))?;
+        let socket =
+            crate::net::bind_udp(addr, host.is_none()).map_err(|e| failed(wirespeed_proto::error::errno_text(&e)))?;
         let id = match (&cfg.server.tls_cert, &cfg.server.tls_key) {
             (Some(c), Some(k)) => tls::load_pem(c, k)?,
             _ => {
@@ -120,17 +121,6 @@ impl Endpoint {
             .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
         Ok(Serving)
     }
-}
-
-/// A UDP socket on `addr`; one on every address takes IPv4 too.
-fn bind_udp(addr: SocketAddr, any: bool) -> std::io::Result<UdpSocket> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-    if addr.is_ipv6() {
-        s.set_only_v6(!any)?;
-    }
-    s.bind(&addr.into())?;
-    Ok(s.into())
 }
 
 /// The server's transport limits (see the module).
