@@ -334,6 +334,9 @@ async fn test(
     let mut watch = PathWatch::default();
     let mut next_tick = plan.interval.map(|i| epoch + i);
     let mut deadline = plan.time.map(|t| epoch + t);
+    // Once the data stops (the deadline, a signal, a failure), no interval
+    // is taken but the last.
+    let mut stopping = false;
     let mut drain_until: Option<Instant> = None;
     let mut interrupted: Option<usize> = None;
     let mut outcomes = Vec::new();
@@ -343,14 +346,15 @@ async fn test(
         tokio::select! {
             joined = tasks.join_next() => match joined {
                 Some(Ok(Ok(o))) => outcomes.push(o),
-                Some(Ok(Err(e))) => { failure.get_or_insert(e); let _ = stop_tx.send(true); }
+                Some(Ok(Err(e))) => { failure.get_or_insert(e); stopping = true; let _ = stop_tx.send(true); }
                 Some(Err(e)) => { failure.get_or_insert(Error::msg(Code::NONE, format!("a stream's task failed: {e}"))); }
                 None => break,
             },
             _ = sleep_until(next_tick.unwrap_or(far).into()), if next_tick.is_some() => {
                 let now = Instant::now();
                 let path = watch.look(conn);
-                if deadline.is_none_or(|d| now < d)
+                if !stopping
+                    && deadline.is_none_or(|d| now < d)
                     && let Some(mut r) = stats.sample(now, 0.0, false)
                 {
                     add_path(&mut r, &path, &mut watch, plan);
@@ -363,6 +367,7 @@ async fn test(
             },
             _ = sleep_until(deadline.unwrap_or(far).into()), if deadline.is_some() => {
                 let _ = stop_tx.send(true);
+                stopping = true;
                 deadline = None;
                 drain_until = Some(Instant::now() + DRAIN);
             },
@@ -371,6 +376,7 @@ async fn test(
                 let sig = signal.load(Relaxed);
                 if sig != 0 && interrupted.is_none() {
                     interrupted = Some(sig);
+                    stopping = true;
                     let _ = stop_tx.send(true);
                     drain_until = Some(Instant::now() + Duration::from_secs(1));
                 }
