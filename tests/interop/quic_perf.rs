@@ -154,6 +154,34 @@ fn quic_perf_client_against_our_server() {
 }
 
 #[test]
+fn quic_perf_server_takes_a_pem_certificate_and_ipv6() {
+    let dir = scratch("pem");
+    let Some((cert, key)) = self_signed_cert(&dir) else {
+        eprintln!("SKIPPED: openssl made no certificate");
+        return;
+    };
+    let (port, quic) = (free_port(), free_port());
+    let listen = format!("[::1]:{quic}");
+    let (c, k) = (cert.display().to_string(), key.display().to_string());
+    let srv = wirespeed_server(
+        port,
+        &["--quic-perf-listen", &listen, "--tls-cert", &c, "--tls-key", &k],
+    );
+    wait::udp_listening(quic, wait::LONG);
+    let said = wait::stderr_has(&srv, "SHA-256", wait::LONG);
+    assert!(
+        said.contains(&format!(
+            "QUIC perf server (ALPN perf) on UDP {listen}, certificate SHA-256 "
+        )),
+        "{said}"
+    );
+    let d = json_of(&[], &["--quic-perf", &listen, "-R", "-n", "3M", "-J"]);
+    assert_eq!(totals(&d), (3 << 20, 3 << 20), "{d}");
+    assert_eq!(d["end"]["quic"]["remote"], listen.as_str(), "{d}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn quic_perf_refuses_what_it_does_not_honour() {
     for (args, want) in [
         (

@@ -46,7 +46,6 @@ pub fn split_target(spec: &str, option: &str) -> Result<(String, u16), Error> {
 }
 
 /// The refusal of a build without the `perf` feature.
-#[cfg_attr(feature = "perf", allow(dead_code))]
 pub(crate) fn not_built(option: &str) -> Error {
     Error::param_msg(
         Code::NONE,

@@ -44,6 +44,14 @@ pub const STREAM_WINDOW: u32 = 4 << 20;
 /// Checks `--quic-perf-listen`'s address and `--quic-perf`'s target, so
 /// a bad one is one line before anything starts.
 pub fn check_options(cfg: &TestConfig) -> Result<(), Error> {
+    if !cfg!(feature = "perf") {
+        if cfg.quic_perf.is_some() {
+            return Err(crate::not_built("--quic-perf"));
+        }
+        if cfg.server.quic_perf_listen.is_some() {
+            return Err(crate::not_built("--quic-perf-listen"));
+        }
+    }
     if let Some(spec) = &cfg.server.quic_perf_listen {
         listen_address(spec)?;
     }
