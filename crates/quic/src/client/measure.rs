@@ -139,10 +139,10 @@ async fn measure(
     let plan = Plan::of(cfg);
     let remote = wirespeed_core::net::resolve(&host, port, cfg.net.family)?[0];
     let local_ip = local_ip_for(remote);
-    let failed = |what: &str, e: &dyn std::fmt::Display| {
+    let failed = |e: &dyn std::fmt::Display| {
         Error::msg(
             Code::CONNECT,
-            format!("unable to connect to the QUIC perf server {host} port {port}: {what}{e}"),
+            format!("unable to connect to the QUIC perf server {host} port {port}: {e}"),
         )
     };
     let socket = crate::net::bind_udp(SocketAddr::new(local_ip, 0), false).map_err(|e| Error::io(Code::CONNECT, &e))?;
@@ -164,18 +164,14 @@ async fn measure(
         &plan,
         timestamp.clone(),
     ))));
-    // SNI: the name as given; an address sends none.
-    let name = if host.parse::<IpAddr>().is_ok() {
-        "localhost"
-    } else {
-        host.as_str()
-    };
-    let connecting = endpoint.connect(remote, name).map_err(|e| failed("", &e))?;
+    // SNI: the name as given; an address (which rustls takes as one) sends
+    // none.
+    let connecting = endpoint.connect(remote, &host).map_err(|e| failed(&e))?;
     let wait = cfg.net.connect_timeout.unwrap_or(CONNECT);
     let conn = match timeout(wait, connecting).await {
         Ok(Ok(c)) => c,
-        Ok(Err(e)) => return Err(failed("", &e)),
-        Err(_) => return Err(failed("", &"no handshake within the connect timeout")),
+        Ok(Err(e)) => return Err(failed(&e)),
+        Err(_) => return Err(failed(&"no handshake within the connect timeout")),
     };
     let local = SocketAddr::new(local_ip, endpoint.local_addr().map(|a| a.port()).unwrap_or(0));
     let result = test(
