@@ -104,6 +104,7 @@ struct Plan {
     download: bool,
     /// `-n`, shared among the streams; `None`: until `-t`.
     bytes: Option<u64>,
+    /// `-t`; `None` with no `-n` either: until interrupted (`-t 0`).
     time: Option<Duration>,
     block: usize,
     interval: Option<Duration>,
@@ -114,7 +115,8 @@ impl Plan {
         let p = &cfg.params;
         let (bytes, time) = match p.end {
             EndCondition::Bytes(b) => (Some(b), None),
-            EndCondition::Time(t) => (None, Some(t)),
+            // `-t 0`, as iperf3's: until interrupted.
+            EndCondition::Time(t) => (None, (!t.is_zero()).then_some(t)),
             _ => (None, Some(Duration::from_secs(10))),
         };
         Plan {
