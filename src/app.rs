@@ -284,7 +284,9 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
     };
     // The RPM server's listener and certificate, checked now like the
     // metrics endpoint's; it serves once the server runs.
-    if let Err(e) = wirespeed_rpm_http::server::check_options(&cfg) {
+    if let Err(e) =
+        wirespeed_rpm_http::server::check_options(&cfg).and_then(|()| wirespeed_quic::server::check_options(&cfg))
+    {
         print_failure(&cfg, &out, &e);
         return 1;
     }
@@ -306,8 +308,30 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
         },
         _ => None,
     };
+    // The QUIC perf server's socket and certificate, likewise.
+    let quic = match (&cfg.role, &cfg.server.quic_perf_listen) {
+        (Role::Server, Some(_)) => match wirespeed_quic::server::Endpoint::bind(&cfg) {
+            Ok(ep) => {
+                let line = ep.announcement();
+                if cfg.output.json {
+                    eprint!("{line}");
+                } else {
+                    out.write_err(&line);
+                }
+                Some(ep)
+            }
+            Err(e) => {
+                print_failure(&cfg, &out, &e);
+                return 1;
+            }
+        },
+        _ => None,
+    };
     let signal = install_signals(hangup_for(&cfg));
     let result = match &cfg.role {
+        Role::Client(_) if let Some(target) = &cfg.quic_perf => {
+            wirespeed_quic::client::run(&cfg, target, &out, &signal)
+        }
         Role::Client(_) if let Some(nq) = &cfg.nq => {
             let r = wirespeed_rpm_http::client::run(&cfg, nq, &out, &signal, metrics);
             // The JSON stream has said it already.
@@ -321,7 +345,7 @@ pub fn run_config(cfg: TestConfig, prog: &str, warnings: &[String]) -> i32 {
         Role::Client(host) if wirespeed_report::mode::is_mode(&cfg) => run_mode(&cfg, host, &out, &signal, metrics),
         Role::Client(host) => run_client(&cfg, host, &out, &signal, warnings),
         Role::Loopback => run_loopback(&cfg, out.clone(), &signal),
-        Role::Server => run_server(&cfg, out.clone(), signal.clone(), metrics, ui, rpm),
+        Role::Server => run_server(&cfg, out.clone(), signal.clone(), metrics, ui, (rpm, quic)),
     };
     match result {
         Ok(()) => 0,
@@ -445,7 +469,10 @@ fn run_server(
     signal: Arc<AtomicUsize>,
     metrics: Option<wirespeed_http::metrics::Endpoint>,
     ui: Option<wirespeed_web::ui::Endpoint>,
-    rpm: Option<wirespeed_rpm_http::server::Endpoint>,
+    (rpm, quic): (
+        Option<wirespeed_rpm_http::server::Endpoint>,
+        Option<wirespeed_quic::server::Endpoint>,
+    ),
 ) -> Result<(), Error> {
     wirespeed_core::engine::MuxMode::from_env()?;
     // -A n: the server and every thread it starts run on CPU n (a test
@@ -472,10 +499,14 @@ fn run_server(
     // Threads do not survive the daemon's fork: serve metrics after it.
     let registry = metrics.as_ref().map(|_| Arc::new(metrics::Metrics::new()));
     let served = Arc::new(wirespeed_rpm_http::server::Served::default());
+    let quic_served = Arc::new(wirespeed_quic::server::Served::default());
     if let Some(r) = &registry {
         server = server.with_metrics(r.clone());
         if rpm.is_some() {
             r.add_collector(served.clone());
+        }
+        if quic.is_some() {
+            r.add_collector(quic_served.clone());
         }
     }
     let board = ui
@@ -503,11 +534,12 @@ fn run_server(
             _ => None,
         };
         let rpm = rpm.map(|ep| ep.serve(served)).transpose()?;
+        let quic = quic.map(|ep| ep.serve(quic_served)).transpose()?;
         let pid = match &cfg.server.pidfile {
             Some(p) => Some(PidFile::create(p)?),
             None => None,
         };
-        Ok((serving, page, rpm, pid))
+        Ok((serving, page, rpm, quic, pid))
     })();
     let _running = match (started, detached) {
         (Ok(r), Some(d)) => {

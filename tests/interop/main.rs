@@ -19,3 +19,4 @@ mod json_parity;
 mod nq_mach;
 mod nq_nginx;
 mod prometheus;
+mod quic_perf;

@@ -375,8 +375,9 @@ fn each_layer_links_only_what_is_below_it() {
         "wirespeed-http",
         "wirespeed-web",
         "wirespeed-rpm-http",
+        "wirespeed-quic",
     ];
-    let async_http = ["tokio", "hyper", "h2", "rustls", "tokio-rustls"];
+    let async_http = ["tokio", "hyper", "h2", "rustls", "tokio-rustls", "quinn", "quinn-proto"];
     forbid(
         "wirespeed-core",
         &above_core,

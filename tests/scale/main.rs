@@ -10,4 +10,5 @@ mod common;
 mod hostile;
 mod http_ports;
 mod many_flows;
+mod quic_hostile;
 mod rpm_hostile;

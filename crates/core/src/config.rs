@@ -198,7 +198,10 @@ pub struct ServerOptions {
     pub db: Option<String>,
     /// `--rpm-listen ADDR:PORT`: the networkQuality (responsiveness) server.
     pub rpm_listen: Option<String>,
-    /// `--tls-cert FILE`: its certificate chain (PEM); self-signed without.
+    /// `--quic-perf-listen ADDR:PORT`: the QUIC perf server (ALPN `perf`).
+    pub quic_perf_listen: Option<String>,
+    /// `--tls-cert FILE`: the certificate chain (PEM) of the RPM and QUIC
+    /// perf servers; self-signed without.
     pub tls_cert: Option<std::path::PathBuf>,
     /// `--tls-key FILE`: the certificate's private key (PEM).
     pub tls_key: Option<std::path::PathBuf>,
@@ -231,6 +234,7 @@ impl Default for ServerOptions {
             ui: None,
             db: None,
             rpm_listen: None,
+            quic_perf_listen: None,
             tls_cert: None,
             tls_key: None,
             max_connections: None,
@@ -395,6 +399,9 @@ pub struct TestConfig {
     /// `--rpm=URL`: the standard responsiveness test against a
     /// networkQuality server (HTTP/2 over TLS) instead.
     pub nq: Option<NqOptions>,
+    /// `--quic-perf HOST:PORT`: a QUIC perf client (ALPN `perf`) instead
+    /// of an iperf test.
+    pub quic_perf: Option<String>,
 }
 
 /// The standard responsiveness test (`--rpm=URL [--cacert FILE]
@@ -445,6 +452,7 @@ impl Default for TestConfig {
             latency: None,
             rpm: false,
             nq: None,
+            quic_perf: None,
         }
     }
 }

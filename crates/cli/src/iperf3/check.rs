@@ -18,6 +18,7 @@ fn perr(code: Code) -> Error {
 pub(super) fn all(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     let given = |k: Opt| opts.iter().any(|o| o.key == k);
     nq_rules(s, opts)?;
+    quic_rules(s, opts)?;
     role(s, opts)?;
     one_stdout_format(&s.common.cfg)?;
     direction_and_end(s)?;
@@ -120,6 +121,54 @@ fn nq_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     }
     s.common.client = Some(nq.url.clone());
     s.common.cfg.nq = Some(nq);
+    Ok(())
+}
+
+/// The options the QUIC perf client (`--quic-perf`) honours; any other is
+/// refused, never ignored.
+const QUIC_OPTIONS: &[Opt] = &[
+    Opt::QuicPerf,
+    Opt::Time,
+    Opt::Bytes,
+    Opt::Reverse,
+    Opt::Parallel,
+    Opt::Length,
+    Opt::Interval,
+    Opt::Format,
+    Opt::Json,
+    Opt::JsonStream,
+    Opt::Logfile,
+    Opt::ForceFlush,
+    Opt::Timestamps,
+    Opt::ConnectTimeout,
+    Opt::Version4,
+    Opt::Version6,
+];
+
+/// The most streams `-P` may ask of `--quic-perf`.
+const QUIC_MOST_STREAMS: u32 = 100;
+
+/// `--quic-perf HOST:PORT`: it names its own server, so no `-c`, and
+/// takes only [`QUIC_OPTIONS`].
+fn quic_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
+    let Some(target) = s.common.cfg.quic_perf.clone() else {
+        return Ok(());
+    };
+    let refuse = |m: String| Err(Error::param_msg(Code::NONE, m));
+    if s.is_server || s.common.client.is_some() || s.loopback {
+        return refuse("--quic-perf names its server: do not give -c, -s or --loopback".into());
+    }
+    if let Some(o) = opts.iter().find(|o| !QUIC_OPTIONS.contains(&o.key)) {
+        return refuse(format!("--quic-perf cannot be used with {}", o.spelled));
+    }
+    // Servers let a client open about this many streams at once (quic-go's
+    // 100 by default); more would wait for ever.
+    if s.common.cfg.params.streams > QUIC_MOST_STREAMS {
+        return refuse(format!(
+            "--quic-perf opens at most {QUIC_MOST_STREAMS} streams (-P): servers allow about that many at once"
+        ));
+    }
+    s.common.client = Some(target);
     Ok(())
 }
 

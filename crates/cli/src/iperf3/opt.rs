@@ -101,6 +101,8 @@ pub enum Opt {
     RpmListen,
     TlsCert,
     TlsKey,
+    QuicPerf,
+    QuicPerfListen,
     Allow,
     Deny,
     Csv,

@@ -108,6 +108,8 @@ pub const TABLE: &[Row] = &[
     row!(X, RpmListen,          -,   "rpm-listen",              Required, Server, F(shared::rpm_listen)),
     row!(X, TlsCert,            -,   "tls-cert",                Required, Server, F(shared::tls_cert)),
     row!(X, TlsKey,             -,   "tls-key",                 Required, Server, F(shared::tls_key)),
+    row!(X, QuicPerf,           -,   "quic-perf",               Required, Client, F(extras::quic_perf)),
+    row!(X, QuicPerfListen,     -,   "quic-perf-listen",        Required, Server, F(extras::quic_perf_listen)),
     row!(X, Allow,              -,   "allow",                   Required, Server, F(shared::allow)),
     row!(X, Deny,               -,   "deny",                    Required, Server, F(shared::deny)),
     row!(X, Csv,                -,   "csv",                     None,     Both,   F(extras::csv)),

@@ -153,9 +153,15 @@ wirespeed additions:
   --rpm-listen <addr>:<port> server: also serve networkQuality's responsiveness
                             test (HTTPS, HTTP/2 and HTTP/1.1; config at
                             /.well-known/nq)
-  --tls-cert <file>         server: --rpm-listen's certificate chain (PEM; without
-                            it a self-signed one is made and its SHA-256 printed)
+  --quic-perf-listen <addr>:<port> server: also serve QUIC perf clients (UDP,
+                            ALPN perf, draft-banks-quic-performance)
+  --tls-cert <file>         server: the certificate chain (PEM) of --rpm-listen and
+                            --quic-perf-listen (without it a self-signed one is
+                            made and its SHA-256 printed)
   --tls-key <file>          server: the private key of --tls-cert (PEM)
+  --quic-perf <host>:<port> a QUIC perf client (ALPN perf) instead of an iperf test:
+                            upload (-n bytes or -t secs; -R: download), -P streams
+                            on one connection, -i, -l, -J, --json-stream
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
   {prog} ui [--listen <addr>:<port>]
                             serve a web page to run tests and watch them live

@@ -26,11 +26,13 @@ use wirespeed_report::metrics::{Collector, head};
 mod serve;
 
 /// Checks the options among themselves: `--tls-cert` and `--tls-key`
-/// go together, and only with `--rpm-listen`.
+/// go together, and only with `--rpm-listen` (or `--quic-perf-listen`,
+/// which takes the same certificate).
 pub fn check_options(cfg: &TestConfig) -> Result<(), Error> {
     let s = &cfg.server;
     let refuse = |m: &str| Err(Error::param_msg(Code::NONE, m));
-    match (&s.rpm_listen, &s.tls_cert, &s.tls_key) {
+    let listen = s.rpm_listen.as_ref().or(s.quic_perf_listen.as_ref());
+    match (listen, &s.tls_cert, &s.tls_key) {
         (None, Some(_), _) | (None, _, Some(_)) => {
             refuse("--tls-cert and --tls-key are the certificate of --rpm-listen: give --rpm-listen too")
         }

@@ -47,3 +47,16 @@ pub fn insecure(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.nq.insecure = true;
     Ok(())
 }
+
+/// `--quic-perf HOST:PORT`: a QUIC perf client (ALPN `perf`) instead of an
+/// iperf test.
+pub fn quic_perf(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    s.common.cfg.quic_perf = Some(value(o).to_string());
+    Ok(())
+}
+
+/// `--quic-perf-listen ADDR:PORT` (server): also serve QUIC perf clients.
+pub fn quic_perf_listen(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    s.common.cfg.server.quic_perf_listen = Some(value(o).to_string());
+    Ok(())
+}
