@@ -29,9 +29,11 @@ fn get(port: u16, path: &str, headers: &[&str]) -> (String, String) {
     common::http_get(port, path, headers)
 }
 
+/// A series' value, whatever its labels (every iperf3_* series has
+/// `target` and `port`, as iperf3_exporter writes them).
 fn sample(text: &str, name: &str) -> Option<f64> {
     text.lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .find(|l| l.starts_with(name) && (l[name.len()..].starts_with(' ') || l[name.len()..].starts_with('{')))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
 }
@@ -103,9 +105,13 @@ fn a_udp_reverse_probe_has_the_udp_metrics() {
 fn a_closed_port_is_down_not_an_error() {
     let (_ex, port) = exporter(&[]);
     let t0 = Instant::now();
-    let body = probe(port, &format!("target=127.0.0.1&port={}&period=1", free_port()));
+    let closed = free_port();
+    let body = probe(port, &format!("target=127.0.0.1&port={closed}&period=1"));
     assert_eq!(sample(&body, "iperf3_up"), Some(0.0), "{body}");
-    assert!(sample(&body, "iperf3_sent_bytes").is_none(), "{body}");
+    // As iperf3_exporter 1.3: the failed probe's series at 0, labelled.
+    assert_eq!(sample(&body, "iperf3_sent_bytes"), Some(0.0), "{body}");
+    let up = format!("iperf3_up{{target=\"127.0.0.1\",port=\"{closed}\"}} 0\n");
+    assert!(body.contains(&up), "{body}");
     assert!(t0.elapsed() < Duration::from_secs(10));
 }
 

@@ -16,7 +16,7 @@ use wirespeed_core::config::{Dialect, Direction, EndCondition, Protocol, Role, T
 use wirespeed_core::error::Error;
 use wirespeed_core::events::{Event, LatencySummary, ModeEvent, PeerReport, RpmEnd, RpmInterval, RttStats, Summary};
 use wirespeed_http::Request;
-use wirespeed_report::metrics::{head, number};
+use wirespeed_report::metrics::{esc, head, number};
 use wirespeed_report::{Recorder, Reporter};
 
 /// Period when the request names none.
@@ -602,20 +602,46 @@ fn render_rpm(s: &mut String, end: &RpmEnd, last: Option<&RpmInterval>) {
     }
 }
 
+/// What iperf3_exporter answers a probe that failed, beside `iperf3_up 0`:
+/// its other series at 0 (a dashboard's panel drops to 0, not to a gap).
+const FAILED_SERIES: [(&str, &str); 7] = [
+    ("iperf3_sent_seconds", "Total seconds spent sending packets."),
+    ("iperf3_sent_bytes", "Total sent bytes for the last test run."),
+    ("iperf3_sent_bps", "Bits per second on sending packets."),
+    ("iperf3_received_seconds", "Total seconds spent receiving packets."),
+    ("iperf3_received_bytes", "Total received bytes for the last test run."),
+    ("iperf3_received_bps", "Bits per second on receiving packets."),
+    ("iperf3_retransmits", "Total retransmits for the last test run."),
+];
+
 /// The `/probe` answer: iperf3_exporter's metrics and wirespeed's own.
 pub fn render(spec: &Spec, o: &Outcome, took: Duration) -> String {
     let mut s = String::new();
+    // iperf3_exporter (1.3) labels every iperf3_* series with the probe's
+    // target and port, so dashboards and alerts can group by them.
+    let labels = format!("{{target=\"{}\",port=\"{}\"}}", esc(&spec.target), spec.port);
     let g = |s: &mut String, name: &str, help: &str, v: f64| {
         head(s, name, "gauge", help);
-        let _ = writeln!(s, "{name} {}", number(v));
+        let at = if name.starts_with("iperf3_") {
+            labels.as_str()
+        } else {
+            ""
+        };
+        let _ = writeln!(s, "{name}{at} {}", number(v));
     };
     let up = o.up();
     g(
         &mut s,
         "iperf3_up",
-        "Was the last iperf3 probe successful (1 for yes, 0 for no).",
+        "Was the last iperf3 probe successful (1 for success, 0 for failure).",
         if up { 1.0 } else { 0.0 },
     );
+    if !up {
+        // As iperf3_exporter answers a failed probe: its series, at 0.
+        for (name, help) in FAILED_SERIES {
+            g(&mut s, name, help, 0.0);
+        }
+    }
     if let Some(end) = &o.end {
         let d = &end.forward;
         let mut recv = (d.received.seconds, d.received.bytes);
@@ -733,6 +759,25 @@ pub fn render(spec: &Spec, o: &Outcome, took: Duration) -> String {
                 "wirespeed_probe_received_bits_per_second",
                 "The receiver's rate over the probe.",
                 bps,
+            );
+            g(
+                &mut s,
+                "iperf3_received_bps",
+                "Bits per second on receiving packets.",
+                bps,
+            );
+        }
+        if sent_known {
+            let sent_bps = if d.sent.seconds > 0.0 {
+                d.sent.bytes as f64 * 8.0 / d.sent.seconds
+            } else {
+                0.0
+            };
+            g(
+                &mut s,
+                "iperf3_sent_bps",
+                "Bits per second on sending packets.",
+                sent_bps,
             );
         }
     }
@@ -946,8 +991,9 @@ mod tests {
             ..Default::default()
         };
         let text = render(&s, &unanswered, Duration::from_secs(2));
+        let up = format!("iperf3_up{{target=\"{}\",port=\"{}\"}} 1\n", s.target, s.port);
         assert!(
-            text.contains("iperf3_up 1\n") && text.contains("wirespeed_probe_latency_up 0\n"),
+            text.contains(&up) && text.contains("wirespeed_probe_latency_up 0\n"),
             "{text}"
         );
         assert!(!text.contains("wirespeed_probe_latency_seconds"), "{text}");
@@ -989,8 +1035,9 @@ mod tests {
         };
         assert!(o.up());
         let text = render(&s, &o, Duration::from_secs(5));
+        let up = format!("iperf3_up{{target=\"{}\",port=\"{}\"}} 1\n", s.target, s.port);
+        assert!(text.contains(&up), "{text}");
         for line in [
-            "iperf3_up 1\n",
             "wirespeed_probe_rpm 1500\n",
             "wirespeed_probe_rpm_foreign 2000\n",
             "wirespeed_probe_rpm_loaded 1000\n",
@@ -1011,12 +1058,19 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_probe_is_down_with_no_numbers() {
+    fn a_failed_probe_is_down_with_its_series_at_zero() {
+        // As iperf3_exporter 1.3 answers one, labelled like every iperf3_*
+        // series.
         let s = parse(&req("target=h")).unwrap();
         let text = render(&s, &Outcome::default(), Duration::from_secs(1));
-        assert!(
-            text.contains("iperf3_up 0\n") && !text.contains("iperf3_sent_bytes"),
-            "{text}"
-        );
+        for name in [
+            "iperf3_up",
+            "iperf3_sent_bytes",
+            "iperf3_received_bps",
+            "iperf3_retransmits",
+        ] {
+            let line = format!("{name}{{target=\"h\",port=\"{}\"}} 0\n", s.port);
+            assert!(text.contains(&line), "{line}: {text}");
+        }
     }
 }
