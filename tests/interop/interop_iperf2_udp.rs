@@ -467,13 +467,12 @@ fn a_closed_port_is_told_on_stderr_as_2_1_8_tells_it() {
             assert!((50..=100).contains(&refused), "{who:?} {args}: {refused} refused reads");
             seen.push((who, took));
         }
-        // The FINs end within about a second of each other's.
-        if let [(_, real), (_, ours)] = seen[..] {
-            let gap = real.as_secs_f64() - ours.as_secs_f64();
-            assert!(gap.abs() < 0.8, "{args}: 2.1.8 took {real:?}, we took {ours:?}");
-        }
+        // Ours gives up after its 100 refused reads, 10 ms apart (about 1 s
+        // after the test), as 2.1.8 does; how long either takes beyond that
+        // is the machine's load (2.1.8 took 4.5 s on a loaded host), so
+        // only ours is bounded, and loosely.
         if let Some((_, ours)) = seen.last() {
-            assert!(*ours < Duration::from_millis(3500), "{args}: we took {ours:?}");
+            assert!(*ours < Duration::from_secs(6), "{args}: we took {ours:?} ({seen:?})");
         }
     }
 }
