@@ -101,6 +101,7 @@ fn summary_pairs_local_and_peer_numbers() {
             duplicates: None,
             ports: None,
             omitted_bytes: None,
+            ecn: None,
         }],
         ..Results::default()
     };
@@ -150,6 +151,7 @@ fn peer_result(packets: i64, errors: i64, drained: bool) -> Results {
             duplicates: Some(2),
             ports: None,
             omitted_bytes: None,
+            ecn: None,
         }],
         receiver_drained: drained,
         ..Results::default()

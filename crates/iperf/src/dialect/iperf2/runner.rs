@@ -267,6 +267,8 @@ pub(crate) fn run_flows_guarded(
             fin_datagram: true,
         },
         samples: opts.samples,
+        // A receiving flow's sender says its TOS in its header, if at all.
+        peer_ecn: None,
     };
     let mut session = Session::start_with(params, side, streams, waker, &local)?;
     reporter.emit(Event::Start(Box::new(StartInfo {
