@@ -157,6 +157,8 @@ wirespeed additions:
                             it a self-signed one is made and its SHA-256 printed)
   --tls-key <file>          server: the private key of --tls-cert (PEM)
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
+  --ecn ect0|ect1           UDP: set the ECN field (with -S/--dscp's DSCP); the
+                            receiver counts what arrived and says what the path did
   {prog} ui [--listen <addr>:<port>]
                             serve a web page to run tests and watch them live
   {prog} report RESULT.json [-o FILE.html]
