@@ -403,6 +403,21 @@ impl GroupTransport for Udp {
         self.served.push(m.peer);
         let DataSock::Udp(sock) = sock else { return None };
         let (local, peer) = (sock.local_addr().ok()?, sock.peer_addr().ok()?);
+        // The client's ECN codepoint (`--ecn`) rides on the flow back too.
+        if let Some(e) = m
+            .header
+            .ext
+            .filter(|_| m.has_header)
+            .map(|e| e.tos as u8 & 3)
+            .filter(|e| *e != 0)
+        {
+            let tos = u32::from((ctx.flow_cfg.params.tos & !3) | e);
+            let s = SockRef::from(&sock);
+            if local.is_ipv6() {
+                let _ = wirespeed_sys::socket::set_tclass(&s, tos);
+            }
+            let _ = s.set_tos_v4(tos);
+        }
         let starred = why != Sending::Reverse;
         let line = Arc::new(Mutex::new(None));
         if let Ok(s) = sock.try_clone() {
