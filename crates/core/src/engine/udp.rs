@@ -801,6 +801,38 @@ mod tests {
         exact_transfer(true, true, true, 100, 5000);
     }
 
+    /// Every datagram is counted under the ECN codepoint it arrived with,
+    /// each segment of a GRO buffer once, with and without the offloads.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn arrivals_are_counted_per_ecn_codepoint() {
+        for (gso, gro, tos) in [(true, true, 0x01), (false, false, 0xba), (true, false, 0x03)] {
+            let (a, b) = pair();
+            wirespeed_sys::socket::set_int_option(&a, libc::IPPROTO_IP, libc::IP_TOS, tos).unwrap();
+            let control = TestControl::new(None);
+            let mut st = task(StreamRole::Send, &control, 200);
+            st.budget = Some(Budget::blocks(3000));
+            st.pace = Some((PaceRate::Packets(50_000), 0));
+            let rt = task(StreamRole::Recv, &control, 200);
+            let rc = rt.counters.clone();
+            let opts = UdpOptions {
+                gso,
+                gro,
+                ..UdpOptions::default()
+            };
+            let mut r = spawn_udp(b, rt, TestFormat { wide: true }, opts.clone()).unwrap();
+            spawn_udp(a, st, TestFormat { wide: true }, opts).unwrap().join();
+            control.stop.store(true, Relaxed);
+            control.drain.store(true, Relaxed);
+            r.join();
+            let ecn: Vec<u64> = rc.ecn.iter().map(|c| c.load(Relaxed)).collect();
+            let mut want = vec![0; 4];
+            want[(tos & 3) as usize] = 3000;
+            assert_eq!(ecn, want, "gso {gso} gro {gro} tos {tos:#x}");
+            assert_eq!(rc.blocks.load(Relaxed), 3000);
+        }
+    }
+
     #[test]
     fn gso_sender_to_a_receiver_without_gro() {
         exact_transfer(true, false, false, 64, 4000);
