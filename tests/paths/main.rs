@@ -8,7 +8,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod ecn;
 mod latency;
 mod netns_bottleneck;
 mod pathemu;

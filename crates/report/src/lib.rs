@@ -5,7 +5,6 @@
 //! the sinks a configuration asks for.
 
 pub mod document;
-pub mod ecn;
 pub mod html;
 pub mod iperf2;
 pub mod iperf3;

@@ -50,7 +50,6 @@ pub enum Opt {
     Reverse,
     Tos,
     Dscp,
-    Ecn,
     TcpCca,
     SyncTransferId,
     Rpm,

@@ -73,7 +73,6 @@ pub enum Opt {
     Version6,
     Tos,
     Dscp,
-    Ecn,
     Flowlabel,
     Zerocopy,
     SkipRxCopy,

@@ -289,7 +289,6 @@ impl TextSink {
                         lost: Some(0),
                         packets: u.sent_packets,
                         lost_percent: 0.0,
-                        ecn: None,
                         ..*u
                     };
                     self.print(&self.udp_totals_line(&id, s.role, &s.sender, &sent, "sender"));
@@ -321,10 +320,6 @@ impl TextSink {
                         u.duplicates
                     ));
                 }
-                // wirespeed's: what the path did to the ECN field.
-                if let Some(e) = &u.ecn {
-                    self.print(&format!("{id} {}\n", crate::ecn::line(e)));
-                }
             }
             _ => {
                 if show_sender {
@@ -354,7 +349,6 @@ impl TextSink {
                         lost: Some(0),
                         packets: u.sent_packets,
                         lost_percent: 0.0,
-                        ecn: None,
                         ..*u
                     };
                     self.print(&self.udp_totals_line("[SUM]", d.role, &d.sent, &sent, "sender"));
@@ -365,9 +359,6 @@ impl TextSink {
                     self.print(&self.udp_totals_line("[SUM]", d.role, &d.received, u, "receiver"));
                 } else if self.verbose {
                     self.print("[SUM] (receiver statistics not available)\n");
-                }
-                if let Some(e) = &u.ecn {
-                    self.print(&format!("[SUM] {}\n", crate::ecn::line(e)));
                 }
             }
             _ => {
