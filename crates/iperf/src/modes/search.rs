@@ -1328,13 +1328,13 @@ mod tests {
         let (text, r) = drive(random_and_congestion(0.01, 49e6), true, false);
         assert!(r.is_ok(), "{text}");
         let s = search_of(&text);
-        let result = s.result.unwrap();
+        let result = s.result.clone().unwrap();
         let floor = result.loss_floor_percent.unwrap();
         assert!((0.7..=1.3).contains(&floor), "{floor}");
         let answer = result.bits_per_second.unwrap();
         assert!((answer / 49e6 - 1.0).abs() <= 2.0 * RESOLUTION, "{answer}");
         assert_eq!(result.finish.as_deref(), Some("converged"));
-        let probes = &s.probes;
+        let probes = s.probes();
         assert!(probes.iter().any(|p| p.floor_check == Some(true)));
         // Judged against the floor in the end: every probe that lost about
         // 1 % is ok, including those run before the floor was known.

@@ -75,3 +75,31 @@ pub(crate) fn items<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Res
 pub(crate) fn flag_as_int<S: Serializer>(v: &Option<bool>, s: S) -> Result<S::Ok, S::Error> {
     v.map(u8::from).serialize(s)
 }
+
+/// Writes a number as the writers always have
+/// ([`wirespeed_proto::json::num`]): a whole value below 1e15 as an
+/// integer, anything else as a float (a non-finite one as `null`).
+pub(crate) fn num<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(x) => wirespeed_proto::json::num(*x).serialize(s),
+        None => s.serialize_none(),
+    }
+}
+
+/// Writes a count the model holds as a float (bytes, windows, µs, bit/s
+/// asked) as the integer it was: whole values as integers (exact up to
+/// 2^53), anything else as a float.
+pub(crate) fn whole<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(x) if x.fract() == 0.0 && *x >= 0.0 && *x < 18_446_744_073_709_551_616.0 => s.serialize_u64(*x as u64),
+        Some(x) if x.fract() == 0.0 && *x < 0.0 && *x >= -9_223_372_036_854_775_808.0 => s.serialize_i64(*x as i64),
+        Some(x) => s.serialize_f64(*x),
+        None => s.serialize_none(),
+    }
+}
+
+/// A number that may be written as `null`: absent is `None`, present is
+/// `Some` of what [`f64`] reads (so `null` is `Some(None)`).
+pub(crate) fn nullable_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<f64>>, D::Error> {
+    f64(d).map(Some)
+}

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use iperf3::{
-    Advice, Connected, Cpu, End, EndStream, HostPort, Interval, Iperf2, Latency, Rtt, Sample, Start, TestDoc,
-    TestStart, Timestamp, Totals,
+    Advice, Bounceback, Buffers, Connected, Cpu, End, EndStream, Histogram, HostPort, Interval, Iperf2, Isochronous,
+    Latency, OneWay, Rtt, Sample, Spread, Start, TestDoc, TestStart, Timestamp, Totals,
 };
 pub use modes::{
     LossFloor, NqDoc, NqLatency, NqProbes, NqSecond, NqWay, RpmDoc, RpmEnd, RpmInterval, RpmProbes, RpmStart, Search,
@@ -271,7 +271,7 @@ mod tests {
         add("", &d.extra);
         if let Some(s) = &d.start {
             add("start", &s.extra);
-            s.connected.iter().for_each(|c| add("start.connected", &c.extra));
+            s.connected().iter().for_each(|c| add("start.connected", &c.extra));
             s.test_start.iter().for_each(|t| add("start.test_start", &t.extra));
             s.timestamp.iter().for_each(|t| add("start.timestamp", &t.extra));
         }
@@ -786,9 +786,9 @@ mod tests {
                 panic!("{v}")
             };
             let s = d.search.as_ref().unwrap();
-            assert!(d.extra.is_empty() && s.extra.is_empty() && s.probes[0].extra.is_empty());
+            assert!(d.extra.is_empty() && s.extra.is_empty() && s.probes()[0].extra.is_empty());
             assert_eq!(s.reverse, Some(true));
-            assert_eq!(s.probes[0].lost_packets, Some(1));
+            assert_eq!(s.probes()[0].lost_packets, Some(1));
             assert_eq!(s.result.is_some(), found);
             assert_eq!(d.error.is_some(), !found);
             assert_eq!(

@@ -24,7 +24,7 @@ fn csv_of(doc: &TestDoc) -> String {
     let server = start.accepted_connection.is_some();
     let udp = doc.test_start().and_then(|t| t.protocol.as_deref()) == Some("UDP");
     let ends = |socket: i64| {
-        let c = start.connected.iter().find(|c| c.socket.unwrap_or(0) == socket);
+        let c = start.connected().iter().find(|c| c.socket.unwrap_or(0) == socket);
         let host = |h: Option<&String>| h.cloned().unwrap_or_default();
         let port = |p: Option<i64>| p.unwrap_or(0).clamp(0, 65535) as u16;
         let local = (

@@ -150,8 +150,8 @@ pub(super) fn rpm_view(doc: &RpmDoc) -> TestView {
                         "loaded".into(),
                         ms(loaded.tcp_handshake_ms),
                         ms(loaded.round_trip_ms),
-                        ms(loaded.round_trip_p90_ms),
-                        ms(loaded.tcp_info_rtt_ms.or(loaded.self_probe_ms)),
+                        ms(loaded.round_trip_p90_ms.flatten()),
+                        ms(loaded.tcp_info_rtt_ms.flatten().or(loaded.self_probe_ms)),
                     ],
                 ),
             ],
@@ -184,7 +184,7 @@ pub(super) fn rpm_view(doc: &RpmDoc) -> TestView {
 pub(super) fn search_view(doc: &SearchDoc) -> TestView {
     let s = doc.search.clone().unwrap_or_default();
     let result = s.result.as_ref();
-    let probes = &s.probes;
+    let probes = s.probes();
     let max_loss = s.max_loss_percent;
     let mut v = TestView {
         heading: format!(
