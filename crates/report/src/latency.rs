@@ -1,10 +1,9 @@
 //! The words for `--latency`'s round trips, shared by both dialects' text
 //! (a `[LAT]` line per interval, three at the end) and the JSON keys.
 
-use serde_json::{Map, Value};
+use crate::document as doc;
 
 use wirespeed_core::events::{LatencySummary, RttStats};
-use wirespeed_proto::json::num;
 
 /// The finest difference between round trips the probes give: whole
 /// microseconds (as they are printed here, and as each probe tells the
@@ -71,29 +70,29 @@ fn probe_rate(l: &LatencySummary) -> String {
 }
 
 /// `intervals[].latency`, and each half of `end.latency`.
-pub(crate) fn rtt_json(s: &RttStats) -> Value {
-    let mut m = Map::new();
-    m.insert("probes".into(), Value::from(s.probes));
-    m.insert("min_ms".into(), num(s.min_ms));
-    m.insert("mean_ms".into(), num(s.mean_ms));
-    m.insert("p50_ms".into(), num(s.p50_ms));
-    m.insert("p90_ms".into(), num(s.p90_ms));
-    m.insert("p99_ms".into(), num(s.p99_ms));
-    m.insert("max_ms".into(), num(s.max_ms));
-    Value::Object(m)
+pub(crate) fn rtt(s: &RttStats) -> doc::Rtt {
+    doc::Rtt {
+        probes: Some(i64::try_from(s.probes).unwrap_or(i64::MAX)),
+        min_ms: Some(s.min_ms),
+        mean_ms: Some(s.mean_ms),
+        p50_ms: Some(s.p50_ms),
+        p90_ms: Some(s.p90_ms),
+        p99_ms: Some(s.p99_ms),
+        max_ms: Some(s.max_ms),
+        ..doc::Rtt::default()
+    }
 }
 
 /// `end.latency`.
-pub(crate) fn summary_json(l: &LatencySummary) -> Value {
-    let mut m = Map::new();
-    m.insert("probes_per_second".into(), Value::from(l.rate));
-    m.insert("achieved_probes_per_second".into(), num(l.achieved_rate));
-    m.insert("idle".into(), rtt_json(&l.idle));
-    m.insert("loaded".into(), rtt_json(&l.loaded));
-    if let Some(n) = &l.note {
-        m.insert("note".into(), Value::from(n.clone()));
+pub(crate) fn summary(l: &LatencySummary) -> doc::Latency {
+    doc::Latency {
+        probes_per_second: Some(f64::from(l.rate)),
+        achieved_probes_per_second: Some(l.achieved_rate),
+        idle: Some(rtt(&l.idle)),
+        loaded: Some(rtt(&l.loaded)),
+        note: l.note.clone(),
+        ..doc::Latency::default()
     }
-    Value::Object(m)
 }
 
 #[cfg(test)]
@@ -147,7 +146,7 @@ mod tests {
             t.contains("(20 probes, 4.9/s of 10/s asked: one probe at a time"),
             "{t}"
         );
-        assert!((summary_json(&slow)["achieved_probes_per_second"].as_f64().unwrap() - 4.9).abs() < 1e-9);
+        assert!((summary(&slow).achieved_probes_per_second.unwrap() - 4.9).abs() < 1e-9);
     }
 
     #[test]

@@ -6,61 +6,64 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::keys::obj;
+use super::keys;
 use crate::document as doc;
 use wirespeed_core::events::*;
-use wirespeed_proto::json::num;
+
+/// A count as the model's integer.
+fn int(v: u64) -> Option<i64> {
+    Some(i64::try_from(v).unwrap_or(i64::MAX))
+}
 
 /// Milliseconds of a latency distribution.
-fn latency(l: &LatencyStats) -> Value {
-    let mut m = obj();
-    m.insert("count".into(), Value::from(l.count));
-    m.insert("mean_ms".into(), num(l.mean * 1e3));
-    m.insert("min_ms".into(), num(l.min * 1e3));
-    m.insert("max_ms".into(), num(l.max * 1e3));
-    m.insert("stdev_ms".into(), num(l.stdev * 1e3));
-    Value::Object(m)
+fn spread(l: &LatencyStats) -> doc::Spread {
+    doc::Spread {
+        count: int(l.count),
+        mean_ms: Some(l.mean * 1e3),
+        min_ms: Some(l.min * 1e3),
+        max_ms: Some(l.max * 1e3),
+        stdev_ms: Some(l.stdev * 1e3),
+        ..doc::Spread::default()
+    }
 }
 
-fn histogram(h: &HistogramSample) -> Value {
-    let mut m = obj();
-    m.insert("name".into(), Value::from(h.name));
-    m.insert("bin_width".into(), Value::from(h.width.clone()));
-    m.insert("count".into(), Value::from(h.count));
-    let bins: Vec<Value> = h
+fn histogram(h: &HistogramSample) -> doc::Histogram {
+    let bins = h
         .bins
         .iter()
-        .map(|(b, n)| Value::Array(vec![Value::from(*b), Value::from(*n)]))
-        .collect();
-    m.insert("bins".into(), Value::Array(bins));
-    m.insert("below".into(), Value::from(h.below));
-    m.insert("above".into(), Value::from(h.above));
-    m.insert("outliers".into(), Value::from(h.outliers));
-    m.insert("ci_lower_percent".into(), num(h.ci_lower));
-    m.insert("ci_upper_percent".into(), num(h.ci_upper));
-    m.insert("ci_lower_bin".into(), Value::from(h.lower_bin));
-    m.insert("ci_upper_bin".into(), Value::from(h.upper_bin));
-    m.insert("bin_99_7".into(), Value::from(h.bin_997));
-    Value::Object(m)
+        .map(|(b, n)| (int(*b).unwrap_or_default(), int(*n).unwrap_or_default()));
+    doc::Histogram {
+        name: Some(h.name.to_string()),
+        bin_width: Some(h.width.clone()),
+        count: int(h.count),
+        bins: Some(bins.collect()),
+        below: int(h.below),
+        above: int(h.above),
+        outliers: int(h.outliers),
+        ci_lower_percent: Some(h.ci_lower),
+        ci_upper_percent: Some(h.ci_upper),
+        ci_lower_bin: int(h.lower_bin),
+        ci_upper_bin: int(h.upper_bin),
+        bin_99_7: int(h.bin_997),
+        ..doc::Histogram::default()
+    }
 }
 
-fn bounceback(b: &BouncebackSample) -> Value {
-    let mut m = obj();
-    m.insert("rtt".into(), latency(&b.rtt));
-    m.insert("round_trips_per_second".into(), num(b.rps));
-    m.insert("retransmits".into(), Value::from(b.retransmits));
-    if let Some((cwnd, rtt)) = b.tcp {
-        m.insert("snd_cwnd".into(), Value::from(cwnd));
-        m.insert("tcp_rtt_us".into(), Value::from(rtt));
+fn bounceback(b: &BouncebackSample) -> doc::Bounceback {
+    doc::Bounceback {
+        rtt: Some(spread(&b.rtt)),
+        round_trips_per_second: Some(b.rps),
+        retransmits: Some(i64::from(b.retransmits)),
+        snd_cwnd: b.tcp.and_then(|(cwnd, _)| int(cwnd)),
+        tcp_rtt_us: b.tcp.map(|(_, rtt)| i64::from(rtt)),
+        one_way: b.owd.as_ref().map(|o| doc::OneWay {
+            to_server: Some(spread(&o.to)),
+            from_server: Some(spread(&o.from)),
+            asymmetry: Some(spread(&o.asymmetry)),
+            ..doc::OneWay::default()
+        }),
+        ..doc::Bounceback::default()
     }
-    if let Some(o) = &b.owd {
-        let mut w = obj();
-        w.insert("to_server".into(), latency(&o.to));
-        w.insert("from_server".into(), latency(&o.from));
-        w.insert("asymmetry".into(), latency(&o.asymmetry));
-        m.insert("one_way".into(), Value::Object(w));
-    }
-    Value::Object(m)
 }
 
 /// Whether a stream's data goes from the server to the client, for the
@@ -80,112 +83,74 @@ fn one_way(side: Side, samples: &[StreamSample]) -> Option<bool> {
 
 /// The `"iperf2"` object of one stream (or sum) sample; `reversed`: whether
 /// its data goes from the server to the client (`None`: both ways, left out).
-pub(crate) fn stream_extras(s: &StreamSample, reversed: Option<bool>) -> Value {
+pub(crate) fn stream_extras(s: &StreamSample, reversed: Option<bool>) -> doc::Iperf2 {
     let e = &s.extras;
-    let mut m = obj();
-    if s.id != 0 {
-        m.insert("transfer_id".into(), Value::from(s.id));
+    let udp = s.udp.as_ref();
+    let sender = s.sender;
+    doc::Iperf2 {
+        transfer_id: (s.id != 0).then_some(i64::from(s.id)),
+        reversed,
+        connect_back: s.connect_back.then_some(true),
+        writes: if sender { int(e.calls) } else { None },
+        reads: if sender { None } else { int(e.calls) },
+        write_errors: if sender { int(e.errors) } else { None },
+        read_size_bins: e.read_bins.map(|b| b.iter().filter_map(|x| int(*x)).collect()),
+        latency: e.latency.as_ref().or(udp.and_then(|u| u.latency.as_ref())).map(spread),
+        packets_per_second: udp.map(|u| u.pps),
+        datagrams_sent: udp.and_then(|u| u.sent),
+        datagrams_received: udp.and_then(|u| u.in_flight).map(|(rx, _, _)| rx),
+        datagrams_in_flight: udp.and_then(|u| u.in_flight).map(|(_, inp, _)| inp),
+        bytes_in_flight: e.in_flight,
+        net_power: e.net_power,
+        histogram: e.histogram.as_ref().map(histogram),
+        bounceback: e.bounceback.as_ref().map(bounceback),
+        isochronous: e.frames.as_ref().map(|f| doc::Isochronous {
+            frames_sent: if sender { int(f.frames) } else { None },
+            frames_received: if sender { None } else { int(f.frames) },
+            slots_missed: if sender { int(f.missed) } else { None },
+            frames_lost: if sender { None } else { int(f.missed) },
+            slips: if sender { int(f.slips) } else { None },
+            latency: f.latency.as_ref().map(spread),
+            ..doc::Isochronous::default()
+        }),
+        bytes_both_ways: s.both_ways.then_some(true),
+        ..doc::Iperf2::default()
     }
-    if let Some(r) = reversed {
-        m.insert("reversed".into(), Value::Bool(r));
-    }
-    if s.connect_back {
-        m.insert("connect_back".into(), Value::Bool(true));
-    }
-    let calls = if s.sender { "writes" } else { "reads" };
-    m.insert(calls.into(), Value::from(e.calls));
-    if s.sender {
-        m.insert("write_errors".into(), Value::from(e.errors));
-    }
-    if let Some(b) = e.read_bins {
-        m.insert(
-            "read_size_bins".into(),
-            Value::Array(b.iter().map(|x| Value::from(*x)).collect()),
-        );
-    }
-    if let Some(l) = e.latency.as_ref().or(s.udp.as_ref().and_then(|u| u.latency.as_ref())) {
-        m.insert("latency".into(), latency(l));
-    }
-    if let Some(u) = &s.udp {
-        m.insert("packets_per_second".into(), num(u.pps));
-        if let Some(n) = u.sent {
-            m.insert("datagrams_sent".into(), Value::from(n));
-        }
-        if let Some((rx, inp, _)) = u.in_flight {
-            m.insert("datagrams_received".into(), Value::from(rx));
-            m.insert("datagrams_in_flight".into(), num(inp));
-        }
-    }
-    if let Some(b) = e.in_flight {
-        m.insert("bytes_in_flight".into(), num(b));
-    }
-    if let Some(p) = e.net_power {
-        m.insert("net_power".into(), num(p));
-    }
-    if let Some(h) = &e.histogram {
-        m.insert("histogram".into(), histogram(h));
-    }
-    if let Some(b) = &e.bounceback {
-        m.insert("bounceback".into(), bounceback(b));
-    }
-    if let Some(f) = &e.frames {
-        let mut o = obj();
-        let (count, missed) = if s.sender {
-            ("frames_sent", "slots_missed")
-        } else {
-            ("frames_received", "frames_lost")
-        };
-        o.insert(count.into(), Value::from(f.frames));
-        o.insert(missed.into(), Value::from(f.missed));
-        if s.sender {
-            o.insert("slips".into(), Value::from(f.slips));
-        }
-        if let Some(l) = &f.latency {
-            o.insert("latency".into(), latency(l));
-        }
-        m.insert("isochronous".into(), Value::Object(o));
-    }
-    if s.both_ways {
-        m.insert("bytes_both_ways".into(), Value::Bool(true));
-    }
-    Value::Object(m)
 }
 
 /// Adds the iperf 2 extras to one `intervals[]` element built from `r`
 /// by the host on `side`.
-pub fn interval(v: &mut Value, r: &IntervalReport, side: Side) {
-    let Value::Object(m) = v else { return };
-    if let Some(Value::Array(streams)) = m.get_mut("streams") {
-        for (o, s) in streams.iter_mut().zip(&r.streams) {
-            if let Value::Object(o) = o {
-                o.insert(
-                    "iperf2".into(),
-                    stream_extras(s, Some(server_to_client(side, s.sender))),
-                );
-            }
-        }
+pub fn interval(v: &mut doc::Interval, r: &IntervalReport, side: Side) {
+    for (o, s) in v.streams.iter_mut().zip(&r.streams) {
+        o.iperf2 = Some(stream_extras(s, Some(server_to_client(side, s.sender))));
     }
-    if let Some(Value::Object(sum)) = m.get_mut("sum") {
-        sum.insert("iperf2".into(), stream_extras(&r.sum, one_way(side, &r.streams)));
+    if let Some(sum) = v.sum.as_mut() {
+        sum.iperf2 = Some(stream_extras(&r.sum, one_way(side, &r.streams)));
     }
-    if !r.pairs.is_empty() {
-        let pairs = r.pairs.iter().map(|p| sample(p, None)).collect();
-        m.insert("full_duplex".into(), Value::Array(pairs));
+    v.full_duplex = r.pairs.iter().map(|p| sample(p, None)).collect();
+}
+
+/// The `(sum, sum_sent, sum_received)` of one direction of `end`
+/// (`back`: the connect-back's, `*_bidir_reverse`).
+fn sums(e: &mut doc::End, back: bool) -> [&mut Option<doc::Totals>; 3] {
+    if back {
+        [
+            &mut e.sum_bidir_reverse,
+            &mut e.sum_sent_bidir_reverse,
+            &mut e.sum_received_bidir_reverse,
+        ]
+    } else {
+        [&mut e.sum, &mut e.sum_sent, &mut e.sum_received]
     }
 }
 
 /// Adds the iperf 2 extras to the `end` object built from `s` by the host
 /// on `side`: each stream's whole-test numbers as this end saw them.
-pub fn end(v: &mut Value, s: &Summary, side: Side) {
-    let Value::Object(m) = v else { return };
-    if let Some(Value::Array(streams)) = m.get_mut("streams") {
-        for ((o, l), st) in streams.iter_mut().zip(&s.local.streams).zip(&s.streams) {
-            if let Value::Object(o) = o {
-                let back = server_to_client(side, st.local_sender);
-                o.insert("iperf2".into(), stream_extras(l, Some(back)));
-                only_what_was_seen(o, st);
-            }
-        }
+pub fn end(m: &mut doc::End, s: &Summary, side: Side) {
+    for ((o, l), st) in m.streams.iter_mut().zip(&s.local.streams).zip(&s.streams) {
+        let back = server_to_client(side, st.local_sender);
+        o.iperf2 = Some(stream_extras(l, Some(back)));
+        only_what_was_seen(o, st);
     }
     // iperf 2 exchanges no results: a side nobody here counted is left
     // out, not written as zeros (a UDP sender's receiver side comes back
@@ -193,49 +158,46 @@ pub fn end(v: &mut Value, s: &Summary, side: Side) {
     // the test's direction, the server's connect-back flows (-d, -r) its
     // reverse (`stats` sums them apart), each with only what was seen.
     if !s.streams.iter().any(|st| st.peer_known) {
-        for (suffix, back, d) in [
-            ("", false, Some(&s.forward)),
-            ("_bidir_reverse", true, s.reverse.as_ref()),
-        ] {
+        for (back, d) in [(false, Some(&s.forward)), (true, s.reverse.as_ref())] {
             let dir: Vec<&StreamSummary> = s.streams.iter().filter(|st| st.connect_back == back).collect();
             let sends = dir.iter().any(|st| st.local_sender);
             let receives = dir.iter().any(|st| !st.local_sender);
+            let [sum, sum_sent, sum_received] = sums(m, back);
             if !receives {
-                m.shift_remove(&format!("sum_received{suffix}"));
+                *sum_received = None;
             }
             if !sends {
-                m.shift_remove(&format!("sum_sent{suffix}"));
+                *sum_sent = None;
             }
             if dir.is_empty() {
-                m.shift_remove(&format!("sum{suffix}"));
-            } else if !sends && let (Some(Value::Object(sum)), Some(d)) = (m.get_mut(&format!("sum{suffix}")), d) {
-                sum.insert("bytes".into(), Value::from(d.received.bytes));
-                sum.insert("bits_per_second".into(), num(d.received.bits_per_second));
+                *sum = None;
+            } else if !sends && let (Some(sum), Some(d)) = (sum.as_mut(), d) {
+                sum.bytes = Some(d.received.bytes as f64);
+                sum.bits_per_second = Some(d.received.bits_per_second);
             }
         }
     }
-    if let Some(Value::Object(cpu)) = m.get_mut("cpu_utilization_percent") {
-        cpu.retain(|k, _| !k.starts_with("remote_"));
+    if let Some(cpu) = m.cpu_utilization_percent.as_mut() {
+        (cpu.remote_total, cpu.remote_user, cpu.remote_system) = (None, None, None);
     }
-    if !s.local.pairs.is_empty() {
-        let pairs = s.local.pairs.iter().map(|p| sample(p, None)).collect();
-        m.insert("full_duplex".into(), Value::Array(pairs));
-    }
+    m.full_duplex = s.local.pairs.iter().map(|p| sample(p, None)).collect();
 }
 
 /// One stream of `end` with only the side this host counted: the
 /// receiver's half of a sending stream (or the reverse) is dropped, and a
 /// receiving UDP stream shows the bytes it received.
-fn only_what_was_seen(o: &mut Map<String, Value>, st: &StreamSummary) {
+fn only_what_was_seen(o: &mut doc::EndStream, st: &StreamSummary) {
     if st.peer_known {
         return;
     }
-    o.shift_remove(if st.local_sender { "receiver" } else { "sender" });
-    if !st.local_sender
-        && let Some(Value::Object(u)) = o.get_mut("udp")
-    {
-        u.insert("bytes".into(), Value::from(st.receiver.bytes));
-        u.insert("bits_per_second".into(), num(st.receiver.bits_per_second));
+    if st.local_sender {
+        o.receiver = None;
+    } else {
+        o.sender = None;
+        if let Some(u) = o.udp.as_mut() {
+            u.bytes = Some(st.receiver.bytes as f64);
+            u.bits_per_second = Some(st.receiver.bits_per_second);
+        }
     }
 }
 
@@ -244,12 +206,12 @@ fn only_what_was_seen(o: &mut Map<String, Value>, st: &StreamSummary) {
 /// reports of connect-back flows (`-d`, `-r`) make
 /// `sum_received_bidir_reverse`.
 pub(crate) fn sum_peer_reports(end: &mut Map<String, Value>) {
-    for (suffix, back) in [("", false), ("_bidir_reverse", true)] {
-        sum_peer_reports_of(end, suffix, back);
+    for back in [false, true] {
+        sum_peer_reports_of(end, back);
     }
 }
 
-fn sum_peer_reports_of(end: &mut Map<String, Value>, suffix: &str, back: bool) {
+fn sum_peer_reports_of(end: &mut Map<String, Value>, back: bool) {
     let Ok(read) = doc::End::deserialize(&Value::Object(end.clone())) else {
         return;
     };
@@ -269,93 +231,135 @@ fn sum_peer_reports_of(end: &mut Map<String, Value>, suffix: &str, back: bool) {
     if reports.is_empty() {
         return;
     }
-    let key = format!("sum_received{suffix}");
     let f = |x: Option<f64>| x.unwrap_or(0.0);
     let u = |x: Option<i64>| x.unwrap_or(0).max(0) as u64;
     let end_s = reports.iter().map(|r| f(r.end)).fold(0.0, f64::max);
     let bytes: u64 = reports.iter().map(|r| f(r.bytes).max(0.0) as u64).sum();
-    let mut m = obj();
-    m.insert("start".into(), num(0.0));
-    m.insert("end".into(), num(end_s));
-    m.insert("seconds".into(), num(end_s));
-    m.insert("bytes".into(), Value::from(bytes));
-    m.insert(
-        "bits_per_second".into(),
-        num(reports.iter().map(|r| f(r.bits_per_second)).sum()),
-    );
+    let mut sum = doc::Totals {
+        start: Some(0.0),
+        end: Some(end_s),
+        seconds: Some(end_s),
+        bytes: Some(bytes as f64),
+        bits_per_second: Some(reports.iter().map(|r| f(r.bits_per_second)).sum()),
+        sender: Some(true),
+        from_peer_report: Some(true),
+        ..doc::Totals::default()
+    };
     if reports.iter().any(|r| r.packets.is_some()) {
         let lost: u64 = reports.iter().map(|r| u(r.lost_packets)).sum();
         let packets: u64 = reports.iter().map(|r| u(r.packets)).sum();
         let jitter = reports.iter().map(|r| f(r.jitter_ms)).sum::<f64>() / reports.len() as f64;
-        m.insert("jitter_ms".into(), num(jitter));
-        m.insert("lost_packets".into(), Value::from(lost));
-        m.insert("packets".into(), Value::from(packets));
-        let pct = if packets > 0 {
+        sum.jitter_ms = Some(jitter);
+        sum.lost_packets = i64::try_from(lost).ok();
+        sum.packets = i64::try_from(packets).ok();
+        sum.lost_percent = Some(if packets > 0 {
             lost as f64 * 100.0 / packets as f64
         } else {
             0.0
-        };
-        m.insert("lost_percent".into(), num(pct));
+        });
     }
-    m.insert("sender".into(), Value::Bool(true));
-    m.insert("from_peer_report".into(), Value::Bool(true));
-    end.insert(key, Value::Object(m));
+    // The key goes where it was, or after the keys there (the document's
+    // `end` is JSON by now, merged in the order its parts came): its name
+    // is the model's.
+    let mut named = doc::End::default();
+    *sums(&mut named, back)[2] = Some(sum);
+    for (k, v) in keys::to_map(&named) {
+        if v.is_object() {
+            end.insert(k, v);
+        }
+    }
 }
 
 /// One sample with iperf3's interval keys and the extras (`reversed` as
-/// [`stream_extras`] takes it).
-pub fn sample(s: &StreamSample, reversed: Option<bool>) -> Value {
-    let mut m = obj();
-    m.insert("start".into(), num(s.start));
-    m.insert("end".into(), num(s.end));
-    m.insert("seconds".into(), num(s.end - s.start));
-    m.insert("bytes".into(), Value::from(s.bytes));
-    m.insert("bits_per_second".into(), num(s.bits_per_second));
-    if let Some(u) = &s.udp {
-        m.insert("jitter_ms".into(), num(u.jitter_ms));
-        m.insert("lost_packets".into(), Value::from(u.lost.max(0)));
-        m.insert("packets".into(), Value::from(u.packets));
-        m.insert("lost_percent".into(), num(u.lost_percent));
-        m.insert("out_of_order".into(), Value::from(u.out_of_order));
+/// [`stream_extras`] takes it): a `full_duplex` pair's.
+pub fn sample(s: &StreamSample, reversed: Option<bool>) -> doc::Sample {
+    let u = s.udp.as_ref();
+    doc::Sample {
+        start: Some(s.start),
+        end: Some(s.end),
+        seconds: Some(s.end - s.start),
+        bytes: Some(s.bytes as f64),
+        bits_per_second: Some(s.bits_per_second),
+        jitter_ms: u.map(|u| u.jitter_ms),
+        lost_packets: u.map(|u| u.lost.max(0)),
+        packets: u.map(|u| u.packets),
+        lost_percent: u.map(|u| u.lost_percent),
+        out_of_order: u.map(|u| u.out_of_order),
+        iperf2: Some(stream_extras(s, reversed)),
+        ..doc::Sample::default()
     }
-    m.insert("iperf2".into(), stream_extras(s, reversed));
-    Value::Object(m)
 }
 
 /// A receiver's report of a stream this host (on `side`) sent: the
 /// `peer_report` of `--json-stream` and of `end.streams[]`.
-pub(crate) fn report_sample(l: &StreamSample, side: Side) -> Value {
-    let mut v = sample(l, Some(server_to_client(side, true)));
+pub(crate) fn report_sample(l: &StreamSample, side: Side) -> doc::Totals {
+    let s = sample(l, Some(server_to_client(side, true)));
+    let mut iperf2 = s.iperf2;
     // A server report carries no read count, and a packet rate only with
     // its latency block: unknown is left out, not 0.
-    if let Some(Value::Object(x)) = v.get_mut("iperf2") {
-        x.shift_remove("reads");
+    if let Some(x) = iperf2.as_mut() {
+        x.reads = None;
         if l.udp.as_ref().is_none_or(|u| u.latency.is_none()) {
-            x.shift_remove("packets_per_second");
+            x.packets_per_second = None;
         }
     }
-    v
+    doc::Totals {
+        start: s.start,
+        end: s.end,
+        seconds: s.seconds,
+        bytes: s.bytes,
+        bits_per_second: s.bits_per_second,
+        jitter_ms: s.jitter_ms,
+        lost_packets: s.lost_packets,
+        packets: s.packets,
+        lost_percent: s.lost_percent,
+        out_of_order: s.out_of_order,
+        iperf2,
+        ..doc::Totals::default()
+    }
 }
 
 /// What the peer reported of a stream this host (on `side`) sent, as
 /// `end.streams[].peer_report`.
 pub fn peer_report(end: &mut Map<String, Value>, ids: &[u32], p: &PeerReport, side: Side) {
-    let (id, v) = match p {
+    let (id, report) = match p {
         PeerReport::Report(l) => (l.id, report_sample(l, side)),
-        PeerReport::Missing { id, tries, refused } => {
-            let mut m = obj();
-            m.insert("missing".into(), Value::Bool(true));
-            m.insert("tries".into(), Value::from(*tries));
-            m.insert("refused".into(), Value::Bool(*refused > 0));
-            (*id, Value::Object(m))
-        }
+        PeerReport::Missing { id, tries, refused } => (
+            *id,
+            doc::Totals {
+                missing: Some(true),
+                tries: Some(i64::from(*tries)),
+                refused: Some(*refused > 0),
+                ..doc::Totals::default()
+            },
+        ),
         PeerReport::Undelivered { .. } => return,
     };
     let Some(i) = ids.iter().position(|x| *x == id) else {
         return;
     };
-    if let Some(Value::Object(o)) = end.get_mut("streams").and_then(|s| s.get_mut(i)) {
-        o.insert("peer_report".into(), v);
+    put_peer_report(end, i, report);
+}
+
+/// Writes `report` as the `peer_report` of the `i`th of `end`'s streams
+/// (JSON by now: see [`merge_end`]); the key is the model's, after the
+/// stream's own keys as it always was.
+fn put_peer_report(end: &mut Map<String, Value>, i: usize, report: doc::Totals) {
+    let named = doc::End {
+        streams: vec![doc::EndStream {
+            peer_report: Some(report),
+            ..doc::EndStream::default()
+        }],
+        ..doc::End::default()
+    };
+    let Some((streams_key, Value::Array(mut named))) = keys::to_map(&named).into_iter().next() else {
+        return;
+    };
+    let Some(Value::Object(entry)) = named.pop() else {
+        return;
+    };
+    if let Some(Value::Object(o)) = end.get_mut(&streams_key).and_then(|s| s.get_mut(i)) {
+        o.extend(entry);
     }
 }
 

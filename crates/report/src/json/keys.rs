@@ -1,367 +1,358 @@
 //! The objects of iperf3's `-J` document: `start`, one `intervals[]`
-//! element, `end`. Keys, their order and their presence rules follow
-//! iperf3 master (a superset of 3.12's).
+//! element, `end`, built as the typed model ([`crate::document`]) and
+//! serialized. Keys, their order and their presence rules follow iperf3
+//! master (a superset of 3.12's); the model's field order is their order.
 
 use serde_json::{Map, Value};
 
+use crate::document as doc;
 use wirespeed_core::config::{Direction, Protocol};
 use wirespeed_core::events::*;
-use wirespeed_proto::json::num;
 
-pub(super) fn obj() -> Map<String, Value> {
-    Map::new()
+/// A part of the document as JSON (an object).
+pub(super) fn to_map<T: serde::Serialize>(part: &T) -> Map<String, Value> {
+    match serde_json::to_value(part) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
 }
 
-fn timestamp(t: &Timestamp) -> Value {
-    let mut m = obj();
-    m.insert("time".into(), Value::from(t.time.clone()));
-    m.insert("timesecs".into(), Value::from(t.timesecs));
-    m.insert("timemillisecs".into(), Value::from(t.timemillisecs));
-    Value::Object(m)
+/// An unsigned count as the model's integer.
+fn int(v: u64) -> Option<i64> {
+    Some(i64::try_from(v).unwrap_or(i64::MAX))
 }
 
-fn host_port(h: &str, p: u16) -> Value {
-    let mut m = obj();
-    m.insert("host".into(), Value::from(h));
-    m.insert("port".into(), Value::from(p));
-    Value::Object(m)
+/// A count the model holds as a float (written back as the integer).
+fn whole(v: u64) -> Option<f64> {
+    Some(v as f64)
+}
+
+fn host_port(h: &str, p: u16) -> Option<doc::HostPort> {
+    Some(doc::HostPort {
+        host: Some(h.to_string()),
+        port: Some(i64::from(p)),
+        ..doc::HostPort::default()
+    })
 }
 
 /// The `start` object.
-pub fn start_json(s: &StartInfo, side: Side) -> Value {
-    let mut m = obj();
-    let connected: Vec<Value> = s
+pub fn start(s: &StartInfo, side: Side) -> doc::Start {
+    let connected = s
         .connected
         .iter()
-        .map(|c| {
-            let mut o = obj();
-            o.insert("socket".into(), Value::from(c.socket));
-            o.insert("local_host".into(), Value::from(c.local_host.clone()));
-            o.insert("local_port".into(), Value::from(c.local_port));
-            o.insert("remote_host".into(), Value::from(c.remote_host.clone()));
-            o.insert("remote_port".into(), Value::from(c.remote_port));
-            Value::Object(o)
+        .map(|c| doc::Connected {
+            socket: Some(i64::from(c.socket)),
+            local_host: Some(c.local_host.clone()),
+            local_port: Some(i64::from(c.local_port)),
+            remote_host: Some(c.remote_host.clone()),
+            remote_port: Some(i64::from(c.remote_port)),
+            ..doc::Connected::default()
         })
         .collect();
-    m.insert("connected".into(), Value::Array(connected));
-    m.insert("version".into(), Value::from(s.version.clone()));
-    m.insert("system_info".into(), Value::from(s.system_info.clone()));
-    let bufs = |m: &mut Map<String, Value>| {
-        m.insert("sock_bufsize".into(), Value::from(s.sock_bufsize));
-        m.insert("sndbuf_actual".into(), Value::from(s.sndbuf_actual));
-        m.insert("rcvbuf_actual".into(), Value::from(s.rcvbuf_actual));
+    let tcp = s.protocol == Protocol::Tcp;
+    let client = side == Side::Client;
+    doc::Start {
+        connected: Some(connected),
+        version: Some(s.version.clone()),
+        system_info: Some(s.system_info.clone()),
+        // A server writes its buffers before the timestamp, a client
+        // after `fq_rate`.
+        server_buffers: (!client).then(|| doc::Buffers {
+            sock_bufsize: int(s.sock_bufsize).unwrap_or_default(),
+            sndbuf_actual: int(s.sndbuf_actual).unwrap_or_default(),
+            rcvbuf_actual: int(s.rcvbuf_actual).unwrap_or_default(),
+        }),
+        timestamp: Some(doc::Timestamp {
+            time: Some(s.timestamp.time.clone()),
+            timesecs: Some(s.timestamp.timesecs as f64),
+            timemillisecs: Some(s.timestamp.timemillisecs as f64),
+            ..doc::Timestamp::default()
+        }),
+        connecting_to: s.connecting_to.as_ref().and_then(|(h, p)| host_port(h, *p)),
+        accepted_connection: s.accepted_connection.as_ref().and_then(|(h, p)| host_port(h, *p)),
+        cookie: Some(s.cookie.clone()),
+        tcp_mss: s.tcp_mss.filter(|_| tcp).map(i64::from),
+        tcp_mss_default: s.tcp_mss_default.filter(|_| tcp && s.tcp_mss.is_none()).map(i64::from),
+        target_bitrate: whole(s.target_bitrate),
+        target_pps: s.target_pps.and_then(whole),
+        fq_rate: whole(s.fq_rate),
+        sock_bufsize: client.then(|| int(s.sock_bufsize)).flatten(),
+        sndbuf_actual: client.then(|| int(s.sndbuf_actual)).flatten(),
+        rcvbuf_actual: client.then(|| int(s.rcvbuf_actual)).flatten(),
+        test_start: Some(doc::TestStart {
+            protocol: Some(s.protocol.name().to_string()),
+            num_streams: Some(i64::from(s.num_streams)),
+            blksize: Some(i64::from(s.blksize)),
+            omit: int(s.omit),
+            duration: int(s.duration),
+            bytes: int(s.bytes),
+            blocks: int(s.blocks),
+            reverse: Some(s.direction == Direction::Reverse),
+            tos: Some(i64::from(s.tos)),
+            target_bitrate: whole(s.target_bitrate),
+            target_pps: s.target_pps.and_then(whole),
+            bidir: Some(s.direction == Direction::Bidir),
+            fqrate: whole(s.fq_rate),
+            interval: Some(s.interval),
+            // 3.21 writes both for every protocol (`--gsro` sets both).
+            gso: Some(s.gso),
+            gro: Some(s.gso),
+            ..doc::TestStart::default()
+        }),
+        ..doc::Start::default()
+    }
+}
+
+/// The `start` object as JSON.
+pub fn start_json(s: &StartInfo, side: Side) -> Value {
+    Value::Object(to_map(&start(s, side)))
+}
+
+/// The interval keys every sample opens with.
+fn sample_head(s: &StreamSample) -> doc::Sample {
+    doc::Sample {
+        start: Some(s.start),
+        end: Some(s.end),
+        seconds: Some(s.seconds),
+        bytes: whole(s.bytes),
+        bits_per_second: Some(s.bits_per_second),
+        ..doc::Sample::default()
+    }
+}
+
+fn udp_interval_keys(m: &mut doc::Sample, u: &UdpSample, sender: bool) {
+    if !sender {
+        m.jitter_ms = Some(u.jitter_ms);
+        m.lost_packets = Some(u.lost);
+        m.lost_percent = Some(u.lost_percent);
+    }
+    m.packets = Some(u.packets);
+}
+
+fn stream_interval(s: &StreamSample) -> doc::Sample {
+    let mut m = doc::Sample {
+        socket: Some(i64::from(s.socket)),
+        ..sample_head(s)
     };
-    if side == Side::Server {
-        bufs(&mut m);
-    }
-    m.insert("timestamp".into(), timestamp(&s.timestamp));
-    if let Some((h, p)) = &s.connecting_to {
-        m.insert("connecting_to".into(), host_port(h, *p));
-    }
-    if let Some((h, p)) = &s.accepted_connection {
-        m.insert("accepted_connection".into(), host_port(h, *p));
-    }
-    m.insert("cookie".into(), Value::from(s.cookie.clone()));
-    if s.protocol == Protocol::Tcp {
-        match (s.tcp_mss, s.tcp_mss_default) {
-            (Some(v), _) => {
-                m.insert("tcp_mss".into(), Value::from(v));
-            }
-            (None, Some(v)) => {
-                m.insert("tcp_mss_default".into(), Value::from(v));
-            }
-            _ => {}
-        }
-    }
-    m.insert("target_bitrate".into(), Value::from(s.target_bitrate));
-    if let Some(pps) = s.target_pps {
-        m.insert("target_pps".into(), Value::from(pps));
-    }
-    m.insert("fq_rate".into(), Value::from(s.fq_rate));
-    if side == Side::Client {
-        bufs(&mut m);
-    }
-    let mut t = obj();
-    t.insert("protocol".into(), Value::from(s.protocol.name()));
-    t.insert("num_streams".into(), Value::from(s.num_streams));
-    t.insert("blksize".into(), Value::from(s.blksize));
-    t.insert("omit".into(), Value::from(s.omit));
-    t.insert("duration".into(), Value::from(s.duration));
-    t.insert("bytes".into(), Value::from(s.bytes));
-    t.insert("blocks".into(), Value::from(s.blocks));
-    t.insert(
-        "reverse".into(),
-        Value::from(u8::from(s.direction == Direction::Reverse)),
-    );
-    t.insert("tos".into(), Value::from(s.tos));
-    t.insert("target_bitrate".into(), Value::from(s.target_bitrate));
-    if let Some(pps) = s.target_pps {
-        t.insert("target_pps".into(), Value::from(pps));
-    }
-    t.insert("bidir".into(), Value::from(u8::from(s.direction == Direction::Bidir)));
-    t.insert("fqrate".into(), Value::from(s.fq_rate));
-    t.insert("interval".into(), num(s.interval));
-    // 3.21 writes both for every protocol (`--gsro` sets both).
-    t.insert("gso".into(), Value::from(u8::from(s.gso)));
-    t.insert("gro".into(), Value::from(u8::from(s.gso)));
-    m.insert("test_start".into(), Value::Object(t));
-    Value::Object(m)
-}
-
-fn stream_interval(s: &StreamSample) -> Value {
-    let mut m = obj();
-    m.insert("socket".into(), Value::from(s.socket));
-    m.insert("start".into(), num(s.start));
-    m.insert("end".into(), num(s.end));
-    m.insert("seconds".into(), num(s.seconds));
-    m.insert("bytes".into(), Value::from(s.bytes));
-    m.insert("bits_per_second".into(), num(s.bits_per_second));
     if let Some(t) = &s.tcp {
-        m.insert("retransmits".into(), Value::from(t.retransmits));
-        m.insert("snd_cwnd".into(), Value::from(t.snd_cwnd));
-        m.insert("snd_wnd".into(), Value::from(t.snd_wnd));
-        m.insert("rtt".into(), Value::from(t.rtt));
-        m.insert("rttvar".into(), Value::from(t.rttvar));
-        m.insert("pmtu".into(), Value::from(t.pmtu));
-        m.insert("reorder".into(), Value::from(t.reorder));
+        m.retransmits = Some(t.retransmits);
+        m.snd_cwnd = whole(t.snd_cwnd);
+        m.snd_wnd = whole(t.snd_wnd);
+        m.rtt = whole(t.rtt);
+        m.rttvar = whole(t.rttvar);
+        m.pmtu = whole(t.pmtu);
+        m.reorder = Some(t.reorder as f64);
     }
     if let Some(u) = &s.udp {
         udp_interval_keys(&mut m, u, s.sender);
     }
-    m.insert("omitted".into(), Value::Bool(s.omitted));
-    m.insert("sender".into(), Value::Bool(s.sender));
-    Value::Object(m)
-}
-
-fn udp_interval_keys(m: &mut Map<String, Value>, u: &UdpSample, sender: bool) {
-    if sender {
-        m.insert("packets".into(), Value::from(u.packets));
-    } else {
-        m.insert("jitter_ms".into(), num(u.jitter_ms));
-        m.insert("lost_packets".into(), Value::from(u.lost));
-        m.insert("packets".into(), Value::from(u.packets));
-        m.insert("lost_percent".into(), num(u.lost_percent));
-    }
-}
-
-fn sum_interval(s: &StreamSample) -> Value {
-    let mut m = obj();
-    m.insert("start".into(), num(s.start));
-    m.insert("end".into(), num(s.end));
-    m.insert("seconds".into(), num(s.seconds));
-    m.insert("bytes".into(), Value::from(s.bytes));
-    m.insert("bits_per_second".into(), num(s.bits_per_second));
-    if let Some(r) = s.retransmits {
-        m.insert("retransmits".into(), Value::from(r));
-    }
-    if let Some(u) = &s.udp {
-        udp_interval_keys(&mut m, u, s.sender);
-    }
-    m.insert("omitted".into(), Value::Bool(s.omitted));
-    m.insert("sender".into(), Value::Bool(s.sender));
-    Value::Object(m)
-}
-
-/// One `intervals[]` element.
-pub fn interval_json(r: &IntervalReport) -> Value {
-    let mut m = obj();
-    m.insert(
-        "streams".into(),
-        Value::Array(r.streams.iter().map(stream_interval).collect()),
-    );
-    m.insert("sum".into(), sum_interval(&r.sum));
-    if let Some(b) = &r.sum_bidir_reverse {
-        m.insert("sum_bidir_reverse".into(), sum_interval(b));
-    }
-    // wirespeed's: `--latency` round trips.
-    if let Some(l) = &r.latency {
-        m.insert("latency".into(), crate::latency::rtt_json(l));
-    }
-    Value::Object(m)
-}
-
-/// The keys every whole-test total opens with.
-fn totals_head(socket: Option<i32>, t: &Totals) -> Map<String, Value> {
-    let mut m = obj();
-    if let Some(s) = socket {
-        m.insert("socket".into(), Value::from(s));
-    }
-    m.insert("start".into(), num(t.start));
-    m.insert("end".into(), num(t.end));
-    m.insert("seconds".into(), num(t.seconds));
-    m.insert("bytes".into(), Value::from(t.bytes));
-    m.insert("bits_per_second".into(), num(t.bits_per_second));
-    // Not in iperf3: what the counting side left out with -O.
-    if let Some(o) = t.omitted_bytes {
-        m.insert("omitted_bytes".into(), Value::from(o));
-    }
+    m.omitted = Some(s.omitted);
+    m.sender = Some(s.sender);
     m
 }
 
-fn totals(socket: Option<i32>, t: &Totals, tcp: Option<&TcpTotals>, with_retr: bool) -> Value {
-    let mut m = totals_head(socket, t);
-    if with_retr {
-        m.insert("retransmits".into(), Value::from(t.retransmits.unwrap_or(0)));
-        if let Some(tc) = tcp {
-            m.insert("reorder".into(), Value::from(tc.reorder));
-            m.insert("max_snd_cwnd".into(), Value::from(tc.max_snd_cwnd));
-            m.insert("max_snd_wnd".into(), Value::from(tc.max_snd_wnd));
-            m.insert("max_rtt".into(), Value::from(tc.max_rtt));
-            m.insert("min_rtt".into(), Value::from(tc.min_rtt));
-            m.insert("mean_rtt".into(), Value::from(tc.mean_rtt));
-        }
+fn sum_interval(s: &StreamSample) -> doc::Sample {
+    let mut m = doc::Sample {
+        retransmits: s.retransmits,
+        ..sample_head(s)
+    };
+    if let Some(u) = &s.udp {
+        udp_interval_keys(&mut m, u, s.sender);
     }
-    m.insert("sender".into(), Value::Bool(t.sender));
-    Value::Object(m)
+    m.omitted = Some(s.omitted);
+    m.sender = Some(s.sender);
+    m
 }
 
-fn udp_totals(socket: Option<i32>, t: &Totals, u: &UdpTotals, sender: bool, ooo: bool, packets: i64) -> Value {
-    let mut m = totals_head(socket, t);
-    m.insert("jitter_ms".into(), num(u.jitter_ms));
-    m.insert("lost_packets".into(), Value::from(u.lost.unwrap_or(0)));
-    m.insert("packets".into(), Value::from(packets));
-    m.insert("lost_percent".into(), num(u.lost_percent));
-    if ooo {
-        m.insert("out_of_order".into(), Value::from(u.out_of_order));
-        // Not in iperf3: datagrams that arrived more than once.
-        m.insert("duplicates".into(), Value::from(u.duplicates));
+/// One `intervals[]` element.
+pub fn interval(r: &IntervalReport) -> doc::Interval {
+    doc::Interval {
+        streams: r.streams.iter().map(stream_interval).collect(),
+        sum: Some(sum_interval(&r.sum)),
+        sum_bidir_reverse: r.sum_bidir_reverse.as_ref().map(sum_interval),
+        // wirespeed's: `--latency` round trips.
+        latency: r.latency.as_ref().map(crate::latency::rtt),
+        ..doc::Interval::default()
     }
-    m.insert("sender".into(), Value::Bool(sender));
-    Value::Object(m)
+}
+
+/// One `intervals[]` element as JSON.
+pub fn interval_json(r: &IntervalReport) -> Value {
+    Value::Object(to_map(&interval(r)))
+}
+
+/// The keys every whole-test total opens with.
+fn totals_head(socket: Option<i32>, t: &Totals) -> doc::Totals {
+    doc::Totals {
+        socket: socket.map(i64::from),
+        start: Some(t.start),
+        end: Some(t.end),
+        seconds: Some(t.seconds),
+        bytes: whole(t.bytes),
+        bits_per_second: Some(t.bits_per_second),
+        // Not in iperf3: what the counting side left out with -O.
+        omitted_bytes: t.omitted_bytes.and_then(whole),
+        ..doc::Totals::default()
+    }
+}
+
+fn totals(socket: Option<i32>, t: &Totals, tcp: Option<&TcpTotals>, with_retr: bool) -> doc::Totals {
+    let mut m = totals_head(socket, t);
+    if with_retr {
+        m.retransmits = Some(t.retransmits.unwrap_or(0));
+        if let Some(tc) = tcp {
+            m.reorder = Some(tc.reorder as f64);
+            m.max_snd_cwnd = whole(tc.max_snd_cwnd);
+            m.max_snd_wnd = whole(tc.max_snd_wnd);
+            m.max_rtt = whole(tc.max_rtt);
+            m.min_rtt = whole(tc.min_rtt);
+            m.mean_rtt = whole(tc.mean_rtt);
+        }
+    }
+    m.sender = Some(t.sender);
+    m
+}
+
+fn udp_totals(socket: Option<i32>, t: &Totals, u: &UdpTotals, sender: bool, ooo: bool, packets: i64) -> doc::Totals {
+    doc::Totals {
+        jitter_ms: Some(u.jitter_ms),
+        lost_packets: Some(u.lost.unwrap_or(0)),
+        packets: Some(packets),
+        lost_percent: Some(u.lost_percent),
+        out_of_order: ooo.then_some(u.out_of_order),
+        // Not in iperf3: datagrams that arrived more than once.
+        duplicates: ooo.then_some(u.duplicates),
+        sender: Some(sender),
+        ..totals_head(socket, t)
+    }
 }
 
 /// `end.advice`: wirespeed's window advice (an addition to iperf3's keys).
-fn advice_json(a: &WindowAdvice) -> Value {
-    let mut m = obj();
-    m.insert("limited_by".into(), Value::from(a.limited_by.name()));
-    m.insert("bits_per_second".into(), num(a.bits_per_second));
-    m.insert("rtt_us".into(), Value::from(a.rtt_us));
-    m.insert("min_rtt_us".into(), Value::from(a.min_rtt_us));
-    m.insert("bdp_bytes".into(), Value::from(a.bdp_bytes));
-    m.insert("rwnd_limited_percent".into(), num(a.rwnd_limited_percent));
-    m.insert("sndbuf_limited_percent".into(), num(a.sndbuf_limited_percent));
-    m.insert("busy_percent".into(), num(a.busy_percent));
-    m.insert("peer_window_bytes".into(), Value::from(a.peer_window_bytes));
-    m.insert("send_buffer_bytes".into(), Value::from(a.send_buffer_bytes));
-    if let Some(t) = a.target_bits_per_second {
-        m.insert("target_bits_per_second".into(), num(t));
+fn advice(a: &WindowAdvice) -> doc::Advice {
+    doc::Advice {
+        limited_by: Some(a.limited_by.name().to_string()),
+        bits_per_second: Some(a.bits_per_second),
+        rtt_us: int(a.rtt_us),
+        min_rtt_us: int(a.min_rtt_us),
+        bdp_bytes: int(a.bdp_bytes),
+        rwnd_limited_percent: Some(a.rwnd_limited_percent),
+        sndbuf_limited_percent: Some(a.sndbuf_limited_percent),
+        busy_percent: Some(a.busy_percent),
+        peer_window_bytes: int(a.peer_window_bytes),
+        send_buffer_bytes: int(a.send_buffer_bytes),
+        target_bits_per_second: a.target_bits_per_second,
+        suggested_window_bytes: a.suggested_window_bytes.and_then(whole),
+        suggested_option: a.suggested_option.clone(),
+        text: Some(a.text.join("\n")),
+        ..doc::Advice::default()
     }
-    if let Some(w) = a.suggested_window_bytes {
-        m.insert("suggested_window_bytes".into(), Value::from(w));
-    }
-    if let Some(o) = &a.suggested_option {
-        m.insert("suggested_option".into(), Value::from(o.clone()));
-    }
-    m.insert("text".into(), Value::from(a.text.join("\n")));
-    Value::Object(m)
 }
 
 /// The `end` object.
-pub fn end_json(s: &Summary) -> Value {
-    let mut m = obj();
-    let streams: Vec<Value> = s
+pub fn end(s: &Summary) -> doc::End {
+    let streams = s
         .streams
         .iter()
-        .map(|st| {
-            let mut o = obj();
-            match (&st.udp, s.protocol) {
-                (Some(u), Protocol::Udp) => {
-                    // Bytes and rate are the sender's, as iperf3 writes them.
-                    o.insert(
-                        "udp".into(),
-                        udp_totals(
-                            Some(st.socket),
-                            &st.sender,
-                            u,
-                            st.local_sender,
-                            true,
-                            u.sent_packets.max(u.packets),
-                        ),
-                    );
-                }
-                _ => {
-                    let with_retr = s.has_retransmits;
-                    // TCP_INFO is the sending host's: a stream this host
-                    // only received has zeros there, as iperf3 writes.
-                    let tcp = st.tcp.map(|t| if st.local_sender { t } else { TcpTotals::default() });
-                    o.insert(
-                        "sender".into(),
-                        totals(Some(st.socket), &st.sender, tcp.as_ref(), with_retr),
-                    );
-                    o.insert("receiver".into(), totals(Some(st.socket), &st.receiver, None, false));
+        .map(|st| match (&st.udp, s.protocol) {
+            // Bytes and rate are the sender's, as iperf3 writes them.
+            (Some(u), Protocol::Udp) => doc::EndStream {
+                udp: Some(udp_totals(
+                    Some(st.socket),
+                    &st.sender,
+                    u,
+                    st.local_sender,
+                    true,
+                    u.sent_packets.max(u.packets),
+                )),
+                ..doc::EndStream::default()
+            },
+            _ => {
+                let with_retr = s.has_retransmits;
+                // TCP_INFO is the sending host's: a stream this host
+                // only received has zeros there, as iperf3 writes.
+                let tcp = st.tcp.map(|t| if st.local_sender { t } else { TcpTotals::default() });
+                doc::EndStream {
+                    sender: Some(totals(Some(st.socket), &st.sender, tcp.as_ref(), with_retr)),
+                    receiver: Some(totals(Some(st.socket), &st.receiver, None, false)),
+                    ..doc::EndStream::default()
                 }
             }
-            Value::Object(o)
         })
         .collect();
-    m.insert("streams".into(), Value::Array(streams));
+    let mut m = doc::End {
+        streams,
+        ..doc::End::default()
+    };
     // A server writes its end before the results exchange: it does not
     // know yet what the client sent.
     let peer_known = s.streams.iter().any(|st| st.peer_known);
-    let dir = |m: &mut Map<String, Value>, d: &DirectionSums, suffix: &str| match (&d.udp, s.protocol) {
-        (Some(u), Protocol::Udp) => {
-            m.insert(
-                format!("sum{suffix}"),
-                udp_totals(None, &d.sent, u, d.sent.sender, false, u.sent_packets.max(u.packets)),
-            );
-            let sent = UdpTotals {
-                jitter_ms: 0.0,
-                lost: Some(0),
-                lost_percent: 0.0,
-                ..*u
-            };
-            let sent_packets = if d.sent.sender || peer_known { u.sent_packets } else { 0 };
-            // iperf3 (3.11+) marks these two by what they are, not by
-            // which host sent.
-            m.insert(
-                format!("sum_sent{suffix}"),
-                udp_totals(None, &d.sent, &sent, true, false, sent_packets),
-            );
-            m.insert(
-                format!("sum_received{suffix}"),
-                udp_totals(None, &d.received, u, false, false, u.packets),
-            );
-        }
-        _ => {
+    // (sum, sum_sent, sum_received) of one direction.
+    type Sums = (Option<doc::Totals>, Option<doc::Totals>, Option<doc::Totals>);
+    let dir = |d: &DirectionSums| -> Sums {
+        match (&d.udp, s.protocol) {
+            (Some(u), Protocol::Udp) => {
+                let sum = udp_totals(None, &d.sent, u, d.sent.sender, false, u.sent_packets.max(u.packets));
+                let sent = UdpTotals {
+                    jitter_ms: 0.0,
+                    lost: Some(0),
+                    lost_percent: 0.0,
+                    ..*u
+                };
+                let sent_packets = if d.sent.sender || peer_known { u.sent_packets } else { 0 };
+                // iperf3 (3.11+) marks these two by what they are, not by
+                // which host sent.
+                (
+                    Some(sum),
+                    Some(udp_totals(None, &d.sent, &sent, true, false, sent_packets)),
+                    Some(udp_totals(None, &d.received, u, false, false, u.packets)),
+                )
+            }
             // Retransmits are the sender's: known here when this host
             // sent, or after the results exchange.
-            m.insert(
-                format!("sum_sent{suffix}"),
-                totals(None, &d.sent, None, s.has_retransmits && (d.sent.sender || peer_known)),
-            );
-            m.insert(format!("sum_received{suffix}"), totals(None, &d.received, None, false));
+            _ => (
+                None,
+                Some(totals(
+                    None,
+                    &d.sent,
+                    None,
+                    s.has_retransmits && (d.sent.sender || peer_known),
+                )),
+                Some(totals(None, &d.received, None, false)),
+            ),
         }
     };
-    dir(&mut m, &s.forward, "");
+    (m.sum, m.sum_sent, m.sum_received) = dir(&s.forward);
     if let Some(r) = &s.reverse {
-        dir(&mut m, r, "_bidir_reverse");
+        (
+            m.sum_bidir_reverse,
+            m.sum_sent_bidir_reverse,
+            m.sum_received_bidir_reverse,
+        ) = dir(r);
     }
-    let mut c = obj();
-    c.insert("host_total".into(), num(s.cpu.host_total));
-    c.insert("host_user".into(), num(s.cpu.host_user));
-    c.insert("host_system".into(), num(s.cpu.host_system));
-    c.insert("remote_total".into(), num(s.cpu.remote_total));
-    c.insert("remote_user".into(), num(s.cpu.remote_user));
-    c.insert("remote_system".into(), num(s.cpu.remote_system));
-    m.insert("cpu_utilization_percent".into(), Value::Object(c));
+    m.cpu_utilization_percent = Some(doc::Cpu {
+        host_total: Some(s.cpu.host_total),
+        host_user: Some(s.cpu.host_user),
+        host_system: Some(s.cpu.host_system),
+        remote_total: Some(s.cpu.remote_total),
+        remote_user: Some(s.cpu.remote_user),
+        remote_system: Some(s.cpu.remote_system),
+        ..doc::Cpu::default()
+    });
     if s.protocol == Protocol::Tcp {
-        if let Some(x) = &s.sender_tcp_congestion {
-            m.insert("sender_tcp_congestion".into(), Value::from(x.clone()));
-        }
+        m.sender_tcp_congestion = s.sender_tcp_congestion.clone();
         // A sending server learns the receiver's only in the exchange,
         // after it wrote its end (iperf3 leaves the key out there).
-        if let Some(x) = &s.receiver_tcp_congestion
-            && (peer_known || !s.local_sends)
-        {
-            m.insert("receiver_tcp_congestion".into(), Value::from(x.clone()));
+        if peer_known || !s.local_sends {
+            m.receiver_tcp_congestion = s.receiver_tcp_congestion.clone();
         }
     }
     // After iperf3's keys, so their order stays iperf3's.
-    if let Some(a) = &s.advice {
-        m.insert("advice".into(), advice_json(a));
-    }
-    if let Some(l) = &s.latency {
-        m.insert("latency".into(), crate::latency::summary_json(l));
-    }
-    Value::Object(m)
+    m.advice = s.advice.as_ref().map(advice);
+    m.latency = s.latency.as_ref().map(crate::latency::summary);
+    m
+}
+
+/// The `end` object as JSON.
+pub fn end_json(s: &Summary) -> Value {
+    Value::Object(to_map(&end(s)))
 }

@@ -15,20 +15,39 @@ use serde_json::{Map, Value};
 
 pub use keys::{end_json, interval_json, start_json};
 
-use crate::document::StreamEvent;
+use crate::document::{self as doc, StreamEvent};
 use crate::{Output, Sink};
-use keys::obj;
+use keys::to_map;
 use wirespeed_core::config::{Dialect, TestConfig};
 use wirespeed_core::events::*;
 use wirespeed_proto::json::{to_compact, to_formatted};
+
+/// The entries of `part`, a document with some of its parts set: what a
+/// sink adds to the document it keeps in order. With `value`, the one
+/// entry's value is that JSON instead (a part kept as JSON: the merged
+/// `end`, the server's own document), under the model's key.
+fn entries(part: &doc::TestDoc, value: Option<Value>) -> Map<String, Value> {
+    let mut m = to_map(part);
+    if let (Some(v), Some((_, slot))) = (value, m.iter_mut().next()) {
+        *slot = v;
+    }
+    m
+}
 
 /// Builds the `-J` document and prints it when the test is done.
 pub struct JsonSink {
     out: Output,
     side: Side,
     dialect: Dialect,
-    doc: Map<String, Value>,
-    intervals: Vec<Value>,
+    start: doc::Start,
+    intervals: Vec<doc::Interval>,
+    /// The `end` so far, as JSON: iperf 2's connect-back and peer reports
+    /// merge into it in the order they come (see [`enhanced::merge_end`]).
+    end: Map<String, Value>,
+    /// What came after (`error`, `warnings`, `server_output_*`), in the
+    /// order it first came.
+    tail: Map<String, Value>,
+    warnings: Vec<String>,
     title: Option<String>,
     extra_data: Option<String>,
     /// Stream ids of the `end` so far, in order (peer reports find theirs).
@@ -44,8 +63,11 @@ impl JsonSink {
             out,
             side,
             dialect: cfg.dialect,
-            doc: obj(),
+            start: doc::Start::default(),
             intervals: Vec::new(),
+            end: Map::new(),
+            tail: Map::new(),
+            warnings: Vec::new(),
             title: cfg.params.title.clone(),
             extra_data: cfg.params.extra_data.clone(),
             end_ids: Vec::new(),
@@ -56,15 +78,16 @@ impl JsonSink {
     }
 
     fn reset(&mut self) {
-        self.doc = obj();
-        let mut start = obj();
-        start.insert("connected".into(), Value::Array(Vec::new()));
-        start.insert("version".into(), Value::from(wirespeed_core::version::version_string()));
-        start.insert("system_info".into(), Value::from(wirespeed_sys::process::system_info()));
-        self.doc.insert("start".into(), Value::Object(start));
-        self.doc.insert("intervals".into(), Value::Array(Vec::new()));
-        self.doc.insert("end".into(), Value::Object(obj()));
+        self.start = doc::Start {
+            connected: Some(Vec::new()),
+            version: Some(wirespeed_core::version::version_string()),
+            system_info: Some(wirespeed_sys::process::system_info()),
+            ..doc::Start::default()
+        };
         self.intervals.clear();
+        self.end = Map::new();
+        self.tail = Map::new();
+        self.warnings.clear();
         self.end_ids.clear();
         self.started = false;
     }
@@ -76,88 +99,108 @@ impl JsonSink {
             self.title = s.title.clone();
             self.extra_data = s.extra_data.clone();
         }
-        let v = start_json(s, self.side);
+        let v = keys::start(s, self.side);
         if !self.started {
             self.started = true;
-            self.doc.insert("start".into(), v);
+            self.start = v;
             return;
         }
-        let more = v
-            .get("connected")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if let Some(Value::Array(c)) = self.doc.get_mut("start").and_then(|s| s.get_mut("connected")) {
-            c.extend(more);
+        if let Some(c) = self.start.connected.as_mut() {
+            c.extend(v.connected.unwrap_or_default());
         }
     }
 
     /// The test's `end`; a second one (a connect-back) is merged.
     fn end(&mut self, s: &Summary) {
-        let v = dialect_end(s, self.dialect, self.side);
+        let v = to_map(&dialect_end(s, self.dialect, self.side));
         let ids = s.streams.iter().map(|x| x.id);
-        let first = self
-            .doc
-            .get("end")
-            .and_then(Value::as_object)
-            .is_some_and(|m| !m.is_empty());
-        match (first, v, self.doc.get_mut("end")) {
-            (true, Value::Object(second), Some(Value::Object(e))) => enhanced::merge_end(e, second),
-            (_, v, _) => {
-                self.end_ids.clear();
-                self.doc.insert("end".into(), v);
-            }
+        if self.end.is_empty() {
+            self.end_ids.clear();
+            self.end = v;
+        } else {
+            enhanced::merge_end(&mut self.end, v);
         }
         self.end_ids.extend(ids);
     }
 
+    /// Adds (or replaces in place) what `part` sets after the `end`.
+    fn add(&mut self, part: doc::TestDoc, value: Option<Value>) {
+        self.tail.extend(entries(&part, value));
+    }
+
     /// The document so far (what `--get-server-output` returns).
     pub fn document(&self) -> Value {
-        let mut d = self.doc.clone();
-        d.insert("intervals".into(), Value::Array(self.intervals.clone()));
-        if let Some(t) = &self.title {
-            d.insert("title".into(), Value::from(t.clone()));
-        }
-        if let Some(x) = &self.extra_data {
-            d.insert("extra_data".into(), Value::from(x.clone()));
-        }
+        let mut d = to_map(&doc::TestDoc {
+            start: Some(self.start.clone()),
+            intervals: Some(self.intervals.clone()),
+            ..doc::TestDoc::default()
+        });
+        let end = doc::TestDoc {
+            end: Some(doc::End::default()),
+            ..doc::TestDoc::default()
+        };
+        d.extend(entries(&end, Some(Value::Object(self.end.clone()))));
+        d.extend(self.tail.clone());
+        d.extend(to_map(&doc::TestDoc {
+            title: self.title.clone(),
+            extra_data: self.extra_data.clone(),
+            ..doc::TestDoc::default()
+        }));
         Value::Object(d)
     }
 }
 
 impl Sink for JsonSink {
     fn event(&mut self, ev: &Event) {
+        let part = |f: fn(&mut doc::TestDoc)| {
+            let mut d = doc::TestDoc::default();
+            f(&mut d);
+            d
+        };
         match ev {
             Event::Start(s) => self.start(s),
             Event::Interval(r) => self.intervals.push(dialect_interval(r, self.dialect, self.side)),
             Event::End(s) => self.end(s),
             Event::PeerReport(p) => {
-                if let Some(Value::Object(e)) = self.doc.get_mut("end") {
-                    enhanced::peer_report(e, &self.end_ids, p, self.side);
-                    enhanced::sum_peer_reports(e);
-                }
+                enhanced::peer_report(&mut self.end, &self.end_ids, p, self.side);
+                enhanced::sum_peer_reports(&mut self.end);
             }
             Event::ServerOutput(ServerOutput::Json(j)) => {
-                self.doc.insert("server_output_json".into(), j.clone());
+                // The server's document as it sent it.
+                let at = part(|d| d.server_output_json = Some(Box::default()));
+                self.add(at, Some(j.clone()));
             }
-            Event::ServerOutput(ServerOutput::Text(t)) => {
-                self.doc.insert("server_output_text".into(), Value::from(t.clone()));
-            }
-            Event::Error(e) => {
-                self.doc
-                    .insert("error".into(), Value::from(error_text(e, self.side, self.dialect)));
-            }
+            Event::ServerOutput(ServerOutput::Text(t)) => self.add(
+                doc::TestDoc {
+                    server_output_text: Some(t.clone()),
+                    ..doc::TestDoc::default()
+                },
+                None,
+            ),
+            Event::Error(e) => self.add(
+                doc::TestDoc {
+                    error: Some(error_text(e, self.side, self.dialect)),
+                    ..doc::TestDoc::default()
+                },
+                None,
+            ),
             // iperf3 puts what it would print after its name on stderr
             // (a test cut short by its client) in the document's error.
-            Event::Notice(n) if self.dialect == Dialect::Iperf3 => {
-                self.doc.insert("error".into(), Value::from(n.clone()));
-            }
+            Event::Notice(n) if self.dialect == Dialect::Iperf3 => self.add(
+                doc::TestDoc {
+                    error: Some(n.clone()),
+                    ..doc::TestDoc::default()
+                },
+                None,
+            ),
             Event::Warning(w) => {
                 // Never print outside the document: warnings become JSON.
-                let list = self.doc.entry("warnings").or_insert_with(|| Value::Array(Vec::new()));
-                if let Value::Array(a) = list {
-                    a.push(Value::from(w.clone()));
-                }
+                self.warnings.push(w.clone());
+                let all = doc::TestDoc {
+                    warnings: Some(self.warnings.clone()),
+                    ..doc::TestDoc::default()
+                };
+                self.add(all, None);
             }
             Event::Done => {
                 let text = to_formatted(&self.document());
@@ -182,8 +225,8 @@ fn error_text(e: &wirespeed_core::error::Error, side: Side, dialect: Dialect) ->
 }
 
 /// An `intervals[]` element, with iperf 2's extras in its dialect.
-fn dialect_interval(r: &IntervalReport, dialect: Dialect, side: Side) -> Value {
-    let mut v = interval_json(r);
+fn dialect_interval(r: &IntervalReport, dialect: Dialect, side: Side) -> doc::Interval {
+    let mut v = keys::interval(r);
     if dialect == Dialect::Iperf2 {
         enhanced::interval(&mut v, r, side);
     }
@@ -191,12 +234,26 @@ fn dialect_interval(r: &IntervalReport, dialect: Dialect, side: Side) -> Value {
 }
 
 /// The `end` object, with iperf 2's extras in its dialect.
-fn dialect_end(s: &Summary, dialect: Dialect, side: Side) -> Value {
-    let mut v = end_json(s);
+fn dialect_end(s: &Summary, dialect: Dialect, side: Side) -> doc::End {
+    let mut v = keys::end(s);
     if dialect == Dialect::Iperf2 {
         enhanced::end(&mut v, s, side);
     }
     v
+}
+
+/// A `--json-stream` line as JSON.
+fn event_line(name: &str, data: Value) -> Value {
+    let e = StreamEvent {
+        event: name.to_string(),
+        data,
+    };
+    serde_json::to_value(e).unwrap_or(Value::Null)
+}
+
+/// A part of the document as JSON.
+fn json<T: serde::Serialize>(part: &T) -> Value {
+    Value::Object(to_map(part))
 }
 
 /// `--json-stream`: one `{"event":..,"data":..}` line per event.
@@ -235,10 +292,7 @@ impl JsonStreamSink {
     }
 
     fn line(&self, name: &str, data: Value) {
-        let mut m = obj();
-        m.insert("event".into(), Value::from(name));
-        m.insert("data".into(), data);
-        self.out.write(&format!("{}\n", to_compact(&Value::Object(m))));
+        self.out.write(&format!("{}\n", to_compact(&event_line(name, data))));
     }
 
     /// Writes the held `end`, if any.
@@ -256,9 +310,7 @@ impl JsonStreamSink {
         {
             return false;
         }
-        let Value::Object(end) = dialect_end(s, self.dialect, self.side) else {
-            return false;
-        };
+        let end = to_map(&dialect_end(s, self.dialect, self.side));
         self.held = Some(HeldEnd {
             end,
             ids: s.streams.iter().map(|st| st.id).collect(),
@@ -294,9 +346,9 @@ impl Drop for JsonStreamSink {
 pub fn stream_event(ev: &Event, side: Side, dialect: Dialect) -> Option<Value> {
     let (name, data) = match ev {
         Event::Start(s) => ("start", start_json(s, side)),
-        Event::Interval(r) => ("interval", dialect_interval(r, dialect, side)),
-        Event::End(s) => ("end", dialect_end(s, dialect, side)),
-        Event::PeerReport(PeerReport::Report(l)) => ("peer_report", enhanced::report_sample(l, side)),
+        Event::Interval(r) => ("interval", json(&dialect_interval(r, dialect, side))),
+        Event::End(s) => ("end", json(&dialect_end(s, dialect, side))),
+        Event::PeerReport(PeerReport::Report(l)) => ("peer_report", json(&enhanced::report_sample(l, side))),
         Event::ServerOutput(ServerOutput::Json(j)) => ("server_output_json", j.clone()),
         Event::ServerOutput(ServerOutput::Text(t)) => ("server_output_text", Value::from(t.clone())),
         Event::Error(e) => ("error", Value::from(error_text(e, side, dialect))),
@@ -305,10 +357,7 @@ pub fn stream_event(ev: &Event, side: Side, dialect: Dialect) -> Option<Value> {
         Event::Mode(m) => super::mode::stream_line(m),
         _ => return None,
     };
-    let mut m = obj();
-    m.insert("event".into(), Value::from(name));
-    m.insert("data".into(), data);
-    Some(Value::Object(m))
+    Some(event_line(name, data))
 }
 
 impl Sink for JsonStreamSink {
@@ -353,7 +402,7 @@ pub(crate) fn document_from_stream(events: &[Value]) -> Option<Value> {
     if let Some(d) = super::mode::document_from_stream(events) {
         return Some(d);
     }
-    let mut doc = obj();
+    let mut doc = Map::new();
     let mut intervals = Vec::new();
     let mut reports = Vec::new();
     for e in events {
@@ -385,17 +434,17 @@ pub(crate) fn document_from_stream(events: &[Value]) -> Option<Value> {
     }
     let mut end = match doc.shift_remove("end") {
         Some(Value::Object(e)) => e,
-        _ => obj(),
+        _ => Map::new(),
     };
     if !reports.is_empty() {
         enhanced::peer_reports_by_id(&mut end, &reports);
         enhanced::sum_peer_reports(&mut end);
     }
     // In the document's order: start, intervals, end, then the rest.
-    let mut out = obj();
+    let mut out = Map::new();
     out.insert(
         "start".into(),
-        doc.shift_remove("start").unwrap_or_else(|| Value::Object(obj())),
+        doc.shift_remove("start").unwrap_or_else(|| Value::Object(Map::new())),
     );
     out.insert("intervals".into(), Value::Array(intervals));
     out.insert("end".into(), Value::Object(end));
