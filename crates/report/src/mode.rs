@@ -40,97 +40,130 @@ pub fn is_mode(cfg: &TestConfig) -> bool {
     cfg.rpm || cfg.search.is_some()
 }
 
-fn rpm_start_json(s: &RpmStart) -> Value {
-    json!({
-        "host": s.host, "port": s.port, "method": s.method,
-        "interval_seconds": s.interval_seconds, "mad": s.mad, "sdt": s.sdt,
-        "max_flows": s.max_flows, "probes_per_second": s.probes_per_second,
-        "trimmed_mean_keep": s.trimmed_mean_keep, "time_limit_seconds": s.time_limit_seconds,
-    })
-}
-
-fn rpm_interval_json(iv: &RpmInterval) -> Value {
-    json!({
-        "seconds": iv.at, "flows": iv.flows, "goodput_bits_per_second": iv.goodput,
-        "goodput_moving_average": iv.goodput_avg, "saturated": iv.saturated,
-        "rpm": iv.rpm, "foreign_rpm": iv.foreign, "loaded_rpm": iv.loaded,
-    })
-}
-
-fn rpm_end_json(r: &RpmEnd) -> Value {
-    let mut v = json!({
-        "rpm": r.rpm, "class": r.class, "confidence": r.confidence,
-        "direction": r.direction, "goodput_bits_per_second": r.goodput, "flows": r.flows,
-        "idle_rpm": r.idle_rpm,
-        "idle": r.idle_ms.map(|(t, rr)| json!({"tcp_handshake_ms": t, "round_trip_ms": rr})),
-        "loaded": {"tcp_handshake_ms": r.tm_ms.0, "round_trip_ms": r.tm_ms.1,
-                   "tcp_info_rtt_ms": r.tm_ms.2, "round_trip_p90_ms": r.p90_ms},
-        "probe_failures": r.failures,
-    });
-    if let Some(ms) = r.self_probe_ms {
-        v["loaded"]["self_probe_ms"] = json!(ms);
+fn rpm_start(s: &RpmStart) -> document::RpmStart {
+    document::RpmStart {
+        host: Some(s.host.clone()),
+        port: Some(i64::from(s.port)),
+        method: Some(s.method.clone()),
+        interval_seconds: Some(s.interval_seconds),
+        mad: Some(s.mad as f64),
+        sdt: Some(s.sdt),
+        max_flows: Some(i64::from(s.max_flows)),
+        probes_per_second: Some(f64::from(s.probes_per_second)),
+        trimmed_mean_keep: Some(s.trimmed_mean_keep),
+        time_limit_seconds: Some(s.time_limit_seconds),
+        ..document::RpmStart::default()
     }
-    v
 }
 
-fn search_head_json(s: &SearchStart) -> Value {
-    json!({
-        "max_loss_percent": s.max_loss_percent,
-        "probe_seconds": s.probe_seconds,
-        "streams": s.streams,
-        "blksize": s.blksize,
-        "reverse": s.reverse,
-        "resolution": s.resolution,
-    })
+fn rpm_interval(iv: &RpmInterval) -> document::RpmInterval {
+    document::RpmInterval {
+        seconds: Some(iv.at),
+        flows: Some(i64::from(iv.flows)),
+        goodput_bits_per_second: Some(iv.goodput),
+        goodput_moving_average: Some(iv.goodput_avg),
+        saturated: Some(iv.saturated),
+        rpm: iv.rpm,
+        foreign_rpm: iv.foreign,
+        loaded_rpm: iv.loaded,
+        ..document::RpmInterval::default()
+    }
 }
 
-fn probe_json(p: &Probe) -> Value {
-    json!({
-        "bits_per_second": p.rate,
-        "sent_bits_per_second": p.sent_bps,
-        "received_bits_per_second": p.received_bps,
-        "packets": p.packets,
-        "lost_packets": p.lost,
-        "lost_percent": p.lost_percent,
-        "jitter_ms": p.jitter_ms,
-        "sender_limited": p.sender_limited,
-        "ok": p.ok,
-        "retry": p.retry,
-        "floor_check": p.floor_check,
-    })
+fn rpm_end(r: &RpmEnd) -> document::RpmEnd {
+    document::RpmEnd {
+        rpm: r.rpm,
+        class: r.class.clone(),
+        confidence: Some(r.confidence.clone()),
+        direction: Some(r.direction.clone()),
+        goodput_bits_per_second: Some(r.goodput),
+        flows: Some(i64::from(r.flows)),
+        idle_rpm: r.idle_rpm,
+        idle: r.idle_ms.map(|(t, rr)| document::RpmProbes {
+            tcp_handshake_ms: Some(t),
+            round_trip_ms: Some(rr),
+            ..document::RpmProbes::default()
+        }),
+        loaded: Some(document::RpmProbes {
+            tcp_handshake_ms: r.tm_ms.0,
+            round_trip_ms: r.tm_ms.1,
+            tcp_info_rtt_ms: Some(r.tm_ms.2),
+            round_trip_p90_ms: Some(r.p90_ms),
+            self_probe_ms: r.self_probe_ms,
+            ..document::RpmProbes::default()
+        }),
+        probe_failures: Some(i64::try_from(r.failures).unwrap_or(i64::MAX)),
+        ..document::RpmEnd::default()
+    }
 }
 
-fn floor_json(f: &LossFloor) -> Value {
-    json!({
-        "loss_floor_percent": 100.0 * f.loss,
-        "packets": f.packets,
-        "up_to_bits_per_second": f.up_to,
-    })
+fn search_head(s: &SearchStart) -> document::Search {
+    document::Search {
+        max_loss_percent: Some(s.max_loss_percent),
+        probe_seconds: Some(s.probe_seconds),
+        streams: Some(i64::from(s.streams)),
+        blksize: Some(i64::from(s.blksize)),
+        reverse: Some(s.reverse),
+        resolution: Some(s.resolution),
+        ..document::Search::default()
+    }
+}
+
+fn probe(p: &Probe) -> document::SearchProbe {
+    document::SearchProbe {
+        bits_per_second: Some(p.rate as f64),
+        sent_bits_per_second: Some(p.sent_bps),
+        received_bits_per_second: Some(p.received_bps),
+        packets: Some(p.packets),
+        lost_packets: Some(p.lost),
+        lost_percent: Some(p.lost_percent),
+        jitter_ms: Some(p.jitter_ms),
+        sender_limited: Some(p.sender_limited),
+        ok: Some(p.ok),
+        retry: Some(p.retry),
+        floor_check: Some(p.floor_check),
+        ..document::SearchProbe::default()
+    }
+}
+
+fn floor(f: &LossFloor) -> document::LossFloor {
+    document::LossFloor {
+        loss_floor_percent: Some(100.0 * f.loss),
+        packets: Some(f.packets),
+        up_to_bits_per_second: Some(f.up_to as f64),
+        ..document::LossFloor::default()
+    }
 }
 
 /// The `result` of a search that found an answer.
-fn search_result_json(e: &SearchEnd) -> Option<Value> {
+fn search_result(e: &SearchEnd) -> Option<document::SearchResult> {
     let a = e.outcome.as_ref().ok()?;
-    Some(json!({
-        "bits_per_second": a.rate,
-        "received_bits_per_second": a.received_bps,
-        "lost_percent": a.lost_percent,
-        "finish": a.finish.name(),
-        "loss_floor_percent": e.floor.map(|f| 100.0 * f.loss),
-    }))
+    Some(document::SearchResult {
+        bits_per_second: Some(a.rate as f64),
+        received_bits_per_second: Some(a.received_bps),
+        lost_percent: Some(a.lost_percent),
+        finish: Some(a.finish.name().to_string()),
+        loss_floor_percent: e.floor.map(|f| 100.0 * f.loss),
+        ..document::SearchResult::default()
+    })
+}
+
+/// A part of a document as JSON.
+fn json<T: serde::Serialize>(part: &T) -> Value {
+    serde_json::to_value(part).unwrap_or(Value::Null)
 }
 
 /// The `--json-stream` line of a mode event: its name and data.
 pub fn stream_line(m: &ModeEvent) -> (&'static str, Value) {
     match m {
-        ModeEvent::RpmStart(s) => ("rpm_start", rpm_start_json(s)),
-        ModeEvent::RpmInterval(iv) => ("rpm_interval", rpm_interval_json(iv)),
-        ModeEvent::RpmEnd(r) => ("rpm_end", rpm_end_json(r)),
-        ModeEvent::SearchStart(s) => ("search_start", search_head_json(s)),
-        ModeEvent::SearchProbe(p) => ("probe", probe_json(&p.probe)),
-        ModeEvent::SearchFloor(f) => ("loss_floor", floor_json(f)),
+        ModeEvent::RpmStart(s) => ("rpm_start", json(&rpm_start(s))),
+        ModeEvent::RpmInterval(iv) => ("rpm_interval", json(&rpm_interval(iv))),
+        ModeEvent::RpmEnd(r) => ("rpm_end", json(&rpm_end(r))),
+        ModeEvent::SearchStart(s) => ("search_start", json(&search_head(s))),
+        ModeEvent::SearchProbe(p) => ("probe", json(&probe(&p.probe))),
+        ModeEvent::SearchFloor(f) => ("loss_floor", json(&floor(f))),
         ModeEvent::SearchEnd(e) => match &e.outcome {
-            Ok(_) => ("search_end", search_result_json(e).unwrap_or(Value::Null)),
+            Ok(_) => ("search_end", search_result(e).map_or(Value::Null, |r| json(&r))),
             Err(err) => ("error", Value::String(err.text())),
         },
     }
@@ -140,15 +173,18 @@ pub fn stream_line(m: &ModeEvent) -> (&'static str, Value) {
 /// have always written them).
 pub(crate) fn stream_text(m: &ModeEvent) -> String {
     let (name, data) = stream_line(m);
-    let v = json!({ "event": name, "data": data });
-    format!("{}\n", serde_json::to_string(&v).unwrap_or_default())
+    let line = StreamEvent {
+        event: name.to_string(),
+        data,
+    };
+    format!("{}\n", serde_json::to_string(&line).unwrap_or_default())
 }
 
 /// A mode's `-J` document, built as its events arrive.
 #[derive(Default)]
 pub(crate) struct ModeDoc {
     /// The responsiveness test's document so far.
-    rpm: Option<Value>,
+    rpm: Option<document::RpmDoc>,
     /// The search's settings, from its start.
     search: Option<SearchStart>,
 }
@@ -158,53 +194,50 @@ impl ModeDoc {
     pub fn event(&mut self, m: &ModeEvent) -> Option<Value> {
         match m {
             ModeEvent::RpmStart(s) => {
-                let mut d = json!({"intervals": []});
-                d["start"] = rpm_start_json(s);
-                self.rpm = Some(d);
+                self.rpm = Some(document::RpmDoc {
+                    start: Some(rpm_start(s)),
+                    ..document::RpmDoc::default()
+                });
                 None
             }
             ModeEvent::RpmInterval(iv) => {
-                if let Some(a) = self.rpm.as_mut().and_then(|d| d["intervals"].as_array_mut()) {
-                    a.push(rpm_interval_json(iv));
+                if let Some(d) = self.rpm.as_mut() {
+                    d.intervals.push(rpm_interval(iv));
                 }
                 None
             }
             ModeEvent::RpmEnd(r) => {
-                let mut d = self.rpm.take().unwrap_or_else(|| json!({"intervals": []}));
-                d["end"] = rpm_end_json(r);
-                Some(d)
+                let mut d = self.rpm.take().unwrap_or_default();
+                d.end = Some(rpm_end(r));
+                Some(json(&d))
             }
             ModeEvent::SearchStart(s) => {
                 self.search = Some((**s).clone());
                 None
             }
             ModeEvent::SearchProbe(_) | ModeEvent::SearchFloor(_) => None,
-            ModeEvent::SearchEnd(e) => Some(self.search_document(e)),
+            ModeEvent::SearchEnd(e) => Some(json(&self.search_document(e))),
         }
     }
 
-    fn search_document(&self, e: &SearchEnd) -> Value {
-        let mut search = match self.search.as_ref().map(search_head_json) {
-            Some(Value::Object(m)) => m,
-            _ => Map::new(),
+    fn search_document(&self, e: &SearchEnd) -> document::SearchDoc {
+        let mut search = self.search.as_ref().map(search_head).unwrap_or_default();
+        search.probes = Some(e.probes.iter().map(probe).collect());
+        search.result = search_result(e);
+        let mut doc = document::SearchDoc {
+            start: Some(document::Start {
+                version: Some(wirespeed_core::version::version_string()),
+                system_info: Some(wirespeed_sys::process::system_info()),
+                ..document::Start::default()
+            }),
+            ..document::SearchDoc::default()
         };
-        search.insert("probes".into(), e.probes.iter().map(probe_json).collect());
-        if let Some(r) = search_result_json(e) {
-            search.insert("result".into(), r);
-        }
-        let mut start = Map::new();
-        start.insert("version".into(), wirespeed_core::version::version_string().into());
-        start.insert("system_info".into(), wirespeed_sys::process::system_info().into());
-        let mut doc = Map::new();
-        doc.insert("start".into(), Value::Object(start));
-        doc.insert("search".into(), Value::Object(search));
         if let Err(err) = &e.outcome {
-            doc.insert("error".into(), err.text().into());
-            if let Some(f) = e.floor {
-                doc["search"]["loss_floor_percent"] = json!(100.0 * f.loss);
-            }
+            doc.error = Some(err.text());
+            search.loss_floor_percent = e.floor.map(|f| 100.0 * f.loss);
         }
-        Value::Object(doc)
+        doc.search = Some(search);
+        doc
     }
 }
 
