@@ -466,6 +466,9 @@ impl Sink for ModeText {
 /// they are not a mode's): the responsiveness test's `intervals`, `start`
 /// and `end`, or the search's settings with its `probes` and `result` (or
 /// `error`).
+///
+/// JSON, not the model, as [`crate::json`]'s rebuild: the lines' data go
+/// into the document as they came.
 pub(crate) fn document_from_stream(events: &[Value]) -> Option<Value> {
     let name = |e: &Value| StreamEvent::name_of(e).map(str::to_string);
     let first = events.iter().find_map(name)?;

@@ -10,9 +10,18 @@
 //! damaged); only input that is not a JSON object is an error. Keys the
 //! model does not name are kept in each part's `extra`.
 //!
-//! The writers (`json/`, `mode.rs`) still build their output as
-//! `serde_json::Value`s, whose bytes the golden tests pin; the model's
-//! tests check that what they write reads back whole.
+//! The writers (`json/`, `mode.rs`) build these types and serialize them,
+//! so the model is what they write too: its field order is the written
+//! key order, an absent `Option` is left out (a few are written as `null`,
+//! and a field that may be either is an `Option<Option<_>>`), and numbers
+//! are written as the writers always wrote them (`de::num`, `de::whole`).
+//! What stays JSON, named by the model's keys where the writers add to
+//! it: an iperf 2 test's `end` once a connect-back's `end` or the peer
+//! reports merge into it (its key order is the order its parts came in),
+//! the document's parts after the `end` (in the order they came), and the
+//! documents rebuilt from `--json-stream` lines (their data kept as they
+//! came). The golden tests pin the bytes; the model's tests check that
+//! what the writers write reads back whole.
 
 pub(crate) mod de;
 pub mod iperf3;

@@ -365,6 +365,9 @@ fn put_peer_report(end: &mut Map<String, Value>, i: usize, report: doc::Totals) 
 
 /// `peer_report` lines (of `--json-stream`) written into the streams of
 /// `end` they report on, by transfer id, where a stream has none yet.
+///
+/// JSON, not the model: the lines are kept as they came (a foreign or
+/// older writer's keys included), and the `end` is a merged one.
 pub(crate) fn peer_reports_by_id(end: &mut Map<String, Value>, reports: &[Value]) {
     let id_of = |v: &Value| {
         doc::Totals::deserialize(v)
@@ -389,6 +392,11 @@ pub(crate) fn peer_reports_by_id(end: &mut Map<String, Value>, reports: &[Value]
 /// into the first: its streams are appended, and its sums, already named
 /// for their direction (the connect-back's `*_bidir_reverse`), join the
 /// first's.
+///
+/// JSON, not the model: the merged `end` keeps its keys in the order its
+/// parts came (the first's, then what only the second has), which no one
+/// struct's field order can say; and the stream rebuild merges lines kept
+/// as they came.
 pub(crate) fn merge_end(first: &mut Map<String, Value>, second: Map<String, Value>) {
     for (k, v) in second {
         match k.as_str() {

@@ -398,6 +398,10 @@ impl Sink for JsonStreamSink {
 /// streams they report on (with `sum_received` from them) where the
 /// `end` lacks them. `None` if a line is not such an event. A mode's
 /// lines (`--rpm`, `--udp-search`) make that mode's document.
+///
+/// JSON, not the model: each line's data goes into the document as it
+/// came (a foreign or damaged line's keys too), so the assembly names the
+/// document's top-level keys itself.
 pub(crate) fn document_from_stream(events: &[Value]) -> Option<Value> {
     if let Some(d) = super::mode::document_from_stream(events) {
         return Some(d);
