@@ -326,6 +326,9 @@ pub struct Sample {
     /// UDP receiver: datagrams out of order.
     #[serde(deserialize_with = "de::i64")]
     pub out_of_order: Option<i64>,
+    /// UDP: the ECN field, when in play (wirespeed).
+    #[serde(deserialize_with = "de::part")]
+    pub ecn: Option<Ecn>,
     /// iperf 2's additions (`-e`).
     #[serde(deserialize_with = "de::part")]
     pub iperf2: Option<Iperf2>,
@@ -477,6 +480,9 @@ pub struct Totals {
     /// UDP receiver: duplicates (wirespeed).
     #[serde(deserialize_with = "de::i64")]
     pub duplicates: Option<i64>,
+    /// UDP: the ECN field, when in play (wirespeed).
+    #[serde(deserialize_with = "de::part")]
+    pub ecn: Option<Ecn>,
     /// iperf 2 sender: these are its receiver's report.
     #[serde(deserialize_with = "de::flag")]
     pub from_peer_report: Option<bool>,
@@ -600,6 +606,46 @@ pub struct Latency {
     /// Why the numbers may mislead.
     #[serde(deserialize_with = "de::string")]
     pub note: Option<String>,
+    /// Keys not named above.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The ECN field of a UDP stream or sum (wirespeed's, only when ECN is in
+/// play; docs/features.md): the codepoint sent and the datagrams per
+/// codepoint (an interval's, or what arrived over the whole test), and at
+/// the end what the path did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ecn {
+    /// The codepoint the sender set: `not_ect`, `ect0`, `ect1` or `ce`.
+    #[serde(deserialize_with = "de::string")]
+    pub sent: Option<String>,
+    /// Datagrams that were (or arrived) Not-ECT.
+    #[serde(deserialize_with = "de::i64")]
+    pub not_ect: Option<i64>,
+    /// Datagrams with ECT(0).
+    #[serde(deserialize_with = "de::i64")]
+    pub ect0: Option<i64>,
+    /// Datagrams with ECT(1).
+    #[serde(deserialize_with = "de::i64")]
+    pub ect1: Option<i64>,
+    /// Datagrams marked CE.
+    #[serde(deserialize_with = "de::i64")]
+    pub ce: Option<i64>,
+    /// End: datagrams the sender sent.
+    #[serde(deserialize_with = "de::i64")]
+    pub sent_packets: Option<i64>,
+    /// End: what the path did (`kept`, or any of `ce_marked`, `bleached`,
+    /// `remarked`).
+    #[serde(deserialize_with = "de::list")]
+    pub path: Option<Vec<String>>,
+    /// End: 100 × CE / arrived.
+    #[serde(deserialize_with = "de::f64")]
+    pub ce_percent: Option<f64>,
+    /// End: counts a peer claimed that cannot be, not used.
+    #[serde(deserialize_with = "de::boxed")]
+    pub impossible_peer_counts: Option<Box<Ecn>>,
     /// Keys not named above.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -317,6 +317,13 @@ pub fn sample(s: &StreamSample, reversed: Option<bool>) -> Value {
         m.insert("packets".into(), Value::from(u.packets));
         m.insert("lost_percent".into(), num(u.lost_percent));
         m.insert("out_of_order".into(), Value::from(u.out_of_order));
+        // The ECN field, only when in play.
+        if let Some(e) = &u.ecn {
+            m.insert(
+                "ecn".into(),
+                wirespeed_proto::iperf3::results::ecn_value(e.sent, &e.counts),
+            );
+        }
     }
     m.insert("iperf2".into(), stream_extras(s, reversed));
     Value::Object(m)

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use wirespeed_core::config::{Direction, Protocol};
 use wirespeed_core::events::*;
+use wirespeed_proto::iperf3::results::ecn_value;
 use wirespeed_proto::json::num;
 
 pub(super) fn obj() -> Map<String, Value> {
@@ -142,6 +143,58 @@ fn udp_interval_keys(m: &mut Map<String, Value>, u: &UdpSample, sender: bool) {
         m.insert("packets".into(), Value::from(u.packets));
         m.insert("lost_percent".into(), num(u.lost_percent));
     }
+    // Not in iperf3: the ECN field, only when in play.
+    if let Some(e) = &u.ecn {
+        m.insert("ecn".into(), ecn_value(e.sent, &e.counts));
+    }
+}
+
+/// A whole test's `ecn` object: the codepoint sent, what arrived per
+/// codepoint (when known here), the datagrams sent, and what the path did.
+pub(crate) fn ecn_totals_json(e: &EcnTotals) -> Value {
+    let mut m = match &e.arrived {
+        Some(a) => match ecn_value(e.sent, a) {
+            Value::Object(m) => m,
+            _ => obj(),
+        },
+        None => {
+            let mut m = obj();
+            if let Some(s) = e.sent {
+                m.insert("sent".into(), Value::from(s.key()));
+            }
+            m
+        }
+    };
+    if let Some(n) = e.sent_packets {
+        m.insert("sent_packets".into(), Value::from(n));
+    }
+    if let Some(v) = &e.verdict {
+        m.insert("path".into(), Value::from(ecn_path_words(v)));
+        m.insert("ce_percent".into(), num(v.ce_percent));
+    }
+    if let Some(c) = &e.impossible {
+        m.insert("impossible_peer_counts".into(), ecn_value(None, c));
+    }
+    Value::Object(m)
+}
+
+/// What the path did, as JSON names it: `kept`, or any of `ce_marked`,
+/// `bleached`, `remarked`.
+fn ecn_path_words(v: &EcnVerdict) -> Vec<&'static str> {
+    if v.kept_all() {
+        return vec!["kept"];
+    }
+    let mut w = Vec::new();
+    if v.ce > 0 {
+        w.push("ce_marked");
+    }
+    if v.bleached > 0 {
+        w.push("bleached");
+    }
+    if v.remarked > 0 {
+        w.push("remarked");
+    }
+    w
 }
 
 fn sum_interval(s: &StreamSample) -> Value {
@@ -227,6 +280,10 @@ fn udp_totals(socket: Option<i32>, t: &Totals, u: &UdpTotals, sender: bool, ooo:
         m.insert("duplicates".into(), Value::from(u.duplicates));
     }
     m.insert("sender".into(), Value::Bool(sender));
+    // Not in iperf3: the ECN field, only when in play.
+    if let Some(e) = &u.ecn {
+        m.insert("ecn".into(), ecn_totals_json(e));
+    }
     Value::Object(m)
 }
 
@@ -308,6 +365,7 @@ pub fn end_json(s: &Summary) -> Value {
                 jitter_ms: 0.0,
                 lost: Some(0),
                 lost_percent: 0.0,
+                ecn: None,
                 ..*u
             };
             let sent_packets = if d.sent.sender || peer_known { u.sent_packets } else { 0 };
