@@ -554,7 +554,10 @@ impl Acceptor {
                     more = true;
                     break;
                 }
-                let (n, from, tos) = match wirespeed_sys::udp::recv_from_tos(u, &mut buf) {
+                // Through mio's try_io: on Windows a read that would block must
+                // pass through mio to re-arm the socket's readiness (a raw
+                // read there leaves the next datagrams unannounced).
+                let (n, from, tos) = match u.try_io(|| wirespeed_sys::udp::recv_from_tos(u, &mut buf)) {
                     Ok(r) => r,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(_) => break,
