@@ -428,31 +428,41 @@ fn received_tos(mut p: common::Proc) -> Vec<Option<u64>> {
 }
 
 /// `ecn=mark`: an ECT(1) packet is marked CE when its queue delay reaches
-/// `mark_at`, and only then. Twenty packets of 1250 bytes arrive at once
-/// at a 10 Mbit/s link (1 ms each): packet k waits k ms, so with
-/// mark_at=2.5ms packets 3 to 19 are marked and 0 to 2 are not. IPv4's
-/// rewritten header checksum holds (the kernel would drop the packet
-/// otherwise), and IPv6's traffic class is rewritten the same way.
-/// Not-ECT packets are never marked.
+/// `mark_at`, and only then. Twenty packets of 1250 bytes are sent back to
+/// back at a 2 Mbit/s link (5 ms each): packet k waits at most 5k ms (only
+/// k packets are ahead of it), so with mark_at=12.5ms packets 0 to 2 can
+/// never be marked; sent at once, 3 to 19 all are. The sender is a script
+/// on a shared machine, so it may pause between packets and shorten the
+/// queue: the test holds the rule's hard half exactly (0 to 2 unmarked, the
+/// emulator's count equal to what arrived marked) and asks for most of the
+/// rest marked. IPv4's rewritten header checksum holds (the kernel would
+/// drop the packet otherwise), and IPv6's traffic class is rewritten the
+/// same way. Not-ECT packets are never marked.
 #[test]
 fn ecn_marking_steps_at_the_queue_delay() {
     let Some(python) = common::peer("python3") else { return };
-    let spec = PathSpec::new().a2b("rate=10M,ecn=mark,mark_at=2500us");
+    let spec = PathSpec::new().a2b("rate=2M,ecn=mark,mark_at=12500us");
     let Some(path) = Path::start(&spec) else { return };
     let python = FsPath::new(&python);
     let mut marks = 0;
     for v6 in [false, true] {
-        // IPv6's header is 20 bytes longer: 1270-byte packets, 1.016 ms each.
+        // IPv6's header is 20 bytes longer: 1270-byte packets, 5.08 ms each.
         let rx = tos_receiver(&path, python, v6, 20);
         send_with_tos(&path, python, v6, 0x01, 20);
         let got = received_tos(rx);
-        let want: Vec<Option<u64>> = (0..20).map(|k| Some(if k < 3 { 1 } else { 3 })).collect();
-        assert_eq!(got, want, "v6={v6}");
-        marks += 17;
+        assert!(got.iter().all(|t| matches!(t, Some(1) | Some(3))), "v6={v6}: {got:?}");
+        assert_eq!(
+            got[..3],
+            [Some(1); 3],
+            "v6={v6}: marked before its queue delay could reach mark_at"
+        );
+        let marked = got.iter().filter(|t| **t == Some(3)).count() as u64;
+        assert!(marked >= 12, "v6={v6}: only {marked} of 20 marked: {got:?}");
+        marks += marked;
         let s = path.stats();
         assert_eq!(s["a2b"]["udp"]["ecn"]["marked"], marks, "{}", s["a2b"]["udp"]);
         let fam = if v6 { "ipv6" } else { "ipv4" };
-        assert_eq!(s["a2b"][fam]["udp"]["ecn"]["marked"], 17, "{}", s["a2b"]);
+        assert_eq!(s["a2b"][fam]["udp"]["ecn"]["marked"], marked, "{}", s["a2b"]);
         assert_eq!(count(&s, "a2b", &format!("{fam}.udp"), "delivered"), 20);
         // Not-ECT meets the same queue unmarked.
         let rx = tos_receiver(&path, python, v6, 20);
