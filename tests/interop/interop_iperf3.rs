@@ -257,3 +257,55 @@ fn server_json_keys_udp() {
         "keys iperf3's server writes but ours does not: {missing:?}"
     );
 }
+
+/// ECN between us and iperf3 3.12: our results carry an `ecn` object,
+/// which iperf3 accepts and ignores both ways; our server counts what an
+/// iperf3 client sent with `-S 1` (ECT(1)); our client says what it sent
+/// and, knowing nothing of what arrived, no more. iperf3 3.12's server
+/// does not set the TOS on its own UDP sockets, so a `-R` test is not in
+/// play and prints as always.
+#[test]
+fn ecn_results_are_accepted_by_iperf3() {
+    let Some((r, server)) = iperf3_to_ours("-u -b 5M -t 1 -S 1") else {
+        return;
+    };
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let line = server
+        .lines()
+        .find(|l| l.contains("ECN:"))
+        .unwrap_or_else(|| panic!("{server}"));
+    assert!(
+        line.contains("sent ECT(1), arrived Not-ECT 0, ECT(0) 0, ECT(1) "),
+        "{line}"
+    );
+    assert!(line.ends_with("the path kept ECT(1)"), "{line}");
+    assert!(
+        !r.stdout.contains("ECN"),
+        "iperf3 prints its own lines only: {}",
+        r.stdout
+    );
+    let Some((r, iperf3_server)) = iperf3_to_ours("-u -b 5M -t 1 -S 1 -R") else {
+        return;
+    };
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(iperf3_server.contains("ECN: sent ECT(1) ("), "{iperf3_server}");
+    let Some((r, server)) = ours_to_iperf3("-u -b 5M -t 1 --ecn ect1") else {
+        return;
+    };
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(!server.contains("error"), "{server}");
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("ECN:"))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(
+        line.contains("ECN: sent ECT(1) (") && line.ends_with("the receiver did not say what arrived"),
+        "{line}"
+    );
+    let Some((r, _)) = ours_to_iperf3("-u -b 5M -t 1 --ecn ect1 -R") else {
+        return;
+    };
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains("ECN"), "{}", r.stdout);
+}

@@ -94,7 +94,7 @@ const IPERF2_EXTRAS: &[&str] = &[
     "enhancedreports", "linux-congestion", "allow", "deny", "json", "json-stream", "report", "live", "udp-search",
     "latency",    "max-loss", "max-tests", "dscp", "tcp-cca", "working-load", "rpm", "bounceback-request",
     "bounceback-reply", "sync-transfer-id", "ui", "server-bitrate-limit", "server-max-duration", "rcv-timeout",
-    "db", "rpm-listen", "tls-cert", "tls-key",
+    "db", "rpm-listen", "tls-cert", "tls-key", "ecn",
 ];
 
 /// wirespeed's own long options in the iperf3 dialect.
@@ -102,7 +102,7 @@ const IPERF2_EXTRAS: &[&str] = &[
 const IPERF3_EXTRAS: &[&str] = &[
     "max-tests", "max-streams", "loopback", "live", "report", "udp-search", "latency", "max-loss", "metrics", "allow",
     "deny", "csv", "rpm", "ui", "db", "rpm-listen", "tls-cert", "tls-key", "cacert", "insecure",
-    "quic-perf", "quic-perf-listen",
+    "quic-perf", "quic-perf-listen", "ecn",
 ];
 
 /// What a peer program does with `--prefix`.

@@ -440,6 +440,7 @@ fn results() -> impl Strategy<Value = Results> {
             duplicates: (oe >= 0).then_some(oe as i64 / 5),
             ports: (packets >= 0).then_some(((packets & 0xffff) as u16, (op & 0xffff) as u16)),
             omitted_bytes: ob,
+            ecn: None,
         });
     (
         prop::collection::vec(stream, 0..20),

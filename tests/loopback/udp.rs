@@ -209,3 +209,92 @@ fn junk_at_the_udp_port_does_not_disturb_a_test() {
     let ev = ev.expect("the test completes despite junk");
     assert_exact(summary_of(&ev));
 }
+
+/// `--ecn ect1` (with `-S`'s DSCP): every datagram arrives as ECT(1), in
+/// both directions, each stream and the sum; both ends agree through the
+/// results exchange, and the end says the path kept it.
+#[test]
+fn ecn_ect1_arrives_as_ect1() {
+    use wirespeed::events::{Ecn, EcnCounts};
+    for args in [
+        "-u -b 20M -t 1 -l 1200 --ecn ect1 -S 0xb8",
+        "-u -R -b 20M -t 1 -l 1200 --ecn ect1",
+        "-u -P 2 -b 10M -t 1 --ecn ect1",
+    ] {
+        let ev = client(args);
+        let s = summary_of(&ev);
+        assert_exact(s);
+        for st in &s.streams {
+            let u = udp(st);
+            let e = u.ecn.unwrap_or_else(|| panic!("{args}: no ECN totals"));
+            let arrived = e.arrived.unwrap_or_else(|| panic!("{args}: {e:?}"));
+            assert_eq!(arrived, EcnCounts::all(Ecn::Ect1, u.packets as u64), "{args}");
+            assert_eq!(e.sent, Some(Ecn::Ect1), "{args}");
+            assert!(e.verdict.unwrap().kept_all(), "{args}: {e:?}");
+        }
+        let sum = s.forward.udp.unwrap().ecn.unwrap().arrived.unwrap();
+        let packets: i64 = s.streams.iter().map(|st| udp(st).packets).sum();
+        assert_eq!(sum.ect1, packets as u64, "{args}");
+        // The receiving end's intervals add up to what arrived.
+        if args.contains("-R") {
+            let per_interval: u64 = ev
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Interval(r) => r.sum.udp.and_then(|u| u.ecn).map(|e| e.counts.ect1),
+                    _ => None,
+                })
+                .sum();
+            assert_eq!(per_interval, sum.ect1, "{args}");
+        }
+    }
+    // Without --ecn: no ECN numbers anywhere.
+    let ev = client("-u -b 10M -t 1");
+    assert!(summary_of(&ev).streams.iter().all(|st| udp(st).ecn.is_none()));
+}
+
+/// The same in the iperf 2 dialect: the server counts every datagram of
+/// a `--ecn ect1` client as ECT(1), the first ones its listener read too.
+#[test]
+fn iperf2_ecn_ect1_arrives_as_ect1() {
+    let port = free_port();
+    let srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-u", "-p", &port.to_string()]);
+    wait_bound_udp(port);
+    let r = run(
+        &wirespeed(),
+        &[
+            "--iperf2",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-u",
+            "-b",
+            "10M",
+            "-t",
+            "1",
+            "--ecn",
+            "ect1",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("ECN: sent ECT(1) ("), "{}", r.stdout);
+    wait::until("the server's ECN line", wait::LONG, || {
+        srv.out().contains("ECN:").then_some(())
+    });
+    let out = stop_server(srv);
+    let line = out.lines().find(|l| l.contains("ECN:")).unwrap();
+    // `0/893 (0%)`: the datagrams the server's report counted.
+    let total: u64 = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().find(|w| w.contains('/') && !w.contains("sec")))
+        .filter_map(|w| w.split('/').nth(1)?.parse().ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("no datagram count in {out}"));
+    assert!(
+        line.contains(&format!(
+            "arrived Not-ECT 0, ECT(0) 0, ECT(1) {total}, CE 0: the path kept ECT(1)"
+        )),
+        "{total}: {out}"
+    );
+}

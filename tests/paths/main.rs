@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod ecn;
 mod latency;
 mod netns_bottleneck;
 mod pathemu;

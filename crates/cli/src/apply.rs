@@ -29,6 +29,10 @@ pub struct Gathered {
     pub reverse: bool,
     /// `--udp-search`, `--max-loss`.
     pub search: SearchRequest,
+    /// `--ecn`: the ECN field's value (1 ECT(1), 2 ECT(0)), put into the
+    /// TOS byte once every option is read, so `-S`/`--dscp` in any order
+    /// keep their DSCP bits.
+    pub ecn: Option<u8>,
 }
 
 impl Gathered {
@@ -41,7 +45,19 @@ impl Gathered {
             udp: false,
             reverse: false,
             search: SearchRequest::default(),
+            ecn: None,
         }
+    }
+
+    /// Puts `--ecn`'s bits into the TOS byte. Refuses it for a TCP test:
+    /// the kernel owns a TCP socket's ECN bits.
+    pub fn settle_ecn(&mut self) -> Result<(), String> {
+        let Some(e) = self.ecn else { return Ok(()) };
+        if !self.udp && !self.search.search {
+            return Err("--ecn sets the ECN field of UDP datagrams (-u); TCP's belongs to the kernel".into());
+        }
+        self.cfg.params.tos = (self.cfg.params.tos & !3) | e;
+        Ok(())
     }
 }
 
@@ -105,6 +121,23 @@ pub fn report<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
 /// `--live`: a client's status line on a terminal.
 pub fn live<S: Gather, O>(s: &mut S, _: &Occurrence<O>) -> Step<S> {
     s.cfg.output.live = true;
+    Ok(())
+}
+
+/// `--ecn ect0|ect1`: the ECN codepoint a UDP sender sets (the TOS byte's
+/// two low bits; `-S`/`--dscp` set the rest).
+pub fn ecn<S: Gather, O>(s: &mut S, o: &Occurrence<O>) -> Step<S> {
+    let v = value(o);
+    s.ecn = Some(match v.to_ascii_lowercase().as_str() {
+        "ect0" | "ect(0)" => 2,
+        "ect1" | "ect(1)" => 1,
+        _ => {
+            return Err(S::value_error(
+                Code::BADTOS,
+                format!("--ecn value of '{v}' not recognized (ect0 or ect1)"),
+            ));
+        }
+    });
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod ecn;
 pub mod error;
 pub mod iperf2;
 pub mod iperf3;

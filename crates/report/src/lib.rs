@@ -5,6 +5,7 @@
 //! the sinks a configuration asks for.
 
 pub mod document;
+pub mod ecn;
 pub mod html;
 pub mod iperf2;
 pub mod iperf3;

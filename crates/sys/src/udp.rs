@@ -1,5 +1,6 @@
 //! UDP batching and offloads: `sendmmsg`, `recvmmsg` with control messages
-//! (GRO segment size, kernel receive timestamps), UDP GSO/GRO, don't-fragment,
+//! (GRO segment size, kernel receive timestamps, the TOS / traffic class
+//! byte each datagram arrived with), UDP GSO/GRO, don't-fragment,
 //! and the timer slack that lets a pacing thread sleep precisely.
 //!
 //! Elsewhere (no `sendmmsg`/`recvmmsg`, GSO or GRO) the same types send
@@ -98,6 +99,46 @@ pub fn set_rx_timestamps(sock: &impl AsSock) -> io::Result<()> {
     set_int_option(sock, libc::SOL_SOCKET, SO_TIMESTAMPNS, 1)
 }
 
+/// The arriving TOS byte is read on Linux only.
+#[cfg(not(target_os = "linux"))]
+pub fn set_recv_tos(_sock: &impl AsSock, _ipv6_socket: bool) -> io::Result<()> {
+    Err(super::unsupported("reading the arriving TOS byte (IP_RECVTOS)"))
+}
+
+/// Asks for the TOS byte (IPv4, `IP_RECVTOS`) or traffic class (IPv6,
+/// `IPV6_RECVTCLASS`) every datagram arrived with, as a control message:
+/// its low two bits are the ECN field. An IPv6 socket asks for both, as a
+/// dual-stack one carries IPv4 too (an IPv6-only one refuses the IPv4
+/// option, which is fine).
+#[cfg(target_os = "linux")]
+pub fn set_recv_tos(sock: &impl AsSock, ipv6_socket: bool) -> io::Result<()> {
+    if ipv6_socket {
+        set_int_option(sock, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1)?;
+        let _ = set_int_option(sock, libc::IPPROTO_IP, libc::IP_RECVTOS, 1);
+        Ok(())
+    } else {
+        set_int_option(sock, libc::IPPROTO_IP, libc::IP_RECVTOS, 1)
+    }
+}
+
+/// The TOS byte a socket sends with is read on Linux only.
+#[cfg(not(target_os = "linux"))]
+pub fn sending_tos(_sock: &impl AsSock, _ipv6_socket: bool) -> Option<u8> {
+    None
+}
+
+/// The TOS byte (IPv4) or traffic class (IPv6) the socket sends with.
+#[cfg(target_os = "linux")]
+pub fn sending_tos(sock: &impl AsSock, ipv6_socket: bool) -> Option<u8> {
+    let v = if ipv6_socket {
+        super::socket::get_int_option(sock, libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
+    } else {
+        super::socket::get_int_option(sock, libc::IPPROTO_IP, libc::IP_TOS)
+    };
+    // An unset traffic class reads as -1 on some kernels: none set.
+    v.ok().map(|v| v.max(0) as u8)
+}
+
 /// Don't-fragment (Linux only here).
 #[cfg(not(target_os = "linux"))]
 pub fn set_dont_fragment(_sock: &impl AsSock, _ipv6_socket: bool) -> io::Result<()> {
@@ -193,8 +234,9 @@ const TRUNCATED: i32 = libc::MSG_TRUNC;
 const TRUNCATED: i32 = 0x20;
 
 /// Room for the control messages one datagram may carry: a GRO segment
-/// size (int) and a receive timestamp (timespec), each with its header.
-const CMSG_ROOM: usize = 64;
+/// size (int), a receive timestamp (timespec) and the TOS byte or traffic
+/// class (int), each with its header, 8-byte aligned (24 + 32 + 24).
+const CMSG_ROOM: usize = 96;
 
 /// One received message, as [`RecvBatch::message`] shows it.
 #[derive(Debug, Clone, Copy)]
@@ -205,6 +247,11 @@ pub struct Received<'a> {
     pub segment: Option<usize>,
     /// Kernel receive time, CLOCK_REALTIME nanoseconds.
     pub rx_time_ns: Option<i64>,
+    /// The TOS byte (IPv4) or traffic class (IPv6) the datagram arrived
+    /// with, when asked for ([`set_recv_tos`]); its low two bits are the
+    /// ECN field. With GRO, every coalesced datagram arrived with it (the
+    /// kernel only coalesces datagrams whose headers match).
+    pub tos: Option<u8>,
     /// The payload did not fit the slot and was cut.
     pub truncated: bool,
 }
@@ -326,22 +373,88 @@ impl RecvBatch {
         let len = (self.lens[i] as usize).min(self.slot);
         let data = &self.data[i * self.slot..i * self.slot + len];
         let base = i * CMSG_ROOM / 8;
-        let (segment, rx_time_ns) = parse_control(&self.control[base..base + CMSG_ROOM / 8], self.ctl_lens[i]);
+        let c = parse_control(&self.control[base..base + CMSG_ROOM / 8], self.ctl_lens[i]);
         Received {
             data,
-            segment,
-            rx_time_ns,
+            segment: c.segment,
+            rx_time_ns: c.rx_time_ns,
+            tos: c.tos,
             truncated: self.flags[i] & TRUNCATED != 0,
         }
     }
 }
 
-/// The GRO segment size and receive time in one message's control area
-/// (`ctl_bytes` of it filled by the kernel).
+/// Receives one datagram on an unconnected socket: its length, where it
+/// came from, and the TOS byte it arrived with when asked for
+/// ([`set_recv_tos`]). Elsewhere the TOS byte is never known.
+#[cfg(not(target_os = "linux"))]
+pub fn recv_from_tos(sock: &impl AsSock, buf: &mut [u8]) -> io::Result<(usize, std::net::SocketAddr, Option<u8>)> {
+    // SAFETY: an initialised byte buffer may be viewed as maybe-uninit
+    // bytes; the receive only writes initialised bytes into it.
+    let uninit = unsafe { &mut *(buf as *mut [u8] as *mut [mem::MaybeUninit<u8>]) };
+    let (n, from) = sock.sock_ref().recv_from(uninit)?;
+    let from = from
+        .as_socket()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP source"))?;
+    Ok((n, from, None))
+}
+
+/// Receives one datagram on an unconnected socket: its length, where it
+/// came from, and the TOS byte it arrived with when asked for
+/// ([`set_recv_tos`]).
 #[cfg(target_os = "linux")]
-fn parse_control(area: &[u64], ctl_bytes: usize) -> (Option<usize>, Option<i64>) {
+pub fn recv_from_tos(sock: &impl AsSock, buf: &mut [u8]) -> io::Result<(usize, std::net::SocketAddr, Option<u8>)> {
+    let mut control = [0u64; CMSG_ROOM / 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let fd = sock.raw_sock();
+    // SAFETY: try_init hands a zeroed sockaddr_storage and its length for
+    // recvmsg to fill; the header points at it, at `iov` (the caller's
+    // live buffer, `iov_len` bytes) and at `control` (CMSG_ROOM bytes),
+    // all alive for the call; the kernel writes at most those lengths.
+    let ((n, ctl_len), from) = unsafe {
+        socket2::SockAddr::try_init(|storage, len| {
+            // SAFETY: plain data; zeroed is valid.
+            let mut h: libc::msghdr = mem::zeroed();
+            h.msg_name = storage.cast();
+            h.msg_namelen = *len;
+            h.msg_iov = &mut iov;
+            h.msg_iovlen = 1;
+            h.msg_control = control.as_mut_ptr().cast();
+            h.msg_controllen = CMSG_ROOM as _;
+            let rc = libc::recvmsg(fd, &mut h, 0);
+            if rc < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            *len = h.msg_namelen;
+            // msg_controllen is size_t with glibc but u32 with musl.
+            #[allow(clippy::unnecessary_cast)]
+            Ok((rc as usize, (h.msg_controllen as usize).min(CMSG_ROOM)))
+        })?
+    };
+    let from = from
+        .as_socket()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP source"))?;
+    Ok((n.min(buf.len()), from, parse_control(&control, ctl_len).tos))
+}
+
+/// What one message's control messages said.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Control {
+    segment: Option<usize>,
+    rx_time_ns: Option<i64>,
+    tos: Option<u8>,
+}
+
+/// The GRO segment size, receive time and TOS byte in one message's
+/// control area (`ctl_bytes` of it filled by the kernel).
+#[cfg(target_os = "linux")]
+fn parse_control(area: &[u64], ctl_bytes: usize) -> Control {
     let mut segment = None;
     let mut rx_time_ns = None;
+    let mut tos = None;
     // Walk the control messages by hand: each is a cmsghdr followed by
     // its data, padded to 8 bytes. Lengths come from the kernel but are
     // checked against the area before use.
@@ -373,17 +486,27 @@ fn parse_control(area: &[u64], ctl_bytes: usize) -> (Option<usize>, Option<i64>)
                 let (s, n) = (i64::from_ne_bytes(s), i64::from_ne_bytes(n));
                 rx_time_ns = Some(s.saturating_mul(1_000_000_000).saturating_add(n));
             }
+            // IPv4's IP_TOS carries one byte; IPv6's IPV6_TCLASS an int.
+            (libc::IPPROTO_IP, libc::IP_TOS) if !payload.is_empty() => tos = Some(payload[0]),
+            (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) if payload.len() >= 4 => {
+                let v = i32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]]);
+                tos = Some((v & 0xff) as u8);
+            }
             _ => {}
         }
         off += (clen + 7) & !7;
     }
-    (segment, rx_time_ns)
+    Control {
+        segment,
+        rx_time_ns,
+        tos,
+    }
 }
 
 /// No control messages are asked for here.
 #[cfg(not(target_os = "linux"))]
-fn parse_control(_area: &[u64], _ctl_bytes: usize) -> (Option<usize>, Option<i64>) {
-    (None, None)
+fn parse_control(_area: &[u64], _ctl_bytes: usize) -> Control {
+    Control::default()
 }
 
 #[cfg(test)]
@@ -449,6 +572,102 @@ mod tests {
             assert_eq!(d, &vec![k as u8; 100]);
         }
         clear_gso(&a).unwrap();
+    }
+
+    /// A control area as the kernel lays it out: each message a cmsghdr
+    /// and its data, padded to 8 bytes.
+    #[cfg(target_os = "linux")]
+    fn area(msgs: &[(i32, i32, &[u8])]) -> (Vec<u64>, usize) {
+        // cmsghdr on 64-bit Linux: an 8-byte length (glibc's size_t; musl's
+        // u32 and padding, the same bytes little-endian), level, type.
+        assert_eq!(mem::size_of::<libc::cmsghdr>(), 16);
+        let mut bytes = Vec::new();
+        for (level, kind, data) in msgs {
+            bytes.extend_from_slice(&((16 + data.len()) as u64).to_ne_bytes());
+            bytes.extend_from_slice(&level.to_ne_bytes());
+            bytes.extend_from_slice(&kind.to_ne_bytes());
+            bytes.extend_from_slice(data);
+            bytes.resize(bytes.len().next_multiple_of(8), 0);
+        }
+        let filled = bytes.len();
+        bytes.resize(CMSG_ROOM, 0);
+        let words = bytes
+            .chunks(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        (words, filled)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn control_messages_give_segment_time_and_tos() {
+        let ts: Vec<u8> = [3i64.to_ne_bytes(), 5i64.to_ne_bytes()].concat();
+        let (a, n) = area(&[
+            (libc::SOL_UDP, UDP_GRO, &1200i32.to_ne_bytes()),
+            (libc::SOL_SOCKET, SO_TIMESTAMPNS, &ts),
+            (libc::IPPROTO_IP, libc::IP_TOS, &[0xb9]),
+        ]);
+        assert_eq!(n, 80, "the three fit the room");
+        let c = parse_control(&a, n);
+        assert_eq!(c.segment, Some(1200));
+        assert_eq!(c.rx_time_ns, Some(3_000_000_005));
+        assert_eq!(c.tos, Some(0xb9));
+        // IPv6's traffic class is an int.
+        let (a, n) = area(&[(libc::IPPROTO_IPV6, libc::IPV6_TCLASS, &0x03i32.to_ne_bytes())]);
+        assert_eq!(parse_control(&a, n).tos, Some(3));
+        // Nothing asked for, nothing found; a length past the filled bytes
+        // stops the walk rather than reading beyond it.
+        assert_eq!(parse_control(&a, 0), Control::default());
+        let (a, n) = area(&[(libc::IPPROTO_IP, libc::IP_TOS, &[1])]);
+        assert_eq!(parse_control(&a, n - 8).tos, None);
+    }
+
+    /// The TOS byte a sender set comes back with every datagram, and with
+    /// a GRO buffer too.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn arriving_tos_is_read() {
+        let (a, b) = pair();
+        crate::socket::set_int_option(&a, libc::IPPROTO_IP, libc::IP_TOS, 0xb9).unwrap();
+        set_recv_tos(&b, false).unwrap();
+        let _ = set_gro(&b);
+        set_rx_timestamps(&b).unwrap();
+        let d: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i; 200]).collect();
+        let refs: Vec<&[u8]> = d.iter().map(|v| v.as_slice()).collect();
+        assert_eq!(send_batch(&a, &refs).unwrap(), 8);
+        let mut rb = RecvBatch::new(MAX_UDP_PAYLOAD, 8);
+        let mut got = 0;
+        while got < 8 {
+            let n = rb.recv(&b).unwrap();
+            for i in 0..n {
+                let m = rb.message(i);
+                assert_eq!(m.tos, Some(0xb9));
+                assert!(m.rx_time_ns.is_some());
+                got += m.data.len() / 200;
+            }
+        }
+    }
+
+    /// A listener's single receive tells the source and the TOS byte.
+    #[test]
+    fn a_listener_reads_source_and_tos() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        #[cfg(target_os = "linux")]
+        {
+            crate::socket::set_int_option(&a, libc::IPPROTO_IP, libc::IP_TOS, 0x02).unwrap();
+            set_recv_tos(&b, false).unwrap();
+        }
+        a.send_to(&[5u8; 300], b.local_addr().unwrap()).unwrap();
+        let mut buf = [0u8; 2048];
+        let (n, from, tos) = recv_from_tos(&b, &mut buf).unwrap();
+        assert_eq!((n, from), (300, a.local_addr().unwrap()));
+        assert_eq!(&buf[..n], &[5u8; 300][..]);
+        #[cfg(target_os = "linux")]
+        assert_eq!(tos, Some(0x02));
+        #[cfg(not(target_os = "linux"))]
+        assert_eq!(tos, None);
     }
 
     #[test]

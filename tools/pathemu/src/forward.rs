@@ -28,7 +28,13 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::packet::{self, CLASSES, NON_IP, PROTOS};
-use crate::spec::DirSettings;
+use crate::spec::{DirSettings, EcnMode};
+
+/// What the ECN rewrite did to packets, in counter order.
+pub const ECN_ACTS: [&str; 3] = ["marked", "bleached", "remarked"];
+const MARKED: u8 = 1;
+const BLEACHED: u8 = 2;
+const REMARKED: u8 = 3;
 
 /// What happened to packets, in counter order.
 pub const FATES: [&str; 7] = ["in", "delivered", "loss", "queue", "outage", "limit", "write_error"];
@@ -102,6 +108,9 @@ pub struct Counters {
     reordered: [AtomicU64; CLASSES],
     /// Per UDP payload length (from the UDP header), per fate.
     udp_len: Box<[[AtomicU64; NFATES]]>,
+    /// Packets delivered with their ECN field rewritten, per class and
+    /// action (see [`ECN_ACTS`]).
+    ecn: [[AtomicU64; 3]; CLASSES],
     in_flight: AtomicU64,
     queue_max: AtomicU64,
     read_errors: AtomicU64,
@@ -119,6 +128,7 @@ impl Counters {
             packets: Default::default(),
             bytes: Default::default(),
             reordered: Default::default(),
+            ecn: Default::default(),
             udp_len: (0..=u16::MAX as usize).map(|_| Default::default()).collect(),
             in_flight: AtomicU64::new(0),
             queue_max: AtomicU64::new(0),
@@ -158,6 +168,15 @@ impl Counters {
         }
         let r: u64 = rows.iter().map(|&r| self.reordered[r].load(Relaxed)).sum();
         m.insert("reordered".into(), json!({ "packets": r }));
+        let ecn: Map<String, Value> = ECN_ACTS
+            .iter()
+            .enumerate()
+            .map(|(a, name)| {
+                let n: u64 = rows.iter().map(|&r| self.ecn[r][a].load(Relaxed)).sum();
+                ((*name).to_string(), n.into())
+            })
+            .collect();
+        m.insert("ecn".into(), Value::Object(ecn));
         Value::Object(m)
     }
 
@@ -322,6 +341,8 @@ struct Entry {
     id: u32,
     len: u32,
     kind: packet::Kind,
+    /// What the ECN rewrite did (0: nothing; MARKED, BLEACHED, REMARKED).
+    ecn_act: u8,
 }
 
 impl PartialEq for Entry {
@@ -549,6 +570,8 @@ impl Forwarder {
             self.pool.put(id);
             return;
         }
+        // How long the packet waits for the link (its queue delay).
+        let mut sojourn = 0;
         let departure = match s.rate_bps {
             None => now,
             Some(rate) => {
@@ -561,6 +584,7 @@ impl Forwarder {
                     return;
                 }
                 let start = self.link_free.max(now);
+                sojourn = start - now;
                 let tx_ns = ((n as u128 * 8_000_000_000) / rate as u128) as u64;
                 self.link_free = start + tx_ns;
                 if start > now {
@@ -578,15 +602,49 @@ impl Forwarder {
             let j = s.jitter_ns as f64;
             delay += ((self.rng.unit() * 2.0 - 1.0) * j) as i64;
         }
+        // After the queue: the marking step reads the queue delay.
+        let ecn_act = match s.ecn {
+            EcnMode::Off => 0,
+            mode => self.rewrite_ecn(id, n, mode, sojourn, s.mark_at_ns),
+        };
         self.seq += 1;
+        let c = &self.ctl.counters;
         self.heap.push(Entry {
             due: departure + delay.max(0) as u64,
             seq: self.seq,
             id,
             len: n as u32,
             kind,
+            ecn_act,
         });
         bump(&c.in_flight, 1);
+    }
+
+    /// Rewrites the ECN field of the packet in buffer `id` as `mode` says,
+    /// given how long it waits for the link; returns what it did.
+    fn rewrite_ecn(&mut self, id: u32, n: usize, mode: EcnMode, sojourn: u64, mark_at: u64) -> u8 {
+        let p = &self.pool.buf(id)[..n];
+        let Some(field) = packet::ecn(p) else { return 0 };
+        let (to, act) = match (mode, field) {
+            // ECT(1), L4S: a step at the threshold.
+            (EcnMode::Mark, 1) if sojourn >= mark_at => (3, MARKED),
+            // ECT(0), classic: a probability rising with the queue.
+            (EcnMode::Mark, 2) if sojourn >= mark_at => {
+                let span = (mark_at.max(1) * 9) as f64;
+                let p = ((sojourn - mark_at) as f64 / span).min(1.0);
+                if self.rng.unit() < p {
+                    (3, MARKED)
+                } else {
+                    return 0;
+                }
+            }
+            (EcnMode::Bleach, 1..=3) => (0, BLEACHED),
+            (EcnMode::Remark0to1, 2) => (1, REMARKED),
+            (EcnMode::Remark1to0, 1) => (2, REMARKED),
+            _ => return 0,
+        };
+        packet::set_ecn(&mut self.pool.buf(id)[..n], to);
+        act
     }
 
     /// Writes every packet whose time has come, earliest first; returns
@@ -606,7 +664,12 @@ impl Forwarder {
             let res = (&*self.tx).write(&self.pool.buf(e.id)[..len]);
             let c = &self.ctl.counters;
             match res {
-                Ok(_) => c.count(e.kind, DELIVERED, len),
+                Ok(_) => {
+                    c.count(e.kind, DELIVERED, len);
+                    if e.ecn_act > 0 {
+                        bump(&c.ecn[e.kind.class as usize][e.ecn_act as usize - 1], 1);
+                    }
+                }
                 Err(err) => {
                     c.count(e.kind, WRITE_ERROR, len);
                     c.note_error("write", &err);

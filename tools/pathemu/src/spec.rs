@@ -1,6 +1,7 @@
 //! A direction's settings and the text that sets them: `delay=100ms,
-//! rate=100M,queue=2000,loss=0.5%,jitter=4ms` on the command line and in
-//! `set` commands, and `[a2b:|b2a:]AT+DURATION` outages.
+//! rate=100M,queue=2000,loss=0.5%,jitter=4ms,ecn=mark,mark_at=1ms` on the
+//! command line and in `set` commands, and `[a2b:|b2a:]AT+DURATION`
+//! outages.
 
 use serde_json::{Value, json};
 
@@ -19,6 +20,56 @@ pub struct DirSettings {
     /// Each packet's delay is `delay` plus a uniform draw in ±jitter
     /// (never below zero in total), nanoseconds.
     pub jitter_ns: u64,
+    /// What the path does to the ECN field.
+    pub ecn: EcnMode,
+    /// `ecn=mark`: the queue delay from which an ECT(1) packet is marked CE
+    /// (and from which an ECT(0) packet's marking probability rises),
+    /// nanoseconds.
+    pub mark_at_ns: u64,
+}
+
+/// What a direction does to the ECN field of the packets it forwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EcnMode {
+    /// Leaves it alone.
+    #[default]
+    Off,
+    /// A CE-marking queue: ECT(1) marked CE once its queue delay reaches
+    /// `mark_at` (DualPI2's L4S step); ECT(0) marked CE with a probability
+    /// rising linearly from 0 at `mark_at` to 1 at 10 × `mark_at` (RED-like);
+    /// Not-ECT only meets the tail-drop queue, as without it.
+    Mark,
+    /// Clears it (Not-ECT).
+    Bleach,
+    /// ECT(0) becomes ECT(1).
+    Remark0to1,
+    /// ECT(1) becomes ECT(0).
+    Remark1to0,
+}
+
+impl EcnMode {
+    /// `off`, `mark`, `bleach`, `remark0to1`, `remark1to0`.
+    pub fn parse(s: &str) -> Result<EcnMode, String> {
+        Ok(match s {
+            "off" | "none" => EcnMode::Off,
+            "mark" => EcnMode::Mark,
+            "bleach" => EcnMode::Bleach,
+            "remark0to1" => EcnMode::Remark0to1,
+            "remark1to0" => EcnMode::Remark1to0,
+            _ => return Err(format!("ecn={s:?} is not off, mark, bleach, remark0to1 or remark1to0")),
+        })
+    }
+
+    /// The name [`EcnMode::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            EcnMode::Off => "off",
+            EcnMode::Mark => "mark",
+            EcnMode::Bleach => "bleach",
+            EcnMode::Remark0to1 => "remark0to1",
+            EcnMode::Remark1to0 => "remark1to0",
+        }
+    }
 }
 
 impl Default for DirSettings {
@@ -29,6 +80,8 @@ impl Default for DirSettings {
             queue: 1000,
             loss: 0.0,
             jitter_ns: 0,
+            ecn: EcnMode::Off,
+            mark_at_ns: 1_000_000,
         }
     }
 }
@@ -53,7 +106,13 @@ impl DirSettings {
                 }
                 "loss" => next.loss = probability(value)?,
                 "jitter" => next.jitter_ns = duration_ns(value)?,
-                k => return Err(format!("unknown setting {k:?} (delay, rate, queue, loss, jitter)")),
+                "ecn" => next.ecn = EcnMode::parse(value)?,
+                "mark_at" => next.mark_at_ns = duration_ns(value)?,
+                k => {
+                    return Err(format!(
+                        "unknown setting {k:?} (delay, rate, queue, loss, jitter, ecn, mark_at)"
+                    ));
+                }
             }
         }
         *self = next;
@@ -68,6 +127,8 @@ impl DirSettings {
             "queue": self.queue,
             "loss": self.loss,
             "jitter_us": self.jitter_ns as f64 / 1e3,
+            "ecn": self.ecn.name(),
+            "mark_at_us": self.mark_at_ns as f64 / 1e3,
         })
     }
 }
@@ -217,8 +278,16 @@ mod tests {
                 queue: 2000,
                 loss: 0.005,
                 jitter_ns: 4_000_000,
+                ecn: EcnMode::Off,
+                mark_at_ns: 1_000_000,
             }
         );
+        s.apply("ecn=mark,mark_at=500us").unwrap();
+        assert_eq!((s.ecn, s.mark_at_ns), (EcnMode::Mark, 500_000));
+        s.apply("ecn=remark1to0").unwrap();
+        assert_eq!(s.ecn, EcnMode::Remark1to0);
+        assert!(s.apply("ecn=paint").is_err());
+        assert_eq!(s.ecn, EcnMode::Remark1to0);
         s.apply("rate=unlimited, loss=0.25").unwrap();
         assert_eq!((s.rate_bps, s.loss, s.delay_ns), (None, 0.25, 100_000_000));
         // A bad item changes nothing, not even the good items before it.

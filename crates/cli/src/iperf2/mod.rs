@@ -131,6 +131,7 @@ pub fn parse_args_with_env(args: &[String], env: &dyn Fn(&str) -> Option<String>
             Step::InfoOption(_) => {}
         }
     }
+    state.common.settle_ecn().map_err(CliError::err)?;
     check::all(state, &opts)
 }
 

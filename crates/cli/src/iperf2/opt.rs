@@ -50,6 +50,7 @@ pub enum Opt {
     Reverse,
     Tos,
     Dscp,
+    Ecn,
     TcpCca,
     SyncTransferId,
     Rpm,

@@ -93,6 +93,7 @@ Client specific:
       --isochronous[=fps:mean,stddev]  send frames (video-like bursts), 60:20m,0 by default
       --connect-only[=n]   run a connect only test (n connects per flow, default 10)
       --dscp #             set the IP DSCP (the TOS byte's upper six bits; iperf 2.2)
+      --ecn ect0|ect1      UDP: set the ECN field (with -S/--dscp); what arrived is counted
       --connect-retries #  number of times to retry tcp connect
   -d, --dualtest           Do a bidirectional test simultaneously (multiple sockets)
       --full-duplex        run full duplex test using same socket

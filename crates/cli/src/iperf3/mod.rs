@@ -69,6 +69,7 @@ pub fn parse_args(args: &[String]) -> Result<Command, Error> {
             Step::InfoOption(_) => {}
         }
     }
+    state.common.settle_ecn().map_err(|m| Error::param_msg(Code::NONE, m))?;
     check::all(&mut state, &parsed.opts)?;
     Ok(Command::Run(Box::new(state.common.cfg), state.common.warnings))
 }

@@ -73,6 +73,7 @@ pub enum Opt {
     Version6,
     Tos,
     Dscp,
+    Ecn,
     Flowlabel,
     Zerocopy,
     SkipRxCopy,

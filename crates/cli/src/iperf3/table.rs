@@ -113,6 +113,7 @@ pub const TABLE: &[Row] = &[
     row!(X, Allow,              -,   "allow",                   Required, Server, F(shared::allow)),
     row!(X, Deny,               -,   "deny",                    Required, Server, F(shared::deny)),
     row!(X, Csv,                -,   "csv",                     None,     Both,   F(extras::csv)),
+    row!(X, Ecn,                -,   "ecn",                     Required, Client, F(shared::ecn)),
 ];
 
 /// Whether an option of [`TABLE`] works (rather than being refused as not

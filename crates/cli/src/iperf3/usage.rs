@@ -163,6 +163,8 @@ wirespeed additions:
                             upload (-n bytes or -t secs; -R: download), -P streams
                             on one connection, -i, -l, -J, --json-stream
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
+  --ecn ect0|ect1           UDP: set the ECN field (with -S/--dscp's DSCP); the
+                            receiver counts what arrived and says what the path did
   {prog} ui [--listen <addr>:<port>]
                             serve a web page to run tests and watch them live
   {prog} report RESULT.json [-o FILE.html]

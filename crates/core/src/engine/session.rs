@@ -47,6 +47,9 @@ pub struct LocalOpts {
     /// Also sample this often for a chart only ([`Event::Sample`]), when
     /// there are no periodic reports to draw.
     pub samples: Option<Duration>,
+    /// UDP: the ECN codepoint the peer's senders set, when the dialect
+    /// knows it (iperf3's TOS parameter); a stream's own word wins.
+    pub peer_ecn: Option<crate::events::Ecn>,
 }
 
 /// Samples taken for a chart only, on a chain of their own.
@@ -250,6 +253,17 @@ impl Launch {
         let fd = ds.sock.sock_num();
         let mut meta = extras.meta;
         meta.addrs = Some((ds.info.local(), ds.info.remote()));
+        if let DataSock::Udp(sock) = &ds.sock {
+            // What the ECN field of this stream's datagrams was set to: a
+            // sender's socket says; a receiver is told.
+            meta.ecn_sent = match ds.role {
+                StreamRole::Send => {
+                    let ipv6 = sock.local_addr().is_ok_and(|a| a.is_ipv6());
+                    wirespeed_sys::udp::sending_tos(sock, ipv6).map(crate::events::Ecn::of_tos)
+                }
+                StreamRole::Recv => meta.ecn_sent.or(local.peer_ecn),
+            };
+        }
         if let Some((_, c)) = &task.frames {
             meta.frames = Some(c.clone());
         }

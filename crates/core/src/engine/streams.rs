@@ -104,7 +104,7 @@ pub struct StreamExtras {
     pub udp_format: Option<Arc<dyn crate::engine::udp::UdpStart>>,
     /// UDP: datagrams of the stream a listener read before the stream had
     /// a socket, with their arrival times (wall clock, ns).
-    pub udp_prefeed: Vec<(Vec<u8>, i64)>,
+    pub udp_prefeed: Vec<(Vec<u8>, i64, Option<u8>)>,
     /// What the reporter knows of the stream besides its counters (its
     /// addresses are filled in from the stream's).
     pub meta: StreamMeta,

@@ -151,9 +151,10 @@ pub struct UdpOptions {
     /// fast streams, small when there are many.
     pub batch_bytes: usize,
     /// Datagrams of this stream that arrived before its socket existed
-    /// (read by a listener), with their arrival times (wall clock, ns): a
+    /// (read by a listener), with their arrival times (wall clock, ns) and
+    /// the TOS byte they arrived with (when the listener read it): a
     /// receiver counts them first.
-    pub prefeed: Vec<(Vec<u8>, i64)>,
+    pub prefeed: Vec<(Vec<u8>, i64, Option<u8>)>,
 }
 
 impl UdpOptions {
@@ -579,6 +580,9 @@ fn recv_loop<F: DatagramFormat>(
     let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
     let gro = opts.gro && sysudp::set_gro(sock).is_ok();
     let kernel_stamps = sysudp::set_rx_timestamps(sock).is_ok();
+    // The ECN field each datagram arrived with (where the platform tells).
+    let ipv6 = sock.local_addr().is_ok_and(|a| a.is_ipv6());
+    let _ = sysudp::set_recv_tos(sock, ipv6);
     let (slot, slots) = if gro {
         (MAX_UDP_PAYLOAD.next_multiple_of(64), opts.batch_bytes / 65536)
     } else {
@@ -603,12 +607,17 @@ fn recv_loop<F: DatagramFormat>(
     };
     // What a listener read for this stream before it had a socket.
     let mut pre = None;
+    // Datagrams of the batch per ECN field value.
+    let mut ecn = [0u64; 4];
     if !opts.prefeed.is_empty() {
         let (mut bytes, mut datagrams) = (0u64, 0u64);
-        for (d, rx) in &opts.prefeed {
+        for (d, rx, tos) in &opts.prefeed {
             if let Some(n) = st.datagram(d, *rx) {
                 bytes += n;
                 datagrams += 1;
+                if let Some(t) = tos {
+                    ecn[usize::from(t & 3)] += 1;
+                }
             }
         }
         pre = Some((bytes, datagrams, 0));
@@ -617,6 +626,11 @@ fn recv_loop<F: DatagramFormat>(
         if let Some((bytes, datagrams, before)) = pre.take() {
             if let Some(h) = st.hook.as_mut() {
                 h.after_batch();
+            }
+            for (i, n) in ecn.iter_mut().enumerate() {
+                if *n > 0 {
+                    c.ecn[i].fetch_add(std::mem::take(n), Relaxed);
+                }
             }
             if datagrams > 0 {
                 st.acc.publish(c);
@@ -665,11 +679,17 @@ fn recv_loop<F: DatagramFormat>(
                     let m = batch.message(i);
                     let rx = m.rx_time_ns.unwrap_or(fallback);
                     let seg = m.segment.unwrap_or(m.data.len()).max(1);
+                    let counted = datagrams;
                     for d in m.data.chunks(seg) {
                         if let Some(n) = st.datagram(d, rx) {
                             bytes += n;
                             datagrams += 1;
                         }
+                    }
+                    // One control message speaks for every segment of a
+                    // GRO buffer: each data datagram counts once.
+                    if let Some(tos) = m.tos {
+                        ecn[usize::from(tos & 3)] += datagrams - counted;
                     }
                 }
                 pre = Some((bytes, datagrams, before));
@@ -779,6 +799,38 @@ mod tests {
     #[test]
     fn gso_and_gro_keep_every_datagram() {
         exact_transfer(true, true, true, 100, 5000);
+    }
+
+    /// Every datagram is counted under the ECN codepoint it arrived with,
+    /// each segment of a GRO buffer once, with and without the offloads.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn arrivals_are_counted_per_ecn_codepoint() {
+        for (gso, gro, tos) in [(true, true, 0x01), (false, false, 0xba), (true, false, 0x03)] {
+            let (a, b) = pair();
+            wirespeed_sys::socket::set_int_option(&a, libc::IPPROTO_IP, libc::IP_TOS, tos).unwrap();
+            let control = TestControl::new(None);
+            let mut st = task(StreamRole::Send, &control, 200);
+            st.budget = Some(Budget::blocks(3000));
+            st.pace = Some((PaceRate::Packets(50_000), 0));
+            let rt = task(StreamRole::Recv, &control, 200);
+            let rc = rt.counters.clone();
+            let opts = UdpOptions {
+                gso,
+                gro,
+                ..UdpOptions::default()
+            };
+            let mut r = spawn_udp(b, rt, TestFormat { wide: true }, opts.clone()).unwrap();
+            spawn_udp(a, st, TestFormat { wide: true }, opts).unwrap().join();
+            control.stop.store(true, Relaxed);
+            control.drain.store(true, Relaxed);
+            r.join();
+            let ecn: Vec<u64> = rc.ecn.iter().map(|c| c.load(Relaxed)).collect();
+            let mut want = vec![0; 4];
+            want[(tos & 3) as usize] = 3000;
+            assert_eq!(ecn, want, "gso {gso} gro {gro} tos {tos:#x}");
+            assert_eq!(rc.blocks.load(Relaxed), 3000);
+        }
     }
 
     #[test]

@@ -1,6 +1,19 @@
 //! What one stream (or a sum of streams) did over one span of a test.
 
 use super::RoleTag;
+pub use wirespeed_proto::ecn::{Ecn, EcnCounts};
+
+/// The ECN field of a UDP stream's datagrams over a span, present only
+/// when ECN is in play (the sender set an ECT codepoint, or anything but
+/// Not-ECT arrived).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EcnSample {
+    /// The codepoint the sender set, when known.
+    pub sent: Option<Ecn>,
+    /// Datagrams per codepoint: what a receiver saw arrive, what a sender
+    /// sent.
+    pub counts: EcnCounts,
+}
 
 /// TCP_INFO numbers of one sending stream.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -65,6 +78,8 @@ pub struct UdpSample {
     /// A sender's whole-test count including the FIN datagram that ends
     /// an iperf 2 stream (`Sent N datagrams`).
     pub sent: Option<i64>,
+    /// The ECN field, when in play.
+    pub ecn: Option<EcnSample>,
 }
 
 /// One latency histogram (`T8-PDF:`, `F8(f)-PDF:`, `BB8(f)-PDF:`).

@@ -1,7 +1,7 @@
 //! What a test did in all: totals per stream and direction, CPU, the
 //! window advice, and this host's own whole-test lines.
 
-use super::{RoleTag, StreamSample};
+use super::{Ecn, EcnCounts, RoleTag, StreamSample};
 use crate::config::Protocol;
 
 /// Totals of one direction of one stream (or a sum) over the whole test.
@@ -61,6 +61,80 @@ pub struct UdpTotals {
     pub out_of_order: i64,
     /// Duplicates (local receiver only).
     pub duplicates: i64,
+    /// The ECN field, when in play.
+    pub ecn: Option<EcnTotals>,
+}
+
+/// What the path did to a UDP stream's ECN field over the whole test.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct EcnTotals {
+    /// The codepoint the sender set, when known.
+    pub sent: Option<Ecn>,
+    /// Datagrams the sender sent, when known.
+    pub sent_packets: Option<u64>,
+    /// What arrived at the receiver, per codepoint (this end's count, or
+    /// the peer's when this end sent and a wirespeed peer said).
+    pub arrived: Option<EcnCounts>,
+    /// The verdict on the field, when what was sent and what arrived are
+    /// both known.
+    pub verdict: Option<EcnVerdict>,
+    /// The peer claimed counts that cannot be (more arrived than were
+    /// sent): they are not used, and said so.
+    pub impossible: Option<EcnCounts>,
+}
+
+/// What the path did to the ECN field of the datagrams that arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct EcnVerdict {
+    /// Datagrams that arrived.
+    pub arrived: u64,
+    /// Arrived with the codepoint sent.
+    pub kept: u64,
+    /// Sent ECT, arrived Not-ECT.
+    pub bleached: u64,
+    /// Arrived with another ECT codepoint than sent (ECT(0)↔ECT(1), or
+    /// ECT from a Not-ECT sender), and which.
+    pub remarked: u64,
+    /// The codepoint the remarked ones arrived with (the most common).
+    pub remarked_to: Option<Ecn>,
+    /// Arrived CE.
+    pub ce: u64,
+    /// 100 × CE / arrived.
+    pub ce_percent: f64,
+}
+
+impl EcnVerdict {
+    /// The verdict on `arrived` when `sent` was set.
+    pub fn judge(sent: Ecn, arrived: &EcnCounts) -> EcnVerdict {
+        let total = arrived.total();
+        let kept = if sent == Ecn::Ce { 0 } else { arrived.get(sent) };
+        let bleached = if sent.is_ect() { arrived.not_ect } else { 0 };
+        let others: Vec<Ecn> = [Ecn::Ect0, Ecn::Ect1].into_iter().filter(|e| *e != sent).collect();
+        let remarked = others.iter().map(|e| arrived.get(*e)).sum();
+        let remarked_to = others
+            .iter()
+            .copied()
+            .filter(|e| arrived.get(*e) > 0)
+            .max_by_key(|e| arrived.get(*e));
+        EcnVerdict {
+            arrived: total,
+            kept,
+            bleached,
+            remarked,
+            remarked_to,
+            ce: arrived.ce,
+            ce_percent: if total > 0 {
+                100.0 * arrived.ce as f64 / total as f64
+            } else {
+                0.0
+            },
+        }
+    }
+
+    /// The path left every datagram's field as sent.
+    pub fn kept_all(&self) -> bool {
+        self.bleached == 0 && self.remarked == 0 && self.ce == 0
+    }
 }
 
 /// One stream's end-of-test report.

@@ -38,6 +38,10 @@ pub struct StreamCounters {
     /// When the stream finished, ns since the test's epoch (0 = running):
     /// a sender's last write, a receiver's last byte.
     pub ended_ns: AtomicU64,
+    /// UDP receiver: datagrams that arrived with each ECN codepoint,
+    /// indexed by the field's value (Not-ECT, ECT(1), ECT(0), CE), when the
+    /// socket reports the arriving TOS byte.
+    pub ecn: [AtomicU64; 4],
 }
 
 impl StreamCounters {
@@ -76,6 +80,7 @@ impl StreamCounters {
             dups: self.duplicates.load(Relaxed) as i64,
             calls: self.blocks.load(Relaxed),
             errors: self.errors.load(Relaxed),
+            ecn: std::array::from_fn(|i| self.ecn[i].load(Relaxed)),
         }
     }
 }
@@ -90,6 +95,8 @@ pub(super) struct Snapshot {
     pub dups: i64,
     pub calls: u64,
     pub errors: u64,
+    /// Arrivals per ECN field value (see [`StreamCounters::ecn`]).
+    pub ecn: [u64; 4],
 }
 
 /// Welford's running mean and M2 with extremes.

@@ -7,7 +7,9 @@ use super::counters::{Snapshot, Welford};
 use super::stream::{StreamRole, StreamStats};
 use super::{TestStats, pct, rate};
 use crate::config::Protocol;
-use crate::events::{BouncebackSample, Enhanced, IntervalReport, LatencyStats, RoleTag, StreamSample, UdpSample};
+use crate::events::{
+    BouncebackSample, Ecn, EcnSample, Enhanced, IntervalReport, LatencyStats, RoleTag, StreamSample, UdpSample,
+};
 
 impl TestStats {
     /// Takes an interval sample ending at `now` (`last`: the partial
@@ -137,7 +139,10 @@ fn stream_interval(
         frames: s.frame_interval(),
         ..Enhanced::default()
     };
-    let udp = udp.then(|| udp_sample(s.role, &snap, &s.last, s.counters.jitter(), secs, extras.latency.take()));
+    let udp = udp.then(|| UdpSample {
+        ecn: s.ecn_sample(&snap, &s.last),
+        ..udp_sample(s.role, &snap, &s.last, s.counters.jitter(), secs, extras.latency.take())
+    });
     if let Some(bb) = s.meta.bounceback.clone() {
         // Round trips count in the interval their request was sent in.
         let w = bb.take_until((!last).then_some(end));
@@ -196,6 +201,7 @@ pub(super) fn udp_sample(
         latency,
         in_flight,
         sent: None,
+        ecn: None,
     }
 }
 
@@ -253,6 +259,26 @@ pub(super) fn pairs(streams: &[StreamSample]) -> Vec<StreamSample> {
     out
 }
 
+/// The ECN fields of several streams summed: in play if in any; the
+/// codepoint sent when all that say agree.
+pub(super) fn sum_ecn<'a>(each: impl Iterator<Item = Option<&'a EcnSample>>) -> Option<EcnSample> {
+    let mut out: Option<EcnSample> = None;
+    let mut sent: Option<Option<Ecn>> = None;
+    for e in each.flatten() {
+        let o = out.get_or_insert_with(EcnSample::default);
+        o.counts = o.counts.plus(&e.counts);
+        sent = Some(match sent {
+            None => e.sent,
+            Some(s) if s == e.sent => s,
+            Some(_) => None,
+        });
+    }
+    if let Some(o) = out.as_mut() {
+        o.sent = sent.flatten();
+    }
+    out
+}
+
 /// The sum of `streams` over `[start, end]`, as stream `id` (0 for `[SUM]`).
 pub(super) fn sum_samples(streams: &[&StreamSample], id: u32, start: f64, end: f64) -> StreamSample {
     let bytes: u64 = streams.iter().map(|s| s.bytes).sum();
@@ -276,6 +302,7 @@ pub(super) fn sum_samples(streams: &[&StreamSample], id: u32, start: f64, end: f
             duplicates: us.iter().map(|u| u.duplicates).sum(),
             pps: us.iter().map(|u| u.pps).sum(),
             sent,
+            ecn: sum_ecn(us.iter().map(|u| u.ecn.as_ref())),
             ..UdpSample::default()
         }
     });

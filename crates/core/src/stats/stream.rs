@@ -6,7 +6,9 @@ use wirespeed_sys::RawSock;
 
 use super::counters::{BouncebackCounters, DetailCounters, FrameCounters, Snapshot, StreamCounters};
 use super::histogram::HistogramView;
-use crate::events::{Enhanced, FrameSample, RoleTag, StreamSample, TcpSample, TcpTotals, UdpSample};
+use crate::events::{
+    Ecn, EcnCounts, EcnSample, Enhanced, FrameSample, RoleTag, StreamSample, TcpSample, TcpTotals, UdpSample,
+};
 use wirespeed_sys::socket::{TcpInfo, tcp_info_raw};
 
 /// Does this host send or receive on a stream?
@@ -34,6 +36,9 @@ pub struct StreamMeta {
     pub bounceback: Option<Arc<BouncebackCounters>>,
     /// Isochronous frames, sent or received.
     pub frames: Option<Arc<FrameCounters>>,
+    /// UDP: the ECN codepoint the stream's sender set, when known (a
+    /// sender's own socket says; a receiver is told by its dialect).
+    pub ecn_sent: Option<crate::events::Ecn>,
 }
 
 /// A stream as the reporter sees it.
@@ -103,6 +108,21 @@ impl StreamStats {
     pub(super) fn frame_total(&self) -> Option<FrameSample> {
         let f = self.meta.frames.as_ref()?;
         Some(frame_sample(f, [0; 3], f.latency.total()))
+    }
+
+    /// The ECN field between two snapshots, when in play: a receiver's
+    /// arrivals per codepoint; a sender's datagrams, all with its codepoint.
+    pub(super) fn ecn_sample(&self, now: &Snapshot, then: &Snapshot) -> Option<EcnSample> {
+        let sent = self.meta.ecn_sent;
+        let arrived = EcnCounts::from_field(now.ecn);
+        if !sent.is_some_and(|e| e != Ecn::NotEct) && !arrived.any_ecn() {
+            return None;
+        }
+        let counts = match self.role {
+            StreamRole::Send => EcnCounts::all(sent.unwrap_or(Ecn::NotEct), (now.packets - then.packets).max(0) as u64),
+            StreamRole::Recv => arrived.minus(&EcnCounts::from_field(then.ecn)),
+        };
+        Some(EcnSample { sent, counts })
     }
 
     /// This stream's sample of the span `(start, end)`: who it is, its

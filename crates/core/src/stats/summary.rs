@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use super::counters::Snapshot;
 use super::interval::{bounceback_sample, pairs, sum_samples, udp_sample};
 use super::stream::{StreamRole, StreamStats};
 use super::{TestStats, advice, pct, rate};
@@ -49,6 +50,10 @@ impl TestStats {
                     duplicates: (recv && udp).then(|| snap.dups - s.base.dups),
                     ports: stream_ports(s),
                     omitted_bytes: self.omitted.then_some(s.base.bytes),
+                    ecn: udp
+                        .then(|| s.ecn_sample(&snap, &s.base))
+                        .flatten()
+                        .map(|e| (e.sent, e.counts)),
                 }
             })
             .collect();
@@ -217,6 +222,7 @@ impl TestStats {
         let udp = udp.then(|| {
             let lat = extras.latency.take();
             let mut u = udp_sample(s.role, &snap, &s.base, s.counters.jitter(), dur, lat);
+            u.ecn = s.ecn_sample(&snap, &s.base);
             if s.role == StreamRole::Send {
                 let sent = snap.packets - s.base.packets;
                 u.sent = Some(sent);
@@ -357,6 +363,7 @@ fn udp_totals(s: &StreamStats, peer: Option<&Results>, pr: Option<&StreamResult>
             // What the receiver counted, when it is a wirespeed end.
             out_of_order: pr.and_then(|r| r.out_of_order).unwrap_or(0),
             duplicates: pr.and_then(|r| r.duplicates).unwrap_or(0),
+            ecn: sender_ecn(s, &snap, pr),
         };
     }
     let mut packets = snap.packets - s.base.packets;
@@ -383,7 +390,75 @@ fn udp_totals(s: &StreamStats, peer: Option<&Results>, pr: Option<&StreamResult>
         lost_percent: pct(lost, packets),
         out_of_order: snap.ooo - s.base.ooo,
         duplicates: snap.dups - s.base.dups,
+        ecn: receiver_ecn(s, &snap, pr, sent),
     }
+}
+
+/// A sending stream's ECN totals: what it set and sent, and what arrived
+/// at the peer when a wirespeed peer said. A peer claiming more arrivals
+/// than datagrams sent (duplicates aside) is not believed.
+fn sender_ecn(s: &StreamStats, snap: &Snapshot, pr: Option<&StreamResult>) -> Option<EcnTotals> {
+    let mine = s.ecn_sample(snap, &s.base);
+    let claimed = pr.and_then(|r| r.ecn).map(|(_, c)| c);
+    if mine.is_none() && !claimed.is_some_and(|c| c.any_ecn()) {
+        return None;
+    }
+    let sent = s.meta.ecn_sent;
+    // Every datagram sent, the omit period's too: the two ends' omit
+    // boundaries are a control message apart.
+    let most = (snap.packets.max(0) as u64).saturating_add(pr.and_then(|r| r.duplicates).unwrap_or(0).max(0) as u64);
+    let (arrived, impossible) = match claimed {
+        Some(c) if c.total() > most || c.ce > most => (None, Some(c)),
+        c => (c, None),
+    };
+    Some(EcnTotals {
+        sent,
+        sent_packets: Some((snap.packets - s.base.packets).max(0) as u64),
+        arrived,
+        verdict: sent.zip(arrived).map(|(e, a)| EcnVerdict::judge(e, &a)),
+        impossible,
+    })
+}
+
+/// A receiving stream's ECN totals: what arrived here, and what the sender
+/// set (its dialect's word, or a wirespeed peer's own).
+fn receiver_ecn(s: &StreamStats, snap: &Snapshot, pr: Option<&StreamResult>, sent_packets: i64) -> Option<EcnTotals> {
+    let peer_sent = pr.and_then(|r| r.ecn).and_then(|(e, _)| e);
+    let mine = s.ecn_sample(snap, &s.base);
+    if mine.is_none() && !peer_sent.is_some_and(|e| e != Ecn::NotEct) {
+        return None;
+    }
+    let arrived = EcnCounts::from_field(snap.ecn).minus(&EcnCounts::from_field(s.base.ecn));
+    let sent = peer_sent.or(s.meta.ecn_sent);
+    Some(EcnTotals {
+        sent,
+        sent_packets: pr.map(|_| sent_packets.max(0) as u64),
+        arrived: Some(arrived),
+        verdict: sent.map(|e| EcnVerdict::judge(e, &arrived)),
+        impossible: None,
+    })
+}
+
+/// The ECN totals of several streams: in play if in any stream.
+fn sum_ecn_totals<'a>(each: impl Iterator<Item = Option<&'a EcnTotals>>) -> Option<EcnTotals> {
+    let all: Vec<&EcnTotals> = each.flatten().collect();
+    let first = all.first()?;
+    let sent = first.sent.filter(|s| all.iter().all(|e| e.sent == Some(*s)));
+    let sum = |f: &dyn Fn(&EcnTotals) -> Option<EcnCounts>| -> Option<EcnCounts> {
+        all.iter()
+            .map(|e| f(e))
+            .collect::<Option<Vec<_>>>()
+            .map(|v| v.iter().fold(EcnCounts::default(), |a, c| a.plus(c)))
+    };
+    let arrived = sum(&|e| e.arrived);
+    let impossible = all.iter().filter_map(|e| e.impossible).reduce(|a, c| a.plus(&c));
+    Some(EcnTotals {
+        sent,
+        sent_packets: all.iter().map(|e| e.sent_packets).sum(),
+        arrived,
+        verdict: sent.zip(arrived).map(|(e, a)| EcnVerdict::judge(e, &a)),
+        impossible,
+    })
 }
 
 fn direction_sums(streams: &[&StreamSummary], protocol: Protocol) -> DirectionSums {
@@ -429,6 +504,7 @@ fn direction_sums(streams: &[&StreamSummary], protocol: Protocol) -> DirectionSu
             lost_percent: pct(lost.unwrap_or(0), packets),
             out_of_order: us.iter().map(|u| u.out_of_order).sum(),
             duplicates: us.iter().map(|u| u.duplicates).sum(),
+            ecn: sum_ecn_totals(us.iter().map(|u| u.ecn.as_ref())),
         }
     });
     DirectionSums {

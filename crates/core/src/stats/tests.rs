@@ -101,6 +101,7 @@ fn summary_pairs_local_and_peer_numbers() {
             duplicates: None,
             ports: None,
             omitted_bytes: None,
+            ecn: None,
         }],
         ..Results::default()
     };
@@ -150,6 +151,7 @@ fn peer_result(packets: i64, errors: i64, drained: bool) -> Results {
             duplicates: Some(2),
             ports: None,
             omitted_bytes: None,
+            ecn: None,
         }],
         receiver_drained: drained,
         ..Results::default()
@@ -364,4 +366,46 @@ fn full_duplex_directions_pair_up_by_id() {
     assert_eq!(r.pairs.len(), 1);
     assert_eq!(r.pairs[0].bytes, 150);
     assert_eq!(r.pairs[0].id, 1);
+}
+
+/// A UDP sender's peer claims more CE datagrams than were sent: the
+/// claim is set aside (and kept to be said), every other number stands.
+#[test]
+fn impossible_ecn_counts_from_a_peer_are_not_believed() {
+    use crate::events::{Ecn, EcnCounts};
+    let t0 = Instant::now();
+    let (mut a, ca) = stream(1, StreamRole::Send);
+    a.meta.ecn_sent = Some(Ecn::Ect1);
+    let mut st = TestStats::new(vec![a], Protocol::Udp, 1, false, t0, t0);
+    ca.packets.store(100, Relaxed);
+    ca.bytes.store(100_000, Relaxed);
+    st.sample(t0 + Duration::from_secs(1), 0.1, false);
+    let mut peer = peer_result(100, 5, true);
+    let bogus = EcnCounts {
+        ect1: 10,
+        ce: 500,
+        ..EcnCounts::default()
+    };
+    peer.streams[0].ecn = Some((Some(Ecn::Ect1), bogus));
+    let s = st.summary(t0 + Duration::from_secs(1), Some(&peer), None);
+    let u = s.streams[0].udp.unwrap();
+    let e = u.ecn.unwrap();
+    assert_eq!((e.impossible, e.arrived, e.verdict), (Some(bogus), None, None));
+    assert_eq!((e.sent, e.sent_packets), (Some(Ecn::Ect1), Some(100)));
+    assert_eq!((u.packets, u.lost, u.sent_packets), (100, Some(5), 100));
+    assert_eq!(s.forward.udp.unwrap().ecn.unwrap().impossible, Some(bogus));
+    // Counts that can be are believed.
+    let fine = EcnCounts {
+        ect1: 90,
+        ce: 5,
+        ..EcnCounts::default()
+    };
+    peer.streams[0].ecn = Some((Some(Ecn::Ect1), fine));
+    let e = st.summary(t0 + Duration::from_secs(1), Some(&peer), None).streams[0]
+        .udp
+        .unwrap()
+        .ecn
+        .unwrap();
+    assert_eq!((e.arrived, e.impossible), (Some(fine), None));
+    assert_eq!(e.verdict.unwrap().ce, 5);
 }

@@ -554,7 +554,10 @@ impl Acceptor {
                     more = true;
                     break;
                 }
-                let (n, from) = match u.recv_from(&mut buf) {
+                // Through mio's try_io: on Windows a read that would block must
+                // pass through mio to re-arm the socket's readiness (a raw
+                // read there leaves the next datagrams unannounced).
+                let (n, from, tos) = match u.try_io(|| wirespeed_sys::udp::recv_from_tos(u, &mut buf)) {
                     Ok(r) => r,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(_) => break,
@@ -569,7 +572,7 @@ impl Acceptor {
                         self.ctx
                             .wings
                             .iperf2
-                            .udp(&self.ctx, local, from, d, wirespeed_core::clock::wall_ns());
+                            .udp(&self.ctx, local, from, d, wirespeed_core::clock::wall_ns(), tos);
                     }
                 }
             }
@@ -656,6 +659,9 @@ impl Acceptor {
 
 fn register_udp(poll: &Poll, u: std::net::UdpSocket, i: usize) -> Result<UdpSocket, Error> {
     u.set_nonblocking(true).map_err(|e| Error::io(Code::STREAMLISTEN, &e))?;
+    // An iperf 2 flow's first datagrams are read here: with their ECN field.
+    let ipv6 = u.local_addr().is_ok_and(|a| a.is_ipv6());
+    let _ = wirespeed_sys::udp::set_recv_tos(&u, ipv6);
     let mut m = UdpSocket::from_std(u);
     poll.registry()
         .register(&mut m, Token(UDP_BASE + i), Interest::READABLE)

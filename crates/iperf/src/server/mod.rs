@@ -93,7 +93,7 @@ pub(crate) trait Iperf2Wing: Send + Sync {
     fn tcp(&self, ctx: Arc<ServerCtx>, s: TcpStream, peer: SocketAddr, prefix: Vec<u8>);
     /// A datagram that is not an iperf3 hello (an iperf 2 flow's), with
     /// the port it came to and its arrival time (wall clock, ns).
-    fn udp(&self, ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d: &[u8], rx_ns: i64);
+    fn udp(&self, ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d: &[u8], rx_ns: i64, tos: Option<u8>);
     /// The acceptor read every datagram waiting: flows may take theirs.
     fn udp_drained(&self, ctx: &ServerCtx);
 }

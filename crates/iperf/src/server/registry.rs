@@ -26,7 +26,7 @@ pub(crate) struct UdpSlot {
 
 /// Datagrams kept for an iperf 2 UDP flow whose session has not started,
 /// with their arrival times (wall clock, ns).
-pub(crate) type Prefeed = std::sync::Arc<Mutex<Vec<(Vec<u8>, i64)>>>;
+pub(crate) type Prefeed = std::sync::Arc<Mutex<Vec<(Vec<u8>, i64, Option<u8>)>>>;
 
 /// What the acceptor knows of an iperf 2 UDP client address.
 pub(crate) enum UdpPeer {

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::ecn::{Ecn, EcnCounts};
 use crate::error::{Code, ProtoError as Error};
 use crate::json::{lenient_f64, lenient_i64, num, to_compact};
 
@@ -43,6 +44,11 @@ pub struct StreamResult {
     /// its omit period (`-O`), so the peer can reconcile the two totals.
     /// C peers ignore the key and never send it.
     pub omitted_bytes: Option<u64>,
+    /// wirespeed extension (`"ecn"`, UDP): the ECN codepoint the sender
+    /// set, if known, and the datagrams per codepoint after the omit
+    /// period: what a sender sent, what a receiver saw arrive. Present only
+    /// when ECN is in play; C peers ignore the key and never send it.
+    pub ecn: Option<(Option<Ecn>, EcnCounts)>,
 }
 
 /// One side's results.
@@ -135,6 +141,9 @@ impl Results {
                 if let Some(b) = s.omitted_bytes {
                     o.insert("omitted_bytes".into(), Value::from(b));
                 }
+                if let Some((sent, c)) = &s.ecn {
+                    o.insert("ecn".into(), ecn_value(*sent, c));
+                }
                 Value::Object(o)
             })
             .collect();
@@ -206,10 +215,40 @@ impl Results {
                     _ => None,
                 },
                 omitted_bytes: o.get("omitted_bytes").and_then(Value::as_u64),
+                ecn: o.get("ecn").and_then(ecn_of),
             });
         }
         Ok(r)
     }
+}
+
+/// The `"ecn"` object: `{"sent":"ect1","not_ect":0,"ect0":0,"ect1":N,"ce":0}`
+/// (`sent` only when known).
+pub fn ecn_value(sent: Option<Ecn>, c: &EcnCounts) -> Value {
+    let mut o = Map::new();
+    if let Some(s) = sent {
+        o.insert("sent".into(), Value::from(s.key()));
+    }
+    for e in [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce] {
+        o.insert(e.key().into(), Value::from(c.get(e)));
+    }
+    Value::Object(o)
+}
+
+/// Reads an `"ecn"` object leniently: a count that is missing, negative or
+/// not a number makes the whole object absent (it is an extension; the rest
+/// of the results stand).
+fn ecn_of(v: &Value) -> Option<(Option<Ecn>, EcnCounts)> {
+    let o = v.as_object()?;
+    let n = |e: Ecn| o.get(e.key()).and_then(Value::as_u64);
+    let counts = EcnCounts {
+        not_ect: n(Ecn::NotEct)?,
+        ect0: n(Ecn::Ect0)?,
+        ect1: n(Ecn::Ect1)?,
+        ce: n(Ecn::Ce)?,
+    };
+    let sent = o.get("sent").and_then(Value::as_str).and_then(Ecn::from_key);
+    Some((sent, counts))
 }
 
 #[cfg(test)]
@@ -245,6 +284,7 @@ mod tests {
                 duplicates: None,
                 ports: None,
                 omitted_bytes: Some(4096),
+                ecn: None,
             }],
             ..Results::default()
         };
@@ -290,12 +330,38 @@ mod tests {
                 duplicates: Some(1),
                 ports: Some((5201, 41234)),
                 omitted_bytes: None,
+                ecn: Some((
+                    Some(Ecn::Ect1),
+                    EcnCounts {
+                        not_ect: 1,
+                        ect0: 0,
+                        ect1: 70,
+                        ce: 6,
+                    },
+                )),
             }],
             server_output_text: Some("line\n".into()),
             server_output_json: None,
             receiver_drained: true,
         };
         assert_eq!(Results::decode(r.encode().as_bytes()).unwrap(), r);
+    }
+
+    /// The ECN key is an extension: absent unless in play, and a broken
+    /// one is dropped on its own, the stream's other numbers kept.
+    #[test]
+    fn ecn_counts_are_optional_and_read_leniently() {
+        let s = br#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"streams":[{"id":1,"bytes":1,"retransmits":-1,"jitter":0,"errors":0,"packets":5,"ecn":{"sent":"ect0","not_ect":0,"ect0":3,"ect1":0,"ce":2}},{"id":3,"bytes":1,"retransmits":-1,"jitter":0,"errors":0,"packets":1,"ecn":{"ce":-1}},{"id":4,"bytes":1,"retransmits":-1,"jitter":0,"errors":0,"packets":1,"ecn":"x"}]}"#;
+        let r = Results::decode(s).unwrap();
+        let (sent, c) = r.streams[0].ecn.unwrap();
+        assert_eq!((sent, c.ect0, c.ce), (Some(Ecn::Ect0), 3, 2));
+        assert_eq!((r.streams[1].ecn, r.streams[2].ecn), (None, None));
+        assert_eq!(r.streams[1].packets, 1);
+        let mut plain = r.clone();
+        for st in &mut plain.streams {
+            st.ecn = None;
+        }
+        assert!(!plain.encode().contains("ecn"));
     }
 
     #[test]
@@ -323,6 +389,7 @@ mod tests {
             duplicates: None,
             ports,
             omitted_bytes: None,
+            ecn: None,
         };
         // The server saw our stream 1 (port 40001) connect second.
         let theirs = Results {

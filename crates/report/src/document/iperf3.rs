@@ -449,6 +449,9 @@ pub struct Sample {
     /// UDP receiver: datagrams out of order.
     #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
     pub out_of_order: Option<i64>,
+    /// UDP: the ECN field, when in play (wirespeed).
+    #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<Ecn>,
     /// In the `-O` warm-up.
     #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
     pub omitted: Option<bool>,
@@ -665,6 +668,9 @@ pub struct Totals {
     /// Whether this host sent it.
     #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
     pub sender: Option<bool>,
+    /// UDP: the ECN field, when in play (wirespeed).
+    #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<Ecn>,
     /// iperf 2 sender: these are its receiver's report.
     #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
     pub from_peer_report: Option<bool>,
@@ -1166,6 +1172,48 @@ pub struct Isochronous {
     /// A receiver's frame latency.
     #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
     pub latency: Option<Spread>,
+    /// Keys not named above.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// UDP's ECN field (wirespeed): the codepoint sent, datagrams per codepoint
+/// that arrived, and at the end what the path did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ecn {
+    /// The codepoint the sender set: `not_ect`, `ect0`, `ect1` or `ce`.
+    #[serde(deserialize_with = "de::string", skip_serializing_if = "Option::is_none")]
+    pub sent: Option<String>,
+    /// Datagrams that were (or arrived) Not-ECT.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub not_ect: Option<i64>,
+    /// Datagrams with ECT(0).
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub ect0: Option<i64>,
+    /// Datagrams with ECT(1).
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub ect1: Option<i64>,
+    /// Datagrams marked CE.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub ce: Option<i64>,
+    /// End: datagrams the sender sent.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub sent_packets: Option<i64>,
+    /// End: what the path did (`kept`, or any of `ce_marked`, `bleached`,
+    /// `remarked`).
+    #[serde(deserialize_with = "de::list", skip_serializing_if = "Option::is_none")]
+    pub path: Option<Vec<String>>,
+    /// End: 100 × CE / arrived.
+    #[serde(
+        deserialize_with = "de::f64",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "de::num"
+    )]
+    pub ce_percent: Option<f64>,
+    /// End: counts a peer claimed that cannot be, not used.
+    #[serde(deserialize_with = "de::boxed", skip_serializing_if = "Option::is_none")]
+    pub impossible_peer_counts: Option<Box<Ecn>>,
     /// Keys not named above.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -31,8 +31,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use iperf3::{
-    Advice, Bounceback, Buffers, Connected, Cpu, End, EndStream, Histogram, HostPort, Interval, Iperf2, Isochronous,
-    Latency, OneWay, Rtt, Sample, Spread, Start, TestDoc, TestStart, Timestamp, Totals,
+    Advice, Bounceback, Buffers, Connected, Cpu, Ecn, End, EndStream, Histogram, HostPort, Interval, Iperf2,
+    Isochronous, Latency, OneWay, Rtt, Sample, Spread, Start, TestDoc, TestStart, Timestamp, Totals,
 };
 pub use modes::{
     LossFloor, NqDoc, NqLatency, NqProbes, NqSecond, NqWay, RpmDoc, RpmEnd, RpmInterval, RpmProbes, RpmStart, Search,
@@ -428,6 +428,14 @@ mod tests {
                 packets: 100,
                 lost_percent: 3.0,
                 out_of_order: 1,
+                ecn: Some(ev::EcnSample {
+                    sent: Some(ev::Ecn::Ect1),
+                    counts: ev::EcnCounts {
+                        ect1: 90,
+                        ce: 7,
+                        ..ev::EcnCounts::default()
+                    },
+                }),
                 ..ev::UdpSample::default()
             }),
             ..ev::StreamSample::default()
@@ -514,6 +522,23 @@ mod tests {
                 lost_percent: 3.0,
                 out_of_order: 1,
                 duplicates: 0,
+                ecn: Some({
+                    let arrived = ev::EcnCounts {
+                        ect1: 90,
+                        ce: 7,
+                        ..ev::EcnCounts::default()
+                    };
+                    ev::EcnTotals {
+                        sent: Some(ev::Ecn::Ect1),
+                        sent_packets: Some(100),
+                        arrived: (id == 1).then_some(arrived),
+                        verdict: (id == 1).then(|| ev::EcnVerdict::judge(ev::Ecn::Ect1, &arrived)),
+                        impossible: (id == 2).then_some(ev::EcnCounts {
+                            ce: 500,
+                            ..ev::EcnCounts::default()
+                        }),
+                    }
+                }),
             }),
             peer_known: true,
             ..ev::StreamSummary::default()

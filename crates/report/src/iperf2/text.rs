@@ -766,6 +766,30 @@ impl Iperf2Text {
         }
     }
 
+    /// wirespeed's: what the path did to the ECN field, a line per stream
+    /// where it was in play (and their sum).
+    fn ecn_lines(&self, s: &Summary) {
+        if self.excluded('D') {
+            return;
+        }
+        let mut n = 0;
+        for st in &s.streams {
+            if let Some(e) = st.udp.as_ref().and_then(|u| u.ecn.as_ref()) {
+                let reversed = s.local.streams.iter().any(|l| l.id == st.id && l.reversed);
+                self.out
+                    .write(&format!("{}{}\n", id_tag(st.id, reversed), crate::ecn::line(e)));
+                n += 1;
+            }
+        }
+        if n > 1 {
+            for d in std::iter::once(&s.forward).chain(s.reverse.as_ref()) {
+                if let Some(e) = d.udp.as_ref().and_then(|u| u.ecn.as_ref()) {
+                    self.out.write(&format!("[SUM] {}\n", crate::ecn::line(e)));
+                }
+            }
+        }
+    }
+
     fn peer_report(&self, p: &PeerReport) {
         match p {
             PeerReport::Report(l) => self.flows(&Report {
@@ -837,6 +861,7 @@ impl Sink for Iperf2Text {
                     pairs: &s.local.pairs,
                     relay: false,
                 });
+                self.ecn_lines(s);
                 if let (true, Some(a)) = (self.window_advice, &s.advice) {
                     let text: String = a.text.iter().map(|l| format!("{l}\n")).collect();
                     self.out.write(&text);

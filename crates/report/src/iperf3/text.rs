@@ -289,6 +289,7 @@ impl TextSink {
                         lost: Some(0),
                         packets: u.sent_packets,
                         lost_percent: 0.0,
+                        ecn: None,
                         ..*u
                     };
                     self.print(&self.udp_totals_line(&id, s.role, &s.sender, &sent, "sender"));
@@ -320,6 +321,10 @@ impl TextSink {
                         u.duplicates
                     ));
                 }
+                // wirespeed's: what the path did to the ECN field.
+                if let Some(e) = &u.ecn {
+                    self.print(&format!("{id} {}\n", crate::ecn::line(e)));
+                }
             }
             _ => {
                 if show_sender {
@@ -349,6 +354,7 @@ impl TextSink {
                         lost: Some(0),
                         packets: u.sent_packets,
                         lost_percent: 0.0,
+                        ecn: None,
                         ..*u
                     };
                     self.print(&self.udp_totals_line("[SUM]", d.role, &d.sent, &sent, "sender"));
@@ -359,6 +365,9 @@ impl TextSink {
                     self.print(&self.udp_totals_line("[SUM]", d.role, &d.received, u, "receiver"));
                 } else if self.verbose {
                     self.print("[SUM] (receiver statistics not available)\n");
+                }
+                if let Some(e) = &u.ecn {
+                    self.print(&format!("[SUM] {}\n", crate::ecn::line(e)));
                 }
             }
             _ => {

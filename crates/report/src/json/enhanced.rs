@@ -285,6 +285,10 @@ pub fn sample(s: &StreamSample, reversed: Option<bool>) -> doc::Sample {
         packets: u.map(|u| u.packets),
         lost_percent: u.map(|u| u.lost_percent),
         out_of_order: u.map(|u| u.out_of_order),
+        // The ECN field, only when in play.
+        ecn: u
+            .and_then(|u| u.ecn.as_ref())
+            .map(|e| super::keys::ecn_counts(e.sent, &e.counts)),
         iperf2: Some(stream_extras(s, reversed)),
         ..doc::Sample::default()
     }

@@ -127,6 +127,62 @@ fn udp_interval_keys(m: &mut doc::Sample, u: &UdpSample, sender: bool) {
         m.lost_percent = Some(u.lost_percent);
     }
     m.packets = Some(u.packets);
+    // Not in iperf3: the ECN field, only when in play.
+    m.ecn = u.ecn.as_ref().map(|e| ecn_counts(e.sent, &e.counts));
+}
+
+/// The `ecn` object of an interval: the codepoint sent and the datagrams
+/// per codepoint.
+pub(crate) fn ecn_counts(sent: Option<Ecn>, c: &EcnCounts) -> doc::Ecn {
+    doc::Ecn {
+        sent: sent.map(|s| s.key().to_string()),
+        not_ect: int(c.not_ect),
+        ect0: int(c.ect0),
+        ect1: int(c.ect1),
+        ce: int(c.ce),
+        ..doc::Ecn::default()
+    }
+}
+
+/// A whole test's `ecn` object: the codepoint sent, what arrived per
+/// codepoint (when known here), the datagrams sent, and what the path did.
+pub(crate) fn ecn_totals(e: &EcnTotals) -> doc::Ecn {
+    let counts = match &e.arrived {
+        Some(a) => ecn_counts(e.sent, a),
+        None => doc::Ecn {
+            sent: e.sent.map(|s| s.key().to_string()),
+            ..doc::Ecn::default()
+        },
+    };
+    doc::Ecn {
+        sent_packets: e.sent_packets.and_then(int),
+        path: e
+            .verdict
+            .as_ref()
+            .map(|v| ecn_path_words(v).into_iter().map(String::from).collect()),
+        ce_percent: e.verdict.as_ref().map(|v| v.ce_percent),
+        impossible_peer_counts: e.impossible.as_ref().map(|c| Box::new(ecn_counts(None, c))),
+        ..counts
+    }
+}
+
+/// What the path did, as JSON names it: `kept`, or any of `ce_marked`,
+/// `bleached`, `remarked`.
+fn ecn_path_words(v: &EcnVerdict) -> Vec<&'static str> {
+    if v.kept_all() {
+        return vec!["kept"];
+    }
+    let mut w = Vec::new();
+    if v.ce > 0 {
+        w.push("ce_marked");
+    }
+    if v.bleached > 0 {
+        w.push("bleached");
+    }
+    if v.remarked > 0 {
+        w.push("remarked");
+    }
+    w
 }
 
 fn stream_interval(s: &StreamSample) -> doc::Sample {
@@ -223,6 +279,8 @@ fn udp_totals(socket: Option<i32>, t: &Totals, u: &UdpTotals, sender: bool, ooo:
         // Not in iperf3: datagrams that arrived more than once.
         duplicates: ooo.then_some(u.duplicates),
         sender: Some(sender),
+        // Not in iperf3: the ECN field, only when in play.
+        ecn: u.ecn.as_ref().map(ecn_totals),
         ..totals_head(socket, t)
     }
 }
@@ -296,6 +354,7 @@ pub fn end(s: &Summary) -> doc::End {
                     jitter_ms: 0.0,
                     lost: Some(0),
                     lost_percent: 0.0,
+                    ecn: None,
                     ..*u
                 };
                 let sent_packets = if d.sent.sender || peer_known { u.sent_packets } else { 0 };

@@ -267,6 +267,11 @@ pub(crate) fn run_flows_guarded(
             fin_datagram: true,
         },
         samples: opts.samples,
+        // A client's flows back carry the ECN codepoint it asked for (the
+        // server reflects the client's TOS); a server's receiving flows
+        // are told by each client's header.
+        peer_ecn: (side == Side::Client && params.tos & 3 != 0)
+            .then(|| wirespeed_core::events::Ecn::of_tos(params.tos)),
     };
     let mut session = Session::start_with(params, side, streams, waker, &local)?;
     reporter.emit(Event::Start(Box::new(StartInfo {

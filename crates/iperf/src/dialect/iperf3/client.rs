@@ -238,6 +238,9 @@ impl Client<'_> {
             // stop; an iperf3 server closes them at TEST_END.
             peer_half_closes: true,
             samples: cfg.output.chart_samples(),
+            // What the server sent with is known from its results (a
+            // wirespeed server's `ecn` key): iperf3 3.12's server does not
+            // set the TOS it is given on its own UDP sockets.
             ..LocalOpts::default()
         };
         self.pending = Some((streams, waker, local));
@@ -583,12 +586,18 @@ fn server_error(ctrl: &mut Ctrl) -> Error {
 /// Datagrams other than the reply are a reverse test's first data, which
 /// a reordering path can deliver before the reply: they are returned (with
 /// their arrival times) for the stream to count, up to [`EARLY_DATA`].
-fn udp_hello(sock: &std::net::UdpSocket, hello: &[u8], deadline: Instant) -> Result<Vec<(Vec<u8>, i64)>, Error> {
+type Early = Vec<(Vec<u8>, i64, Option<u8>)>;
+
+fn udp_hello(sock: &std::net::UdpSocket, hello: &[u8], deadline: Instant) -> Result<Early, Error> {
     let err = |e: &std::io::Error| Error::io(Code::STREAMCONNECT, e);
     let mut buf = vec![0u8; wirespeed_core::config::MAX_UDP_BLOCK as usize + 1];
     let resend = Duration::from_secs(1);
     let mut next_hello = Instant::now();
     let mut early = Vec::new();
+    // A reverse stream's first datagrams may come before the reply: with
+    // their ECN field.
+    let ipv6 = sock.local_addr().is_ok_and(|a| a.is_ipv6());
+    let _ = wirespeed_sys::udp::set_recv_tos(sock, ipv6);
     loop {
         let now = Instant::now();
         if now >= deadline {
@@ -604,14 +613,14 @@ fn udp_hello(sock: &std::net::UdpSocket, hello: &[u8], deadline: Instant) -> Res
         let wait = next_hello.min(deadline).saturating_duration_since(now);
         sock.set_read_timeout(Some(wait.max(Duration::from_millis(1))))
             .map_err(|e| err(&e))?;
-        match sock.recv(&mut buf) {
-            Ok(n) if is_hello_reply(&buf[..n]) => {
+        match wirespeed_sys::udp::recv_from_tos(sock, &mut buf) {
+            Ok((n, _, _)) if is_hello_reply(&buf[..n]) => {
                 sock.set_read_timeout(None).map_err(|e| err(&e))?;
                 return Ok(early);
             }
-            Ok(n) => {
+            Ok((n, _, tos)) => {
                 if early.len() < EARLY_DATA {
-                    early.push((buf[..n].to_vec(), wirespeed_core::clock::wall_ns()));
+                    early.push((buf[..n].to_vec(), wirespeed_core::clock::wall_ns(), tos));
                 }
             }
             Err(e) if wirespeed_core::engine::is_timeout(&e) => {}

@@ -245,6 +245,8 @@ impl ServerTest<'_> {
             // exchanged; a wirespeed client half-closes after its last byte.
             peer_half_closes: self.wirespeed_client,
             samples: self.cfg.output.chart_samples(),
+            // The client sends with the TOS byte it told us.
+            peer_ecn: Some(wirespeed_core::events::Ecn::of_tos(self.params.tos)),
             ..LocalOpts::default()
         };
         let streams = streams

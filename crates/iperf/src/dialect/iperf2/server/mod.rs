@@ -24,8 +24,8 @@ impl crate::server::Iperf2Wing for Wing {
         tcp::serve(ctx, &self.forming, s, peer, prefix)
     }
 
-    fn udp(&self, ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d: &[u8], rx_ns: i64) {
-        udp::offer(ctx, &self.forming, local, from, d, rx_ns)
+    fn udp(&self, ctx: &Arc<ServerCtx>, local: SocketAddr, from: SocketAddr, d: &[u8], rx_ns: i64, tos: Option<u8>) {
+        udp::offer(ctx, &self.forming, local, from, d, rx_ns, tos)
     }
 
     fn udp_drained(&self, ctx: &ServerCtx) {

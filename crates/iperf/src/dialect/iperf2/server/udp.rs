@@ -62,7 +62,7 @@ pub(crate) fn drained(ctx: &ServerCtx) {
 }
 
 /// Takes a datagram from `from` that arrived on a port bound to `local`
-/// at `rx_ns` (wall clock): the first datagram of a new client starts a
+/// at `rx_ns` (wall clock), with TOS byte `tos` if read: the first datagram of a new client starts a
 /// flow; one of a flow not yet running is kept for it; anything else is
 /// dropped.
 pub(crate) fn offer(
@@ -72,6 +72,7 @@ pub(crate) fn offer(
     from: SocketAddr,
     d: &[u8],
     rx_ns: i64,
+    tos: Option<u8>,
 ) {
     let from = net::canonical(from);
     let Ok(mut peers) = ctx.registry.udp_peers.lock() else {
@@ -82,7 +83,7 @@ pub(crate) fn offer(
             if let Ok(mut v) = p.lock()
                 && v.len() < PREFEED_MAX
             {
-                v.push((d.to_vec(), rx_ns));
+                v.push((d.to_vec(), rx_ns, tos));
             }
             return;
         }
@@ -123,7 +124,7 @@ pub(crate) fn offer(
         super::groups::refuse(ctx, local, from, why);
         return;
     }
-    let Some(m) = member(ctx, local, from, header, d, rx_ns) else {
+    let Some(m) = member(ctx, local, from, header, d, (rx_ns, tos)) else {
         return;
     };
     peers.insert(from, UdpPeer::Pending(m.prefeed.clone()));
@@ -226,7 +227,7 @@ fn member(
     from: SocketAddr,
     header: Option<ClientHeader>,
     d: &[u8],
-    rx_ns: i64,
+    (rx_ns, tos): (i64, Option<u8>),
 ) -> Option<Member> {
     let bind_ip = match (local.ip(), from) {
         (ip, _) if !ip.is_unspecified() => net::canonical(local).ip(),
@@ -256,7 +257,7 @@ fn member(
         sock: DataSock::Udp(sock),
         initial: 0,
         tcp_init: None,
-        prefeed: Arc::new(Mutex::new(vec![(d.to_vec(), rx_ns)])),
+        prefeed: Arc::new(Mutex::new(vec![(d.to_vec(), rx_ns, tos)])),
     })
 }
 
@@ -360,6 +361,12 @@ impl GroupTransport for Udp {
                     frames,
                     // A client's -d/-r listener: the server's flows back.
                     connect_back: matches!(ctx.mode, Mode::ConnectBack { .. }),
+                    // The client's header says the TOS byte it sends with.
+                    ecn_sent: m
+                        .header
+                        .ext
+                        .filter(|_| m.has_header)
+                        .map(|e| wirespeed_core::events::Ecn::of_tos(e.tos as u8)),
                     ..StreamMeta::default()
                 },
                 ..StreamExtras::default()
@@ -396,6 +403,21 @@ impl GroupTransport for Udp {
         self.served.push(m.peer);
         let DataSock::Udp(sock) = sock else { return None };
         let (local, peer) = (sock.local_addr().ok()?, sock.peer_addr().ok()?);
+        // The client's ECN codepoint (`--ecn`) rides on the flow back too.
+        if let Some(e) = m
+            .header
+            .ext
+            .filter(|_| m.has_header)
+            .map(|e| e.tos as u8 & 3)
+            .filter(|e| *e != 0)
+        {
+            let tos = u32::from((ctx.flow_cfg.params.tos & !3) | e);
+            let s = SockRef::from(&sock);
+            if local.is_ipv6() {
+                let _ = wirespeed_sys::socket::set_tclass(&s, tos);
+            }
+            let _ = s.set_tos_v4(tos);
+        }
         let starred = why != Sending::Reverse;
         let line = Arc::new(Mutex::new(None));
         if let Ok(s) = sock.try_clone() {

@@ -1,0 +1,116 @@
+//! The end-of-test ECN line both dialects' text prints when ECN is in
+//! play: what was sent, what arrived, and what the path did to the field.
+
+use wirespeed_core::events::{Ecn, EcnCounts, EcnTotals, EcnVerdict};
+
+/// `ECN: sent ECT(1), arrived Not-ECT 0, ECT(0) 0, ECT(1) 8877, CE 123:
+/// CE-marked 123 of 9000 (1.37%)` and its kin (without a newline).
+pub fn line(e: &EcnTotals) -> String {
+    let mut s = String::from("ECN:");
+    match e.sent {
+        Some(x) => s.push_str(&format!(" sent {}", x.label())),
+        None => s.push_str(" sent unknown"),
+    }
+    if let Some(c) = &e.impossible {
+        s.push_str(&format!(
+            ", but the peer's counts are impossible ({} arrived, {} CE, of {} sent); not used",
+            c.total(),
+            c.ce,
+            e.sent_packets.unwrap_or(0)
+        ));
+        return s;
+    }
+    let Some(a) = &e.arrived else {
+        if let Some(n) = e.sent_packets {
+            s.push_str(&format!(" ({n} datagrams); the receiver did not say what arrived"));
+        }
+        return s;
+    };
+    s.push_str(&format!(", arrived {}", counts(a)));
+    if let Some(v) = &e.verdict {
+        s.push_str(": ");
+        s.push_str(&verdict(e.sent.unwrap_or(Ecn::NotEct), v));
+    }
+    s
+}
+
+/// `Not-ECT 0, ECT(0) 0, ECT(1) 8877, CE 123`.
+fn counts(c: &EcnCounts) -> String {
+    [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce]
+        .iter()
+        .map(|e| format!("{} {}", e.label(), c.get(*e)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What the path did: `kept`, or any of CE-marked, bleached and remarked,
+/// each with how many of how many.
+fn verdict(sent: Ecn, v: &EcnVerdict) -> String {
+    if v.kept_all() {
+        return format!("the path kept {}", sent.label());
+    }
+    let n = v.arrived;
+    let mut parts = Vec::new();
+    if v.ce > 0 {
+        parts.push(format!("CE-marked {} of {n} ({:.2}%)", v.ce, v.ce_percent));
+    }
+    if v.bleached > 0 {
+        parts.push(format!("bleached {} of {n} (arrived Not-ECT)", v.bleached));
+    }
+    if v.remarked > 0 {
+        let to = v.remarked_to.map_or("", |e| e.label());
+        parts.push(format!(
+            "remarked {} of {n} ({} arrived {to})",
+            v.remarked,
+            sent.label()
+        ));
+    }
+    format!("the path {}", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn totals(sent: Ecn, arrived: EcnCounts) -> EcnTotals {
+        EcnTotals {
+            sent: Some(sent),
+            sent_packets: Some(arrived.total()),
+            arrived: Some(arrived),
+            verdict: Some(EcnVerdict::judge(sent, &arrived)),
+            impossible: None,
+        }
+    }
+
+    #[test]
+    fn each_verdict_in_one_line() {
+        let c = |not_ect, ect0, ect1, ce| EcnCounts {
+            not_ect,
+            ect0,
+            ect1,
+            ce,
+        };
+        assert_eq!(
+            line(&totals(Ecn::Ect1, c(0, 0, 100, 0))),
+            "ECN: sent ECT(1), arrived Not-ECT 0, ECT(0) 0, ECT(1) 100, CE 0: the path kept ECT(1)"
+        );
+        assert_eq!(
+            line(&totals(Ecn::Ect1, c(0, 0, 96, 4))),
+            "ECN: sent ECT(1), arrived Not-ECT 0, ECT(0) 0, ECT(1) 96, CE 4: the path CE-marked 4 of 100 (4.00%)"
+        );
+        assert!(line(&totals(Ecn::Ect0, c(100, 0, 0, 0))).ends_with("the path bleached 100 of 100 (arrived Not-ECT)"));
+        assert!(
+            line(&totals(Ecn::Ect0, c(0, 0, 100, 0))).ends_with("the path remarked 100 of 100 (ECT(0) arrived ECT(1))")
+        );
+        let bogus = EcnTotals {
+            sent: Some(Ecn::Ect1),
+            sent_packets: Some(10),
+            impossible: Some(c(0, 0, 0, 50)),
+            ..EcnTotals::default()
+        };
+        assert_eq!(
+            line(&bogus),
+            "ECN: sent ECT(1), but the peer's counts are impossible (50 arrived, 50 CE, of 10 sent); not used"
+        );
+    }
+}
