@@ -44,6 +44,10 @@ pub struct PathSpec {
     /// show up as the path's delay or rate. Only for light traffic: a
     /// realtime sender at full speed starves everything else.
     pub realtime_endpoints: bool,
+    /// Take a turn (`PathTurn`) for the path's life, as a busy path does;
+    /// a test that mostly waits (on a path that is down) runs beside the
+    /// others instead.
+    pub takes_turn: bool,
 }
 
 impl Default for PathSpec {
@@ -57,6 +61,7 @@ impl Default for PathSpec {
             lifetime_s: 120,
             extra: Vec::new(),
             realtime_endpoints: false,
+            takes_turn: true,
         }
     }
 }
@@ -94,6 +99,12 @@ impl PathSpec {
     /// Sets `--lifetime`.
     pub fn lifetime(mut self, secs: u64) -> Self {
         self.lifetime_s = secs;
+        self
+    }
+    /// Runs beside the other path tests, without a turn: for a test that
+    /// mostly waits, with little or no traffic on its path.
+    pub fn mostly_waiting(mut self) -> Self {
+        self.takes_turn = false;
         self
     }
     /// Runs the programs in the namespaces with realtime scheduling.
@@ -159,7 +170,7 @@ pub struct Path {
     prefix: Vec<String>,
     /// Held while the path exists (declared last: dropped after the
     /// emulator is gone).
-    _turn: super::PathTurn,
+    _turn: Option<super::PathTurn>,
 }
 
 impl Path {
@@ -184,7 +195,7 @@ impl Path {
             eprintln!("NOTICE: {why}; skipping");
             return None;
         }
-        let mut path = Path::spawn(&exe, &spec.args());
+        let mut path = Path::spawn(&exe, &spec.args(), spec.takes_turn);
         if spec.realtime_endpoints {
             match super::peer("chrt") {
                 Some(chrt) => path.prefix = vec![chrt.to_string_lossy().into_owned(), "-r".into(), "5".into()],
@@ -194,8 +205,8 @@ impl Path {
         Some(path)
     }
 
-    fn spawn(exe: &FsPath, args: &[String]) -> Path {
-        let turn = super::path_turn();
+    fn spawn(exe: &FsPath, args: &[String], takes_turn: bool) -> Path {
+        let turn = takes_turn.then(super::path_turn);
         let mut child = Command::new(exe)
             .args(args)
             .stdin(Stdio::piped())

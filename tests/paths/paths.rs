@@ -13,7 +13,7 @@
 //! Needs root and the example built (`cargo test --release` builds it);
 //! skipped with a notice otherwise, unless WIRESPEED_REQUIRE_PEERS=1. The
 //! tests take turns (each loads both CPUs), except the one that waits for
-//! a dead path to time out.
+//! a dead path to time out (`PathSpec::mostly_waiting`).
 
 use crate::common;
 
@@ -288,10 +288,13 @@ fn an_outage_shorter_than_tcps_timeout_is_ridden_out_and_shown() {
 
 #[test]
 fn a_path_that_dies_ends_each_end_with_one_clear_line() {
-    // Mostly waiting: no turn taken.
-    let Some(p) = path("delay=25ms,rate=100M,queue=1000") else {
-        return;
-    };
+    // Mostly waiting for the ends to give up on a dead path: it runs
+    // beside the other path tests, without a turn.
+    let spec = PathSpec::new()
+        .both("delay=25ms,rate=100M,queue=1000")
+        .lifetime(300)
+        .mostly_waiting();
+    let Some(p) = Path::start(&spec) else { return };
     let ws = wirespeed();
     let mut srv = p.spawn_b(&ws, &["-s", "-1"]);
     assert!(srv.wait_for_line("Server listening", Duration::from_secs(10)));
