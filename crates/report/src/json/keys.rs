@@ -287,6 +287,19 @@ fn udp_totals(socket: Option<i32>, t: &Totals, u: &UdpTotals, sender: bool, ooo:
     Value::Object(m)
 }
 
+/// `end.streams[].quic`: QUIC's own numbers (an addition to iperf3's keys).
+fn quic_json(q: &wirespeed_core::events::QuicTotals) -> Value {
+    let mut m = obj();
+    m.insert("rtt_us".into(), Value::from(q.rtt_us));
+    m.insert("min_rtt_us".into(), Value::from(q.min_rtt_us));
+    m.insert("cwnd".into(), Value::from(q.cwnd));
+    m.insert("sent_packets".into(), Value::from(q.sent_packets));
+    m.insert("lost_packets".into(), Value::from(q.lost_packets));
+    m.insert("lost_bytes".into(), Value::from(q.lost_bytes));
+    m.insert("congestion_events".into(), Value::from(q.congestion_events));
+    Value::Object(m)
+}
+
 /// `end.advice`: wirespeed's window advice (an addition to iperf3's keys).
 fn advice_json(a: &WindowAdvice) -> Value {
     let mut m = obj();
@@ -347,6 +360,11 @@ pub fn end_json(s: &Summary) -> Value {
                     );
                     o.insert("receiver".into(), totals(Some(st.socket), &st.receiver, None, false));
                 }
+            }
+            // Not in iperf3: a QUIC test's connection, as this end saw it
+            // (the same for every stream: they share it).
+            if let Some(q) = &s.quic {
+                o.insert("quic".into(), quic_json(q));
             }
             Value::Object(o)
         })
