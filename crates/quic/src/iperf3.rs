@@ -184,7 +184,7 @@ impl QuicData for Quic {
                 return Err(e);
             }
         };
-        Conn::new(rt, endpoint, conn, streams, &keep, server, client_sends)
+        Conn::boxed(rt, endpoint, conn, streams, &keep, server, client_sends)
     }
 
     fn accept(
@@ -265,7 +265,7 @@ impl QuicData for Quic {
                 let _ = s.finish();
             }
         }
-        Conn::new(rt, endpoint, conn, streams, &keep, from, server_sends)
+        Conn::boxed(rt, endpoint, conn, streams, &keep, from, server_sends)
     }
 }
 
@@ -280,7 +280,7 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(
+    fn boxed(
         rt: tokio::runtime::Runtime,
         endpoint: quinn::Endpoint,
         conn: quinn::Connection,
