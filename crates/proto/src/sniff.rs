@@ -68,9 +68,9 @@ pub fn udp(d: &[u8]) -> Udp<'_> {
 /// Whether a datagram is a QUIC version 1 Initial (RFC 9000 § 17.2.2): a
 /// long header (the form and fixed bits set, packet type 0), version 1,
 /// padded to at least 1200 bytes as every client's first datagram is. An
-/// iperf3 hello ("9876") or an iperf 2 datagram (a sequence number, then
-/// seconds, so never version 1 after a 0xC0..0xCF byte at these lengths
-/// from a real client's start) is none.
+/// iperf3 hello ("9876") is none; an iperf 2 first datagram starts with
+/// its sequence number (0 or 1), so neither. The acceptor offers one only
+/// to a `--quic` test waiting at the sender's address.
 pub fn quic_initial(d: &[u8]) -> bool {
     d.len() >= 1200 && d[0] & 0xF0 == 0xC0 && d[1..5] == [0, 0, 0, 1]
 }
