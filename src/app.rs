@@ -41,6 +41,8 @@ pub fn run(args: Vec<OsString>) -> i32 {
     }
     let prog = program_name(&args);
     let rest: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    // iperf3's `--quic` tests carry their data over wirespeed-quic's QUIC.
+    wirespeed_quic::install_iperf3();
     if prog == "iperf" || prog == "iperf2" {
         return run_iperf2(&rest, &prog);
     }

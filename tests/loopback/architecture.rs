@@ -424,6 +424,19 @@ fn each_layer_links_only_what_is_below_it() {
         &["wirespeed-web", "wirespeed-cli"],
         "the RPM server and client use the HTTP layer, not the UI",
     );
+    // The QUIC crate carries the iperf3 dialect's `--quic` data (it
+    // implements the iperf crate's `QuicData`, the iperf crate links no
+    // async runtime or TLS), and knows nothing above that.
+    forbid(
+        "wirespeed-quic",
+        &["wirespeed-cli", "wirespeed-http", "wirespeed-web", "wirespeed-rpm-http"],
+        "QUIC serves the iperf dialect and the perf protocol, not the command line or the web",
+    );
+    forbid(
+        "wirespeed-iperf",
+        &["wirespeed-quic"],
+        "QUIC reaches the iperf3 dialect from above, through QuicData",
+    );
     for krate in linked.keys().filter(|k| *k != "wirespeed-web" && *k != "wirespeed") {
         forbid(
             krate,

@@ -102,7 +102,7 @@ const IPERF2_EXTRAS: &[&str] = &[
 const IPERF3_EXTRAS: &[&str] = &[
     "max-tests", "max-streams", "loopback", "live", "report", "udp-search", "latency", "max-loss", "metrics", "allow",
     "deny", "csv", "rpm", "ui", "db", "rpm-listen", "tls-cert", "tls-key", "cacert", "insecure",
-    "quic-perf", "quic-perf-listen", "ecn",
+    "quic-perf", "quic-perf-listen", "ecn", "quic",
 ];
 
 /// What a peer program does with `--prefix`.

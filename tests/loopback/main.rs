@@ -27,6 +27,7 @@ mod modes_events;
 mod options;
 mod properties;
 mod pscheduler;
+mod quic_iperf3;
 #[cfg(feature = "rpm-server")]
 mod rpm_server;
 mod server;

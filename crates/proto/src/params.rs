@@ -14,6 +14,10 @@ pub enum Protocol {
     Udp,
     /// SCTP, where the kernel has it.
     Sctp,
+    /// QUIC streams on one connection between two wirespeed ends (`-q`;
+    /// docs/protocols.md § QUIC data): a byte stream as TCP's, counted
+    /// the same way.
+    Quic,
 }
 
 impl Protocol {
@@ -23,6 +27,7 @@ impl Protocol {
             Protocol::Tcp => "TCP",
             Protocol::Udp => "UDP",
             Protocol::Sctp => "SCTP",
+            Protocol::Quic => "QUIC",
         }
     }
 }
@@ -236,7 +241,7 @@ impl TestParams {
             (Some(l), _) => l,
             (None, Protocol::Udp) => DEFAULT_UDP_BLOCK,
             (None, Protocol::Sctp) => 64 * 1024,
-            (None, Protocol::Tcp) => DEFAULT_TCP_BLOCK,
+            (None, Protocol::Tcp | Protocol::Quic) => DEFAULT_TCP_BLOCK,
         }
     }
 

@@ -65,9 +65,36 @@ pub fn udp(d: &[u8]) -> Udp<'_> {
     }
 }
 
+/// Whether a datagram is a QUIC version 1 Initial (RFC 9000 § 17.2.2): a
+/// long header (the form and fixed bits set, packet type 0), version 1,
+/// padded to at least 1200 bytes as every client's first datagram is. An
+/// iperf3 hello ("9876") is none; an iperf 2 first datagram starts with
+/// its sequence number (0 or 1), so neither. The acceptor offers one only
+/// to a `--quic` test waiting at the sender's address.
+pub fn quic_initial(d: &[u8]) -> bool {
+    d.len() >= 1200 && d[0] & 0xF0 == 0xC0 && d[1..5] == [0, 0, 0, 1]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quic_initial_is_told_apart() {
+        let mut d = vec![0u8; 1200];
+        d[0] = 0xC3;
+        d[4] = 1;
+        assert!(quic_initial(&d));
+        assert!(!quic_initial(&d[..1199]), "short");
+        d[0] = 0xE3;
+        assert!(!quic_initial(&d), "a Handshake packet");
+        d[0] = 0xC3;
+        d[4] = 2;
+        assert!(!quic_initial(&d), "another version");
+        let mut hello = b"9876".to_vec();
+        hello.resize(1200, 0);
+        assert!(!quic_initial(&hello));
+    }
 
     #[test]
     fn one_byte_tells_iperf2_from_a_cookie() {

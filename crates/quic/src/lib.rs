@@ -11,12 +11,18 @@
 //! of the program stays thread-based and neither tokio nor quinn reaches
 //! the core or the outputs. A build without the `perf` feature (the
 //! binary's `quic-perf`) refuses both options in one line.
+//!
+//! [`iperf3`] is the data connection of iperf3 tests run with `-q`/`--quic`
+//! (docs/protocols.md § QUIC data): the binary installs it into the iperf3
+//! dialect at start ([`install_iperf3`]).
 
 #![forbid(unsafe_code)]
 // Without the `perf` feature only the option checks and the wire stay.
 #![cfg_attr(not(feature = "perf"), allow(dead_code))]
 
 pub mod client;
+#[cfg(feature = "perf")]
+pub mod iperf3;
 #[cfg(feature = "perf")]
 mod net;
 pub mod server;
@@ -43,6 +49,13 @@ pub fn split_target(spec: &str, option: &str) -> Result<(String, u16), Error> {
         return Err(bad());
     }
     Ok((host.to_string(), port))
+}
+
+/// Makes QUIC available to the iperf3 dialect's `--quic` tests (without
+/// the `perf` feature there is none, and `--quic` is refused in one line).
+pub fn install_iperf3() {
+    #[cfg(feature = "perf")]
+    iperf3::install();
 }
 
 /// The refusal of a build without the `perf` feature.

@@ -43,13 +43,18 @@ pub(crate) fn load_pem(cert: &Path, key: &Path) -> Result<Identity, Error> {
 
 /// A self-signed ECDSA P-256 certificate for `names` and `localhost`.
 pub(crate) fn make_self_signed(names: &[String]) -> Result<Identity, Error> {
+    make_self_signed_for(names, "--quic-perf-listen")
+}
+
+/// The same; `what` names it in an error.
+pub(crate) fn make_self_signed_for(names: &[String], what: &str) -> Result<Identity, Error> {
     let mut all = vec!["localhost".to_string()];
     all.extend(names.iter().cloned());
     all.dedup();
     let made = rcgen::generate_simple_self_signed(all).map_err(|e| {
         Error::msg(
             Code::NONE,
-            format!("--quic-perf-listen: cannot make a self-signed certificate: {e}"),
+            format!("{what}: cannot make a self-signed certificate: {e}"),
         )
     })?;
     let key = PrivateKeyDer::Pkcs8(made.signing_key.serialize_der().into());
@@ -69,19 +74,23 @@ pub(crate) fn fingerprint(cert: &CertificateDer<'_>) -> String {
 
 /// The server's TLS: 1.3 only, ALPN `perf` only.
 pub(crate) fn server_crypto(id: Identity) -> Result<quinn::crypto::rustls::QuicServerConfig, Error> {
-    let bad = |e: String| {
-        Error::param_msg(
-            Code::NONE,
-            format!("--quic-perf-listen: the certificate cannot be used: {e}"),
-        )
-    };
+    server_crypto_for(id, ALPN, "--quic-perf-listen")
+}
+
+/// The server's TLS for `alpn` alone; `what` names it in a refusal.
+pub(crate) fn server_crypto_for(
+    id: Identity,
+    alpn: &[u8],
+    what: &str,
+) -> Result<quinn::crypto::rustls::QuicServerConfig, Error> {
+    let bad = |e: String| Error::param_msg(Code::NONE, format!("{what}: the certificate cannot be used: {e}"));
     let mut c = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| bad(e.to_string()))?
         .with_no_client_auth()
         .with_single_cert(id.0, id.1)
         .map_err(|e| bad(e.to_string()))?;
-    c.alpn_protocols = vec![ALPN.to_vec()];
+    c.alpn_protocols = vec![alpn.to_vec()];
     // No 0-RTT: a replayed request would be served twice.
     c.max_early_data_size = 0;
     quinn::crypto::rustls::QuicServerConfig::try_from(c).map_err(|e| bad(e.to_string()))
@@ -89,15 +98,20 @@ pub(crate) fn server_crypto(id: Identity) -> Result<quinn::crypto::rustls::QuicS
 
 /// The client's TLS: 1.3, ALPN `perf`, any certificate (see the module).
 pub(crate) fn client_crypto() -> Result<quinn::crypto::rustls::QuicClientConfig, Error> {
+    client_crypto_for(ALPN, "--quic-perf")
+}
+
+/// The client's TLS for `alpn`; `what` names it in an error.
+pub(crate) fn client_crypto_for(alpn: &[u8], what: &str) -> Result<quinn::crypto::rustls::QuicClientConfig, Error> {
     let p = provider();
-    let bad = |e: String| Error::msg(Code::NONE, format!("--quic-perf: TLS: {e}"));
+    let bad = |e: String| Error::msg(Code::NONE, format!("{what}: TLS: {e}"));
     let mut c = rustls::ClientConfig::builder_with_provider(p.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| bad(e.to_string()))?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(AnyCertificate(p)))
         .with_no_client_auth();
-    c.alpn_protocols = vec![ALPN.to_vec()];
+    c.alpn_protocols = vec![alpn.to_vec()];
     quinn::crypto::rustls::QuicClientConfig::try_from(c).map_err(|e| bad(e.to_string()))
 }
 

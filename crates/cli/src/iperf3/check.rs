@@ -19,6 +19,7 @@ pub(super) fn all(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     let given = |k: Opt| opts.iter().any(|o| o.key == k);
     nq_rules(s, opts)?;
     quic_rules(s, opts)?;
+    quic_data_rules(s, opts)?;
     role(s, opts)?;
     one_stdout_format(&s.common.cfg)?;
     direction_and_end(s)?;
@@ -169,6 +170,61 @@ fn quic_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
         ));
     }
     s.common.client = Some(target);
+    Ok(())
+}
+
+/// The options an iperf3 test over QUIC (`-q`/`--quic`) honours; any
+/// other (`-u`, `-w`, `-C`, `-Z`, `-M`, `-N`, `-S`, `-F`, `--rpm`,
+/// `--latency`, ...: socket and TCP settings a QUIC stream has no place
+/// for, and modes of their own) is refused, never ignored.
+const QUIC_DATA_OPTIONS: &[Opt] = &[
+    Opt::Quic,
+    Opt::Client,
+    Opt::Port,
+    Opt::Time,
+    Opt::Bytes,
+    Opt::Blockcount,
+    Opt::Length,
+    Opt::Parallel,
+    Opt::Reverse,
+    Opt::Bidir,
+    Opt::Bitrate,
+    Opt::Omit,
+    Opt::Interval,
+    Opt::Format,
+    Opt::Verbose,
+    Opt::Json,
+    Opt::JsonStream,
+    Opt::JsonStreamFull,
+    Opt::Logfile,
+    Opt::ForceFlush,
+    Opt::Timestamps,
+    Opt::Debug,
+    Opt::Title,
+    Opt::ExtraData,
+    Opt::GetServerOutput,
+    Opt::RepeatingPayload,
+    Opt::ConnectTimeout,
+    Opt::CntlKa,
+    Opt::Version4,
+    Opt::Version6,
+];
+
+/// `-q`/`--quic`: a client's option, with [`QUIC_DATA_OPTIONS`] only.
+fn quic_data_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
+    if !opts.iter().any(|o| o.key == Opt::Quic) {
+        return Ok(());
+    }
+    if s.is_server {
+        // The server takes a QUIC test when its client asks: no option.
+        return Err(perr(Code::CLIENTONLY));
+    }
+    if let Some(o) = opts.iter().find(|o| !QUIC_DATA_OPTIONS.contains(&o.key)) {
+        return Err(Error::param_msg(
+            Code::NONE,
+            format!("--quic cannot be used with {}", o.spelled),
+        ));
+    }
     Ok(())
 }
 

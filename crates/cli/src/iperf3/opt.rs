@@ -104,6 +104,7 @@ pub enum Opt {
     TlsKey,
     QuicPerf,
     QuicPerfListen,
+    Quic,
     Allow,
     Deny,
     Csv,

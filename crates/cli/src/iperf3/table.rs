@@ -110,6 +110,7 @@ pub const TABLE: &[Row] = &[
     row!(X, TlsKey,             -,   "tls-key",                 Required, Server, F(shared::tls_key)),
     row!(X, QuicPerf,           -,   "quic-perf",               Required, Client, F(extras::quic_perf)),
     row!(X, QuicPerfListen,     -,   "quic-perf-listen",        Required, Server, F(extras::quic_perf_listen)),
+    row!(X, Quic,               'q', "quic",                    None,     Client, F(test::quic)),
     row!(X, Allow,              -,   "allow",                   Required, Server, F(shared::allow)),
     row!(X, Deny,               -,   "deny",                    Required, Server, F(shared::deny)),
     row!(X, Csv,                -,   "csv",                     None,     Both,   F(extras::csv)),

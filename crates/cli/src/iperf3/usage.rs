@@ -162,6 +162,9 @@ wirespeed additions:
   --quic-perf <host>:<port> a QUIC perf client (ALPN perf) instead of an iperf test:
                             upload (-n bytes or -t secs; -R: download), -P streams
                             on one connection, -i, -l, -J, --json-stream
+  -q, --quic                the test's data over QUIC (to a wirespeed server's port,
+                            UDP): -P streams on one connection; with -t, -n, -k, -l,
+                            -b, -R, --bidir, -O, -i, -J, --json-stream
   --csv                     print iperf 2's CSV rows (as its -y C) instead of text
   --ecn ect0|ect1           UDP: set the ECN field (with -S/--dscp's DSCP); the
                             receiver counts what arrived and says what the path did

@@ -10,6 +10,7 @@ pub mod drain;
 pub mod frames;
 pub mod mux;
 pub mod pacer;
+pub mod pipe;
 pub mod placement;
 pub mod run;
 pub mod session;

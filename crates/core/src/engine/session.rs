@@ -301,6 +301,7 @@ impl Launch {
                 })?;
                 format.start(sock, task, opts, extras.hook)?
             }
+            DataSock::Pipe(pipe) => super::pipe::spawn(pipe, task)?,
         };
         self.handles.push((ds.role, Some(handle)));
         self.socks.push(keep);

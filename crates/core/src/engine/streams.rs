@@ -9,13 +9,16 @@ use crate::events::{ConnInfo, Side};
 use crate::stats::{StreamMeta, StreamRole};
 use wirespeed_sys::AsSock;
 
-/// A data stream's socket: a TCP connection or a connected UDP socket.
+/// A data stream's socket: a TCP connection, a connected UDP socket, or
+/// a stream of a transport above the engine (QUIC).
 #[derive(Debug)]
 pub enum DataSock {
     /// TCP (and MPTCP).
     Tcp(TcpStream),
     /// UDP, connected to the peer's stream socket.
     Udp(UdpSocket),
+    /// A byte stream another layer carries (`engine::pipe`).
+    Pipe(crate::engine::pipe::PipeSock),
 }
 
 impl DataSock {
@@ -24,6 +27,7 @@ impl DataSock {
         Ok(match self {
             DataSock::Tcp(s) => DataSock::Tcp(s.try_clone()?),
             DataSock::Udp(s) => DataSock::Udp(s.try_clone()?),
+            DataSock::Pipe(p) => DataSock::Pipe(p.try_clone()?),
         })
     }
 
@@ -32,6 +36,7 @@ impl DataSock {
         match self {
             DataSock::Tcp(s) => s.local_addr(),
             DataSock::Udp(s) => s.local_addr(),
+            DataSock::Pipe(p) => p.sock.local_addr(),
         }
     }
 
@@ -40,6 +45,7 @@ impl DataSock {
         match self {
             DataSock::Tcp(s) => s.peer_addr(),
             DataSock::Udp(s) => s.peer_addr(),
+            DataSock::Pipe(p) => Ok(p.peer),
         }
     }
 }
@@ -50,6 +56,7 @@ impl std::os::fd::AsFd for DataSock {
         match self {
             DataSock::Tcp(s) => s.as_fd(),
             DataSock::Udp(s) => s.as_fd(),
+            DataSock::Pipe(p) => p.sock.as_fd(),
         }
     }
 }
@@ -60,6 +67,7 @@ impl std::os::windows::io::AsSocket for DataSock {
         match self {
             DataSock::Tcp(s) => s.as_socket(),
             DataSock::Udp(s) => s.as_socket(),
+            DataSock::Pipe(p) => p.sock.as_socket(),
         }
     }
 }

@@ -214,7 +214,7 @@ pub(crate) fn unsent_bound(bytes_per_sec: u64) -> u32 {
     (b as u64).clamp(u64::from(UNSENT_MIN), u64::from(UNSENT_MAX)) as u32
 }
 
-fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match f.read(&mut buf[got..])? {

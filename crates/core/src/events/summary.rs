@@ -357,4 +357,27 @@ pub struct Summary {
     pub local: LocalTotals,
     /// Latency probes (`--latency`).
     pub latency: Option<LatencySummary>,
+    /// A QUIC test (`-q`): this end's view of the one connection every
+    /// stream shares.
+    pub quic: Option<QuicTotals>,
+}
+
+/// QUIC's own numbers for a test's connection, as this end's QUIC stack
+/// counted them (quinn's connection statistics at the end of the test).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QuicTotals {
+    /// Smoothed round-trip time (µs).
+    pub rtt_us: u64,
+    /// Smallest round-trip time seen (µs).
+    pub min_rtt_us: u64,
+    /// Congestion window at the end (bytes).
+    pub cwnd: u64,
+    /// UDP packets this end sent.
+    pub sent_packets: u64,
+    /// Of those, packets declared lost (and their bytes).
+    pub lost_packets: u64,
+    /// Bytes of the lost packets.
+    pub lost_bytes: u64,
+    /// Congestion events (window reductions).
+    pub congestion_events: u64,
 }

@@ -120,6 +120,7 @@ impl TestStats {
             local_receives,
             local: self.local_totals(),
             latency: None,
+            quic: None,
         }
     }
 
@@ -127,7 +128,10 @@ impl TestStats {
         let snap = s.counters.snapshot();
         let dur = self.stream_secs(s);
         let local_bytes = snap.bytes.saturating_sub(s.base.bytes);
-        let pr = peer.and_then(|p| p.stream_for(s.id, stream_ports(s)));
+        // A QUIC test's streams share one connection's ports: they pair
+        // by id, which both ends give in the order the client opened them.
+        let ports = stream_ports(s).filter(|_| self.protocol != Protocol::Quic);
+        let pr = peer.and_then(|p| p.stream_for(s.id, ports));
         let peer_dur = pr.map(|r| r.end_time - r.start_time).unwrap_or(dur);
         let peer_bytes = pr.map(|r| r.bytes).unwrap_or(0);
         let local_sender = s.role == StreamRole::Send;

@@ -541,7 +541,9 @@ impl Acceptor {
     /// whose test is collecting UDP streams gets a socket of its own
     /// (bound to the port, connected to the client's stream socket), the
     /// reply from it, and is handed to the test; anything else goes to
-    /// the iperf 2 side. Returns true if more may be waiting.
+    /// the iperf 2 side; a QUIC Initial goes to the `--quic` test waiting
+    /// for its client's connection, if one is. Returns true if more may be
+    /// waiting.
     fn datagrams(&mut self) -> bool {
         // Room for a whole datagram: an iperf 2 client's first one is data.
         let mut buf = vec![0u8; 65536];
@@ -564,6 +566,14 @@ impl Acceptor {
                 };
                 reads += 1;
                 let d = &buf[..n.min(buf.len())];
+                // A `--quic` test's first datagram, when the test waits
+                // for it (else it is sniffed as any other).
+                if self.ctx.mode == Mode::Shared
+                    && sniff::quic_initial(d)
+                    && self.ctx.wings.iperf3.quic_initial(&self.ctx, d, net_canonical(from))
+                {
+                    continue;
+                }
                 match sniff::udp(d) {
                     sniff::Udp::Iperf3(h) if self.ctx.mode == Mode::Shared => {
                         self.ctx.wings.iperf3.udp_hello(&self.ctx, h, net_canonical(from));

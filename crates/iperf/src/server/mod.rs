@@ -85,6 +85,8 @@ pub(crate) trait Iperf3Wing: Send + Sync {
     fn test(&self, ctx: &Arc<ServerCtx>, ctl: TcpStream, cookie: Cookie, peer: SocketAddr, params: Vec<u8>);
     /// A UDP stream's hello.
     fn udp_hello(&self, ctx: &ServerCtx, hello: Hello<'_>, from: SocketAddr);
+    /// A QUIC Initial: true when a `--quic` test took it.
+    fn quic_initial(&self, ctx: &ServerCtx, datagram: &[u8], from: SocketAddr) -> bool;
 }
 
 /// The iperf 2 wing as the acceptor sees it.

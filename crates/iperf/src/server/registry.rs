@@ -19,10 +19,18 @@ pub(crate) struct UdpSlot {
     /// Where the client's hellos go (the control connection's local address).
     pub local: SocketAddr,
     pub tx: SyncSender<DataSock>,
+    /// A `--quic` test: where the client's QUIC Initial goes (with a
+    /// socket connected to its sender) instead of UDP streams.
+    pub quic: Option<SyncSender<QuicInitial>>,
     /// Streams handed over, so a repeated hello (the reply was lost) gets
     /// its reply again instead of a second socket.
     pub given: Vec<(SocketAddr, UdpSocket)>,
 }
+
+/// A QUIC client's first datagram, as the acceptor hands it to its test:
+/// a socket bound to the port and connected to the client, the datagram,
+/// and the client's address.
+pub(crate) type QuicInitial = (UdpSocket, Vec<u8>, SocketAddr);
 
 /// Datagrams kept for an iperf 2 UDP flow whose session has not started,
 /// with their arrival times (wall clock, ns).

@@ -77,6 +77,9 @@ pub fn encode_params(p: &TestParams, extras: &ParamsExtras) -> String {
         Protocol::Tcp => "tcp",
         Protocol::Udp => "udp",
         Protocol::Sctp => "sctp",
+        // wirespeed's key (docs/protocols.md § QUIC data): a QUIC test is
+        // no TCP test, so "tcp" is not sent beside it.
+        Protocol::Quic => "quic",
     };
     m.insert(proto_key.into(), Value::Bool(true));
     m.insert("omit".into(), Value::from(ceil_secs(p.omit)));
@@ -252,7 +255,13 @@ pub fn decode_params(bytes: &[u8]) -> Result<ParamsIn, Error> {
     let udp = get_bool(&m, "udp")?;
     let sctp = get_bool(&m, "sctp")?;
     let _tcp = get_bool(&m, "tcp")?;
-    p.protocol = if udp {
+    let quic = get_bool(&m, "quic")?;
+    if quic && (udp || sctp) {
+        return Err(bad("parameter 'quic' cannot go with 'udp' or 'sctp'"));
+    }
+    p.protocol = if quic {
+        Protocol::Quic
+    } else if udp {
         Protocol::Udp
     } else if sctp {
         Protocol::Sctp
@@ -555,5 +564,22 @@ mod tests {
     fn negative_numbers_from_312_are_read_back() {
         let p = decode_params(br#"{"tcp":true,"parallel":1,"time":18446744073709551615}"#).unwrap();
         assert_eq!(p.raw.time, -1);
+    }
+
+    #[test]
+    fn quic_is_its_own_protocol_key() {
+        let p = TestParams {
+            protocol: Protocol::Quic,
+            ..TestParams::default()
+        };
+        let json = encode_params(&p, &ParamsExtras::default());
+        assert!(json.starts_with(r#"{"quic":true,"#), "{json}");
+        assert!(!json.contains(r#""tcp""#), "{json}");
+        let back = decode_params(json.as_bytes()).unwrap();
+        assert_eq!(back.params.protocol, Protocol::Quic);
+        // A number is read as iperf3 reads its flags.
+        let n = decode_params(br#"{"quic":1,"parallel":2}"#).unwrap();
+        assert_eq!(n.params.protocol, Protocol::Quic);
+        assert!(decode_params(br#"{"quic":true,"udp":true}"#).is_err());
     }
 }

@@ -534,6 +534,10 @@ pub struct EndStream {
     /// UDP: the stream's totals.
     #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
     pub udp: Option<Totals>,
+    /// QUIC (`--quic`): the connection's numbers, as this end saw them
+    /// (wirespeed).
+    #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
+    pub quic: Option<Quic>,
     /// iperf 2's additions.
     #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
     pub iperf2: Option<Iperf2>,
@@ -1214,6 +1218,37 @@ pub struct Ecn {
     /// End: counts a peer claimed that cannot be, not used.
     #[serde(deserialize_with = "de::boxed", skip_serializing_if = "Option::is_none")]
     pub impossible_peer_counts: Option<Box<Ecn>>,
+    /// Keys not named above.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A QUIC test's connection as one end saw it (`end.streams[].quic`,
+/// wirespeed's): quinn's path and congestion numbers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Quic {
+    /// Smoothed round trip, µs.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<i64>,
+    /// Smallest round trip, µs.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub min_rtt_us: Option<i64>,
+    /// Congestion window, bytes.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub cwnd: Option<i64>,
+    /// Packets sent.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub sent_packets: Option<i64>,
+    /// Packets declared lost.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub lost_packets: Option<i64>,
+    /// Bytes declared lost.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub lost_bytes: Option<i64>,
+    /// Congestion events.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub congestion_events: Option<i64>,
     /// Keys not named above.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 
 pub use iperf3::{
     Advice, Bounceback, Buffers, Connected, Cpu, Ecn, End, EndStream, Histogram, HostPort, Interval, Iperf2,
-    Isochronous, Latency, OneWay, Rtt, Sample, Spread, Start, TestDoc, TestStart, Timestamp, Totals,
+    Isochronous, Latency, OneWay, Quic, Rtt, Sample, Spread, Start, TestDoc, TestStart, Timestamp, Totals,
 };
 pub use modes::{
     LossFloor, NqDoc, NqLatency, NqProbes, NqSecond, NqWay, RpmDoc, RpmEnd, RpmInterval, RpmProbes, RpmStart, Search,

@@ -742,6 +742,7 @@ mod tests {
             advice: None,
             local: LocalTotals::default(),
             latency: None,
+            quic: None,
         };
         s.event(&Event::End(Box::new(sum)));
         let out = buf.lock().unwrap().clone();

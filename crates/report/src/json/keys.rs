@@ -285,6 +285,20 @@ fn udp_totals(socket: Option<i32>, t: &Totals, u: &UdpTotals, sender: bool, ooo:
     }
 }
 
+/// `end.streams[].quic`: QUIC's own numbers (an addition to iperf3's keys).
+fn quic(q: &wirespeed_core::events::QuicTotals) -> doc::Quic {
+    doc::Quic {
+        rtt_us: int(q.rtt_us),
+        min_rtt_us: int(q.min_rtt_us),
+        cwnd: int(q.cwnd),
+        sent_packets: int(q.sent_packets),
+        lost_packets: int(q.lost_packets),
+        lost_bytes: int(q.lost_bytes),
+        congestion_events: int(q.congestion_events),
+        ..doc::Quic::default()
+    }
+}
+
 /// `end.advice`: wirespeed's window advice (an addition to iperf3's keys).
 fn advice(a: &WindowAdvice) -> doc::Advice {
     doc::Advice {
@@ -332,6 +346,9 @@ pub fn end(s: &Summary) -> doc::End {
                 doc::EndStream {
                     sender: Some(totals(Some(st.socket), &st.sender, tcp.as_ref(), with_retr)),
                     receiver: Some(totals(Some(st.socket), &st.receiver, None, false)),
+                    // Not in iperf3: a QUIC test's connection, as this end
+                    // saw it (the same for every stream: they share it).
+                    quic: s.quic.as_ref().map(quic),
                     ..doc::EndStream::default()
                 }
             }

@@ -95,6 +95,7 @@ pub fn labels(dialect: Dialect, protocol: Protocol) -> (&'static str, &'static s
         Protocol::Tcp => "tcp",
         Protocol::Udp => "udp",
         Protocol::Sctp => "sctp",
+        Protocol::Quic => "quic",
     };
     (d, p)
 }

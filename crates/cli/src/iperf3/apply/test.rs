@@ -42,6 +42,13 @@ pub fn file(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `-q`/`--quic`: the test's data over QUIC streams on one connection
+/// (the options it takes are checked with the others).
+pub fn quic(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+    s.common.cfg.params.protocol = wirespeed_core::config::Protocol::Quic;
+    Ok(())
+}
+
 /// `-m`: MPTCP.
 pub fn mptcp(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.common.cfg.params.mptcp = true;

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use crate::dialect::iperf3::ctrl::{Ctrl, Polled};
+use crate::dialect::iperf3::quic::QuicConn;
 use wirespeed_core::config::{Protocol, TestConfig};
 use wirespeed_core::engine::run::{Ended, RunSpec, Steering, Turn};
 use wirespeed_core::engine::{
@@ -41,6 +42,7 @@ pub fn run(
         reporter,
         signal,
         session: None,
+        quic: None,
         ctrl: None,
         pending: None,
     };
@@ -69,6 +71,9 @@ struct Client<'a> {
     reporter: &'a mut Reporter,
     signal: &'a Arc<AtomicUsize>,
     session: Option<Session>,
+    /// A `--quic` test's connection (dropped after the session, whose
+    /// streams it carries).
+    quic: Option<Box<dyn QuicConn>>,
     ctrl: Option<Ctrl>,
     pending: Option<Pending>,
 }
@@ -227,7 +232,11 @@ impl Client<'_> {
             per *= 2;
         }
         reserve_fds(n, per)?;
-        let streams = self.connect_streams(params, server, cookie)?;
+        let streams = if params.protocol == Protocol::Quic {
+            self.connect_quic(params, server, cookie)?
+        } else {
+            self.connect_streams(params, server, cookie)?
+        };
         let waker = self.ctrl().waker();
         let local = LocalOpts {
             interval: cfg.output.interval,
@@ -245,6 +254,47 @@ impl Client<'_> {
         };
         self.pending = Some((streams, waker, local));
         Ok(())
+    }
+
+    /// `--quic`: one QUIC connection to the server's port, a stream per
+    /// iperf3 stream, each opened with the cookie.
+    fn connect_quic(
+        &mut self,
+        params: &wirespeed_core::config::TestParams,
+        server: std::net::SocketAddr,
+        cookie: &Cookie,
+    ) -> Result<Vec<(DataStream, StreamExtras)>, Error> {
+        let roles = stream_roles(params.direction, params.streams, Side::Client);
+        let sends: Vec<bool> = roles
+            .iter()
+            .map(|r| *r == wirespeed_core::stats::StreamRole::Send)
+            .collect();
+        let wait = self.cfg.net.connect_timeout.unwrap_or(SETUP_WAIT);
+        let mut conn = crate::dialect::iperf3::quic::installed()?.connect(
+            server,
+            &cookie.to_wire(),
+            &sends,
+            Instant::now() + wait,
+        )?;
+        let pipes = conn.take_streams();
+        self.quic = Some(conn);
+        let mut out = Vec::with_capacity(roles.len());
+        for (i, (role, pipe)) in roles.into_iter().zip(pipes).enumerate() {
+            let local = pipe.sock.local_addr().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
+            let peer = pipe.peer;
+            let ds = DataStream::new(stream_id(i), role, DataSock::Pipe(pipe), local, peer);
+            self.reporter.emit(Event::StreamConnected(Box::new(ds.info.clone())));
+            out.push((ds, StreamExtras::default()));
+        }
+        Ok(out)
+    }
+
+    /// The end's summary with a `--quic` test's own numbers.
+    fn summary(&self, theirs: Option<&Results>) -> Summary {
+        let s = self.session.as_ref().expect("session");
+        let mut summary = s.stats.summary(Instant::now(), theirs, s.congestion());
+        summary.quic = self.quic.as_ref().map(|q| q.totals());
+        summary
     }
 
     fn ctrl(&mut self) -> &mut Ctrl {
@@ -361,14 +411,12 @@ impl Client<'_> {
         if let Ended::Unanswered(e) = ended {
             // Our side of the test still stands: its summary, then why
             // the server's is missing.
-            let s = self.session.as_ref().expect("session");
-            let summary = s.stats.summary(Instant::now(), None, s.congestion());
+            let summary = self.summary(None);
             self.reporter.emit(Event::End(Box::new(summary)));
             return Err(e);
         }
         if matches!(ended, Ended::Aborted) || stopped.is_some() {
-            let s = self.session.as_ref().expect("session");
-            let summary = s.stats.summary(Instant::now(), None, s.congestion());
+            let summary = self.summary(None);
             self.reporter.emit(Event::End(Box::new(summary)));
             return Err(match stopped {
                 Some(Stopped::Interrupted(sig)) => interrupt_error(sig),
@@ -383,7 +431,7 @@ impl Client<'_> {
         let session = self.session.as_ref().expect("session");
         let now = Instant::now();
         let congestion = session.congestion();
-        let ours = session.stats.local_results(now, congestion.clone());
+        let ours = session.stats.local_results(now, congestion);
         self.ctrl().send_json(&ours.encode(), Code::SENDRESULTS)?;
         let streams = self.session.as_ref().map_or(0, |s| s.stats.streams.len());
         let max = max_results_len(streams, self.cfg.params.get_server_output);
@@ -407,8 +455,7 @@ impl Client<'_> {
                 _ => {}
             }
         }
-        let session = self.session.as_ref().expect("session");
-        let summary = session.stats.summary(Instant::now(), Some(&theirs), congestion);
+        let summary = self.summary(Some(&theirs));
         self.reporter.emit(Event::End(Box::new(summary)));
         if let Some(t) = theirs.server_output_text {
             self.reporter.emit(Event::ServerOutput(ServerOutput::Text(t)));
@@ -418,14 +465,17 @@ impl Client<'_> {
         }
         self.ctrl().send_state(State::IperfDone)?;
         self.ctrl().drain_close(Instant::now() + Duration::from_secs(2));
+        if let Some(q) = self.quic.as_mut() {
+            q.close();
+        }
         Ok(())
     }
 
     /// The server ended the test after ours had stopped: our summary, and
     /// SERVER_TERMINATE.
     fn terminated_late(&mut self) -> Result<(), Error> {
-        if let Some(s) = self.session.as_ref() {
-            let summary = s.stats.summary(Instant::now(), None, s.congestion());
+        if self.session.is_some() {
+            let summary = self.summary(None);
             self.reporter.emit(Event::End(Box::new(summary)));
         }
         Err(Error::new(Code::SERVERTERM))

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::dialect::iperf3::ctrl::{Ctrl, Polled, Woke};
+use crate::dialect::iperf3::quic::QuicConn;
 use crate::server::guards::{Guards, RCV_TIMEOUT};
-use crate::server::registry::UdpSlot;
+use crate::server::registry::{QuicInitial, UdpSlot};
 use crate::server::{Outcome, ServerCtx};
 use wirespeed_core::config::{Protocol, TestConfig};
 use wirespeed_core::engine::run::{Ended, RunSpec, Steering, Turn};
@@ -41,6 +42,10 @@ impl crate::server::Iperf3Wing for Wing {
 
     fn udp_hello(&self, ctx: &ServerCtx, hello: Hello<'_>, from: SocketAddr) {
         udp_hello(ctx, hello, from)
+    }
+
+    fn quic_initial(&self, ctx: &ServerCtx, datagram: &[u8], from: SocketAddr) -> bool {
+        quic_initial(ctx, datagram, from)
     }
 }
 
@@ -89,6 +94,35 @@ pub(crate) fn udp_hello(ctx: &ServerCtx, hello: Hello, from: SocketAddr) {
         let _ = keep.send(&HELLO_REPLY);
         slot.given.push((from, keep));
     }
+}
+
+/// A QUIC Initial on the UDP port: when a `--quic` test from the
+/// sender's address waits for its connection, the test gets a socket of
+/// its own (bound to the port, connected to the sender, so the kernel
+/// gives it the connection's later datagrams) and the datagram. Whether
+/// the datagram was the test's (a repeat of one already handed over is,
+/// and is dropped: QUIC repeats it to the new socket).
+pub(crate) fn quic_initial(ctx: &ServerCtx, datagram: &[u8], from: SocketAddr) -> bool {
+    let Ok(mut udp) = ctx.registry.udp.lock() else {
+        return false;
+    };
+    let Some(slot) = udp.get_mut(&from.ip()) else {
+        return false;
+    };
+    let Some(tx) = slot.quic.as_ref() else {
+        return false;
+    };
+    if slot.given.iter().any(|(a, _)| *a == from) {
+        return true;
+    }
+    let Ok(sock) = net::udp_stream_socket(slot.local, from) else {
+        return true;
+    };
+    let Ok(keep) = sock.try_clone() else { return true };
+    if tx.try_send((sock, datagram.to_vec(), from)).is_ok() {
+        slot.given.push((from, keep));
+    }
+    true
 }
 
 /// Output of one test: its reporter, plus captures for `--get-server-output`.
@@ -193,6 +227,7 @@ fn serve_test(
         cookie,
         output,
         session: None,
+        quic: None,
         peer: (ph, pp),
         wirespeed_client: params_in
             .client_version
@@ -223,6 +258,9 @@ struct ServerTest<'a> {
     cookie: Cookie,
     output: TestOutput,
     session: Option<Session>,
+    /// A `--quic` test's connection (dropped after the session, whose
+    /// streams it carries).
+    quic: Option<Box<dyn QuicConn>>,
     peer: (String, u16),
     /// The client said it is wirespeed (its UDP hellos carry the cookie).
     wirespeed_client: bool,
@@ -234,7 +272,11 @@ impl ServerTest<'_> {
         if let Some(cpu) = self.params.server_affinity {
             wirespeed_core::engine::pin(cpu)?;
         }
-        let streams = self.collect_streams()?;
+        let streams = if self.params.protocol == Protocol::Quic {
+            self.collect_quic()?
+        } else {
+            self.collect_streams()?
+        };
         let waker = self.ctrl.waker();
         let local = LocalOpts {
             interval: self.cfg.output.interval,
@@ -279,7 +321,7 @@ impl ServerTest<'_> {
         let setup = WHOLE_MSG + per.saturating_mul(roles.len() as u32).min(Duration::from_secs(600));
         let deadline = Instant::now() + setup;
         if udp {
-            self.claim_udp_slot(tx, deadline)?;
+            self.claim_udp_slot(tx, None, deadline)?;
         } else if let Ok(mut c) = self.ctx.registry.collecting.lock() {
             c.insert(self.cookie, tx);
         }
@@ -339,9 +381,87 @@ impl ServerTest<'_> {
         Ok(out)
     }
 
-    /// Becomes the test that collects UDP streams from this client's
-    /// address, waiting while another test from the same address does.
-    fn claim_udp_slot(&mut self, tx: SyncSender<DataSock>, deadline: Instant) -> Result<(), Error> {
+    /// `--quic`: the client's QUIC connection to this port (its first
+    /// datagram comes through the acceptor, `quic_initial`), and on it a
+    /// stream per iperf3 stream, each opened with the test's cookie.
+    fn collect_quic(&mut self) -> Result<Vec<DataStream>, Error> {
+        let quic = super::quic::installed()?;
+        let roles = stream_roles(self.params.direction, self.params.streams, Side::Server);
+        let (tx, rx) = mpsc::sync_channel(1);
+        // No UDP stream of iperf3's is taken for this test: its hellos
+        // would need the cookie, and nothing reads what they would bring.
+        let (none, _) = mpsc::sync_channel(0);
+        let deadline = Instant::now() + WHOLE_MSG;
+        self.claim_udp_slot(none, Some(tx), deadline)?;
+        self.ctrl.send_state(State::CreateStreams)?;
+        let (sock, first, from) = loop {
+            if self.ctx.stop.load(Relaxed) {
+                return Err(Error::new(Code::SERVERTERM));
+            }
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(got) => break got,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if Instant::now() >= deadline {
+                        return Err(Error::msg(
+                            Code::STREAMACCEPT,
+                            "unable to accept stream connection: no QUIC connection from the client",
+                        ));
+                    }
+                    if self
+                        .ctrl
+                        .wait(Some(Instant::now()))
+                        .map_err(|e| Error::io(Code::STREAMACCEPT, &e))?
+                        == Woke::Eof
+                    {
+                        return Err(Error::new(Code::CTRLCLOSE));
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::new(Code::STREAMACCEPT)),
+            }
+        };
+        let sends: Vec<bool> = roles
+            .iter()
+            .map(|r| *r == wirespeed_core::stats::StreamRole::Send)
+            .collect();
+        let stop = &self.ctx.stop;
+        let accepted = quic.accept(sock, first, from, &self.cookie.to_wire(), &sends, deadline, &|| {
+            stop.load(Relaxed)
+        });
+        // The slot stays while the handshake runs: a repeated Initial that
+        // reached the port meanwhile is dropped, not taken for iperf 2's.
+        if let Ok(mut u) = self.ctx.registry.udp.lock() {
+            let cookie = self.cookie;
+            u.retain(|_, slot| slot.cookie != cookie);
+        }
+        let mut conn = accepted?;
+        let pipes = conn.take_streams();
+        self.quic = Some(conn);
+        let mut out = Vec::with_capacity(roles.len());
+        for (i, (role, pipe)) in roles.into_iter().zip(pipes).enumerate() {
+            let local = pipe.sock.local_addr().map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
+            let ds = DataStream::new(stream_id(i), role, DataSock::Pipe(pipe), local, from);
+            self.output.emit(Event::StreamConnected(Box::new(ds.info.clone())));
+            out.push(ds);
+        }
+        Ok(out)
+    }
+
+    /// The end's summary with a `--quic` test's own numbers.
+    fn summary(&self, session: &Session) -> Summary {
+        let mut summary = session.stats.summary(Instant::now(), None, session.congestion());
+        summary.quic = self.quic.as_ref().map(|q| q.totals());
+        summary
+    }
+
+    /// Becomes the test that collects UDP streams (or, `quic`, its QUIC
+    /// connection) from this client's address, waiting while another test
+    /// from the same address does.
+    fn claim_udp_slot(
+        &mut self,
+        tx: SyncSender<DataSock>,
+        quic: Option<SyncSender<QuicInitial>>,
+        deadline: Instant,
+    ) -> Result<(), Error> {
         if let Some(e) = &self.ctx.udp_error {
             return Err(e.clone());
         }
@@ -355,9 +475,10 @@ impl ServerTest<'_> {
                     key,
                     UdpSlot {
                         cookie: self.cookie,
-                        needs_cookie: self.wirespeed_client,
+                        needs_cookie: self.wirespeed_client || quic.is_some(),
                         local,
                         tx: tx.clone(),
+                        quic: quic.clone(),
                         given: Vec::new(),
                     },
                 );
@@ -408,10 +529,10 @@ impl ServerTest<'_> {
             let (tell, why) = stopped.unwrap_or((State::IperfDone, None));
             return self.terminated(tell, why);
         }
-        let session = self.session.as_mut().expect("session");
+        let session = self.session.as_ref().expect("session");
         let now = Instant::now();
         let congestion = session.congestion();
-        let summary = session.stats.summary(now, None, congestion.clone());
+        let summary = self.summary(session);
         let mut ours = session.stats.local_results(now, congestion);
         let streams = session.stats.streams.len();
         self.output.emit(Event::End(Box::new(summary)));
@@ -436,13 +557,16 @@ impl ServerTest<'_> {
                 Ok(_) => {}
             }
         }
+        if let Some(q) = self.quic.as_mut() {
+            q.close();
+        }
         Ok(())
     }
 
     /// After a test was cut short: a summary of what was measured, then `why`.
     fn terminated(&mut self, tell: State, why: Option<&str>) -> Result<(), Error> {
         if let Some(s) = self.session.as_ref() {
-            let summary = s.stats.summary(Instant::now(), None, s.congestion());
+            let summary = self.summary(s);
             self.output.emit(Event::End(Box::new(summary)));
         }
         if tell == State::ServerTerminate {

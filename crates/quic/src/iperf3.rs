@@ -1,0 +1,457 @@
+//! The QUIC data connection of an iperf3 test run with `-q`/`--quic`
+//! (docs/protocols.md § QUIC data), both ends, as the iperf3 dialect asks
+//! for it (`wirespeed_iperf::dialect::iperf3::quic`, which [`install`]
+//! fills in at start): one connection from the client to the server's
+//! port, ALPN `wirespeed-iperf3`, the server's certificate self-signed
+//! (made once per process), and on it one client-opened bidirectional
+//! stream per iperf3 stream, each starting with the test's 37-byte
+//! cookie. The engine's stream threads write and read the streams through
+//! [`wirespeed_core::engine::pipe::ByteStream`]: each call runs on this
+//! connection's tokio runtime (one worker thread) and waits at most what
+//! the engine allows, so the engine stays plain threads.
+//!
+//! A stream's bytes count as sent when quinn takes them (into its send
+//! buffer, at most [`SEND_WINDOW`] unacknowledged in all); the sender then
+//! finishes the stream and the receiver reads to its end, so both ends
+//! count the same bytes.
+
+use std::io;
+use std::io::IoSliceMut;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use quinn::udp::{RecvMeta, Transmit};
+use quinn::{AsyncUdpSocket, Runtime as _, UdpPoller, VarInt};
+use tokio::time::timeout;
+
+use crate::tls;
+use wirespeed_core::engine::pipe::{ByteStream, PipeSock};
+use wirespeed_core::error::{Code, Error};
+use wirespeed_core::events::QuicTotals;
+use wirespeed_iperf::dialect::iperf3::quic::{QuicConn, QuicData};
+
+/// The ALPN both ends offer.
+pub const ALPN: &[u8] = b"wirespeed-iperf3";
+/// How errors name the option.
+const WHAT: &str = "--quic";
+/// What each end lets the other send ahead of its reads, per stream and
+/// in all.
+const STREAM_WINDOW: u32 = 16 << 20;
+const CONNECTION_WINDOW: u32 = 64 << 20;
+/// What a sender holds unacknowledged (sent, or taken and not yet sent).
+const SEND_WINDOW: u64 = 8 << 20;
+/// QUIC's idle timeout, and the keep-alive that holds it off between the
+/// handshake and the data (the control connection's exchange).
+const IDLE: Duration = Duration::from_secs(30);
+const KEEP_ALIVE: Duration = Duration::from_secs(2);
+/// The application error code of our close.
+const DONE: u32 = 0;
+
+/// Installs QUIC for the iperf3 dialect's `--quic` tests.
+pub fn install() {
+    wirespeed_iperf::dialect::iperf3::quic::install(Arc::new(Quic));
+}
+
+/// QUIC for the iperf3 dialect.
+struct Quic;
+
+fn failed(e: impl std::fmt::Display) -> Error {
+    Error::msg(Code::STREAMCONNECT, format!("unable to connect stream: QUIC: {e}"))
+}
+
+/// A runtime of one worker thread for one test's connection.
+fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("ws-quic-data")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io(Code::PTHREADCREATE, &e))
+}
+
+/// Both ends' transport: `streams` streams may be opened by the peer.
+fn transport(streams: usize) -> quinn::TransportConfig {
+    let mut t = quinn::TransportConfig::default();
+    t.max_concurrent_bidi_streams(VarInt::from_u32(streams.min(u32::MAX as usize) as u32));
+    t.max_concurrent_uni_streams(VarInt::from_u32(0));
+    t.max_idle_timeout(Some(IDLE.try_into().expect("idle timeout fits")));
+    t.keep_alive_interval(Some(KEEP_ALIVE));
+    t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW));
+    t.receive_window(VarInt::from_u32(CONNECTION_WINDOW));
+    t.send_window(SEND_WINDOW);
+    t.datagram_receive_buffer_size(None);
+    t
+}
+
+/// The server's TLS, made once (a self-signed certificate for
+/// `localhost`: the client checks the handshake's signature, not the
+/// name, as the perf client does).
+fn server_crypto() -> Result<Arc<quinn::crypto::rustls::QuicServerConfig>, Error> {
+    static MADE: OnceLock<Arc<quinn::crypto::rustls::QuicServerConfig>> = OnceLock::new();
+    if let Some(c) = MADE.get() {
+        return Ok(c.clone());
+    }
+    let id = tls::make_self_signed_for(&[], WHAT)?;
+    let c = Arc::new(tls::server_crypto_for(id, ALPN, WHAT)?);
+    Ok(MADE.get_or_init(|| c).clone())
+}
+
+/// The address this host sends to `remote` from.
+fn local_ip_for(remote: SocketAddr) -> IpAddr {
+    let any = match remote {
+        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    };
+    UdpSocket::bind(SocketAddr::new(any, 0))
+        .and_then(|s| s.connect(remote).and_then(|_| s.local_addr()))
+        .map(|a| a.ip())
+        .unwrap_or(any)
+}
+
+/// Waits for `work` until `deadline`, giving up early when `stop` says.
+async fn bounded<T>(
+    work: impl std::future::Future<Output = Result<T, Error>>,
+    deadline: Instant,
+    stop: &dyn Fn() -> bool,
+) -> Result<T, Error> {
+    tokio::pin!(work);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(failed("no connection and streams within the setup time"));
+        }
+        if stop() {
+            return Err(Error::new(Code::SERVERTERM));
+        }
+        if let Ok(r) = timeout(left.min(Duration::from_millis(100)), &mut work).await {
+            return r;
+        }
+    }
+}
+
+impl QuicData for Quic {
+    fn connect(
+        &self,
+        server: SocketAddr,
+        cookie: &[u8],
+        client_sends: &[bool],
+        deadline: Instant,
+    ) -> Result<Box<dyn QuicConn>, Error> {
+        let rt = runtime()?;
+        let socket = crate::net::bind_udp(SocketAddr::new(local_ip_for(server), 0), false)
+            .map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
+        let keep = socket.try_clone().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
+        let mut endpoint = {
+            let _in = rt.enter();
+            quinn::Endpoint::new(
+                quinn::EndpointConfig::default(),
+                None,
+                socket,
+                Arc::new(quinn::TokioRuntime),
+            )
+            .map_err(|e| Error::io(Code::STREAMCONNECT, &e))?
+        };
+        let mut client = quinn::ClientConfig::new(Arc::new(tls::client_crypto_for(ALPN, WHAT)?));
+        client.transport_config(Arc::new(transport(0)));
+        endpoint.set_default_client_config(client);
+        let name = server.ip().to_string();
+        let opened = rt.block_on(bounded(
+            async {
+                let conn = endpoint.connect(server, &name).map_err(failed)?.await.map_err(failed)?;
+                let mut streams = Vec::with_capacity(client_sends.len());
+                for &sends in client_sends {
+                    let (mut s, r) = conn.open_bi().await.map_err(failed)?;
+                    s.write_all(cookie).await.map_err(failed)?;
+                    if !sends {
+                        // The server sends on this one: our half ends
+                        // with the cookie.
+                        s.finish().map_err(failed)?;
+                    }
+                    streams.push((s, r));
+                }
+                Ok((conn, streams))
+            },
+            deadline,
+            &|| false,
+        ));
+        let (conn, streams) = match opened {
+            Ok(v) => v,
+            Err(e) => {
+                endpoint.close(VarInt::from_u32(DONE), b"setup failed");
+                return Err(e);
+            }
+        };
+        Conn::boxed(rt, endpoint, conn, streams, &keep, server, client_sends)
+    }
+
+    fn accept(
+        &self,
+        sock: UdpSocket,
+        first: Vec<u8>,
+        from: SocketAddr,
+        cookie: &[u8],
+        server_sends: &[bool],
+        deadline: Instant,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Box<dyn QuicConn>, Error> {
+        let rt = runtime()?;
+        {
+            // As the perf server's: a fast sender's bursts overflow the
+            // default buffers.
+            let s = socket2::SockRef::from(&sock);
+            let _ = s.set_recv_buffer_size(4 << 20);
+            let _ = s.set_send_buffer_size(4 << 20);
+        }
+        let keep = sock.try_clone().map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
+        let mut config = quinn::ServerConfig::with_crypto(server_crypto()?);
+        config.transport_config(Arc::new(transport(server_sends.len())));
+        let endpoint = {
+            let _in = rt.enter();
+            let inner = quinn::TokioRuntime
+                .wrap_udp_socket(sock)
+                .map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
+            let socket = Arc::new(FirstDatagram {
+                inner,
+                first: Mutex::new(Some((first, from))),
+            });
+            quinn::Endpoint::new_with_abstract_socket(
+                quinn::EndpointConfig::default(),
+                Some(config),
+                socket,
+                Arc::new(quinn::TokioRuntime),
+            )
+            .map_err(|e| Error::io(Code::STREAMACCEPT, &e))?
+        };
+        let n = server_sends.len();
+        let accepted = rt.block_on(bounded(
+            async {
+                let incoming = endpoint.accept().await.ok_or_else(|| failed("the endpoint closed"))?;
+                let conn = incoming.await.map_err(failed)?;
+                let mut slots: Vec<Option<(quinn::SendStream, quinn::RecvStream)>> = (0..n).map(|_| None).collect();
+                for _ in 0..n {
+                    let (s, mut r) = conn.accept_bi().await.map_err(failed)?;
+                    // Streams are taken in the order the client opened
+                    // them: the i-th is the test's i-th stream.
+                    let i = s.id().index() as usize;
+                    if i >= n || slots[i].is_some() {
+                        return Err(failed(format!("stream {i} is not one of the test's {n}")));
+                    }
+                    let mut got = vec![0u8; cookie.len()];
+                    r.read_exact(&mut got).await.map_err(failed)?;
+                    if got != cookie {
+                        return Err(failed("a stream did not start with the test's cookie"));
+                    }
+                    slots[i] = Some((s, r));
+                }
+                let streams: Vec<_> = slots.into_iter().flatten().collect();
+                Ok((conn, streams))
+            },
+            deadline,
+            stop,
+        ));
+        let (conn, mut streams) = match accepted {
+            Ok(v) => v,
+            Err(e) => {
+                endpoint.close(VarInt::from_u32(DONE), b"setup failed");
+                return Err(e);
+            }
+        };
+        for ((s, _), &sends) in streams.iter_mut().zip(server_sends) {
+            if !sends {
+                // The client sends on this one: our half carries nothing.
+                let _ = s.finish();
+            }
+        }
+        Conn::boxed(rt, endpoint, conn, streams, &keep, from, server_sends)
+    }
+}
+
+/// One test's connection.
+struct Conn {
+    /// Dropped last (see `Drop`).
+    rt: Option<tokio::runtime::Runtime>,
+    endpoint: quinn::Endpoint,
+    conn: quinn::Connection,
+    streams: Vec<PipeSock>,
+    closed: bool,
+}
+
+impl Conn {
+    fn boxed(
+        rt: tokio::runtime::Runtime,
+        endpoint: quinn::Endpoint,
+        conn: quinn::Connection,
+        opened: Vec<(quinn::SendStream, quinn::RecvStream)>,
+        sock: &UdpSocket,
+        peer: SocketAddr,
+        sends: &[bool],
+    ) -> Result<Box<dyn QuicConn>, Error> {
+        let mut streams = Vec::with_capacity(opened.len());
+        for ((s, r), &sends) in opened.into_iter().zip(sends) {
+            let io = Arc::new(Stream {
+                rt: rt.handle().clone(),
+                send: Mutex::new(sends.then_some(s)),
+                recv: Mutex::new((!sends).then_some(r)),
+            });
+            streams.push(PipeSock {
+                io,
+                sock: sock.try_clone().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?,
+                peer,
+            });
+        }
+        Ok(Box::new(Conn {
+            rt: Some(rt),
+            endpoint,
+            conn,
+            streams,
+            closed: false,
+        }))
+    }
+}
+
+impl QuicConn for Conn {
+    fn take_streams(&mut self) -> Vec<PipeSock> {
+        std::mem::take(&mut self.streams)
+    }
+
+    fn totals(&self) -> QuicTotals {
+        let p = self.conn.stats().path;
+        QuicTotals {
+            rtt_us: p.rtt.as_micros() as u64,
+            min_rtt_us: p.min_rtt.as_micros() as u64,
+            cwnd: p.cwnd,
+            sent_packets: p.sent_packets,
+            lost_packets: p.lost_packets,
+            lost_bytes: p.lost_bytes,
+            congestion_events: p.congestion_events,
+        }
+    }
+
+    fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        self.conn.close(VarInt::from_u32(DONE), b"done");
+        if let Some(rt) = &self.rt {
+            let endpoint = self.endpoint.clone();
+            let _ = rt.block_on(async { timeout(Duration::from_secs(1), endpoint.wait_idle()).await });
+        }
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if !self.closed {
+            self.conn.close(VarInt::from_u32(DONE), b"ended");
+        }
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// One QUIC stream as the engine sees it: this end's half that carries
+/// the test's bytes.
+struct Stream {
+    rt: tokio::runtime::Handle,
+    send: Mutex<Option<quinn::SendStream>>,
+    recv: Mutex<Option<quinn::RecvStream>>,
+}
+
+// The timers are made inside the runtime (an async block's first poll),
+// not on the calling thread, which has no runtime of its own.
+fn timed_out() -> io::Error {
+    io::ErrorKind::TimedOut.into()
+}
+
+impl ByteStream for Stream {
+    fn write(&self, buf: &[u8], wait: Duration) -> io::Result<usize> {
+        let mut g = self.send.lock().unwrap_or_else(|p| p.into_inner());
+        let s = g.as_mut().ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
+        match self.rt.block_on(async { timeout(wait, s.write(buf)).await }) {
+            Ok(Ok(n)) => Ok(n),
+            Ok(Err(e)) => Err(io::Error::other(e)),
+            Err(_) => Err(timed_out()),
+        }
+    }
+
+    fn read(&self, buf: &mut [u8], wait: Duration) -> io::Result<usize> {
+        let mut g = self.recv.lock().unwrap_or_else(|p| p.into_inner());
+        let r = g.as_mut().ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
+        match self.rt.block_on(async { timeout(wait, r.read(buf)).await }) {
+            Ok(Ok(Some(n))) => Ok(n),
+            Ok(Ok(None)) => Ok(0),
+            Ok(Err(e)) => Err(io::Error::other(e)),
+            Err(_) => Err(timed_out()),
+        }
+    }
+
+    fn finish(&self) {
+        let mut g = self.send.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = g.as_mut() {
+            let _ = s.finish();
+        }
+    }
+}
+
+/// The server's socket, whose first datagram the iperf acceptor already
+/// read from the shared port: it is given to quinn first.
+#[derive(Debug)]
+struct FirstDatagram {
+    inner: Arc<dyn AsyncUdpSocket>,
+    first: Mutex<Option<(Vec<u8>, SocketAddr)>>,
+}
+
+impl AsyncUdpSocket for FirstDatagram {
+    fn create_io_poller(self: Arc<Self>) -> Pin<Box<dyn UdpPoller>> {
+        self.inner.clone().create_io_poller()
+    }
+
+    fn try_send(&self, transmit: &Transmit) -> io::Result<()> {
+        self.inner.try_send(transmit)
+    }
+
+    fn poll_recv(
+        &self,
+        cx: &mut Context,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some((d, from)) = first
+            && let (Some(buf), Some(m)) = (bufs.first_mut(), meta.first_mut())
+            && d.len() <= buf.len()
+        {
+            buf[..d.len()].copy_from_slice(&d);
+            *m = RecvMeta {
+                addr: from,
+                len: d.len(),
+                stride: d.len(),
+                ecn: None,
+                dst_ip: None,
+            };
+            return Poll::Ready(Ok(1));
+        }
+        self.inner.poll_recv(cx, bufs, meta)
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+
+    fn max_transmit_segments(&self) -> usize {
+        self.inner.max_transmit_segments()
+    }
+
+    fn max_receive_segments(&self) -> usize {
+        self.inner.max_receive_segments()
+    }
+
+    fn may_fragment(&self) -> bool {
+        self.inner.may_fragment()
+    }
+}
