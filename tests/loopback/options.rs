@@ -73,9 +73,10 @@ fn affinity_pins_the_data_threads() {
     let _srv = wirespeed_server(port, &[]);
     let p = port.to_string();
     // Long enough that the data thread is still there when the first
-    // interval line shows, however loaded the machine is.
+    // interval line shows, however loaded the machine is (which may end
+    // that interval at 1.01: "0.00-1." matches either).
     let c = Proc::spawn(&wirespeed(), &["-c", "127.0.0.1", "-p", &p, "-t", "8", "-A", &cpu]);
-    assert!(c.wait_for_line("0.00-1.00", Duration::from_secs(30)), "{}", c.err());
+    assert!(c.wait_for_line("0.00-1.", Duration::from_secs(30)), "{}", c.err());
     let mut found = false;
     for t in std::fs::read_dir(format!("/proc/{}/task", c.pid())).unwrap().flatten() {
         let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
@@ -133,7 +134,7 @@ fn sockets_while_running(server_args: &[&str], args: &[&str]) -> (Vec<String>, V
     let mut a = vec!["-c", "127.0.0.1", "-p", &p, "-t", "3"];
     a.extend_from_slice(args);
     let mut c = Proc::spawn(&wirespeed(), &a);
-    assert!(c.wait_for_line("0.00-1.00", T), "{}{}", c.out(), c.err());
+    assert!(c.wait_for_line("0.00-1.", T), "{}{}", c.out(), c.err());
     let seen = (client_sockets(port), server_sockets(port));
     assert_eq!(c.wait(T).and_then(|s| s.code()), Some(0), "{}{}", c.out(), c.err());
     seen
