@@ -453,6 +453,11 @@ fn each_layer_links_only_what_is_below_it() {
         "the protocol crate depends on serde_json alone, not on {proto:?}"
     );
     forbid("wirespeed-sys", &above_core, "the system calls know nothing above them");
+    forbid(
+        "wirespeed-tls",
+        &above_core,
+        "the shared TLS pieces know only the core's error type",
+    );
 }
 
 #[test]

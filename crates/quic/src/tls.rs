@@ -1,75 +1,25 @@
-//! TLS 1.3 for both roles (rustls on AWS-LC): the server's certificate,
-//! loaded from PEM files or made self-signed (ECDSA P-256, which every
-//! perf client offers: picoquic's offers no Ed25519), and the client's
-//! verifier, which checks the handshake's signature but trusts any
+//! TLS 1.3 for both roles of a QUIC end: the server's configuration (its
+//! certificate loaded from PEM files or made self-signed) and the
+//! client's, which checks the handshake's signature but trusts any
 //! certificate, as the perf clients of quic-go and picoquic do: the test
-//! measures a path, the server's name is not what it proves.
+//! measures a path, the server's name is not what it proves. The pieces
+//! are `wirespeed-tls`'s, shared with the HTTPS ends.
 
-use std::path::Path;
-use std::sync::Arc;
-
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::{DigitallySignedStruct, SignatureScheme};
-use rustls_pki_types::pem::{self, PemObject};
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use wirespeed_core::error::{Code, Error};
+use wirespeed_tls::provider;
 
 use crate::wire::ALPN;
 
-/// A certificate chain and its key.
-pub(crate) type Identity = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
-}
-
-/// Reads the certificate chain and key files (PEM).
-pub(crate) fn load_pem(cert: &Path, key: &Path) -> Result<Identity, Error> {
-    let bad = |opt: &str, p: &Path, why: String| Error::param_msg(Code::NONE, format!("{opt} {}: {why}", p.display()));
-    let why = |e: pem::Error, what: &str| match e {
-        pem::Error::Io(e) => wirespeed_core::error::errno_text(&e),
-        pem::Error::NoItemsFound => format!("no {what} in it"),
-        e => format!("not a PEM file ({e})"),
-    };
-    let chain = CertificateDer::pem_file_iter(cert)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| bad("--tls-cert", cert, why(e, "certificate")))?;
-    if chain.is_empty() {
-        return Err(bad("--tls-cert", cert, "no certificate (PEM CERTIFICATE) in it".into()));
-    }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| bad("--tls-key", key, why(e, "private key")))?;
-    Ok((chain, key))
-}
+pub(crate) use wirespeed_tls::{Identity, fingerprint, load_pem};
 
 /// A self-signed ECDSA P-256 certificate for `names` and `localhost`.
 pub(crate) fn make_self_signed(names: &[String]) -> Result<Identity, Error> {
-    make_self_signed_for(names, "--quic-perf-listen")
+    wirespeed_tls::self_signed(names, "--quic-perf-listen")
 }
 
 /// The same; `what` names it in an error.
 pub(crate) fn make_self_signed_for(names: &[String], what: &str) -> Result<Identity, Error> {
-    let mut all = vec!["localhost".to_string()];
-    all.extend(names.iter().cloned());
-    all.dedup();
-    let made = rcgen::generate_simple_self_signed(all).map_err(|e| {
-        Error::msg(
-            Code::NONE,
-            format!("{what}: cannot make a self-signed certificate: {e}"),
-        )
-    })?;
-    let key = PrivateKeyDer::Pkcs8(made.signing_key.serialize_der().into());
-    Ok((vec![made.cert.der().clone()], key))
-}
-
-/// SHA-256 of a certificate, as `openssl x509 -fingerprint -sha256`
-/// writes it.
-pub(crate) fn fingerprint(cert: &CertificateDer<'_>) -> String {
-    let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, cert.as_ref());
-    d.as_ref()
-        .iter()
-        .map(|b| format!("{b:02X}"))
-        .collect::<Vec<_>>()
-        .join(":")
+    wirespeed_tls::self_signed(names, what)
 }
 
 /// The server's TLS: 1.3 only, ALPN `perf` only.
@@ -109,44 +59,8 @@ pub(crate) fn client_crypto_for(alpn: &[u8], what: &str) -> Result<quinn::crypto
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| bad(e.to_string()))?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCertificate(p)))
+        .with_custom_certificate_verifier(wirespeed_tls::AnyCertificate::new(p))
         .with_no_client_auth();
     c.alpn_protocols = vec![alpn.to_vec()];
     quinn::crypto::rustls::QuicClientConfig::try_from(c).map_err(|e| bad(e.to_string()))
-}
-
-/// Trusts any certificate, but checks that the server holds its key.
-#[derive(Debug)]
-struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }

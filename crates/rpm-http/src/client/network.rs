@@ -67,12 +67,12 @@ async fn within<T>(what: &str, f: impl std::future::Future<Output = Res<T>>) -> 
 
 /// The TLS settings: TLS 1.3, ALPN h2, and the certificates trusted.
 fn tls_config(nq: &NqOptions) -> Res<rustls::ClientConfig> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = wirespeed_tls::provider();
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| format!("TLS: {e}"))?;
     let verifier: Arc<dyn rustls::client::danger::ServerCertVerifier> = if nq.insecure {
-        Arc::new(verify::Insecure(provider))
+        wirespeed_tls::AnyCertificate::new(provider)
     } else {
         let (roots, pinned) = verify::roots(nq.cacert.as_deref())?;
         let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
@@ -612,43 +612,6 @@ mod verify {
         }
         fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
             self.inner.supported_verify_schemes()
-        }
-    }
-
-    /// `--insecure`: any certificate, the handshake's signature still
-    /// checked.
-    #[derive(Debug)]
-    pub(super) struct Insecure(pub(super) Arc<rustls::crypto::CryptoProvider>);
-
-    impl ServerCertVerifier for Insecure {
-        fn verify_server_cert(
-            &self,
-            _: &CertificateDer<'_>,
-            _: &[CertificateDer<'_>],
-            _: &ServerName<'_>,
-            _: &[u8],
-            _: UnixTime,
-        ) -> Result<ServerCertVerified, rustls::Error> {
-            Ok(ServerCertVerified::assertion())
-        }
-        fn verify_tls12_signature(
-            &self,
-            m: &[u8],
-            c: &CertificateDer<'_>,
-            d: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
-        }
-        fn verify_tls13_signature(
-            &self,
-            m: &[u8],
-            c: &CertificateDer<'_>,
-            d: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
-        }
-        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-            self.0.signature_verification_algorithms.supported_schemes()
         }
     }
 }

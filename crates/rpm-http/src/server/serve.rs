@@ -8,7 +8,6 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::{Ipv6Addr, SocketAddr, TcpListener};
-use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -20,7 +19,6 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::header::{ALLOW, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, HOST, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -93,10 +91,10 @@ impl Endpoint {
         let spec = cfg.server.rpm_listen.as_deref().unwrap_or("");
         let listener = wirespeed_http::listen(spec, "--rpm-listen", "the RPM server")?;
         let ((chain, key), self_signed) = match (&cfg.server.tls_cert, &cfg.server.tls_key) {
-            (Some(c), Some(k)) => (load_pem(c, k)?, false),
+            (Some(c), Some(k)) => (wirespeed_tls::load_pem(c, k)?, false),
             _ => (make_self_signed(&listener)?, true),
         };
-        let fingerprint = fingerprint(&chain[0]);
+        let fingerprint = wirespeed_tls::fingerprint(&chain[0]);
         let tls = tls_config(chain, key)?;
         Ok(Endpoint {
             listener,
@@ -143,49 +141,14 @@ impl Endpoint {
     }
 }
 
-/// Reads the certificate chain and key files (PEM).
-fn load_pem(cert: &Path, key: &Path) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), Error> {
-    let bad = |opt: &str, p: &Path, why: String| Error::param_msg(Code::NONE, format!("{opt} {}: {why}", p.display()));
-    let why = |e: pem::Error, what: &str| match e {
-        pem::Error::Io(e) => wirespeed_core::error::errno_text(&e),
-        pem::Error::NoItemsFound => format!("no {what} in it"),
-        e => format!("not a PEM file ({e})"),
-    };
-    let chain = CertificateDer::pem_file_iter(cert)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| bad("--tls-cert", cert, why(e, "certificate")))?;
-    if chain.is_empty() {
-        return Err(bad("--tls-cert", cert, "no certificate (PEM CERTIFICATE) in it".into()));
-    }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| bad("--tls-key", key, why(e, "private key")))?;
-    Ok((chain, key))
-}
-
 /// A self-signed certificate for where the listener answers and for
 /// `localhost`.
-fn make_self_signed(listener: &TcpListener) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), Error> {
-    let mut names = vec!["localhost".to_string()];
-    names.extend(wirespeed_http::reachable(listener).iter().map(|a| a.ip().to_string()));
-    names.dedup();
-    let made = rcgen::generate_simple_self_signed(names).map_err(|e| {
-        Error::msg(
-            Code::NONE,
-            format!("--rpm-listen: cannot make a self-signed certificate: {e}"),
-        )
-    })?;
-    let key = PrivateKeyDer::Pkcs8(made.signing_key.serialize_der().into());
-    Ok((vec![made.cert.der().clone()], key))
-}
-
-/// SHA-256 of a certificate, as `openssl x509 -fingerprint -sha256`
-/// writes it (upper-case hex pairs joined by colons).
-fn fingerprint(cert: &CertificateDer<'_>) -> String {
-    let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, cert.as_ref());
-    d.as_ref()
+fn make_self_signed(listener: &TcpListener) -> Result<wirespeed_tls::Identity, Error> {
+    let names: Vec<String> = wirespeed_http::reachable(listener)
         .iter()
-        .map(|b| format!("{b:02X}"))
-        .collect::<Vec<_>>()
-        .join(":")
+        .map(|a| a.ip().to_string())
+        .collect();
+    wirespeed_tls::self_signed(&names, "--rpm-listen")
 }
 
 /// TLS 1.3 only, ALPN `h2` then `http/1.1`.
@@ -193,7 +156,7 @@ fn tls_config(
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
 ) -> Result<Arc<rustls::ServerConfig>, Error> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = wirespeed_tls::provider();
     let bad =
         |e: rustls::Error| Error::param_msg(Code::NONE, format!("--rpm-listen: the certificate cannot be used: {e}"));
     let mut c = rustls::ServerConfig::builder_with_provider(provider)
