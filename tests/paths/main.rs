@@ -13,6 +13,7 @@ mod latency;
 mod netns_bottleneck;
 mod pathemu;
 mod paths;
+mod quic;
 mod rpm_http;
 mod udp_search;
 mod window_advice;
