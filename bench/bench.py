@@ -238,6 +238,8 @@ def run_client(argv, timeout, env=None, server_pid=None):
         "rc": p.returncode,
         "wall": wall,
         "cpu": (rusage.ru_utime + rusage.ru_stime) if rusage else 0.0,
+        "user": rusage.ru_utime if rusage else 0.0,
+        "sys": rusage.ru_stime if rusage else 0.0,
         "rss_kb": peak.get(p.pid, 0),
         "server_rss_kb": peak.get(server_pid, 0) if server_pid else 0,
     }
