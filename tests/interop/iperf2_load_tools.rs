@@ -306,7 +306,9 @@ fn isochronous_udp_both_ways() {
     let (got, lat) = frame_cols(&out).expect("frame columns");
     // 2.1.8 counts one frame more than it completed.
     assert!(got[0] == sent[0] + 1 || got[0] == sent[0], "{sent:?} {got:?} {out}");
-    assert_eq!(got[1], 0, "{out}");
+    // A slot our late sender missed is a frame id 2.1.8 never sees: it
+    // counts it lost. Nothing else may be.
+    assert!(got[1] <= sent[1], "{sent:?} {got:?} {out}");
     assert!(lat.is_some_and(|l| l > 0.0 && l < 50.0), "{out}");
     // The real client, our server: its frames complete here, none lost,
     // and each has a latency.
@@ -409,7 +411,11 @@ fn isochronous_frames_and_gaps_between_our_ends() {
     let frames = sent["frames_sent"].as_u64().unwrap();
     assert_eq!(frames + sent["slots_missed"].as_u64().unwrap(), 40, "{sent}");
     assert!(frames > 0, "{sent}");
-    assert_eq!(got["frames_received"], sent["frames_sent"], "{got} {sent}");
+    // Every frame sent arrives whole, but the last: a sender held back by a
+    // loaded machine may still be in it when the test's time ends (38 sent,
+    // 37 received, none lost, seen at load 8).
+    let received = got["frames_received"].as_u64().unwrap_or(0);
+    assert!(received == frames || received + 1 == frames, "{got} {sent}");
     assert_eq!(got["frames_lost"], 0, "{got}");
     // No frame arrives before its last datagram was sent (its 12 gaps);
     // how much later depends on the machine's load.
