@@ -14,5 +14,6 @@ mod netns_bottleneck;
 mod pathemu;
 mod paths;
 mod rpm_http;
+mod tcp_ecn;
 mod udp_search;
 mod window_advice;
