@@ -87,7 +87,9 @@ fn negotiated_ecn_and_the_acks_under_ece_of_a_marking_path() {
     assert!(intervals.iter().sum::<u64>() > 0, "{intervals:?}");
 
     // Text: one line, named for what it is.
+    let before = marked(&path);
     let out = client(&path, &["-t", "2", "-C", "cubic"]);
+    let marks = marked(&path) - before;
     let lines = ecn_lines(&out);
     assert_eq!(lines.len(), 1, "{out}");
     assert!(
@@ -95,7 +97,7 @@ fn negotiated_ecn_and_the_acks_under_ece_of_a_marking_path() {
         "{out}"
     );
     assert!(lines[0].contains("cannot count CE marks without AccECN"), "{out}");
-    eprintln!("text: {}", lines[0]);
+    eprintln!("text (the emulator marked {marks}):\n{out}");
 
     // -R: the client receives; its kernel says the data arrived ECT, and
     // counts nothing.
