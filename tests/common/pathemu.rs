@@ -357,6 +357,19 @@ impl Path {
         )
     }
 
+    /// Sets `key=value` with sysctl in namespace A or B (`side` "a" or
+    /// "b"); it goes with the namespace when the path ends.
+    pub fn sysctl(&self, side: &str, key: &str, value: &str) {
+        let ns = if side == "a" { &self.ns_a } else { &self.ns_b };
+        let setting = format!("{key}={value}");
+        let r = run(
+            &PathBuf::from("ip"),
+            &["netns", "exec", ns, "sysctl", "-q", "-w", &setting],
+            Duration::from_secs(10),
+        );
+        assert_eq!(r.code, Some(0), "sysctl {setting} in {ns}: {}", r.stderr);
+    }
+
     /// `ip` arguments that run `prog args` in `ns` (with the realtime
     /// prefix, if asked for; `chrt` execs the program, so its pid stays).
     fn ns_args(&self, ns: &str, prog: &FsPath, args: &[&str]) -> Vec<String> {

@@ -33,6 +33,7 @@ mod rpm_server;
 mod server;
 mod server_guards;
 mod server_json_errors;
+mod tcp_ecn;
 mod udp;
 mod ui_history;
 mod window_size;

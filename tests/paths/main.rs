@@ -15,5 +15,6 @@ mod pathemu;
 mod paths;
 mod quic;
 mod rpm_http;
+mod tcp_ecn;
 mod udp_search;
 mod window_advice;

@@ -1,7 +1,35 @@
 //! The end-of-test ECN line both dialects' text prints when ECN is in
-//! play: what was sent, what arrived, and what the path did to the field.
+//! play: for UDP, what was sent, what arrived, and what the path did to
+//! the field; for TCP, what the connection's kernel says (negotiated, and
+//! a sender's segments acked under ECE), named for what it is.
 
-use wirespeed_core::events::{Ecn, EcnCounts, EcnTotals, EcnVerdict};
+use wirespeed_core::events::{Ecn, EcnCounts, EcnTotals, EcnVerdict, TcpEcn};
+
+/// A TCP connection's ECN line (without a newline), from this host's
+/// kernel: `sender` when this host sent on it. A kernel without AccECN
+/// counts no CE marks, so none are claimed: a sender's ACKs echo ECE from
+/// a mark until its CWR, and it counts the segments they acknowledge.
+pub fn tcp_line(e: &TcpEcn, sender: bool) -> String {
+    if !e.negotiated {
+        return "ECN: asked for (net.ipv4.tcp_ecn=1) but not negotiated: the peer did not agree; nothing to count"
+            .to_string();
+    }
+    match (sender, e.acked_under_ece) {
+        (true, Some(n)) => format!(
+            "ECN: negotiated, {n} {} acked under ECE (the kernel cannot count CE marks without AccECN)",
+            if n == 1 { "segment" } else { "segments" }
+        ),
+        (true, None) => {
+            "ECN: negotiated; this kernel's TCP_INFO has no count of segments acked under ECE (tcpi_delivered_ce, Linux 4.18)"
+                .to_string()
+        }
+        (false, _) if e.seen => {
+            "ECN: negotiated, the sender's segments arrived ECT (a receiver's kernel counts no CE marks without AccECN)"
+                .to_string()
+        }
+        (false, _) => "ECN: negotiated, but no segment arrived with ECT or CE (the path cleared the field?)".to_string(),
+    }
+}
 
 /// `ECN: sent ECT(1), arrived Not-ECT 0, ECT(0) 0, ECT(1) 8877, CE 123:
 /// CE-marked 123 of 9000 (1.37%)` and its kin (without a newline).
@@ -71,6 +99,28 @@ fn verdict(sent: Ecn, v: &EcnVerdict) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tcp_line_names_what_the_kernel_counts() {
+        let e = |negotiated, seen, acked_under_ece| TcpEcn {
+            negotiated,
+            seen,
+            acked_under_ece,
+        };
+        assert_eq!(
+            tcp_line(&e(true, false, Some(179)), true),
+            "ECN: negotiated, 179 segments acked under ECE (the kernel cannot count CE marks without AccECN)"
+        );
+        assert!(tcp_line(&e(true, false, Some(1)), true).contains(" 1 segment acked "));
+        assert!(tcp_line(&e(true, false, None), true).contains("no count of segments acked under ECE"));
+        assert!(tcp_line(&e(true, true, None), false).contains("arrived ECT"));
+        assert!(tcp_line(&e(true, false, None), false).contains("no segment arrived with ECT or CE"));
+        let refused = tcp_line(&e(false, false, None), true);
+        assert!(
+            refused.contains("not negotiated") && !refused.contains(" 0 "),
+            "{refused}"
+        );
+    }
 
     fn totals(sent: Ecn, arrived: EcnCounts) -> EcnTotals {
         EcnTotals {

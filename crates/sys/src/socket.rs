@@ -54,13 +54,50 @@ pub struct TcpInfo {
     pub unacked: u32,
     /// The rate the peer has recently been acknowledging data at, bytes/s.
     pub delivery_rate: u64,
+    /// `tcpi_options`: which options the handshake agreed on
+    /// ([`TcpInfo::ecn_negotiated`], [`TcpInfo::ecn_seen`]).
+    pub options: u8,
+    /// `tcpi_delivered_ce` (Linux ≥ 4.18; `None` when the kernel's
+    /// TCP_INFO is shorter): segments acknowledged by ACKs that echoed
+    /// ECE. Without AccECN an ACK echoes ECE from the first CE mark until
+    /// the sender's CWR, so this counts every segment acked under ECE, not
+    /// the CE marks.
+    pub delivered_ce: Option<u32>,
 }
+
+/// `TCPI_OPT_ECN`: ECN was negotiated in the handshake.
+pub const TCPI_OPT_ECN: u8 = 8;
+/// `TCPI_OPT_ECN_SEEN`: at least one segment arrived with ECT (or CE).
+pub const TCPI_OPT_ECN_SEEN: u8 = 16;
 
 impl TcpInfo {
     /// Congestion window in bytes, as iperf3 reports `snd_cwnd`.
     pub fn cwnd_bytes(&self) -> u64 {
         self.snd_cwnd as u64 * self.snd_mss as u64
     }
+
+    /// Whether the handshake negotiated ECN (`TCPI_OPT_ECN`).
+    pub fn ecn_negotiated(&self) -> bool {
+        self.options & TCPI_OPT_ECN != 0
+    }
+
+    /// Whether a segment with ECT or CE arrived from the peer
+    /// (`TCPI_OPT_ECN_SEEN`).
+    pub fn ecn_seen(&self) -> bool {
+        self.options & TCPI_OPT_ECN_SEEN != 0
+    }
+}
+
+/// Whether this host asks for ECN on the TCP connections it opens: its
+/// network namespace's `net.ipv4.tcp_ecn` is 1 (2, the default, only
+/// accepts a peer's request; 0 neither asks nor accepts). `None` when it
+/// cannot be read (not Linux, no `/proc`).
+pub fn tcp_ecn_requested() -> Option<bool> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let v = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_ecn").ok()?;
+    Some(v.trim() == "1")
 }
 
 /// Reads TCP_INFO from a TCP socket.
@@ -97,8 +134,18 @@ pub fn tcp_info_raw(fd: RawSock) -> io::Result<TcpInfo> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    // Older kernels return a shorter struct; fields past `len` stay zero.
-    Ok(TcpInfo {
+    Ok(tcp_info_of(&info, len as usize))
+}
+
+/// The fields of a `tcp_info` of which the kernel wrote the first `len`
+/// bytes. Older kernels write a shorter struct: the fields past `len` stay
+/// zero, and the one that cannot be told from a zero by its value,
+/// `tcpi_delivered_ce`, is `None`.
+#[cfg(target_os = "linux")]
+fn tcp_info_of(info: &libc::tcp_info, len: usize) -> TcpInfo {
+    let has = |end: usize| len >= end;
+    let delivered_ce_end = mem::offset_of!(libc::tcp_info, tcpi_delivered_ce) + mem::size_of::<u32>();
+    TcpInfo {
         total_retrans: info.tcpi_total_retrans,
         snd_cwnd: info.tcpi_snd_cwnd,
         snd_mss: info.tcpi_snd_mss,
@@ -116,7 +163,9 @@ pub fn tcp_info_raw(fd: RawSock) -> io::Result<TcpInfo> {
         rcv_rtt: info.tcpi_rcv_rtt,
         unacked: info.tcpi_unacked,
         delivery_rate: info.tcpi_delivery_rate,
-    })
+        options: info.tcpi_options,
+        delivered_ce: has(delivered_ce_end).then_some(info.tcpi_delivered_ce),
+    }
 }
 
 #[cfg(unix)]
@@ -542,5 +591,66 @@ mod tests {
     fn tcp_info_on_a_non_socket_fails_cleanly() {
         let f = std::fs::File::open("/dev/null").unwrap();
         assert!(tcp_info(&f).is_err());
+    }
+
+    /// A `tcp_info` as a kernel of each age writes it: the first `len`
+    /// bytes hold what it knows, the rest stay zero.
+    #[cfg(target_os = "linux")]
+    fn written(len: usize) -> libc::tcp_info {
+        // SAFETY: plain old data; zeroed is a valid value.
+        let mut full: libc::tcp_info = unsafe { mem::zeroed() };
+        full.tcpi_options = TCPI_OPT_ECN | TCPI_OPT_ECN_SEEN | 7;
+        full.tcpi_rtt = 1500;
+        full.tcpi_delivered_ce = 179;
+        full.tcpi_reord_seen = 3;
+        // SAFETY: as above.
+        let mut out: libc::tcp_info = unsafe { mem::zeroed() };
+        // SAFETY: both are live `tcp_info`s and `len` is at most their size.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (&full as *const libc::tcp_info).cast::<u8>(),
+                (&mut out as *mut libc::tcp_info).cast::<u8>(),
+                len.min(mem::size_of::<libc::tcp_info>()),
+            )
+        };
+        out
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn delivered_ce_only_where_the_kernel_wrote_it() {
+        let end = mem::offset_of!(libc::tcp_info, tcpi_delivered_ce) + 4;
+        // Linux 4.18 and later (this libc's struct is longer still).
+        let i = tcp_info_of(&written(end), end);
+        assert_eq!(i.delivered_ce, Some(179));
+        assert!(i.ecn_negotiated() && i.ecn_seen());
+        assert_eq!(i.rtt, 1500);
+        let full = mem::size_of::<libc::tcp_info>();
+        assert_eq!(tcp_info_of(&written(full), full).delivered_ce, Some(179));
+        // One byte short, and the 104 bytes of the oldest kernels: the
+        // options are there, the counter is not (not a zero).
+        let i = tcp_info_of(&written(end - 1), end - 1);
+        assert_eq!(i.delivered_ce, None);
+        let old = tcp_info_of(&written(104), 104);
+        assert_eq!(old.delivered_ce, None);
+        assert!(old.ecn_negotiated() && old.ecn_seen());
+        assert_eq!(old.rtt, 1500);
+        assert_eq!(old.reord_seen, 0);
+        // Nothing written at all.
+        let none = tcp_info_of(&written(0), 0);
+        assert_eq!(none.delivered_ce, None);
+        assert!(!none.ecn_negotiated());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_kernel_reports_delivered_ce() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let info = tcp_info(&c).unwrap();
+        assert_eq!(info.delivered_ce, Some(0));
+        // Negotiated or not as this namespace's sysctl says: only a host
+        // that asks (1) gets it on a connection to itself.
+        assert_eq!(info.ecn_negotiated(), tcp_ecn_requested() == Some(true));
     }
 }

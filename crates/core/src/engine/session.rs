@@ -264,6 +264,11 @@ impl Launch {
                 StreamRole::Recv => meta.ecn_sent.or(local.peer_ecn),
             };
         }
+        if matches!(ds.sock, DataSock::Tcp(_)) && side == Side::Client {
+            // A client opens its streams: with `net.ipv4.tcp_ecn=1` its
+            // SYN asks for ECN, and a peer that refuses is worth a line.
+            meta.tcp_ecn_asked = wirespeed_sys::socket::tcp_ecn_requested() == Some(true);
+        }
         if let Some((_, c)) = &task.frames {
             meta.frames = Some(c.clone());
         }

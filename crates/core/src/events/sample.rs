@@ -15,6 +15,25 @@ pub struct EcnSample {
     pub counts: EcnCounts,
 }
 
+/// What a TCP connection's kernel says of ECN (TCP_INFO), present only
+/// when ECN is in play on it: negotiated, or asked for by this host and
+/// refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpEcn {
+    /// The handshake negotiated ECN (`TCPI_OPT_ECN`).
+    pub negotiated: bool,
+    /// A segment from the peer arrived with ECT or CE (`TCPI_OPT_ECN_SEEN`):
+    /// on a receiver, the sender's data kept its ECT codepoint on the way.
+    pub seen: bool,
+    /// A sender's segments acknowledged by ACKs echoing ECE over the span
+    /// (`tcpi_delivered_ce`); `None` on a receiver, when not negotiated,
+    /// and where the kernel's TCP_INFO lacks the counter (before 4.18).
+    /// Without AccECN the receiver echoes ECE from a CE mark until the
+    /// sender's CWR, so this is not a count of marks: the kernel counts
+    /// no marks.
+    pub acked_under_ece: Option<u64>,
+}
+
 /// TCP_INFO numbers of one sending stream.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct TcpSample {
@@ -32,6 +51,8 @@ pub struct TcpSample {
     pub pmtu: u64,
     /// Reordering events.
     pub reorder: i64,
+    /// ECN, when in play on the connection (wirespeed's).
+    pub ecn: Option<TcpEcn>,
 }
 
 /// A distribution of delays over a span, seconds.

@@ -156,6 +156,9 @@ pub struct StreamSummary {
     pub tcp: Option<TcpTotals>,
     /// UDP summary (`end.streams[].udp`), for UDP tests.
     pub udp: Option<UdpTotals>,
+    /// TCP: ECN as this host's kernel saw the connection over the test,
+    /// when in play (wirespeed's).
+    pub tcp_ecn: Option<super::TcpEcn>,
     /// The local side has numbers for the peer (false on a server before
     /// the exchange, and in iperf 2, which exchanges none).
     pub peer_known: bool,

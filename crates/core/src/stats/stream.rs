@@ -7,7 +7,7 @@ use wirespeed_sys::RawSock;
 use super::counters::{BouncebackCounters, DetailCounters, FrameCounters, Snapshot, StreamCounters};
 use super::histogram::HistogramView;
 use crate::events::{
-    Ecn, EcnCounts, EcnSample, Enhanced, FrameSample, RoleTag, StreamSample, TcpSample, TcpTotals, UdpSample,
+    Ecn, EcnCounts, EcnSample, Enhanced, FrameSample, RoleTag, StreamSample, TcpEcn, TcpSample, TcpTotals, UdpSample,
 };
 use wirespeed_sys::socket::{TcpInfo, tcp_info_raw};
 
@@ -39,6 +39,9 @@ pub struct StreamMeta {
     /// UDP: the ECN codepoint the stream's sender set, when known (a
     /// sender's own socket says; a receiver is told by its dialect).
     pub ecn_sent: Option<crate::events::Ecn>,
+    /// TCP: this host opened the connection asking for ECN (its
+    /// `net.ipv4.tcp_ecn` is 1), so a refusal is worth saying.
+    pub tcp_ecn_asked: bool,
 }
 
 /// A stream as the reporter sees it.
@@ -77,10 +80,33 @@ pub struct StreamStats {
     pub(super) min_rtt: u32,
     /// Retransmits up to the last bounceback report.
     pub(super) bb_retrans: u32,
+    /// `tcpi_delivered_ce` at the last sample, and at the start (or the
+    /// omit end).
+    pub(super) last_ce: u32,
+    pub(super) base_ce: u32,
 }
 
 fn limit_times(i: &TcpInfo) -> [u64; 3] {
     [i.busy_time_us, i.rwnd_limited_us, i.sndbuf_limited_us]
+}
+
+/// ECN as TCP_INFO says, when in play: negotiated, or `asked` by this
+/// host (and refused). A sender's segments acked under ECE count from
+/// `since` (a `tcpi_delivered_ce` read before); nothing is counted where
+/// nothing can be.
+pub(super) fn tcp_ecn(info: &TcpInfo, asked: bool, sending: bool, since: u32) -> Option<TcpEcn> {
+    let negotiated = info.ecn_negotiated();
+    if !negotiated && !asked {
+        return None;
+    }
+    Some(TcpEcn {
+        negotiated,
+        seen: info.ecn_seen(),
+        acked_under_ece: info
+            .delivered_ce
+            .filter(|_| negotiated && sending)
+            .map(|c| u64::from(c.wrapping_sub(since))),
+    })
 }
 
 /// TCP_INFO as an interval's numbers.
@@ -93,6 +119,7 @@ pub(super) fn tcp_sample(info: &TcpInfo, retransmits: i64) -> TcpSample {
         rttvar: info.rttvar as u64,
         pmtu: info.pmtu as u64,
         reorder: info.reord_seen as i64,
+        ecn: None,
     }
 }
 
@@ -170,12 +197,12 @@ impl StreamStats {
         counters: Arc<StreamCounters>,
         tcp_fd: Option<RawSock>,
     ) -> StreamStats {
-        let (retrans, known, limits) = match (role, tcp_fd) {
+        let (retrans, known, limits, ce) = match (role, tcp_fd) {
             (StreamRole::Send, Some(fd)) => match tcp_info_raw(fd) {
-                Ok(i) => (i.total_retrans, true, limit_times(&i)),
-                Err(_) => (0, false, [0; 3]),
+                Ok(i) => (i.total_retrans, true, limit_times(&i), i.delivered_ce.unwrap_or(0)),
+                Err(_) => (0, false, [0; 3], 0),
             },
-            _ => (0, false, [0; 3]),
+            _ => (0, false, [0; 3], 0),
         };
         StreamStats {
             id,
@@ -203,6 +230,8 @@ impl StreamStats {
             base_limits: limits,
             min_rtt: 0,
             bb_retrans: 0,
+            last_ce: ce,
+            base_ce: ce,
         }
     }
 
@@ -235,7 +264,11 @@ impl StreamStats {
                 self.min_rtt = info.min_rtt;
             }
         }
-        let s = tcp_sample(&info, retr);
+        let mut s = tcp_sample(&info, retr);
+        if sending {
+            s.ecn = tcp_ecn(&info, self.meta.tcp_ecn_asked, true, self.last_ce);
+            self.last_ce = info.delivered_ce.unwrap_or(0);
+        }
         let t = &mut self.tcp_totals;
         t.max_snd_cwnd = t.max_snd_cwnd.max(s.snd_cwnd);
         t.max_snd_wnd = t.max_snd_wnd.max(s.snd_wnd);
@@ -254,7 +287,17 @@ impl StreamStats {
             return None;
         }
         let info = tcp_info_raw(self.tcp_fd?).ok()?;
-        Some(tcp_sample(&info, self.retransmits_total().unwrap_or(0)))
+        let mut s = tcp_sample(&info, self.retransmits_total().unwrap_or(0));
+        s.ecn = tcp_ecn(&info, self.meta.tcp_ecn_asked, true, self.base_ce);
+        Some(s)
+    }
+
+    /// ECN over the whole test as this host's kernel saw the connection,
+    /// when in play (either role; only a sender counts acks under ECE).
+    pub(super) fn tcp_ecn_total(&self) -> Option<TcpEcn> {
+        let info = tcp_info_raw(self.tcp_fd?).ok()?;
+        let sending = self.role == StreamRole::Send && self.retrans_known;
+        tcp_ecn(&info, self.meta.tcp_ecn_asked, sending, self.base_ce)
     }
 
     /// Retransmits since the omit period ended.
@@ -300,6 +343,8 @@ impl StreamStats {
             self.last_retrans = i.total_retrans;
             self.limits = limit_times(&i);
             self.base_limits = self.limits;
+            self.base_ce = i.delivered_ce.unwrap_or(0);
+            self.last_ce = self.base_ce;
         }
         self.tcp_totals = TcpTotals {
             min_rtt: u64::MAX,

@@ -170,6 +170,7 @@ impl TestStats {
             receiver,
             tcp: s.tcp_totals(),
             udp,
+            tcp_ecn: s.tcp_ecn_total(),
             peer_known: peer.is_some(),
             connect_back: s.meta.connect_back,
         }

@@ -409,3 +409,30 @@ fn impossible_ecn_counts_from_a_peer_are_not_believed() {
     assert_eq!((e.arrived, e.impossible), (Some(fine), None));
     assert_eq!(e.verdict.unwrap().ce, 5);
 }
+
+#[test]
+fn tcp_ecn_only_when_in_play_and_counts_only_what_the_kernel_counts() {
+    use crate::events::TcpEcn;
+    use wirespeed_sys::socket::{TCPI_OPT_ECN, TCPI_OPT_ECN_SEEN, TcpInfo};
+    let info = |options: u8, delivered_ce: Option<u32>| TcpInfo {
+        options,
+        delivered_ce,
+        ..TcpInfo::default()
+    };
+    // Not negotiated and not asked: nothing, whatever the counter says.
+    assert_eq!(super::stream::tcp_ecn(&info(0, Some(0)), false, true, 0), None);
+    // Asked and refused: said once, no counts (not zeros).
+    assert_eq!(
+        super::stream::tcp_ecn(&info(0, Some(0)), true, true, 0),
+        Some(TcpEcn::default())
+    );
+    // Negotiated: a sender's acks under ECE since the given read.
+    let e = super::stream::tcp_ecn(&info(TCPI_OPT_ECN, Some(179)), false, true, 20).unwrap();
+    assert_eq!((e.negotiated, e.seen, e.acked_under_ece), (true, false, Some(159)));
+    // A receiver counts none; it says whether ECT arrived.
+    let e = super::stream::tcp_ecn(&info(TCPI_OPT_ECN | TCPI_OPT_ECN_SEEN, Some(0)), false, false, 0).unwrap();
+    assert_eq!((e.negotiated, e.seen, e.acked_under_ece), (true, true, None));
+    // A kernel whose TCP_INFO lacks the counter: negotiated, nothing counted.
+    let e = super::stream::tcp_ecn(&info(TCPI_OPT_ECN, None), false, true, 0).unwrap();
+    assert_eq!(e.acked_under_ece, None);
+}

@@ -426,6 +426,10 @@ pub struct Sample {
         serialize_with = "de::whole"
     )]
     pub reorder: Option<f64>,
+    /// TCP sender: ECN as its kernel saw the connection, when in play
+    /// (wirespeed).
+    #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
+    pub tcp_ecn: Option<TcpEcn>,
     /// UDP receiver: jitter, ms.
     #[serde(
         deserialize_with = "de::f64",
@@ -643,6 +647,10 @@ pub struct Totals {
         serialize_with = "de::whole"
     )]
     pub mean_rtt: Option<f64>,
+    /// TCP: ECN as this host's kernel saw the connection over the test,
+    /// when in play (wirespeed; on the side this host was).
+    #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
+    pub tcp_ecn: Option<TcpEcn>,
     /// UDP receiver: jitter, ms.
     #[serde(
         deserialize_with = "de::f64",
@@ -1218,6 +1226,30 @@ pub struct Ecn {
     /// End: counts a peer claimed that cannot be, not used.
     #[serde(deserialize_with = "de::boxed", skip_serializing_if = "Option::is_none")]
     pub impossible_peer_counts: Option<Box<Ecn>>,
+    /// Keys not named above.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `tcp_ecn` (wirespeed's): what a TCP connection's kernel says of ECN
+/// (TCP_INFO), in a sender's intervals and on this host's side of
+/// `end.streams[]`, only when ECN is in play (negotiated, or asked for by
+/// this host and refused). What the kernel does not count is absent, never
+/// a zero.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TcpEcn {
+    /// The handshake negotiated ECN.
+    #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
+    pub negotiated: Option<bool>,
+    /// A segment from the peer arrived with ECT or CE.
+    #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
+    pub seen: Option<bool>,
+    /// A sender's segments acknowledged by ACKs echoing ECE
+    /// (`tcpi_delivered_ce`): not CE marks, which a kernel without AccECN
+    /// does not count.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub acked_under_ece: Option<i64>,
     /// Keys not named above.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

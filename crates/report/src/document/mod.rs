@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 
 pub use iperf3::{
     Advice, Bounceback, Buffers, Connected, Cpu, Ecn, End, EndStream, Histogram, HostPort, Interval, Iperf2,
-    Isochronous, Latency, OneWay, Quic, Rtt, Sample, Spread, Start, TestDoc, TestStart, Timestamp, Totals,
+    Isochronous, Latency, OneWay, Quic, Rtt, Sample, Spread, Start, TcpEcn, TestDoc, TestStart, Timestamp, Totals,
 };
 pub use modes::{
     LossFloor, NqDoc, NqLatency, NqProbes, NqSecond, NqWay, RpmDoc, RpmEnd, RpmInterval, RpmProbes, RpmStart, Search,
@@ -287,6 +287,10 @@ mod tests {
         for iv in d.intervals() {
             add("intervals", &iv.extra);
             iv.streams.iter().for_each(|s| add("intervals.streams", &s.extra));
+            iv.streams
+                .iter()
+                .flat_map(|s| &s.tcp_ecn)
+                .for_each(|e| add("intervals.streams.tcp_ecn", &e.extra));
             iv.sum.iter().for_each(|s| add("intervals.sum", &s.extra));
             iv.latency.iter().for_each(|s| add("intervals.latency", &s.extra));
         }
@@ -299,6 +303,7 @@ mod tests {
                     .flatten()
                 {
                     add("end.streams.*", &t.extra);
+                    t.tcp_ecn.iter().for_each(|e| add("end.streams.*.tcp_ecn", &e.extra));
                 }
             }
             for t in [
@@ -421,6 +426,11 @@ mod tests {
                 rttvar: 300,
                 pmtu: 1500,
                 reorder: 0,
+                ecn: Some(ev::TcpEcn {
+                    negotiated: true,
+                    seen: false,
+                    acked_under_ece: Some(179),
+                }),
             }),
             udp: udp.then(|| ev::UdpSample {
                 jitter_ms: 0.25,
@@ -540,6 +550,11 @@ mod tests {
                     }
                 }),
             }),
+            tcp_ecn: tcp.then_some(ev::TcpEcn {
+                negotiated: true,
+                seen: !local_sender,
+                acked_under_ece: local_sender.then_some(179),
+            }),
             peer_known: true,
             ..ev::StreamSummary::default()
         };
@@ -640,6 +655,10 @@ mod tests {
                 } else if dialect == Dialect::Iperf3 {
                     let s = end.streams[0].sender.as_ref().unwrap();
                     assert_eq!(s.mean_rtt, Some(1500.0), "{what}");
+                    let e = s.tcp_ecn.as_ref().unwrap();
+                    assert_eq!((e.negotiated, e.acked_under_ece), (Some(true), Some(179)), "{what}");
+                    let e = iv.streams[0].tcp_ecn.as_ref().unwrap();
+                    assert_eq!(e.acked_under_ece, Some(179), "{what}");
                 }
                 if latency {
                     let l = end.latency.as_ref().unwrap();

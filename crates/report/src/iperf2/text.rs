@@ -774,6 +774,14 @@ impl Iperf2Text {
         }
         let mut n = 0;
         for st in &s.streams {
+            if let Some(e) = &st.tcp_ecn {
+                let reversed = s.local.streams.iter().any(|l| l.id == st.id && l.reversed);
+                self.out.write(&format!(
+                    "{}{}\n",
+                    id_tag(st.id, reversed),
+                    crate::ecn::tcp_line(e, st.local_sender)
+                ));
+            }
             if let Some(e) = st.udp.as_ref().and_then(|u| u.ecn.as_ref()) {
                 let reversed = s.local.streams.iter().any(|l| l.id == st.id && l.reversed);
                 self.out

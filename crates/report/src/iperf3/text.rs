@@ -337,6 +337,10 @@ impl TextSink {
                 } else if self.verbose {
                     self.print(&format!("[{:>3}] (receiver statistics not available)\n", s.socket));
                 }
+                // wirespeed's: ECN as this host's kernel saw the connection.
+                if let Some(e) = &s.tcp_ecn {
+                    self.print(&format!("{id} {}\n", crate::ecn::tcp_line(e, s.local_sender)));
+                }
             }
         }
     }
@@ -720,6 +724,7 @@ mod tests {
             receiver: tot(52_428_800, 15.7e9, None),
             tcp: None,
             udp: None,
+            tcp_ecn: None,
             peer_known: true,
             connect_back: false,
         };

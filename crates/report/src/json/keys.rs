@@ -198,6 +198,8 @@ fn stream_interval(s: &StreamSample) -> doc::Sample {
         m.rttvar = whole(t.rttvar);
         m.pmtu = whole(t.pmtu);
         m.reorder = Some(t.reorder as f64);
+        // Not in iperf3: ECN, only when in play.
+        m.tcp_ecn = t.ecn.as_ref().map(tcp_ecn);
     }
     if let Some(u) = &s.udp {
         udp_interval_keys(&mut m, u, s.sender);
@@ -205,6 +207,16 @@ fn stream_interval(s: &StreamSample) -> doc::Sample {
     m.omitted = Some(s.omitted);
     m.sender = Some(s.sender);
     m
+}
+
+/// A `tcp_ecn` object: what the kernel counts, and nothing it does not.
+fn tcp_ecn(e: &TcpEcn) -> doc::TcpEcn {
+    doc::TcpEcn {
+        negotiated: Some(e.negotiated),
+        seen: Some(e.seen),
+        acked_under_ece: e.acked_under_ece.and_then(int),
+        ..doc::TcpEcn::default()
+    }
 }
 
 fn sum_interval(s: &StreamSample) -> doc::Sample {
@@ -343,9 +355,19 @@ pub fn end(s: &Summary) -> doc::End {
                 // TCP_INFO is the sending host's: a stream this host
                 // only received has zeros there, as iperf3 writes.
                 let tcp = st.tcp.map(|t| if st.local_sender { t } else { TcpTotals::default() });
+                // Not in iperf3: ECN as this host's kernel saw it, on
+                // this host's side, only when in play.
+                let ecn = st.tcp_ecn.as_ref().map(tcp_ecn);
+                let (snd_ecn, rcv_ecn) = if st.local_sender { (ecn, None) } else { (None, ecn) };
                 doc::EndStream {
-                    sender: Some(totals(Some(st.socket), &st.sender, tcp.as_ref(), with_retr)),
-                    receiver: Some(totals(Some(st.socket), &st.receiver, None, false)),
+                    sender: Some(doc::Totals {
+                        tcp_ecn: snd_ecn,
+                        ..totals(Some(st.socket), &st.sender, tcp.as_ref(), with_retr)
+                    }),
+                    receiver: Some(doc::Totals {
+                        tcp_ecn: rcv_ecn,
+                        ..totals(Some(st.socket), &st.receiver, None, false)
+                    }),
                     // Not in iperf3: a QUIC test's connection, as this end
                     // saw it (the same for every stream: they share it).
                     quic: s.quic.as_ref().map(quic),
