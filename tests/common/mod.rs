@@ -33,43 +33,69 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Tests that build namespaces or an emulated path run one at a time
-/// within a test binary: while one holds its [`PathTurn`], no other such
-/// test shares the CPUs, the namespaces' address ranges or the TUN
-/// devices with it. The thread that holds the turn may take it again (a
-/// test that starts a second path before its first is gone).
+/// Tests that build namespaces or an emulated path take turns within a
+/// test binary: at most two at once (`WIRESPEED_PATHS_AT_ONCE` sets
+/// another number; 1 runs them one by one), as each path's emulator and
+/// endpoints load the CPUs. Each path has namespaces, devices and
+/// addresses of its own, so two never meet. The thread that holds a turn
+/// may take it again (a test that starts a second path before its first
+/// is gone).
+///
+/// A test whose subject is time on its path takes [`path_turn_alone`]:
+/// no other path runs beside it.
 pub struct PathTurn(());
 
-static TURN: Mutex<(Option<std::thread::ThreadId>, usize)> = Mutex::new((None, 0));
+/// Who holds a turn: the thread, how many times, whether alone.
+static TURN: Mutex<Vec<(std::thread::ThreadId, usize, bool)>> = Mutex::new(Vec::new());
 static TURN_FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+fn paths_at_once() -> usize {
+    std::env::var("WIRESPEED_PATHS_AT_ONCE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(2)
+}
 
 /// Waits for this thread's turn to build a path (see [`PathTurn`]).
 pub fn path_turn() -> PathTurn {
+    take_turn(false)
+}
+
+/// Waits until no other path runs, and keeps it so until dropped.
+pub fn path_turn_alone() -> PathTurn {
+    take_turn(true)
+}
+
+fn take_turn(alone: bool) -> PathTurn {
     let me = std::thread::current().id();
+    let at_once = if alone { 1 } else { paths_at_once() };
     let mut t = TURN.lock().unwrap_or_else(|e| e.into_inner());
     loop {
-        match t.0 {
-            None => {
-                *t = (Some(me), 1);
-                break;
-            }
-            Some(owner) if owner == me => {
-                t.1 += 1;
-                break;
-            }
-            Some(_) => t = TURN_FREED.wait(t).unwrap_or_else(|e| e.into_inner()),
+        if let Some(held) = t.iter_mut().find(|(id, _, _)| *id == me) {
+            held.1 += 1;
+            break;
         }
+        let someone_alone = t.iter().any(|(_, _, a)| *a);
+        if !someone_alone && t.len() < at_once {
+            t.push((me, 1, alone));
+            break;
+        }
+        t = TURN_FREED.wait(t).unwrap_or_else(|e| e.into_inner());
     }
     PathTurn(())
 }
 
 impl Drop for PathTurn {
     fn drop(&mut self) {
+        let me = std::thread::current().id();
         let mut t = TURN.lock().unwrap_or_else(|e| e.into_inner());
-        t.1 = t.1.saturating_sub(1);
-        if t.1 == 0 {
-            t.0 = None;
-            TURN_FREED.notify_all();
+        if let Some(i) = t.iter().position(|(id, _, _)| *id == me) {
+            t[i].1 = t[i].1.saturating_sub(1);
+            if t[i].1 == 0 {
+                t.remove(i);
+                TURN_FREED.notify_all();
+            }
         }
     }
 }

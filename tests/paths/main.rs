@@ -1,7 +1,7 @@
 //! Tests across real paths: network namespaces with a tbf bottleneck, and
 //! the path emulator's long, lossy, reordering links, each report held to
 //! the path's own counts. They need root; each builds its own namespaces
-//! and removes them, one at a time (common::PathTurn).
+//! and removes them, two at a time (common::PathTurn).
 //!
 //! One test binary for the tier, a module per file.
 

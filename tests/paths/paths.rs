@@ -12,7 +12,7 @@
 //!
 //! Needs root and the example built (`cargo test --release` builds it);
 //! skipped with a notice otherwise, unless WIRESPEED_REQUIRE_PEERS=1. The
-//! tests take turns (each loads both CPUs), except the one that waits for
+//! tests take turns, two at a time (each loads the CPUs), except the one that waits for
 //! a dead path to time out (`PathSpec::mostly_waiting`).
 
 use crate::common;
@@ -180,7 +180,8 @@ fn tcp_totals_are_exact_across_loss_and_reordering() {
 
 #[test]
 fn a_long_lossy_path_agrees_and_ends_soon_after_its_time() {
-    let _t = turn();
+    // How soon it ends is the subject: no other path beside it.
+    let _t = common::path_turn_alone();
     let Some(p) = path(LONG_LOSSY) else { return };
     for args in [
         &["-C", "cubic", "-t", "4"][..],
