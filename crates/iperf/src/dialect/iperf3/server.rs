@@ -331,32 +331,7 @@ impl ServerTest<'_> {
         let mut out = Vec::with_capacity(roles.len());
         let mut warnings = Vec::new();
         for (i, role) in roles.into_iter().enumerate() {
-            let sock = loop {
-                if self.ctx.stop.load(Relaxed) {
-                    return Err(Error::new(Code::SERVERTERM));
-                }
-                match rx.recv_timeout(Duration::from_millis(100)) {
-                    Ok(s) => break s,
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if Instant::now() >= deadline {
-                            return Err(Error::msg(
-                                Code::STREAMACCEPT,
-                                "unable to accept stream connection: Connection timed out",
-                            ));
-                        }
-                        // A client that gave up closes its control connection.
-                        if self
-                            .ctrl
-                            .wait(Some(Instant::now()))
-                            .map_err(|e| Error::io(Code::STREAMACCEPT, &e))?
-                            == Woke::Eof
-                        {
-                            return Err(Error::new(Code::CTRLCLOSE));
-                        }
-                    }
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::new(Code::STREAMACCEPT)),
-                }
-            };
+            let sock = self.await_stream(&rx, deadline, "Connection timed out")?;
             let sr = socket2::SockRef::from(&sock);
             let remote = sock.peer_addr().ok();
             net::apply_data_options(&sr, &self.params, !udp, remote, &mut warnings)?;
@@ -381,30 +356,22 @@ impl ServerTest<'_> {
         Ok(out)
     }
 
-    /// `--quic`: the client's QUIC connection to this port (its first
-    /// datagram comes through the acceptor, `quic_initial`), and on it a
-    /// stream per iperf3 stream, each opened with the test's cookie.
-    fn collect_quic(&mut self) -> Result<Vec<DataStream>, Error> {
-        let quic = super::quic::installed()?;
-        let roles = stream_roles(self.params.direction, self.params.streams, Side::Server);
-        let (tx, rx) = mpsc::sync_channel(1);
-        // No UDP stream of iperf3's is taken for this test: its hellos
-        // would need the cookie, and nothing reads what they would bring.
-        let (none, _) = mpsc::sync_channel(0);
-        let deadline = Instant::now() + WHOLE_MSG;
-        self.claim_udp_slot(none, Some(tx), deadline)?;
-        self.ctrl.send_state(State::CreateStreams)?;
-        let (sock, first, from) = loop {
+    /// What the acceptor hands this test next (a stream's socket, or the
+    /// QUIC connection's first datagram), until `deadline`; the server's
+    /// stop and a client that gave up (its control connection closed) end
+    /// the wait. `why` says what did not come in the timeout's error.
+    fn await_stream<T>(&mut self, rx: &mpsc::Receiver<T>, deadline: Instant, why: &str) -> Result<T, Error> {
+        loop {
             if self.ctx.stop.load(Relaxed) {
                 return Err(Error::new(Code::SERVERTERM));
             }
             match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(got) => break got,
+                Ok(got) => return Ok(got),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if Instant::now() >= deadline {
                         return Err(Error::msg(
                             Code::STREAMACCEPT,
-                            "unable to accept stream connection: no QUIC connection from the client",
+                            format!("unable to accept stream connection: {why}"),
                         ));
                     }
                     if self
@@ -418,7 +385,23 @@ impl ServerTest<'_> {
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::new(Code::STREAMACCEPT)),
             }
-        };
+        }
+    }
+
+    /// `--quic`: the client's QUIC connection to this port (its first
+    /// datagram comes through the acceptor, `quic_initial`), and on it a
+    /// stream per iperf3 stream, each opened with the test's cookie.
+    fn collect_quic(&mut self) -> Result<Vec<DataStream>, Error> {
+        let quic = super::quic::installed()?;
+        let roles = stream_roles(self.params.direction, self.params.streams, Side::Server);
+        let (tx, rx) = mpsc::sync_channel(1);
+        // No UDP stream of iperf3's is taken for this test: its hellos
+        // would need the cookie, and nothing reads what they would bring.
+        let (none, _) = mpsc::sync_channel(0);
+        let deadline = Instant::now() + WHOLE_MSG;
+        self.claim_udp_slot(none, Some(tx), deadline)?;
+        self.ctrl.send_state(State::CreateStreams)?;
+        let (sock, first, from) = self.await_stream(&rx, deadline, "no QUIC connection from the client")?;
         let sends: Vec<bool> = roles
             .iter()
             .map(|r| *r == wirespeed_core::stats::StreamRole::Send)
