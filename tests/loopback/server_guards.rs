@@ -77,9 +77,11 @@ fn iperf2_tcp_clients_over_the_bitrate_limit_are_ended() {
         let took = t0.elapsed();
         assert!(
             took < Duration::from_secs(6),
-            "{who:?}: {took:?}\n{}{}",
+            "{who:?}: {took:?}\n{}{}\nserver:\n{}{}",
             r.stdout,
-            r.stderr
+            r.stderr,
+            srv.out(),
+            srv.err()
         );
         assert!(err_shows(&srv, OVER_RATE), "{who:?}: {}", srv.err());
         assert!(
