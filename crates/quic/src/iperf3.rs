@@ -10,10 +10,14 @@
 //! connection's tokio runtime (one worker thread) and waits at most what
 //! the engine allows, so the engine stays plain threads.
 //!
-//! A stream's bytes count as sent when quinn takes them (into its send
-//! buffer, at most [`SEND_WINDOW`] unacknowledged in all); the sender then
-//! finishes the stream and the receiver reads to its end, so both ends
-//! count the same bytes.
+//! A stream's bytes count as sent when quinn takes them into its send
+//! buffer; the sender then finishes the stream and the receiver reads to
+//! its end, so both ends count the same bytes. That buffer is held near
+//! the connection's congestion window (`net::send_window_for`), as the
+//! kernel holds a TCP socket's unsent bytes near what the path takes: a
+//! fixed large buffer let a sender on a slow path count megabytes as
+//! sent in its first second and then spend many seconds past `-t`
+//! draining them.
 
 use std::io;
 use std::io::IoSliceMut;
@@ -41,8 +45,6 @@ const WHAT: &str = "--quic";
 /// in all.
 const STREAM_WINDOW: u32 = 16 << 20;
 const CONNECTION_WINDOW: u32 = 64 << 20;
-/// What a sender holds unacknowledged (sent, or taken and not yet sent).
-const SEND_WINDOW: u64 = 8 << 20;
 /// QUIC's idle timeout, and the keep-alive that holds it off between the
 /// handshake and the data (the control connection's exchange).
 const IDLE: Duration = Duration::from_secs(30);
@@ -81,7 +83,7 @@ fn transport(streams: usize) -> quinn::TransportConfig {
     t.keep_alive_interval(Some(KEEP_ALIVE));
     t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW));
     t.receive_window(VarInt::from_u32(CONNECTION_WINDOW));
-    t.send_window(SEND_WINDOW);
+    t.send_window(crate::net::SEND_WINDOW);
     t.datagram_receive_buffer_size(None);
     t
 }
@@ -293,6 +295,7 @@ impl Conn {
         for ((s, r), &sends) in opened.into_iter().zip(sends) {
             let io = Arc::new(Stream {
                 rt: rt.handle().clone(),
+                conn: conn.clone(),
                 send: Mutex::new(sends.then_some(s)),
                 recv: Mutex::new((!sends).then_some(r)),
             });
@@ -358,6 +361,8 @@ impl Drop for Conn {
 /// the test's bytes.
 struct Stream {
     rt: tokio::runtime::Handle,
+    /// The connection, whose send buffer each write sizes.
+    conn: quinn::Connection,
     send: Mutex<Option<quinn::SendStream>>,
     recv: Mutex<Option<quinn::RecvStream>>,
 }
@@ -372,6 +377,7 @@ impl ByteStream for Stream {
     fn write(&self, buf: &[u8], wait: Duration) -> io::Result<usize> {
         let mut g = self.send.lock().unwrap_or_else(|p| p.into_inner());
         let s = g.as_mut().ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
+        crate::net::hold_send_window(&self.conn);
         match self.rt.block_on(async { timeout(wait, s.write(buf)).await }) {
             Ok(Ok(n)) => Ok(n),
             Ok(Err(e)) => Err(io::Error::other(e)),

@@ -40,9 +40,6 @@ const IDLE: Duration = Duration::from_secs(15);
 /// in all: enough for a fast loopback path.
 const STREAM_WINDOW: u32 = 16 << 20;
 const CONNECTION_WINDOW: u32 = 32 << 20;
-/// What the client holds unsent for the path (each stream's writes count
-/// as sent when quinn takes them).
-const SEND_WINDOW: u64 = 8 << 20;
 /// How often the main loop looks at the signal cell and the connection.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -215,7 +212,7 @@ fn transport() -> quinn::TransportConfig {
     t.keep_alive_interval(Some(Duration::from_secs(2)));
     t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW));
     t.receive_window(VarInt::from_u32(CONNECTION_WINDOW));
-    t.send_window(SEND_WINDOW);
+    t.send_window(crate::net::SEND_WINDOW);
     t.datagram_receive_buffer_size(None);
     t
 }
@@ -325,7 +322,7 @@ async fn test(
         if plan.download {
             tasks.spawn(download(send, recv, c, epoch, quota.unwrap_or(ENDLESS), stop));
         } else {
-            tasks.spawn(upload(send, recv, c, epoch, quota, plan.block, stop));
+            tasks.spawn(upload(conn.clone(), send, recv, c, epoch, quota, plan.block, stop));
         }
     }
 
@@ -542,8 +539,12 @@ fn stamp_end(c: &StreamCounters, epoch: Instant) {
 }
 
 /// An upload stream: the request for nothing back, `quota` bytes (or
-/// until stopped), our FIN, then the server's FIN.
+/// until stopped), our FIN, then the server's FIN. Each write first sizes
+/// the connection's send buffer to its window (`net::hold_send_window`):
+/// a byte counts as sent when quinn takes it.
+#[allow(clippy::too_many_arguments)]
 async fn upload(
+    conn: quinn::Connection,
     mut send: quinn::SendStream,
     mut recv: quinn::RecvStream,
     c: Arc<StreamCounters>,
@@ -557,6 +558,7 @@ async fn upload(
     let mut left = quota.unwrap_or(u64::MAX);
     while left > 0 && !*stop.borrow() {
         let n = left.min(block as u64) as usize;
+        crate::net::hold_send_window(&conn);
         tokio::select! {
             biased;
             _ = stop.changed() => break,
