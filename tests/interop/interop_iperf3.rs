@@ -309,3 +309,37 @@ fn ecn_results_are_accepted_by_iperf3() {
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     assert!(!r.stdout.contains("ECN"), "{}", r.stdout);
 }
+
+/// `-q` against a real iperf3: it ignores the parameter it does not know
+/// and waits for TCP streams; its port has no UDP socket, so the QUIC
+/// handshake meets "port unreachable". The client says so in one line
+/// within a second or two, not after its 30 s setup wait.
+#[test]
+fn quic_against_iperf3_is_refused_in_one_line_at_once() {
+    let t0 = std::time::Instant::now();
+    let Some((r, _)) = ours_to_iperf3("-q -t 2") else {
+        return;
+    };
+    let took = t0.elapsed();
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    let err: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(err.len(), 1, "{}", r.stderr);
+    assert!(
+        err[0].starts_with("wirespeed: error - unable to connect stream: QUIC: ")
+            && err[0].contains("takes no QUIC; only a wirespeed server answers --quic"),
+        "{}",
+        r.stderr
+    );
+    // The setup wait is 30 s; the refusal comes with the first round trip.
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    // With -J: the same words under "error", in a valid document.
+    let Some((r, _)) = ours_to_iperf3("-q -t 2 -J") else {
+        return;
+    };
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let doc = json(&r.stdout);
+    assert!(
+        doc["error"].as_str().is_some_and(|e| e.contains("takes no QUIC")),
+        "{doc}"
+    );
+}

@@ -113,20 +113,22 @@ fn local_ip_for(remote: SocketAddr) -> IpAddr {
         .unwrap_or(any)
 }
 
-/// Waits for `work` until `deadline`, giving up early when `stop` says.
+/// Waits for `work` until `deadline` (then fails saying `late`), giving
+/// up early when `stop` says why.
 async fn bounded<T>(
     work: impl std::future::Future<Output = Result<T, Error>>,
     deadline: Instant,
-    stop: &dyn Fn() -> bool,
+    late: &str,
+    stop: &dyn Fn() -> Option<Error>,
 ) -> Result<T, Error> {
     tokio::pin!(work);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(failed("no connection and streams within the setup time"));
+            return Err(failed(late));
         }
-        if stop() {
-            return Err(Error::new(Code::SERVERTERM));
+        if let Some(e) = stop() {
+            return Err(e);
         }
         if let Ok(r) = timeout(left.min(Duration::from_millis(100)), &mut work).await {
             return r;
@@ -145,13 +147,17 @@ impl QuicData for Quic {
         let rt = runtime()?;
         let socket = crate::net::bind_udp(SocketAddr::new(local_ip_for(server), 0), false)
             .map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
+        // Connected, so that an ICMP "port unreachable" comes back as a
+        // refusal (a server with no UDP socket on its port: not ours).
+        socket.connect(server).map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
         let keep = socket.try_clone().map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
+        let socket = Watched::new(&rt, socket, None).map_err(|e| Error::io(Code::STREAMCONNECT, &e))?;
         let mut endpoint = {
             let _in = rt.enter();
-            quinn::Endpoint::new(
+            quinn::Endpoint::new_with_abstract_socket(
                 quinn::EndpointConfig::default(),
                 None,
-                socket,
+                socket.clone(),
                 Arc::new(quinn::TokioRuntime),
             )
             .map_err(|e| Error::io(Code::STREAMCONNECT, &e))?
@@ -177,8 +183,10 @@ impl QuicData for Quic {
                 Ok((conn, streams))
             },
             deadline,
-            &|| false,
+            "no connection and streams within the setup time (the path may drop UDP, or the server not take --quic)",
+            &|| socket.refused().then(|| not_quic(server)),
         ));
+        socket.unwatch();
         let (conn, streams) = match opened {
             Ok(v) => v,
             Err(e) => {
@@ -212,13 +220,7 @@ impl QuicData for Quic {
         config.transport_config(Arc::new(transport(server_sends.len())));
         let endpoint = {
             let _in = rt.enter();
-            let inner = quinn::TokioRuntime
-                .wrap_udp_socket(sock)
-                .map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
-            let socket = Arc::new(FirstDatagram {
-                inner,
-                first: Mutex::new(Some((first, from))),
-            });
+            let socket = Watched::new(&rt, sock, Some((first, from))).map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
             quinn::Endpoint::new_with_abstract_socket(
                 quinn::EndpointConfig::default(),
                 Some(config),
@@ -252,7 +254,8 @@ impl QuicData for Quic {
                 Ok((conn, streams))
             },
             deadline,
-            stop,
+            "no connection and streams within the setup time",
+            &|| stop().then(|| Error::new(Code::SERVERTERM)),
         ));
         let (conn, mut streams) = match accepted {
             Ok(v) => v,
@@ -404,20 +407,75 @@ impl ByteStream for Stream {
     }
 }
 
-/// The server's socket, whose first datagram the iperf acceptor already
-/// read from the shared port: it is given to quinn first.
-#[derive(Debug)]
-struct FirstDatagram {
-    inner: Arc<dyn AsyncUdpSocket>,
-    first: Mutex<Option<(Vec<u8>, SocketAddr)>>,
+/// The refusal of a server whose port has no UDP socket: ICMP said so.
+fn not_quic(server: SocketAddr) -> Error {
+    failed(format!(
+        "{server} refused UDP (port unreachable): that server takes no QUIC; only a wirespeed server answers --quic (iperf3 ignores it)"
+    ))
 }
 
-impl AsyncUdpSocket for FirstDatagram {
+/// Either end's UDP socket as quinn sees it. The server's first datagram
+/// was read from the shared port by the iperf acceptor: it is given to
+/// quinn first. The client's socket is connected to the server, and until
+/// the connection is up each send and receive first takes the socket's
+/// pending error: a refusal (ICMP port unreachable) is noted for the
+/// setup's wait (quinn's own socket calls pass over errors, so the
+/// refusal would otherwise be lost and the client wait its whole setup
+/// time).
+#[derive(Debug)]
+struct Watched {
+    inner: Arc<dyn AsyncUdpSocket>,
+    first: Mutex<Option<(Vec<u8>, SocketAddr)>>,
+    /// A handle on the client's socket while its errors are watched.
+    watch: Mutex<Option<UdpSocket>>,
+    refused: std::sync::atomic::AtomicBool,
+}
+
+impl Watched {
+    fn new(
+        rt: &tokio::runtime::Runtime,
+        sock: UdpSocket,
+        first: Option<(Vec<u8>, SocketAddr)>,
+    ) -> io::Result<Arc<Watched>> {
+        let _in = rt.enter();
+        let watch = if first.is_none() { Some(sock.try_clone()?) } else { None };
+        Ok(Arc::new(Watched {
+            inner: quinn::TokioRuntime.wrap_udp_socket(sock)?,
+            first: Mutex::new(first),
+            watch: Mutex::new(watch),
+            refused: Default::default(),
+        }))
+    }
+
+    /// Whether the peer's host said nothing listens on its UDP port.
+    fn refused(&self) -> bool {
+        self.refused.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The connection is up: errors are quinn's alone from now on.
+    fn unwatch(&self) {
+        self.watch.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    /// Takes the socket's pending error while watched.
+    fn look(&self) {
+        let g = self.watch.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = g.as_ref()
+            && let Ok(Some(e)) = s.take_error()
+            && e.kind() == io::ErrorKind::ConnectionRefused
+        {
+            self.refused.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+impl AsyncUdpSocket for Watched {
     fn create_io_poller(self: Arc<Self>) -> Pin<Box<dyn UdpPoller>> {
         self.inner.clone().create_io_poller()
     }
 
     fn try_send(&self, transmit: &Transmit) -> io::Result<()> {
+        self.look();
         self.inner.try_send(transmit)
     }
 
@@ -442,6 +500,7 @@ impl AsyncUdpSocket for FirstDatagram {
             };
             return Poll::Ready(Ok(1));
         }
+        self.look();
         self.inner.poll_recv(cx, bufs, meta)
     }
 
