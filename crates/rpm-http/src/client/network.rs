@@ -337,7 +337,12 @@ async fn direction(
     let mut loads: Vec<Load> = Vec::new();
     let mut judge = Judge::default();
     let start = Instant::now();
-    let mut tick = tokio::time::interval(Duration::from_secs(1) / PROBE_ROUNDS_PER_SECOND);
+    let every = Duration::from_secs(1) / PROBE_ROUNDS_PER_SECOND;
+    // A second closes at the tick nearest its end (the first tick comes
+    // at once, so counting ticks closed each second a tick early and a
+    // `-t N` direction ran N + 0.9 s).
+    let mut second_end = start + Duration::from_secs(1);
+    let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let (mut last_bytes, mut last_at, mut round, mut done) = (0u64, start, 0u64, false);
     let mut probes: Vec<JoinHandle<()>> = Vec::new();
@@ -393,11 +398,12 @@ async fn direction(
                 }
             }));
         }
-        if round % PROBE_ROUNDS_PER_SECOND as u64 != 0 {
+        let now = Instant::now();
+        if now + every / 2 < second_end {
             continue;
         }
+        second_end += Duration::from_secs(1);
         // A second: goodput, the last MAD seconds' probes, the verdict.
-        let now = Instant::now();
         let b = bytes.load(Relaxed);
         let goodput = (b - last_bytes) as f64 * 8.0 / now.duration_since(last_at).as_secs_f64().max(1e-3);
         (last_bytes, last_at) = (b, now);
@@ -417,7 +423,7 @@ async fn direction(
         if verdict == Verdict::Done {
             done = true;
         }
-        if done || start.elapsed() >= nq.time || signal.load(Relaxed) != 0 {
+        if done || start.elapsed() + every / 2 >= nq.time || signal.load(Relaxed) != 0 {
             break match lat {
                 Some(lat) => Ok(WayResult {
                     direction,
