@@ -27,6 +27,15 @@ const HEARTBEAT: Duration = Duration::from_secs(10);
 const BUSY_WAIT: Duration = Duration::from_secs(3);
 /// Most rows one listing returns.
 pub(crate) const MAX_LIST: usize = 5_000;
+/// Marks owner ?1's running runs interrupted at ?2 (unless they had an
+/// end), with the intervals they stored (the count a finished run gets
+/// from its process, counted here from its events).
+const INTERRUPT: &str = "UPDATE runs SET state = 'interrupted', ended_ms = COALESCE(ended_ms, ?2), \
+     error = 'the process recording it ended before the run did', \
+     intervals = (SELECT count(*) FROM events WHERE events.run = runs.id \
+       AND CASE WHEN json_valid(line) THEN json_extract(line, '$.event') END = 'interval') \
+     WHERE owner = ?1 AND state = 'running'";
+
 /// Most points one chart draws.
 pub(crate) const MAX_POINTS: usize = 20_000;
 
@@ -418,12 +427,7 @@ impl History {
         let mut marked = 0;
         for (id, pid, seen) in owners {
             if now - seen > stale || !wirespeed_sys::process::alive(pid) {
-                marked += tx.execute(
-                    "UPDATE runs SET state = 'interrupted', ended_ms = COALESCE(ended_ms, ?2), \
-                     error = 'the process recording it ended before the run did' \
-                     WHERE owner = ?1 AND state = 'running'",
-                    params![id, now],
-                )?;
+                marked += tx.execute(INTERRUPT, params![id, now])?;
                 tx.execute("DELETE FROM owners WHERE id = ?1", [id])?;
             }
         }
@@ -736,11 +740,7 @@ impl Drop for History {
     fn drop(&mut self) {
         // A clean exit: this owner's rows are no longer anyone's.
         let c = self.conn();
-        let _ = c.execute(
-            "UPDATE runs SET state = 'interrupted', ended_ms = COALESCE(ended_ms, ?2), \
-             error = 'the process recording it ended before the run did' WHERE owner = ?1 AND state = 'running'",
-            params![self.owner, now_ms()],
-        );
+        let _ = c.execute(INTERRUPT, params![self.owner, now_ms()]);
         let _ = c.execute("DELETE FROM owners WHERE id = ?1", [self.owner]);
     }
 }
@@ -821,6 +821,10 @@ mod tests {
         let path = resolve(Some(dir.join("sub").join("h.db").to_str().unwrap())).unwrap();
         let first = History::open(&path).unwrap();
         let mine = first.begin(&run("a")).unwrap();
+        // What it stored before it ended: a start and two intervals.
+        for (seq, name) in ["start", "interval", "interval"].iter().enumerate() {
+            first.event(mine, seq, &serde_json::json!({"event": name, "data": {}}));
+        }
         // A second process sharing the file leaves a live owner's run be.
         let second = History::open(&path).unwrap();
         assert_eq!(second.get(mine).unwrap().state, "running");
@@ -859,6 +863,8 @@ mod tests {
         let r = second.get(mine).unwrap();
         assert_eq!(r.state, "interrupted");
         assert!(r.error.unwrap().contains("ended before the run did"));
+        // Its row counts the intervals it stored (the list showed 0).
+        assert_eq!(r.intervals, 2);
         drop(second);
         let _ = std::fs::remove_dir_all(&dir);
     }
