@@ -69,6 +69,38 @@ fn a_tcp_probe_of_our_server_is_up() {
     assert_eq!(sample(&m, "wirespeed_exporter_probes_in_flight"), Some(0.0), "{m}");
 }
 
+/// `quic_mode=true`: the client's `-q` against our server (which takes
+/// QUIC with no option); the probe says what it ran.
+#[test]
+fn a_quic_probe_of_our_server_is_up() {
+    let sport = free_port();
+    let _srv = wirespeed_server(sport, &[]);
+    let (_ex, port) = exporter(&[]);
+    let body = probe(
+        port,
+        &format!("target=127.0.0.1&port={sport}&period=1&quic_mode=true&parallel=2"),
+    );
+    assert_up(&body);
+    assert!(
+        body.contains(
+            "wirespeed_probe_info{dialect=\"iperf3\",protocol=\"quic\",direction=\"forward\",mode=\"test\"} 1"
+        ),
+        "{body}"
+    );
+    assert_eq!(sample(&body, "wirespeed_probe_streams"), Some(2.0), "{body}");
+    // What -q refuses is refused before anything runs.
+    let (status, body) = get(
+        port,
+        &format!("/probe?target=127.0.0.1&port={sport}&quic_mode=true&udp_mode=true"),
+        &[],
+    );
+    assert!(status.starts_with("HTTP/1.1 400"), "{status}: {body}");
+    assert!(
+        body.contains("parameter 'quic_mode' cannot be used with udp_mode"),
+        "{body}"
+    );
+}
+
 #[test]
 fn a_udp_reverse_probe_has_the_udp_metrics() {
     let sport = free_port();

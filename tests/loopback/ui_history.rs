@@ -296,3 +296,28 @@ fn the_ui_runs_the_standard_rpm_and_reports_both_directions() {
         );
     }
 }
+
+/// The form's QUIC protocol runs `-q` against our server; the stored
+/// result says QUIC and its totals are exact.
+#[test]
+fn a_quic_run_from_the_form_is_recorded_as_quic() {
+    let dir = scratch("quic");
+    let db = dir.join("h.db").to_string_lossy().into_owned();
+    let sport = free_port();
+    let _server = wirespeed_server(sport, &[]);
+    let (_ui, port) = ui(&db);
+    let form = json!({"host": "127.0.0.1", "port": sport.to_string(), "time": "1", "protocol": "quic"});
+    let (s, v) = post(port, "/api/runs", &form);
+    assert_eq!(s, 201, "{v}");
+    let id = v["id"].as_u64().unwrap();
+    let runs = runs_until(port, "the QUIC run ends", |r| r.len() == 1 && state(&r[0]) != "running");
+    assert_eq!(state(&runs[0]), "done", "{runs:?}");
+    assert!(runs[0]["title"].as_str().unwrap().contains(" -q"), "{runs:?}");
+    let (s, doc) = get(port, &format!("/api/runs/{id}/result.json"));
+    assert_eq!(s, 200, "{doc}");
+    assert_eq!(doc["start"]["test_start"]["protocol"], "QUIC", "{doc}");
+    let end = &doc["end"];
+    assert!(end["sum_sent"]["bytes"].as_u64().unwrap() > 0, "{end}");
+    assert_eq!(end["sum_sent"]["bytes"], end["sum_received"]["bytes"], "{end}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -59,7 +59,8 @@ pub fn usage(prog: &str) -> String {
          A Prometheus probe, like iperf3_exporter: GET /probe?target=HOST runs one test\n\
          against HOST and answers its numbers (iperf3_up, iperf3_sent_bytes, ...);\n\
          GET /metrics answers the exporter's own. Probe parameters: port, reverse_mode,\n\
-         udp_mode, bitrate, period, bind, parallel, dialect (iperf3 or iperf2),\n\
+         udp_mode, quic_mode (a wirespeed server), bitrate, period, bind, parallel,\n\
+         dialect (iperf3 or iperf2),\n\
          latency (true: round trips idle and under load, wirespeed_probe_latency_*),\n\
          rpm (true: the responsiveness test instead, wirespeed_probe_rpm*).\n\
          \n\

@@ -41,11 +41,12 @@ pub(crate) const RPM_RESERVE: Duration = Duration::from_secs(1);
 pub(crate) const RPM_MIN_PERIOD: Duration = wirespeed_iperf::modes::rpm::INTERVAL;
 
 /// The parameters `/probe` accepts (and `token`, which the exporter reads).
-const KNOWN: [&str; 12] = [
+const KNOWN: [&str; 13] = [
     "target",
     "port",
     "reverse_mode",
     "udp_mode",
+    "quic_mode",
     "bitrate",
     "period",
     "bind",
@@ -69,6 +70,8 @@ pub struct Spec {
     pub reverse: bool,
     /// UDP instead of TCP.
     pub udp: bool,
+    /// QUIC instead of TCP (the client's `-q`; a wirespeed server only).
+    pub quic: bool,
     /// Bit/s over all streams (0: the dialect's default).
     pub bitrate: u64,
     /// How long the test runs.
@@ -158,6 +161,7 @@ pub fn parse(req: &Request) -> Result<Spec, String> {
         .param("reverse_mode")
         .map_or(Ok(false), |v| boolean("reverse_mode", v))?;
     let udp = req.param("udp_mode").map_or(Ok(false), |v| boolean("udp_mode", v))?;
+    let quic = req.param("quic_mode").map_or(Ok(false), |v| boolean("quic_mode", v))?;
     let bitrate = match req.param("bitrate") {
         None => 0,
         Some(b) => wirespeed_core::units::parse_rate_iperf3(b)
@@ -205,12 +209,30 @@ pub fn parse(req: &Request) -> Result<Spec, String> {
     if let Some(what) = clash {
         return Err(format!("parameter 'rpm' cannot be used with {what}"));
     }
+    // What the client's -q refuses, or has no place for.
+    let clash = if !quic {
+        None
+    } else if udp {
+        Some("udp_mode")
+    } else if dialect == Dialect::Iperf2 {
+        Some("dialect=iperf2 (QUIC is the iperf3 dialect's -q)")
+    } else if latency {
+        Some("latency")
+    } else if rpm {
+        Some("rpm")
+    } else {
+        None
+    };
+    if let Some(what) = clash {
+        return Err(format!("parameter 'quic_mode' cannot be used with {what}"));
+    }
     Ok(Spec {
         target,
         port,
         dialect,
         reverse,
         udp,
+        quic,
         bitrate,
         period,
         bind,
@@ -328,7 +350,13 @@ pub fn config(spec: &Spec, host: &str, budget: Duration) -> Result<TestConfig, E
     };
     cfg.role = Role::Client(host.to_string());
     cfg.port = spec.port;
-    cfg.params.protocol = if spec.udp { Protocol::Udp } else { Protocol::Tcp };
+    cfg.params.protocol = if spec.udp {
+        Protocol::Udp
+    } else if spec.quic {
+        Protocol::Quic
+    } else {
+        Protocol::Tcp
+    };
     cfg.params.direction = if spec.reverse {
         Direction::Reverse
     } else {
@@ -816,7 +844,13 @@ pub fn render(spec: &Spec, o: &Outcome, took: Duration) -> String {
         } else {
             "iperf3"
         },
-        if spec.udp { "udp" } else { "tcp" },
+        if spec.udp {
+            "udp"
+        } else if spec.quic {
+            "quic"
+        } else {
+            "tcp"
+        },
         if spec.reverse { "reverse" } else { "forward" },
         if spec.rpm { "rpm" } else { "test" }
     );
@@ -904,6 +938,28 @@ mod tests {
         assert!(rpm.rpm && rpm.latency.is_none());
         assert_eq!(rpm.params.direction, Direction::Reverse);
         assert_eq!(rpm.params.protocol, Protocol::Tcp);
+    }
+
+    #[test]
+    fn quic_mode_is_the_clients_q_and_refuses_what_it_refuses() {
+        let cfg = config(
+            &parse(&req("target=h&quic_mode=true&reverse_mode=1")).unwrap(),
+            "127.0.0.1",
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert_eq!(cfg.params.protocol, Protocol::Quic);
+        assert_eq!(cfg.params.direction, Direction::Reverse);
+        for (bad, why) in [
+            ("target=h&quic_mode=true&udp_mode=true", "udp_mode"),
+            ("target=h&quic_mode=1&dialect=iperf2", "dialect=iperf2"),
+            ("target=h&quic_mode=1&latency=1", "latency"),
+            ("target=h&quic_mode=1&rpm=1", "rpm"),
+            ("target=h&quic_mode=yes", "wants true or false"),
+        ] {
+            let e = parse(&req(bad)).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]

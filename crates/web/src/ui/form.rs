@@ -165,7 +165,11 @@ pub fn plan(form: &Value) -> Result<Plan, String> {
     match field(form, "protocol")? {
         None | Some("tcp") => {}
         Some("udp") => args.push("-u".into()),
-        Some(p) => return Err(format!("protocol: '{p}' is neither tcp nor udp")),
+        // Only a wirespeed server answers it; the dialect's parser says
+        // what -q cannot be used with.
+        Some("quic") if dialect == Dialect::Iperf3 => args.push("-q".into()),
+        Some("quic") => return Err("protocol: QUIC is the iperf3 dialect's (-q)".into()),
+        Some(p) => return Err(format!("protocol: '{p}' is neither tcp, udp nor quic")),
     }
     let direction = match (dialect, field(form, "direction")?) {
         (_, None | Some("normal")) => None,
@@ -375,6 +379,20 @@ mod tests {
         assert!(e.starts_with("wirespeed: "), "{e}");
         let e = plan(&json!({"dialect": "iperf2", "host": "127.0.0.1", "time": "x"})).unwrap_err();
         assert!(!e.is_empty());
+    }
+
+    #[test]
+    fn quic_is_the_iperf3_dialects_q_with_its_refusals() {
+        let p = plan(
+            &json!({"host": "127.0.0.1", "time": "2", "protocol": "quic", "parallel": "2", "direction": "reverse"}),
+        )
+        .unwrap();
+        assert_eq!(p.command_line(), "wirespeed -c 127.0.0.1 -t 2 -P 2 -q -R");
+        let e = plan(&json!({"dialect": "iperf2", "host": "127.0.0.1", "protocol": "quic"})).unwrap_err();
+        assert!(e.contains("QUIC is the iperf3 dialect's"), "{e}");
+        // The parser's own refusal, in its words.
+        let e = plan(&json!({"host": "127.0.0.1", "protocol": "quic", "window": "1M"})).unwrap_err();
+        assert!(e.contains("--quic cannot be used with -w"), "{e}");
     }
 
     #[test]
