@@ -6,8 +6,10 @@
 //! `--ui` history in SQLite at Windows' default place.
 //!
 //! Runs when `WIRESPEED_WINE_EXE` names a cross-built `wirespeed.exe`
-//! (`.ci/run` builds one); skips with a notice otherwise, and fails then
-//! if `WIRESPEED_REQUIRE_WINE=1`. Debian 12's Wine 8.0 lacks `ProcessPrng`,
+//! (`.ci/run` builds one beside the earlier test tiers and moves it there
+//! when done: with `WIRESPEED_WINE_EXE_WAIT=SECS` the test waits that long
+//! for it, or for `<exe>.failed`, which says the build failed); skips with
+//! a notice otherwise, and fails then if `WIRESPEED_REQUIRE_WINE=1`. Debian 12's Wine 8.0 lacks `ProcessPrng`,
 //! which Rust's standard library imports: the test builds the stand-in in
 //! `tests/wine/bcryptprimitives.c` with MinGW and puts it beside its copy
 //! of the `.exe`. Everything runs in a Wine prefix of the test's own, whose
@@ -94,7 +96,19 @@ fn setup() -> Option<Wine> {
             return None;
         }
     };
-    assert!(exe.is_file(), "WIRESPEED_WINE_EXE={exe:?} is not a file");
+    let wait = std::env::var("WIRESPEED_WINE_EXE_WAIT")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0);
+    let failed = PathBuf::from(format!("{}.failed", exe.display()));
+    let ready = common::wait::within(Duration::from_secs(wait), || {
+        (exe.is_file() || failed.exists()).then_some(())
+    });
+    assert!(!failed.exists(), "the build of {exe:?} failed: {failed:?} says so");
+    assert!(
+        ready.is_some() && exe.is_file(),
+        "WIRESPEED_WINE_EXE={exe:?} is not a file (waited {wait} s)"
+    );
     let wine = peer("wine")?;
     let dir = std::env::temp_dir().join(format!("wirespeed-wine-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
