@@ -6,13 +6,15 @@
 //! The shared pieces are here; the cases are in a module per kind:
 //! `control` (the iperf3 control protocol), `iperf2` (iperf 2 headers and
 //! UDP), `policy` (--allow/--deny and refusals), `load` (many tests,
-//! floods, vanishing clients, leaks) and `daemon` (-D and the unit).
+//! floods, vanishing clients, leaks), `daemon` (-D and the unit) and
+//! `quic` (the iperf3 dialect's `-q`).
 
 mod control;
 mod daemon;
 mod iperf2;
 mod load;
 mod policy;
+mod quic;
 
 use crate::common;
 
