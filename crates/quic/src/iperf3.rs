@@ -344,7 +344,7 @@ impl QuicConn for Conn {
         self.conn.close(VarInt::from_u32(DONE), b"done");
         if let Some(rt) = &self.rt {
             let endpoint = self.endpoint.clone();
-            let _ = rt.block_on(async { timeout(Duration::from_secs(1), endpoint.wait_idle()).await });
+            let _ = rt.block_on(async { timeout(crate::net::CLOSE_SENT, endpoint.wait_idle()).await });
         }
     }
 }

@@ -2,6 +2,7 @@
 //! sender lets quinn hold.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
 
 /// What the kernel is asked to buffer for the socket each way (it grants
 /// at most its `rmem_max`/`wmem_max`): a fast sender's bursts overflow the
@@ -43,6 +44,16 @@ pub(crate) fn send_window_for(cwnd: u64) -> u64 {
 pub(crate) fn hold_send_window(conn: &quinn::Connection) {
     conn.set_send_window(send_window_for(conn.stats().path.cwnd));
 }
+
+/// How long a close lets the endpoint run: long enough for its
+/// CONNECTION_CLOSE to be sent (its driver sends it on its next turn), not
+/// the draining period (three probe timeouts) that `wait_idle` would see
+/// out. Both ends have each other's results by then (the control
+/// connection; a perf client has the server's FIN on every stream), so
+/// draining guards nothing a test needs, and waiting it out cost each end
+/// of an iperf3 `-q` test some 0.1-0.4 s (the server's close also holds up
+/// the control connection's, which the client waits for).
+pub(crate) const CLOSE_SENT: Duration = Duration::from_millis(20);
 
 #[cfg(test)]
 mod tests {

@@ -186,7 +186,7 @@ async fn measure(
     )
     .await;
     conn.close(VarInt::from_u32(DONE), b"done");
-    let _ = timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
+    let _ = timeout(crate::net::CLOSE_SENT, endpoint.wait_idle()).await;
     result
 }
 
