@@ -432,3 +432,47 @@ fn iperf2_report_writes_a_page_and_its_json_makes_one_too() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--ecn ect1` adds the four codepoints' counts after every column of a
+/// UDP row: a sending client's rows count what it sent, a receiving
+/// client's (`-R`) what arrived (all ECT(1) on loopback). Without it the
+/// rows are iperf 2's.
+#[test]
+fn csv_rows_end_with_the_ecn_counts_when_ecn_is_in_play() {
+    let port = free_port();
+    let _server = wirespeed_server(port, &[]);
+    let p = port.to_string();
+    let run_csv = |extra: &[&str]| {
+        let mut a = vec![
+            "--iperf2",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-u",
+            "-b",
+            "2M",
+            "-t",
+            "2",
+            "-i",
+            "1",
+            "-y",
+            "C",
+        ];
+        a.extend_from_slice(extra);
+        let r = run(&wirespeed(), &a, T);
+        assert_eq!(r.code, Some(0), "{extra:?}: {}{}", r.stdout, r.stderr);
+        r.stdout
+    };
+    // Plain: iperf 2's 14 UDP columns.
+    check_csv(&run_csv(&[]), 14);
+    for extra in [&["--ecn", "ect1"][..], &["--ecn", "ect1", "-R"]] {
+        let rows = check_csv(&run_csv(extra), 18);
+        for r in &rows {
+            let c: Vec<u64> = r[14..].iter().map(|v| v.parse().unwrap()).collect();
+            // Not-ECT, ECT(0), CE: none; ECT(1): every datagram counted.
+            assert_eq!((c[0], c[1], c[3]), (0, 0, 0), "{extra:?}: {r:?}");
+            assert!(c[2] > 0, "{extra:?}: {r:?}");
+        }
+    }
+}

@@ -261,7 +261,7 @@ const TCP_CHARTS: [ChartSpec; 3] = [
         pick: |v| v.rtt.map(|us| us / 1000.0),
     },
 ];
-const UDP_CHARTS: [ChartSpec; 3] = [
+const UDP_CHARTS: [ChartSpec; 4] = [
     ChartSpec {
         id: "jitter",
         title: "UDP jitter",
@@ -277,6 +277,14 @@ const UDP_CHARTS: [ChartSpec; 3] = [
         unit: Unit::Percent,
         with_sums: true,
         pick: |v| v.lost_percent,
+    },
+    ChartSpec {
+        id: "ce",
+        title: "UDP datagrams that arrived marked CE per interval (ECN)",
+        y_name: "CE",
+        unit: Unit::Count,
+        with_sums: true,
+        pick: |v| v.ecn.as_ref().and_then(|e| count(e.ce)),
     },
     ChartSpec {
         id: "reorder",
@@ -308,6 +316,37 @@ fn build_chart(spec: &ChartSpec, intervals: &[Interval]) -> Option<Chart> {
         shade: warm.map(|(a, b)| (a, b, "omitted".to_string())),
         note: crowd.then(|| format!("{n} streams, drawn in light blue; the dark line is their sum.")),
     })
+}
+
+/// What the path did to the ECN field, for the headline: `CE 12 of 900
+/// (1.33%); path: CE-marked` and its kin.
+fn ecn_headline(e: &crate::document::Ecn) -> String {
+    let arrived: i64 = [e.not_ect, e.ect0, e.ect1, e.ce].iter().flatten().sum();
+    let mut s = match e.sent.as_deref() {
+        Some("ect0") => "sent ECT(0); ".to_string(),
+        Some("ect1") => "sent ECT(1); ".to_string(),
+        Some("ce") => "sent CE; ".to_string(),
+        Some("not_ect") => "sent Not-ECT; ".to_string(),
+        _ => String::new(),
+    };
+    s.push_str(&format!("CE {} of {arrived}", e.ce.unwrap_or(0)));
+    if let Some(p) = e.ce_percent {
+        s.push_str(&format!(" ({})", percent_text(p)));
+    }
+    if let Some(path) = e.path.as_ref().filter(|p| !p.is_empty()) {
+        let words: Vec<&str> = path
+            .iter()
+            .map(|w| match w.as_str() {
+                "ce_marked" => "CE-marked",
+                other => other,
+            })
+            .collect();
+        s.push_str(&format!("; path: {}", words.join(", ")));
+    }
+    if e.impossible_peer_counts.is_some() {
+        s.push_str("; the peer's counts were impossible and are not used");
+    }
+    s
 }
 
 /// Checks that `doc` looks like an iperf3 `-J` document (or a mode's).
@@ -525,6 +564,9 @@ fn headline(end: &End, udp: bool) -> Vec<(String, String)> {
         if let (Some(l), Some(p)) = (recv.lost_packets, recv.packets) {
             let pct = recv.lost_percent.unwrap_or(0.0);
             h.push(("Lost".into(), format!("{l}/{p} ({})", percent_text(pct))));
+        }
+        if let Some(e) = &recv.ecn {
+            h.push(("ECN".into(), ecn_headline(e)));
         }
     } else {
         if let Some(r) = end.sum_sent.as_ref().and_then(|s| s.retransmits) {
@@ -955,6 +997,40 @@ mod tests {
         assert_eq!(c[3..5], ["0.012 ms", "1/38"], "{c:?}");
         assert!(t.rows.iter().all(|(_, r)| r[0] != "sum sent"), "{:?}", t.rows);
         assert_eq!(cells(&t, "sum received")[1], "1000 Bytes");
+    }
+
+    #[test]
+    fn ce_marks_are_charted_and_headlined() {
+        let iv = |ce: i64| {
+            serde_json::json!({"streams": [{"socket": 5, "start": 0, "end": 1, "seconds": 1, "bytes": 1000,
+                "bits_per_second": 8000.0, "jitter_ms": 0.1, "lost_packets": 0, "packets": 10, "lost_percent": 0,
+                "ecn": {"not_ect": 0, "ect0": 0, "ect1": 10 - ce, "ce": ce}, "sender": false}],
+              "sum": {"start": 0, "end": 1, "seconds": 1, "bytes": 1000, "bits_per_second": 8000.0, "jitter_ms": 0.1,
+                "lost_packets": 0, "packets": 10, "lost_percent": 0,
+                "ecn": {"not_ect": 0, "ect0": 0, "ect1": 10 - ce, "ce": ce}, "sender": false}})
+        };
+        let doc = serde_json::json!({"start": {"connecting_to": {"host": "h", "port": 1},
+                                               "test_start": {"protocol": "UDP", "num_streams": 1}},
+            "intervals": [iv(2), iv(3)],
+            "end": {"sum_received": {"bytes": 2000, "bits_per_second": 8000.0, "jitter_ms": 0.1, "lost_packets": 0,
+                                     "packets": 20, "lost_percent": 0, "sender": false,
+                                     "ecn": {"sent": "ect1", "not_ect": 0, "ect0": 0, "ect1": 15, "ce": 5,
+                                             "sent_packets": 20, "path": ["ce_marked"], "ce_percent": 25}}}});
+        let v = view(&doc);
+        let c = v.charts.iter().find(|c| c.id == "ce").expect("a CE chart");
+        assert!(c.title.contains("CE"), "{}", c.title);
+        let h = v.headline.iter().find(|(k, _)| k == "ECN").expect("an ECN headline");
+        assert_eq!(h.1, "sent ECT(1); CE 5 of 20 (25%); path: CE-marked", "{h:?}");
+        // No ECN in play: no chart, no headline.
+        let mut plain = doc.clone();
+        for i in plain["intervals"].as_array_mut().unwrap() {
+            i["sum"].as_object_mut().unwrap().remove("ecn");
+            i["streams"][0].as_object_mut().unwrap().remove("ecn");
+        }
+        plain["end"]["sum_received"].as_object_mut().unwrap().remove("ecn");
+        let v = view(&plain);
+        assert!(v.charts.iter().all(|c| c.id != "ce"));
+        assert!(v.headline.iter().all(|(k, _)| k != "ECN"));
     }
 
     #[test]

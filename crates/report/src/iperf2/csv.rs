@@ -13,6 +13,11 @@
 //! `,rtt_probes,rtt_p50_ms,rtt_p90_ms,rtt_p99_ms,rtt_max_ms` (zeros when
 //! none came back). They follow the columns above, so a parser that reads
 //! iperf 2's columns by position reads the same values.
+//!
+//! A UDP row whose flow counted the ECN field (`--ecn`, or a TOS with ECN
+//! bits) ends with `,not_ect,ect0,ect1,ce`: the datagrams that arrived
+//! with each codepoint (a receiver's row) or were sent with it (a
+//! sender's), after every column above.
 
 use crate::{Output, Sink};
 use wirespeed_core::config::TestConfig;
@@ -151,6 +156,11 @@ impl CsvSink {
                 r.pop();
                 r.push_str(&rtt_columns(rtt.unwrap_or(&RttStats::default())));
                 r.push('\n');
+            }
+            if let Some(e) = l.udp.as_ref().and_then(|u| u.ecn.as_ref()) {
+                let c = &e.counts;
+                r.pop();
+                r.push_str(&format!(",{},{},{},{}\n", c.not_ect, c.ect0, c.ect1, c.ce));
             }
             text.push_str(&r);
         }
