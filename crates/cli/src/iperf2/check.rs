@@ -189,6 +189,14 @@ fn direction(s: &mut ParseState) -> Result {
 
 /// iperf 2.2's and master's additions: what they need of the rest.
 fn iperf22_options(s: &mut ParseState) -> Result {
+    if s.server {
+        // Client options, already warned about ("not valid for server
+        // mode"): a server takes none of them.
+        (s.send_delay, s.fq_step, s.fq_step_interval, s.omit) = (None, None, None, None);
+        let o = &mut s.common.cfg.iperf2;
+        (o.tx_delay_us, o.load_cca, o.rand_seed) = (None, None, None);
+        return Ok(());
+    }
     let udp = s.common.udp;
     if let (true, Some(sp)) = (udp, &s.send_delay) {
         return Err(CliError::err(format!(

@@ -598,6 +598,23 @@ mod tests {
     }
 
     #[test]
+    fn a_server_drops_the_newer_client_options_with_a_warning() {
+        let (c, w) = run_env(
+            "-s --omit 1 --send-delay 5 --tcp-tx-delay 5 --fq-rate-step 1m --set-rand-seed 3",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(c.params.omit, Duration::ZERO);
+        assert_eq!(c.params.fq_rate, 0);
+        assert!(c.iperf2.tx_delay_us.is_none() && c.iperf2.fq_rate_step.is_none());
+        assert!(c.iperf2.rand_seed.is_none());
+        assert!(
+            w.iter().any(|l| l.contains("--omit is not valid for server mode")),
+            "{w:?}"
+        );
+    }
+
+    #[test]
     fn iperf2_master_rand_seed_and_markov_lengths() {
         assert_eq!(run("-c h --set-rand-seed 42").iperf2.rand_seed, Some(42));
         assert_eq!(run("-c h --set-rand-seed -1").iperf2.rand_seed, Some(u32::MAX));
