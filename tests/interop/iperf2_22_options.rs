@@ -274,8 +274,7 @@ fn omit_reports_the_first_seconds_apart() {
 /// The bytes of a UDP client's whole-test line (`-f B`).
 fn udp_total_bytes(out: &str) -> u64 {
     out.lines()
-        .filter(|l| l.starts_with("[  1] 0.0000-") && l.contains(" Bytes "))
-        .next_back()
+        .rfind(|l| l.starts_with("[  1] 0.0000-") && l.contains(" Bytes "))
         .and_then(|l| {
             let w: Vec<&str> = l.split_whitespace().collect();
             let i = w.iter().position(|x| *x == "Bytes")?;
