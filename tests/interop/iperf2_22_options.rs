@@ -254,6 +254,12 @@ fn omit_reports_the_first_seconds_apart() {
         "{}",
         r.stdout
     );
+    // CSV rows: none for the omitted second, the times go on after it.
+    let r = iperf2_client(Iperf2::Ours, port, "--omit 1 -t 3 -i 1 -y C", T).unwrap();
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    let spans: Vec<&str> = r.stdout.lines().filter_map(|l| l.split(',').nth(6)).collect();
+    assert_eq!(spans.len(), 3, "{}", r.stdout);
+    assert!(spans[0] == "1.0-2.0" && spans[2].starts_with("1.0-"), "{}", r.stdout);
     let udp = iperf2_client(Iperf2::Ours, port, "-u --omit 1", T).unwrap();
     assert_eq!(udp.code, Some(1));
     assert_eq!(udp.stderr, "ERROR: option of --omit not supported with -u UDP\n");
