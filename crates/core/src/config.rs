@@ -333,6 +333,19 @@ pub struct Iperf2Options {
     pub ssm_host: Option<String>,
     /// `--bounceback`: a request/response (echo) test instead of a transfer.
     pub bounceback: Option<Bounceback>,
+    /// iperf 2.2's `--tcp-tx-delay` (master's `--send-delay`): TCP_TX_DELAY
+    /// on the client's TCP sockets, in µs.
+    pub tx_delay_us: Option<u32>,
+    /// iperf 2.2's `--fq-rate-step`/`--fq-rate-step-interval`: every
+    /// interval the sending sockets' pacing rate (`--fq-rate`) grows by this
+    /// many bits/s.
+    pub fq_rate_step: Option<(u64, Duration)>,
+    /// iperf 2.2's `--working-load-cca`: the working load's congestion
+    /// control.
+    pub load_cca: Option<String>,
+    /// iperf 2 master's `--set-rand-seed`: the seed of the generators the
+    /// client draws from (`-b mean,stdev`, `--isochronous` frame sizes).
+    pub rand_seed: Option<u32>,
 }
 
 /// `--bounceback` settings (iperf 2 client).

@@ -409,6 +409,34 @@ pub fn set_user_timeout(s: &Socket, t: Duration) -> io::Result<()> {
     }
 }
 
+/// Linux's TCP_TX_DELAY (since 5.4; the libc crate does not name it).
+#[cfg(target_os = "linux")]
+const TCP_TX_DELAY: libc::c_int = 37;
+
+/// TCP_TX_DELAY: the kernel holds every segment of this socket `usec`
+/// microseconds before it leaves (a simulated path delay on the sender;
+/// iperf 2.2's `--tcp-tx-delay`, master's `--send-delay`).
+pub fn set_tcp_tx_delay(s: &Socket, usec: u32) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    return set_int_option(s, libc::IPPROTO_TCP, TCP_TX_DELAY, usec.min(i32::MAX as u32) as i32);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (s, usec);
+        Err(unsupported("TCP_TX_DELAY (--tcp-tx-delay)"))
+    }
+}
+
+/// TCP_TX_DELAY as set on the socket, in microseconds.
+pub fn tcp_tx_delay(s: &Socket) -> io::Result<u32> {
+    #[cfg(target_os = "linux")]
+    return get_int_option(s, libc::IPPROTO_TCP, TCP_TX_DELAY).map(|v| v.max(0) as u32);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = s;
+        Err(unsupported("TCP_TX_DELAY (--tcp-tx-delay)"))
+    }
+}
+
 /// TCP_NOTSENT_LOWAT: wake the writer only when fewer bytes than this wait
 /// unsent.
 pub fn set_notsent_lowat(s: &Socket, bytes: u32) -> io::Result<()> {
@@ -585,6 +613,15 @@ mod tests {
         let info = tcp_info(&c).unwrap();
         assert!(info.snd_mss > 0);
         assert!(info.cwnd_bytes() > 0);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn tcp_tx_delay_reads_back_what_was_set() {
+        let s = Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        assert_eq!(tcp_tx_delay(&s).unwrap(), 0);
+        set_tcp_tx_delay(&s, 10_000).unwrap();
+        assert_eq!(tcp_tx_delay(&s).unwrap(), 10_000);
     }
 
     #[test]

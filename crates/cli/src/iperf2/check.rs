@@ -43,6 +43,7 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
         }
     }
     bounceback_test(&mut s)?;
+    iperf22_options(&mut s)?;
     block_length(&mut s)?;
     isochronous(&mut s)?;
     periodic_bursts(&mut s)?;
@@ -182,6 +183,73 @@ fn direction(s: &mut ParseState) -> Result {
     }
     if cfg.file.is_some() && cfg.iperf2.stdin {
         return Err(CliError::err("options -F and -I are mutually exclusive"));
+    }
+    Ok(())
+}
+
+/// iperf 2.2's and master's additions: what they need of the rest.
+fn iperf22_options(s: &mut ParseState) -> Result {
+    if s.server {
+        // Client options, already warned about ("not valid for server
+        // mode"): a server takes none of them.
+        (s.send_delay, s.fq_step, s.fq_step_interval, s.omit) = (None, None, None, None);
+        let o = &mut s.common.cfg.iperf2;
+        (o.tx_delay_us, o.load_cca, o.rand_seed) = (None, None, None);
+        return Ok(());
+    }
+    let udp = s.common.udp;
+    if let (true, Some(sp)) = (udp, &s.send_delay) {
+        return Err(CliError::err(format!(
+            "{sp} over UDP needs a send time on each datagram (SO_TXTIME; iperf 2 master's, with --udp-l4s), which wirespeed has not built"
+        )));
+    }
+    if let Some(step) = s.fq_step {
+        if s.common.cfg.params.direction == Direction::Reverse {
+            return Err(CliError::err(
+                "option --fq-rate-step steps this client's sending, and with -R the server sends",
+            ));
+        }
+        // 2.2: without --fq-rate the pacing starts at one step.
+        if s.common.cfg.params.fq_rate == 0 {
+            s.common.cfg.params.fq_rate = step;
+        }
+        let every = Duration::from_secs_f64(s.fq_step_interval.unwrap_or(1.0));
+        s.common.cfg.iperf2.fq_rate_step = Some((step, every));
+    } else if s.fq_step_interval.is_some() {
+        return Err(CliError::err("option --fq-rate-step-interval needs --fq-rate-step"));
+    }
+    if s.common.cfg.iperf2.load_cca.is_some() && s.common.cfg.iperf2.working_load.is_none() {
+        return Err(CliError::err("option --working-load-cca needs --working-load"));
+    }
+    if let Some(omit) = s.omit {
+        if udp {
+            return Err(CliError::err("option of --omit not supported with -u UDP"));
+        }
+        let c = &s.common.cfg;
+        let clash = if c.iperf2.bounceback.is_some() {
+            Some("--bounceback")
+        } else if c.iperf2.connect_only.is_some() {
+            Some("--connect-only")
+        } else if s.dual || s.tradeoff {
+            Some("-d or -r (the server's connect-back does not omit)")
+        } else {
+            None
+        };
+        if let Some(what) = clash {
+            return Err(CliError::err(format!("option --omit cannot be used with {what}")));
+        }
+        let omit_d = Duration::from_secs_f64(omit);
+        // The test's time includes the omitted start, as in iperf 2 master.
+        if let EndCondition::Time(t) = s.common.cfg.params.end {
+            if t <= omit_d {
+                return Err(CliError::err(format!(
+                    "--omit of {omit} secs leaves nothing of the {} sec test",
+                    t.as_secs_f64()
+                )));
+            }
+            s.common.cfg.params.end = EndCondition::Time(t - omit_d);
+        }
+        s.common.cfg.params.omit = omit_d;
     }
     Ok(())
 }

@@ -536,6 +536,95 @@ mod tests {
     }
 
     #[test]
+    fn iperf2_2_send_delay_is_tcp_tx_delay_in_microseconds() {
+        for o in ["--tcp-tx-delay", "--send-delay"] {
+            let c = run(&format!("-c h {o} 10"));
+            assert_eq!(c.iperf2.tx_delay_us, Some(10_000));
+            assert!(c.output.enhanced);
+            assert_eq!(run(&format!("-c h {o} 0.0015")).iperf2.tx_delay_us, Some(2));
+            assert!(err(&format!("-c h {o} 0.0005")).contains("one microsecond"));
+            assert!(err(&format!("-c h {o} 10x")).contains("Invalid value"));
+            assert!(err(&format!("-c h {o} 3000000")).contains("too large"));
+        }
+        assert!(run("-c h").iperf2.tx_delay_us.is_none());
+        // TCP only: --tcp-tx-delay by its table's scope, --send-delay
+        // because SO_TXTIME is not built.
+        assert!(err("-c h -u --tcp-tx-delay 5").contains("not with -u"));
+        let e = err("-c h -u --send-delay 5");
+        assert!(e.contains("SO_TXTIME") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn iperf2_2_fq_rate_step_starts_at_one_step_and_steps_each_second() {
+        let c = run("-c h --fq-rate-step 10m");
+        assert_eq!(c.params.fq_rate, 10_000_000);
+        assert_eq!(c.iperf2.fq_rate_step, Some((10_000_000, Duration::from_secs(1))));
+        let c = run("-c h --fq-rate 50m --fq-rate-step 5m --fq-rate-step-interval 0.5");
+        assert_eq!(c.params.fq_rate, 50_000_000);
+        assert_eq!(c.iperf2.fq_rate_step, Some((5_000_000, Duration::from_millis(500))));
+        assert!(err("-c h --fq-rate-step-interval 2").contains("needs --fq-rate-step"));
+        assert!(err("-c h --fq-rate-step 1m -R").contains("-R"));
+        assert!(err("-c h --fq-rate-step 1m --fq-rate-step-interval 0").contains("not recognized"));
+        assert!(err("-c h --fq-rate-step x").contains("not recognized"));
+        assert!(err("-c h -u --fq-rate-step 1m").contains("not with -u"));
+    }
+
+    #[test]
+    fn iperf2_2_working_load_cca_needs_a_working_load() {
+        let c = run("-c h --working-load --working-load-cca reno -Z cubic");
+        assert_eq!(c.iperf2.load_cca.as_deref(), Some("reno"));
+        assert_eq!(c.params.congestion.as_deref(), Some("cubic"));
+        assert!(err("-c h --working-load-cca reno").contains("needs --working-load"));
+        assert!(err("-c h --working-load --working-load-cca a_name_much_too_long").contains("not a congestion"));
+    }
+
+    #[test]
+    fn iperf2_master_omit_is_within_the_test_time_and_tcp_only() {
+        let c = run("-c h --omit 1 -t 3");
+        assert_eq!(c.params.omit, Duration::from_secs(1));
+        assert_eq!(c.params.end, EndCondition::Time(Duration::from_secs(2)));
+        let c = run("-c h --omit 0.5");
+        assert_eq!(c.params.end, EndCondition::Time(Duration::from_millis(9500)));
+        assert_eq!(run("-c h --omit 0").params.omit, Duration::ZERO);
+        assert_eq!(
+            err("-c h -u --omit 1"),
+            "ERROR: option of --omit not supported with -u UDP"
+        );
+        assert!(err("-c h --omit 3 -t 3").contains("leaves nothing"));
+        assert!(err("-c h --omit 1 -d").contains("-d or -r"));
+        assert!(err("-c h --omit 1 --bounceback").contains("--bounceback"));
+        assert!(err("-c h --omit abc").contains("not recognized"));
+        assert!(err("-c h --omit 0.0000001").contains("Too small"));
+    }
+
+    #[test]
+    fn a_server_drops_the_newer_client_options_with_a_warning() {
+        let (c, w) = run_env(
+            "-s --omit 1 --send-delay 5 --tcp-tx-delay 5 --fq-rate-step 1m --set-rand-seed 3",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(c.params.omit, Duration::ZERO);
+        assert_eq!(c.params.fq_rate, 0);
+        assert!(c.iperf2.tx_delay_us.is_none() && c.iperf2.fq_rate_step.is_none());
+        assert!(c.iperf2.rand_seed.is_none());
+        assert!(
+            w.iter().any(|l| l.contains("--omit is not valid for server mode")),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn iperf2_master_rand_seed_and_markov_lengths() {
+        assert_eq!(run("-c h --set-rand-seed 42").iperf2.rand_seed, Some(42));
+        assert_eq!(run("-c h --set-rand-seed -1").iperf2.rand_seed, Some(u32::MAX));
+        assert!(run("-c h").iperf2.rand_seed.is_none());
+        assert!(err("-c h --set-rand-seed x").contains("not recognized"));
+        let e = err("-c h -u -l <1470|0.5,0.5<64|0.5,0.5");
+        assert!(e.contains("Markov") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
     fn incr_dstport_is_a_tcp_client_option() {
         assert!(run("-c h -P 3 --incr-dstport").iperf2.incr_dstport);
         assert!(!run("-c h").iperf2.incr_dstport);

@@ -92,6 +92,15 @@ pub enum Opt {
     NoUdpFin,
     TcpQuickack,
     TcpWritePrefetch,
+    /// iperf 2.2's `--tcp-tx-delay` and master's `--send-delay`.
+    TcpTxDelay,
+    SendDelay,
+    FqRateStep,
+    FqRateStepInterval,
+    WorkingLoadCca,
+    /// iperf 2 master's `--omit`.
+    Omit,
+    SetRandSeed,
     /// `-W`: 2.1.8's "suggest window size", wirespeed's window advice.
     SuggestWin,
     // wirespeed additions.

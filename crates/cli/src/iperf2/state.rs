@@ -70,6 +70,13 @@ pub struct ParseState {
     pub(super) bb_quickack: bool,
     /// `-i` was given.
     pub(super) interval_given: bool,
+    /// `--send-delay`/`--tcp-tx-delay` as spelled (UDP refuses it).
+    pub(super) send_delay: Option<String>,
+    /// `--fq-rate-step` (bits/s) and `--fq-rate-step-interval` (s).
+    pub(super) fq_step: Option<u64>,
+    pub(super) fq_step_interval: Option<f64>,
+    /// `--omit` (s), checked against `-u`.
+    pub(super) omit: Option<f64>,
 }
 
 impl ParseState {
@@ -119,6 +126,10 @@ impl ParseState {
             bb_period: Duration::from_secs(1),
             bb_quickack: true,
             interval_given: false,
+            send_delay: None,
+            fq_step: None,
+            fq_step_interval: None,
+            omit: None,
         }
     }
 }

@@ -81,6 +81,7 @@ Client specific:
       --bounceback[=n]     request/response test: bursts of n (default 10) -l byte writes (default 100) echoed back
       --bounceback-congest[=up|down|bidir][,n]  n TCP load flows beside the bounceback (default bidir,1)
       --working-load[=up|down|bidir][,n]  the same beside any client test (iperf 2.2)
+      --working-load-cca <algo>  the working load's TCP congestion control (iperf 2.2)
       --bounceback-hold #  server holds each message # ms before replying
       --bounceback-no-quickack  do not set TCP_QUICKACK on bounceback sockets
       --bounceback-period #  seconds between bounceback bursts (default 1; 0 = back to back)
@@ -98,11 +99,20 @@ Client specific:
   -d, --dualtest           Do a bidirectional test simultaneously (multiple sockets)
       --full-duplex        run full duplex test using same socket
       --fq-rate #[kmgKMG]  fair-queue socket pacing (lower case bits, upper case bytes per second)
+      --fq-rate-step #[kmgKMG]  TCP: raise the pacing rate by this every step interval (iperf 2.2;
+                           starts at one step without --fq-rate)
+      --fq-rate-step-interval #  seconds between pacing steps (default 1; iperf 2.2)
       --local-only[=1|0]   SO_DONTROUTE: reach only directly connected networks
       --incr-dstport       send parallel flow i to the -p port + i
       --tcp-quickack       TCP_QUICKACK after every read (the server's reads too, through the header)
       --tcp-write-prefetch #[KM]  write only when less than this is queued unsent (TCP_NOTSENT_LOWAT; implies -e)
   -n, --num       #[kmgKMG]    number of bytes to transmit (instead of -t)
+      --omit #             TCP: report the first # seconds as omitted, out of the totals
+                           (within -t; iperf 2 master)
+      --send-delay #       TCP: hold each segment # ms before it leaves (TCP_TX_DELAY, effective
+                           under the fq qdisc; iperf 2 master's name; UDP's is not built)
+      --set-rand-seed #    seed the draws of -b mean,stdev and --isochronous sizes (iperf 2 master)
+      --tcp-tx-delay #     the same as --send-delay (iperf 2.2's name)
       --no-udp-fin         no UDP FIN/report exchange at the end of the test
   -r, --tradeoff           Do a bidirectional test individually
   -t, --time      #        time in seconds to transmit for (default 10 secs)

@@ -45,7 +45,8 @@ pub(crate) const VARY_PERIOD: Duration = Duration::from_millis(100);
 
 /// A log-normal distribution of a given mean and standard deviation,
 /// with its own generator (xorshift64*, seeded from the system's random
-/// source). iperf 2 draws its varying rates and frame sizes from one.
+/// source, or from `--set-rand-seed`'s sequence: `util::generator_seed`).
+/// iperf 2 draws its varying rates and frame sizes from one.
 #[derive(Debug, Clone)]
 pub(crate) struct LogNormal {
     /// ln-space mean and standard deviation.
@@ -62,7 +63,7 @@ impl LogNormal {
         LogNormal {
             mu: m.ln() - sigma2 / 2.0,
             sigma: sigma2.sqrt(),
-            state: crate::util::random_u64() | 1,
+            state: crate::util::generator_seed() | 1,
         }
     }
 

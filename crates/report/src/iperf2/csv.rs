@@ -102,6 +102,9 @@ pub(crate) struct CsvSink {
     enhanced: bool,
     intervals: bool,
     latency: bool,
+    /// iperf 2's `--omit` (master), seconds: its rows are left out and the
+    /// times after it go on from the test's start, as its text lines do.
+    omit: f64,
 }
 
 /// The round-trip columns of `--latency`.
@@ -123,6 +126,10 @@ impl CsvSink {
             enhanced: cfg.output.enhanced || cfg.dialect == wirespeed_core::config::Dialect::Iperf3,
             intervals: cfg.output.interval.is_some(),
             latency: cfg.latency.is_some(),
+            omit: match cfg.dialect {
+                wirespeed_core::config::Dialect::Iperf2 => cfg.params.omit.as_secs_f64(),
+                _ => 0.0,
+            },
         }
     }
 
@@ -135,6 +142,9 @@ impl CsvSink {
         let now = wirespeed_sys::time::epoch_now();
         let mut text = String::new();
         for l in flows {
+            if l.omitted && self.omit > 0.0 {
+                continue;
+            }
             let Some((local, remote)) = &l.addrs else { continue };
             let (src, dst) = match self.side {
                 Side::Client => (local, remote),
@@ -146,8 +156,8 @@ impl CsvSink {
                 src,
                 dst,
                 l.id,
-                l.start,
-                l.end,
+                l.start + self.omit,
+                l.end + self.omit,
                 l.bytes,
                 l.bits_per_second,
                 l.udp.map(|u| udp_columns(l, &u, final_report)),

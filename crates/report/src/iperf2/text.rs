@@ -67,6 +67,8 @@ pub(crate) struct Iperf2Text {
     mss_req: Option<u32>,
     /// `-W`: the window advice after a TCP sender's final report.
     window_advice: bool,
+    /// `--omit` (iperf 2 master), seconds: added to the times after it.
+    omit: f64,
     header: HeaderState,
 }
 
@@ -247,7 +249,16 @@ impl Iperf2Text {
                 _ => 1,
             },
             window_advice: cfg.output.window_advice,
+            omit: cfg.params.omit.as_secs_f64(),
             header,
+        }
+    }
+
+    /// A line of an omitted span ends `  (omit)`, as iperf 2 master's.
+    fn omit_mark(line: String, l: &StreamSample) -> String {
+        match line.strip_suffix('\n') {
+            Some(body) if l.omitted => format!("{body}  (omit)\n"),
+            _ => line,
         }
     }
 
@@ -475,10 +486,13 @@ impl Iperf2Text {
         let upper = self.format.to_ascii_uppercase();
         let secs = l.end - l.start;
         let per_sec = if secs > 0.0 { l.bytes as f64 / secs } else { 0.0 };
+        // After an --omit the clock goes on from the test's start, as in
+        // iperf 2 master (the engine restarts it at the omit's end).
+        let shift = if l.omitted { 0.0 } else { self.omit };
         format!(
             "{tag}{:.4}-{:.4} sec  {}s  {}s/sec",
-            l.start,
-            l.end,
+            l.start + shift,
+            l.end + shift,
             format_iperf2(l.bytes as f64, upper),
             format_iperf2(per_sec, self.format)
         )
@@ -683,7 +697,7 @@ impl Iperf2Text {
         if self.sum_only {
             let n = r.flows.len();
             let line = self.base(&format!("[SUM-{n}] "), r.sum);
-            self.under(HDR_SUM_ONLY, &format!("{line}\n"));
+            self.under(HDR_SUM_ONLY, &Self::omit_mark(format!("{line}\n"), r.sum));
             return;
         }
         for l in r.flows {
@@ -693,7 +707,7 @@ impl Iperf2Text {
             for p in r.pairs {
                 self.under(
                     HDR_PLAIN,
-                    &self.flow_line(&format!("[FD{}] ", p.id), p, Kind::Plain, true),
+                    &Self::omit_mark(self.flow_line(&format!("[FD{}] ", p.id), p, Kind::Plain, true), p),
                 );
             }
         }
@@ -718,7 +732,7 @@ impl Iperf2Text {
             self.out.write(&format!("{plain}Server Report:\n"));
             self.reset_header();
         }
-        self.under(kind.header(), &self.flow_line(&tag, l, kind, false));
+        self.under(kind.header(), &Self::omit_mark(self.flow_line(&tag, l, kind, false), l));
         if kind == Kind::Bounceback && r.final_report {
             self.out.write(&self.bounceback_final(&tag, l));
         }
@@ -759,7 +773,10 @@ impl Iperf2Text {
             k => k.header(),
         };
         let kind = if kind == Kind::UdpSendE { Kind::Plain } else { kind };
-        self.under(header, &self.flow_line("[SUM] ", r.sum, kind, true));
+        self.under(
+            header,
+            &Self::omit_mark(self.flow_line("[SUM] ", r.sum, kind, true), r.sum),
+        );
         let all_send = r.flows.iter().all(|l| l.sender);
         if let (Some(n), true) = (r.sum.udp.and_then(|u| u.sent), r.final_report && all_send) {
             self.out.write(&format!("[SUM-{}] Sent {n} datagrams\n", r.flows.len()));

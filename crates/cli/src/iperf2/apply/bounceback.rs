@@ -141,3 +141,17 @@ pub fn reply(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     s.bb_opts.push(o.spelled.clone());
     Ok(())
 }
+
+/// iperf 2.2's `--working-load-cca algo`: the working load's congestion
+/// control (checked against `--working-load` later).
+pub fn working_load_cca(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let v = o.value.as_deref().unwrap_or("");
+    // The kernel's names are at most 15 bytes (TCP_CA_NAME_MAX).
+    if v.is_empty() || v.len() > 15 || !v.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(CliError::err(format!(
+            "--working-load-cca value of '{v}' is not a congestion control name"
+        )));
+    }
+    s.common.cfg.iperf2.load_cca = Some(v.to_string());
+    Ok(())
+}

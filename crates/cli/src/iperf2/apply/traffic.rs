@@ -56,6 +56,13 @@ pub fn full_duplex(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
 
 /// `-l bytes`: checked once the protocol and the test are known.
 pub fn len(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    if value(o).starts_with('<') {
+        return Err(CliError::err(format!(
+            "{} {}: Markov-chain lengths (iperf 2 master's <len|p,...> form) are not built in wirespeed",
+            o.spelled,
+            value(o)
+        )));
+    }
     s.len = Some(unit_value(&o.spelled, value(o))?);
     s.common.cfg.iperf2.len_given = true;
     Ok(())
@@ -331,5 +338,97 @@ pub fn ipg(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
         )));
     }
     s.ipg = Some(ms);
+    Ok(())
+}
+
+/// A number of milliseconds, seconds or the like: a plain decimal.
+fn decimal(v: &str) -> Option<f64> {
+    v.trim().parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+/// The most `--tcp-tx-delay`/`--send-delay` may be: the kernel takes an
+/// int of µs.
+const MAX_SEND_DELAY_MS: f64 = i32::MAX as f64 / 1000.0;
+
+/// iperf 2.2's `--tcp-tx-delay ms` and master's `--send-delay ms`:
+/// TCP_TX_DELAY on the client's sockets (µs in the kernel; the smallest
+/// delay is 1 µs; implies `-e`, as in 2.2). UDP is refused later.
+pub(crate) fn send_delay(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let (v, sp) = (value(o), o.spelled.as_str());
+    let ms = decimal(v).ok_or_else(|| CliError::err(format!("Invalid value of '{v}' for {sp}")))?;
+    if ms < 0.001 {
+        return Err(CliError::err(format!(
+            "{sp} of '{v}' is below its smallest unit, one microsecond (0.001 ms)"
+        )));
+    }
+    if ms > MAX_SEND_DELAY_MS {
+        return Err(CliError::err(format!(
+            "{sp} of '{v}' is too large (at most {MAX_SEND_DELAY_MS:.3} ms)"
+        )));
+    }
+    s.common.cfg.iperf2.tx_delay_us = Some((ms * 1000.0).round() as u32);
+    s.send_delay = Some(sp.to_string());
+    s.common.cfg.output.enhanced = true;
+    Ok(())
+}
+
+/// iperf 2.2's `--fq-rate-step rate`: each `--fq-rate-step-interval`
+/// the sending sockets' pacing rate grows by this much (bit-or-byte rule
+/// as `--fq-rate`; implies `-e`, as in 2.2). Checked with `-R` later.
+pub fn fq_rate_step(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let v = value(o);
+    let bits = wirespeed_core::units::parse_iperf2_bit_or_byte(v)
+        .ok()
+        .filter(|b| *b >= 8.0 && *b <= 8.0 * u64::MAX as f64 / 16.0)
+        .ok_or_else(|| CliError::err(format!("--fq-rate-step value of '{v}' not recognized")))?;
+    s.fq_step = Some(bits as u64);
+    s.common.cfg.output.enhanced = true;
+    Ok(())
+}
+
+/// iperf 2.2's `--fq-rate-step-interval secs` (default 1).
+pub fn fq_rate_step_interval(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let v = value(o);
+    let secs = decimal(v).filter(|x| *x >= 0.001 && *x <= 3600.0).ok_or_else(|| {
+        CliError::err(format!(
+            "--fq-rate-step-interval value of '{v}' not recognized (seconds, 0.001 to 3600)"
+        ))
+    })?;
+    s.fq_step_interval = Some(secs);
+    Ok(())
+}
+
+/// iperf 2 master's `--omit secs`: the first seconds' samples are
+/// reported as omitted and left out of the totals (TCP only, checked
+/// later). 0 omits nothing.
+pub fn omit(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let v = value(o);
+    let secs = decimal(v).ok_or_else(|| CliError::err(format!("--omit value of '{v}' not recognized")))?;
+    if secs > f64::from(u32::MAX) / 1e6 {
+        return Err(CliError::err(format!(
+            "Too large value of '{v}' for --omit, max is {:.6}",
+            f64::from(u32::MAX) / 1e6
+        )));
+    }
+    if secs > 0.0 && secs < 1e-6 {
+        return Err(CliError::err(format!(
+            "Too small value of '{v}' for --omit, min is 0.000001"
+        )));
+    }
+    s.omit = (secs > 0.0).then_some(secs);
+    Ok(())
+}
+
+/// iperf 2 master's `--set-rand-seed n`: the seed of the client's
+/// generators (`-b mean,stdev`, `--isochronous` frame sizes), so a run's
+/// draws can be repeated. Like C's `srand(atoi(n))`: a negative number
+/// wraps.
+pub fn set_rand_seed(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
+    let (v, sp) = (value(o), o.spelled.as_str());
+    let n = super::int_value(sp, v)?;
+    if n < i64::from(i32::MIN) || n > i64::from(u32::MAX) {
+        return Err(CliError::err(format!("{sp} value of '{v}' is out of range")));
+    }
+    s.common.cfg.iperf2.rand_seed = Some(n as u32);
     Ok(())
 }

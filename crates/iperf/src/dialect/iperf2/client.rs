@@ -24,6 +24,9 @@ use super::transport::{ClientTransport, settings};
 /// Runs an iperf 2 client test against `host`. Every outcome, failures
 /// included, reaches `reporter` (ending with `Event::Done`).
 pub fn run(cfg: &TestConfig, host: &str, reporter: &mut Reporter, signal: &Arc<AtomicUsize>) -> Result<(), Error> {
+    if let Some(seed) = cfg.iperf2.rand_seed {
+        wirespeed_core::util::seed_generators(seed);
+    }
     let r = match cfg.params.protocol {
         _ if cfg.iperf2.connect_only.is_some() => {
             resolve(host, cfg).and_then(|addrs| super::connect_only::run(cfg, host, &addrs, reporter, signal))
@@ -51,6 +54,9 @@ fn test(
 ) -> Result<(), Error> {
     let p = &cfg.params;
     let addrs = resolve(host, cfg)?;
+    if let (Some(cca), Some(_)) = (&cfg.iperf2.load_cca, cfg.iperf2.working_load) {
+        load_cca_usable(cca, addrs[0])?;
+    }
     // The connect-back's reports go to the same reporter (its -d thread
     // runs beside ours): the reporter is shared while the test runs.
     let shared = Arc::new(Mutex::new(std::mem::take(reporter)));
@@ -89,6 +95,8 @@ fn test(
             let at = wirespeed_core::clock::wall_clock_after(txdelay);
             wait_for_start(at, &ids, &mut local, signal);
         }
+        // --fq-rate-step: the pacing grows from when the flows send.
+        let _stepper = super::pacing_step::Stepper::start(cfg, &flows);
         run_all(cfg, host, t, flows, back, &mut local, signal)
     });
     if let Some(l) = load {
@@ -101,6 +109,20 @@ fn test(
     r
 }
 
+/// `--working-load-cca`: refused before the test when this host cannot
+/// give a socket that algorithm (2.2 finds out in its load thread and runs
+/// without the load).
+fn load_cca_usable(cca: &str, remote: SocketAddr) -> Result<(), Error> {
+    let s = socket2::Socket::new(socket2::Domain::for_address(remote), socket2::Type::STREAM, None)
+        .map_err(|e| Error::io(Code::NONE, &e))?;
+    wirespeed_sys::socket::set_congestion(&s, cca).map_err(|e| {
+        Error::msg(
+            Code::NONE,
+            format!("--working-load-cca {cca}: this host cannot use it ({e})"),
+        )
+    })
+}
+
 /// A working load: plain TCP flows in `dir` (`n` of them) for the test's
 /// time (and a bounceback's transmit delay), without its request size,
 /// rate, TOS or bursts. (2.1.8's load flows keep a bounceback's 100-byte
@@ -110,6 +132,10 @@ fn load_config(cfg: &TestConfig, dir: Direction, n: u32) -> TestConfig {
     let mut lc = cfg.clone();
     let txdelay = lc.iperf2.bounceback.take().map_or(Duration::ZERO, |b| b.txdelay);
     lc.iperf2.working_load = None;
+    // --working-load-cca: the load's own algorithm instead of -Z's.
+    if let Some(cca) = lc.iperf2.load_cca.take() {
+        lc.params.congestion = Some(cca);
+    }
     lc.params.protocol = Protocol::Tcp;
     lc.params.rate = 0;
     lc.params.rate_stdev = None;
@@ -308,7 +334,20 @@ struct Tcp {
 
 impl ClientTransport for Tcp {
     fn banner(&self, cfg: &TestConfig, addr: SocketAddr) -> (u64, Vec<BannerNote>) {
-        (super::tcp_client::probe_window(cfg, addr), tcp_notes(cfg))
+        let mut notes = tcp_notes(cfg);
+        // 2.2's lines.
+        if let Some(us) = super::tcp_client::probe_tx_delay(cfg, addr) {
+            notes.push(BannerNote::Early(format!(
+                "Socket option of TCP_TX_DELAY set to {:.3} milliseconds",
+                f64::from(us) / 1e3
+            )));
+        }
+        if let (Some(cca), Some(_)) = (&cfg.iperf2.load_cca, cfg.iperf2.working_load) {
+            notes.push(BannerNote::Early(format!(
+                "TCP working load congestion control set to {cca}"
+            )));
+        }
+        (super::tcp_client::probe_window(cfg, addr), notes)
     }
 
     fn connect(&mut self, cfg: &TestConfig, addrs: &[SocketAddr], reporter: &mut Reporter) -> Result<Vec<Flow>, Error> {
@@ -362,11 +401,31 @@ fn tcp_notes(cfg: &TestConfig) -> Vec<BannerNote> {
     bursts
         .into_iter()
         .chain(super::isoch_note(p))
-        .chain(super::pacing_note(p))
+        .chain(super::pacing_note(cfg))
         .chain(
             cfg.iperf2
                 .write_prefetch
                 .map(|n| BannerNote::AfterWindow(format!("Event based writes (pending queue watermark at {n} bytes)"))),
         )
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_working_load_takes_its_own_congestion_control() {
+        let cfg = super::super::test_config("-c h -Z cubic --working-load --working-load-cca reno");
+        assert_eq!(cfg.params.congestion.as_deref(), Some("cubic"));
+        let lc = load_config(&cfg, Direction::FullDuplex, 1);
+        assert_eq!(lc.params.congestion.as_deref(), Some("reno"));
+        assert!(lc.iperf2.load_cca.is_none() && lc.iperf2.working_load.is_none());
+        // Without it the load keeps -Z's, as before.
+        let cfg = super::super::test_config("-c h -Z cubic --working-load");
+        assert_eq!(
+            load_config(&cfg, Direction::FullDuplex, 1).params.congestion.as_deref(),
+            Some("cubic")
+        );
+    }
 }

@@ -8,6 +8,7 @@ pub mod bounceback;
 pub mod client;
 mod connect_only;
 pub mod hooks;
+mod pacing_step;
 pub mod runner;
 pub mod server;
 mod tcp_client;
@@ -68,13 +69,20 @@ fn flow_conn(id: u32, socket: i32, local: SocketAddr, remote: SocketAddr) -> Con
 }
 
 /// The banner line a client with `--fq-rate` prints (2.1.8: right after
-/// the first line, always in adaptive bits).
-pub(crate) fn pacing_note(p: &wirespeed_core::config::TestParams) -> Option<BannerNote> {
+/// the first line, always in adaptive bits), with 2.2's step
+/// (`--fq-rate-step`).
+pub(crate) fn pacing_note(cfg: &wirespeed_core::config::TestConfig) -> Option<BannerNote> {
+    let p = &cfg.params;
+    let rate = |bits: u64| wirespeed_core::units::format_iperf2(bits as f64 / 8.0, 'a');
     (p.fq_rate > 0).then(|| {
-        BannerNote::Early(format!(
-            "fair-queue socket pacing set to {}/s",
-            wirespeed_core::units::format_iperf2(p.fq_rate as f64 / 8.0, 'a')
-        ))
+        BannerNote::Early(match cfg.iperf2.fq_rate_step {
+            Some((step, _)) => format!(
+                "fair-queue socket pacing set to {}/s (stepping rate by {}/s)",
+                rate(p.fq_rate),
+                rate(step)
+            ),
+            None => format!("fair-queue socket pacing set to {}/s", rate(p.fq_rate)),
+        })
     })
 }
 

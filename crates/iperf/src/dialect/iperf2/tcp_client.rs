@@ -87,7 +87,8 @@ pub fn build_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
     }
     let amount = match p.end {
         EndCondition::Bytes(n) => Amount::Bytes(n.min(0x7FFF_FFFF) as u32),
-        EndCondition::Time(d) => Amount::from_secs(d.as_secs_f64()),
+        // The server sends (-R) or reads through the omitted start too.
+        EndCondition::Time(d) => Amount::from_secs((d + p.omit).as_secs_f64()),
         EndCondition::Blocks(_) => Amount::from_secs(10.0),
     };
     ClientHeader {
@@ -135,6 +136,14 @@ fn prepare(s: &socket2::Socket, cfg: &TestConfig, remote: SocketAddr) -> Result<
     if let Some(n) = cfg.iperf2.write_prefetch {
         net::set_notsent_lowat(s, n)?;
     }
+    if let Some(us) = cfg.iperf2.tx_delay_us {
+        wirespeed_sys::socket::set_tcp_tx_delay(s, us).map_err(|e| {
+            Error::msg(
+                Code::NONE,
+                format!("the kernel refused TCP_TX_DELAY of {us} us (--tcp-tx-delay, --send-delay): {e}"),
+            )
+        })?;
+    }
     if let Some(t) = cfg.net.ttl {
         if remote.is_ipv4() {
             s.set_ttl_v4(t).map_err(|e| Error::io(Code::SETTOS, &e))?;
@@ -153,6 +162,15 @@ pub(super) fn probe_window(cfg: &TestConfig, remote: SocketAddr) -> u64 {
     };
     let _ = prepare(&s, cfg, remote);
     s.send_buffer_size().unwrap_or(0) as u64
+}
+
+/// TCP_TX_DELAY as a fresh socket with our options holds it, in µs (the
+/// banner's line says what the kernel took, not what was asked).
+pub(super) fn probe_tx_delay(cfg: &TestConfig, remote: SocketAddr) -> Option<u32> {
+    cfg.iperf2.tx_delay_us?;
+    let s = socket2::Socket::new(socket2::Domain::for_address(remote), socket2::Type::STREAM, None).ok()?;
+    prepare(&s, cfg, remote).ok()?;
+    wirespeed_sys::socket::tcp_tx_delay(&s).ok()
 }
 
 pub(super) struct Connected {

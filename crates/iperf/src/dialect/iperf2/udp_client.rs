@@ -181,7 +181,7 @@ impl ClientTransport for Udp {
         };
         let notes = super::isoch_note(p)
             .into_iter()
-            .chain(super::pacing_note(p))
+            .chain(super::pacing_note(cfg))
             .chain(p.frames.is_none().then_some(datagrams))
             .collect();
         (probe, notes)
