@@ -95,6 +95,9 @@ const IPERF2_EXTRAS: &[&str] = &[
     "latency",    "max-loss", "max-tests", "dscp", "tcp-cca", "working-load", "rpm", "bounceback-request",
     "bounceback-reply", "sync-transfer-id", "ui", "server-bitrate-limit", "server-max-duration", "rcv-timeout",
     "db", "rpm-listen", "tls-cert", "tls-key", "ecn",
+    // iperf 2.2's and master's.
+    "tcp-tx-delay", "send-delay", "fq-rate-step", "fq-rate-step-interval", "working-load-cca", "omit",
+    "set-rand-seed",
 ];
 
 /// wirespeed's own long options in the iperf3 dialect.
