@@ -245,38 +245,22 @@ fn data_streams_with_a_wrong_cookie_do_not_disturb_a_test() {
 fn udp_junk_at_the_port_does_not_disturb_udp_tests() {
     let Some(iperf3) = peer("iperf3") else { return };
     let (mut srv, port) = server(&[]);
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let stop2 = stop.clone();
-    let blaster = std::thread::spawn(move || {
-        // From another address than the client's: iperf3's hellos carry no
-        // cookie, so a stray "9876" from the client's own address would be
-        // taken for its stream (as by iperf3 itself).
-        let u = UdpSocket::bind("127.0.0.2:0").unwrap();
-        let to = SocketAddr::from(([127, 0, 0, 1], port));
-        let mut rng = Rng::new(9);
-        let mut sent = 0u64;
-        while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
-            let n = match sent % 4 {
-                0 => 4,
-                1 => 41,
-                2 => 1,
-                _ => (rng.next() % 9000) as usize,
-            };
-            let mut d = rng.bytes(n);
-            if sent.is_multiple_of(8) && d.len() >= 4 {
-                // Hellos from an address with no test collecting streams.
-                d[..4].copy_from_slice(b"9876");
-            }
-            let _ = u.send_to(&d, to);
-            sent += 1;
-            // Junk, not a flood: a flood fills any socket buffer and drops
-            // the real client's hello with it (iperf3 3.12 sends it once).
-            if sent.is_multiple_of(4) {
-                // A pace (the rate of junk is the point), not a wait.
-                wait::pause(Duration::from_millis(1));
-            }
+    // From another address than the client's: iperf3's hellos carry no
+    // cookie, so a stray "9876" from the client's own address would be
+    // taken for its stream (as by iperf3 itself).
+    let (stop, blaster) = udp_junk("127.0.0.2", port, 9, |rng, sent| {
+        let n = match sent % 4 {
+            0 => 4,
+            1 => 41,
+            2 => 1,
+            _ => (rng.next() % 9000) as usize,
+        };
+        let mut d = rng.bytes(n);
+        if sent.is_multiple_of(8) && d.len() >= 4 {
+            // Hellos from an address with no test collecting streams.
+            d[..4].copy_from_slice(b"9876");
         }
-        sent
+        d
     });
     let p = port.to_string();
     let r = run(&iperf3, &["-c", "127.0.0.1", "-p", &p, "-u", "-b", "20M", "-t", "2"], T);

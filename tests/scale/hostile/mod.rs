@@ -188,6 +188,41 @@ fn out_shows(srv: &Proc, needle: &str) -> bool {
     wait::within(Duration::from_secs(5), || srv.out().contains(needle).then_some(())).is_some()
 }
 
+/// Junk datagrams to `port` from `from` (another loopback address), made
+/// by `make` (the generator, the count so far), paced at four a
+/// millisecond (junk, not a flood that would fill any socket buffer and
+/// drop a real client's datagrams with it), until the returned flag is
+/// set; the thread answers how many it sent.
+fn udp_junk(
+    from: &'static str,
+    port: u16,
+    seed: u64,
+    make: fn(&mut Rng, u64) -> Vec<u8>,
+) -> (
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<u64>,
+) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let junk = std::thread::spawn(move || {
+        let u = UdpSocket::bind((from, 0)).unwrap();
+        let to = SocketAddr::from(([127, 0, 0, 1], port));
+        let mut rng = Rng::new(seed);
+        let mut sent = 0u64;
+        while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+            let d = make(&mut rng, sent);
+            let _ = u.send_to(&d, to);
+            sent += 1;
+            if sent.is_multiple_of(4) {
+                // A pace (the rate of junk is the point), not a wait.
+                wait::pause(Duration::from_millis(1));
+            }
+        }
+        sent
+    });
+    (stop, junk)
+}
+
 fn alive(srv: &mut Proc) {
     assert!(srv.running(), "the server died: {}{}", srv.out(), srv.err());
     assert!(!srv.err().contains("panicked"), "{}", srv.err());

@@ -38,29 +38,15 @@ fn a_quic_test_holds_against_a_silent_client_and_junk_at_the_port() {
     // Asks for QUIC from 127.0.0.2 and connects nothing: it holds the
     // place of QUIC and UDP tests from its own address only.
     let silent = asks_for_quic("127.0.0.2", port, &mut rng);
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let stop2 = stop.clone();
-    let junk = std::thread::spawn(move || {
-        let u = UdpSocket::bind("127.0.0.3:0").unwrap();
-        let to = SocketAddr::from(([127, 0, 0, 1], port));
-        let mut rng = Rng::new(32);
-        let mut sent = 0u64;
-        while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
-            let n = 1 + (rng.next() % 1400) as usize;
-            let mut d = rng.bytes(n);
-            if sent.is_multiple_of(2) && d.len() >= 7 {
-                // A long header: form and fixed bits, QUIC v1.
-                d[0] |= 0xc0;
-                d[1..5].copy_from_slice(&1u32.to_be_bytes());
-            }
-            let _ = u.send_to(&d, to);
-            sent += 1;
-            if sent.is_multiple_of(4) {
-                // A pace (junk, not a flood that would fill any buffer).
-                wait::pause(Duration::from_millis(1));
-            }
+    let (stop, junk) = udp_junk("127.0.0.3", port, 32, |rng, sent| {
+        let n = 1 + (rng.next() % 1400) as usize;
+        let mut d = rng.bytes(n);
+        if sent.is_multiple_of(2) && d.len() >= 7 {
+            // A long header: form and fixed bits, QUIC v1.
+            d[0] |= 0xc0;
+            d[1..5].copy_from_slice(&1u32.to_be_bytes());
         }
-        sent
+        d
     });
     // A real -q test from 127.0.0.1 meanwhile: exact.
     let p = port.to_string();
