@@ -382,9 +382,10 @@ pub trait StreamHook: Send {
         true
     }
     /// UDP receivers: called for each data datagram `d` with its arrival
-    /// time (wall clock, ns) and its transit time (arrival − the sender's
-    /// timestamp, ns).
-    fn on_datagram(&mut self, _d: &[u8], _rx_ns: i64, _transit_ns: i64) {}
+    /// time (wall clock, ns), its transit time (arrival − the sender's
+    /// timestamp, ns) and the TOS byte or traffic class it arrived with
+    /// (`None` where the platform does not say).
+    fn on_datagram(&mut self, _d: &[u8], _rx_ns: i64, _transit_ns: i64, _tos: Option<u8>) {}
     /// UDP receivers: called after each batch of datagrams (a place to
     /// publish what `on_datagram` gathered, once per batch, not per datagram).
     fn after_batch(&mut self) {}

@@ -429,6 +429,9 @@ impl Iperf2Text {
         if c.no_udp_fin {
             s.push_str(" (no-udp-fin)");
         }
+        if c.l4s {
+            s.push_str(" (l4s)");
+        }
         if c.fq {
             s.push_str(" (fq)");
         }
@@ -523,6 +526,26 @@ impl Iperf2Text {
     }
 
     fn flow_line(&self, tag: &str, l: &StreamSample, kind: Kind, sum: bool) -> String {
+        let mut s = self.flow_line_of(tag, l, kind, sum);
+        // An L4S receiver (`--udp-l4s`) says how many of the interval's
+        // datagrams arrived CE-marked (wirespeed's; 2.2.1 prints none).
+        if let Some(e) = l.udp.and_then(|u| u.ecn).filter(|e| e.l4s && !sum)
+            && matches!(kind, Kind::UdpRecv | Kind::UdpRecvE | Kind::UdpRecvFrames)
+            && s.ends_with('\n')
+        {
+            let n = e.counts.total();
+            let pct = if n > 0 {
+                100.0 * e.counts.ce as f64 / n as f64
+            } else {
+                0.0
+            };
+            s.pop();
+            s.push_str(&format!(" CE {}/{n} ({pct:.2}%)\n", e.counts.ce));
+        }
+        s
+    }
+
+    fn flow_line_of(&self, tag: &str, l: &StreamSample, kind: Kind, sum: bool) -> String {
         let base = self.base(tag, l);
         let e = &l.extras;
         let retr = l.retransmits.unwrap_or(0);

@@ -8,6 +8,7 @@ pub mod bounceback;
 pub mod client;
 mod connect_only;
 pub mod hooks;
+mod l4s;
 pub mod runner;
 pub mod server;
 mod tcp_client;
