@@ -197,7 +197,7 @@ impl Budget {
     /// a datagram is never cut): returns how many may go, 0 when spent. A
     /// byte budget's last datagram is sent whole, so a UDP `-n` overshoots
     /// by less than one datagram, as iperf3's does.
-    pub(crate) fn claim_datagrams(&self, len: usize, n: usize) -> usize {
+    pub fn claim_datagrams(&self, len: usize, n: usize) -> usize {
         let len = len.max(1) as u64;
         let per = if self.blocks { 1 } else { len };
         let mut cur = self.remaining.load(Relaxed);

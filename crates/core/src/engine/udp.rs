@@ -231,6 +231,44 @@ pub(crate) fn spawn_udp_with<F: DatagramFormat>(
     Ok(super::handle_from(join, fd, Some(keep)))
 }
 
+/// How a sending loop that a dialect supplies stopped: at its own
+/// deadline (`Some`, the stream's time runs to it) or from outside, and
+/// the control clock's ns of its last datagram.
+pub type SendEnd = (Option<Instant>, u64);
+
+/// Starts a UDP sending stream whose loop a dialect supplies (iperf 2's
+/// L4S sender, paced by its receiver's acks): `run` sends until the test
+/// stops, `opts.until` or the budget, and counts what it sends in the
+/// task's counters (bytes, blocks, packets); the stream's end time is set
+/// from what it returns, as the engine's own senders set theirs.
+pub fn spawn_udp_sender<R>(sock: UdpSocket, task: StreamTask, opts: UdpOptions, run: R) -> Result<StreamHandle, Error>
+where
+    R: FnOnce(&UdpSocket, &StreamTask, &UdpOptions) -> Result<SendEnd, Error> + Send + 'static,
+{
+    let fd = sock.raw_sock();
+    let keep = socket2::Socket::from(sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?);
+    let join = std::thread::Builder::new()
+        .name(format!("ws-udp-{}", task.id))
+        .spawn(move || {
+            let control = task.control.clone();
+            super::pin_stream_thread(&task);
+            match run(&sock, &task, &opts) {
+                Ok((ended, last_send)) => {
+                    let end_ns = match ended {
+                        Some(t) => ns_since(&control, t),
+                        None => stream_end(&control, last_send, opts.nominal_end),
+                    };
+                    task.counters.ended_ns.store(end_ns.max(1), Relaxed);
+                }
+                Err(e) => control.fail(e),
+            }
+            control.finished.fetch_add(1, Relaxed);
+            control.wake();
+        })
+        .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
+    Ok(super::handle_from(join, fd, Some(keep)))
+}
+
 fn monotonic_ns() -> u64 {
     let (s, n) = wirespeed_sys::time::monotonic();
     s * 1_000_000_000 + n as u64

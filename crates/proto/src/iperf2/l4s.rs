@@ -288,11 +288,14 @@ impl Prague {
             let rtt = now_us.wrapping_sub(a.echoed_ts) as i32;
             if rtt >= 0 {
                 let rtt = f64::from(rtt).max(1.0);
-                self.srtt = if self.srtt == 0.0 {
-                    rtt
+                if self.srtt == 0.0 {
+                    // The first round trip: the window that keeps the
+                    // rate so far over it.
+                    self.window = self.rate() * rtt / 1e6;
+                    self.srtt = rtt;
                 } else {
-                    self.srtt + (rtt - self.srtt) / 8.0
-                };
+                    self.srtt += (rtt - self.srtt) / 8.0;
+                }
             }
         }
         let new_ce = a.ce.wrapping_sub(self.acked.ce);

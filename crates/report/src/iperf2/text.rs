@@ -65,6 +65,8 @@ pub(crate) struct Iperf2Text {
     fin_tries: u32,
     /// `-M`: the MSS asked for, which the banner names.
     mss_req: Option<u32>,
+    /// A `--udp-l4s` client: its banner says `UDP L4S`, as 2.2.1's does.
+    l4s: bool,
     /// `-W`: the window advice after a TCP sender's final report.
     window_advice: bool,
     header: HeaderState,
@@ -242,6 +244,7 @@ impl Iperf2Text {
             hide_ips: cfg.iperf2.hide_ips,
             print_mss: cfg.output.print_mss,
             mss_req: cfg.params.mss,
+            l4s: cfg.iperf2.udp_l4s,
             fin_tries: match cfg.params.end {
                 wirespeed_core::config::EndCondition::Time(_) => 10,
                 _ => 1,
@@ -314,7 +317,10 @@ impl Iperf2Text {
 
     fn connecting(&self, c: &Connecting) -> String {
         let b = &c.settings;
-        let proto = b.protocol.name();
+        let proto = match b.protocol.name() {
+            "UDP" if self.l4s => "UDP L4S",
+            n => n,
+        };
         let mut s = String::from(RULE);
         s.push_str(&format!(
             "Client connecting to {}, {proto} port {}",
