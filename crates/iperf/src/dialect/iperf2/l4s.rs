@@ -238,7 +238,8 @@ impl L4sSender {
                     }
                 }
             }
-            next = next.max(now - LOOK) + Duration::from_secs_f64(f64::from(burst) * len as f64 / rate);
+            next = next.max(now.checked_sub(LOOK).unwrap_or(now))
+                + Duration::from_secs_f64(f64::from(burst) * len as f64 / rate);
         }
     }
 }
