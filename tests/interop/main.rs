@@ -14,6 +14,7 @@ mod interop_iperf2_udp;
 mod interop_iperf3;
 mod iperf2_22_options;
 mod iperf2_banner;
+mod iperf2_l4s;
 mod iperf2_latency_tools;
 mod iperf2_load_tools;
 mod json_parity;

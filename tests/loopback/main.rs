@@ -17,6 +17,7 @@ mod dialect_outputs;
 mod exporter;
 mod html_report;
 mod inprocess;
+mod iperf2_l4s;
 mod iperf2_port_range;
 mod iperf2_socket_options;
 mod k8s;

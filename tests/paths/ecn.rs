@@ -85,7 +85,8 @@ fn iperf2_test(path: &Path, args: &[&str]) -> (String, String) {
     assert_eq!(r.code, Some(0), "client failed: {}\n{}", r.stderr, r.stdout);
     // The server's lines come when its flows have ended: its ECN line
     // when ECN is in play, else its last report.
-    let want = match (args.contains(&"--ecn"), args.contains(&"-P")) {
+    let ecn = args.contains(&"--ecn") || args.contains(&"--udp-l4s");
+    let want = match (ecn, args.contains(&"-P")) {
         (true, true) => "[SUM] ECN:",
         (true, false) => "ECN:",
         (false, _) => "datagrams",
@@ -186,6 +187,64 @@ fn ce_counts_are_the_emulators_marks_in_the_iperf2_dialect() {
         assert!(ce <= marks && marks - ce <= repeats, "{args:?}: {line}; {marks} marked");
         assert!(line.contains("sent ECT(1)") && line.contains("CE-marked"), "{line}");
     }
+}
+
+/// The number after `label` in `line` (`CE 12 (` → 12).
+fn count_after(line: &str, label: &str) -> u64 {
+    let at = line.find(label).unwrap_or_else(|| panic!("no {label:?} in {line:?}")) + label.len();
+    let digits: String = line[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().unwrap()
+}
+
+/// `--udp-l4s` (iperf 2.2.1's L4S sender, ours against our server)
+/// through the marking bottleneck: the acks carry the marks back, and the
+/// sender, offered five times the bottleneck, slows to it instead of
+/// filling the queue (an unresponsive sender at 1.5 × loses a third);
+/// through a bleaching path the acks' flag turns its ECT(1) off.
+#[test]
+fn an_l4s_sender_hears_the_marks_and_a_bleached_field() {
+    let spec = PathSpec::new().both(MARKING).seed(10).realtime_endpoints();
+    let Some(path) = Path::start(&spec) else { return };
+    let args = ["-u", "--udp-l4s", "-b", "100M", "-l", "1200", "-t", "4"];
+    let before = marked(&path.stats(), "a2b", "marked");
+    let (client, server) = iperf2_test(&path, &args);
+    let marks = marked(&path.stats(), "a2b", "marked") - before;
+    let both = format!("client:\n{client}\nserver:\n{server}");
+    let ecn = line_with(&server, "ECN:");
+    let ce = ce_of(ecn);
+    let acks = line_with(&client, "L4S acks");
+    let acked_ce = count_after(acks, "CE ");
+    eprintln!("l4s: server CE {ce}, acks say CE {acked_ce}, emulator marked {marks}\n{both}");
+    assert!(ce > 0 && ce <= marks, "{both}");
+    // The acks carried the marks (all but those after the last ack read).
+    assert!(acked_ce > 0 && acked_ce <= ce, "{both}");
+    // The whole test on the server: little loss, near the bottleneck.
+    let total = server
+        .lines()
+        .rev()
+        .find(|l| l.contains(" CE ") && l.contains(" sec "))
+        .unwrap_or_else(|| panic!("{both}"));
+    let pct: f64 = total
+        .split(" (")
+        .nth(1)
+        .and_then(|t| t.split('%').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no loss share in {total:?}"));
+    assert!(pct < 10.0, "the sender filled the queue: {both}");
+    let mbits: f64 = total
+        .split("Bytes ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    assert!(total.contains("Mbits/sec") && (5.0..=21.0).contains(&mbits), "{both}");
+    // Bleached: the first ack flags it, the sender stops marking.
+    path.set("both", "ecn=bleach");
+    let (client, server) = iperf2_test(&path, &["-u", "--udp-l4s", "-b", "5M", "-l", "1200", "-t", "2"]);
+    let both = format!("client:\n{client}\nserver:\n{server}");
+    assert!(
+        line_with(&client, "L4S acks").contains("neither ECT(1) nor CE"),
+        "{both}"
+    );
+    assert!(line_with(&server, "ECN:").contains("bleached"), "{both}");
 }
 
 /// The client's text output of an iperf3-dialect test with `args`.

@@ -329,6 +329,9 @@ pub struct Iperf2Options {
     pub single_udp: bool,
     /// `--no-udp-fin`: end a UDP test without the FIN/report exchange.
     pub no_udp_fin: bool,
+    /// iperf 2.2.1's `--udp-l4s`: a UDP sender paced by the receiver's L4S
+    /// acks, its datagrams ECT(1).
+    pub udp_l4s: bool,
     /// `-H`: the source of a source-specific multicast join.
     pub ssm_host: Option<String>,
     /// `--bounceback`: a request/response (echo) test instead of a transfer.

@@ -47,6 +47,7 @@ pub(super) fn all(mut s: ParseState, opts: &[Occurrence<Opt>]) -> Result<Command
     block_length(&mut s)?;
     isochronous(&mut s)?;
     periodic_bursts(&mut s)?;
+    udp_l4s(&s, opts)?;
     tcp_and_file(&mut s)?;
     if s.common.cfg.search.is_some() {
         search_limits(&s)?;
@@ -250,6 +251,39 @@ fn iperf22_options(s: &mut ParseState) -> Result {
             s.common.cfg.params.end = EndCondition::Time(t - omit_d);
         }
         s.common.cfg.params.omit = omit_d;
+    }
+    Ok(())
+}
+
+/// `--udp-l4s`: a UDP client that sends, paced by the server's acks, its
+/// datagrams ECT(1).
+fn udp_l4s(s: &ParseState, opts: &[Occurrence<Opt>]) -> Result {
+    let c = &s.common.cfg;
+    if !c.iperf2.udp_l4s || s.server {
+        return Ok(());
+    }
+    if !s.common.udp {
+        // 2.2.1's words.
+        return Err(CliError::err("UDP L4S not supported with TCP"));
+    }
+    if c.params.direction != Direction::Forward {
+        return Err(CliError::err(
+            "--udp-l4s cannot be used with -R, --full-duplex, -d or -r (the client sends, paced by the server's acks)",
+        ));
+    }
+    let clash = if c.params.frames.is_some() {
+        Some("--isochronous")
+    } else if opts.iter().any(|o| o.spelled == "--ecn") {
+        Some("--ecn (L4S sends ECT(1))")
+    } else if c.search.is_some() {
+        Some("--udp-search")
+    } else if c.iperf2.compat {
+        Some("-C (the acks need the settings in each datagram)")
+    } else {
+        None
+    };
+    if let Some(what) = clash {
+        return Err(CliError::err(format!("--udp-l4s cannot be used with {what}")));
     }
     Ok(())
 }

@@ -366,6 +366,18 @@ mod tests {
         assert!(err("-c h -u -l 65508").contains("too large for UDP"));
         assert_eq!(err("-c h --no-udp-fin"), "ERROR: option --no-udp-fin requires -u UDP");
         assert!(run("-c h -u --no-udp-fin").iperf2.no_udp_fin);
+        // --udp-l4s (2.2.1's): a UDP client that sends.
+        assert!(run("-c h -u --udp-l4s").iperf2.udp_l4s);
+        assert_eq!(err("-c h --udp-l4s"), "ERROR: UDP L4S not supported with TCP");
+        for clash in ["-R", "--full-duplex", "-d", "-r"] {
+            assert!(
+                err(&format!("-c h -u --udp-l4s {clash}")).contains("the client sends"),
+                "{clash}"
+            );
+        }
+        assert!(err("-c h -u --udp-l4s --ecn ect0").contains("--ecn"));
+        assert!(err("-c h -u --udp-l4s --isochronous=60:10m").contains("--isochronous"));
+        assert!(err("-c h -u --udp-l4s -C").contains("-C"));
         assert_eq!(
             err("-c h -u -X"),
             "ERROR: option of -X or --peer-detect not supported with -u UDP"

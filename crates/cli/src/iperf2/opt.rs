@@ -53,6 +53,7 @@ pub enum Opt {
     Ecn,
     TcpCca,
     SyncTransferId,
+    UdpL4s,
     Rpm,
     WorkingLoad,
     BouncebackRequest,

@@ -114,6 +114,8 @@ pub const TABLE: &[Row] = &[
     row!(X, Dscp,                 -,   "dscp",                   Required, Any,       F(network::dscp)),
     row!(X, TcpCca,               -,   "tcp-cca",                Required, Tcp,       F(traffic::tcp_cca)),
     row!(X, SyncTransferId,       -,   "sync-transfer-id",       None,     Client,    F(traffic::sync_transfer_id)),
+    // iperf 2.2.1's (built with --enable-udp-l4s)
+    row!(X, UdpL4s,               -,   "udp-l4s",                None,     Client,    F(traffic::udp_l4s)),
     row!(X, Ecn,                  -,   "ecn",                    Required, Client,    F(shared::ecn)),
     row!(X, WorkingLoad,          -,   "working-load",           Optional, Client,    F(bounceback::working_load)),
     row!(X, WorkingLoadCca,       -,   "working-load-cca",       Required, Client,    F(bounceback::working_load_cca)),

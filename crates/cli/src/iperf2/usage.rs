@@ -95,6 +95,7 @@ Client specific:
       --connect-only[=n]   run a connect only test (n connects per flow, default 10)
       --dscp #             set the IP DSCP (the TOS byte's upper six bits; iperf 2.2)
       --ecn ect0|ect1      UDP: set the ECN field (with -S/--dscp); what arrived is counted
+      --udp-l4s            UDP: an L4S sender (iperf 2.2.1's): ECT(1), paced by the server's acks
       --connect-retries #  number of times to retry tcp connect
   -d, --dualtest           Do a bidirectional test simultaneously (multiple sockets)
       --full-duplex        run full duplex test using same socket

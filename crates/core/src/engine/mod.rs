@@ -197,7 +197,7 @@ impl Budget {
     /// a datagram is never cut): returns how many may go, 0 when spent. A
     /// byte budget's last datagram is sent whole, so a UDP `-n` overshoots
     /// by less than one datagram, as iperf3's does.
-    pub(crate) fn claim_datagrams(&self, len: usize, n: usize) -> usize {
+    pub fn claim_datagrams(&self, len: usize, n: usize) -> usize {
         let len = len.max(1) as u64;
         let per = if self.blocks { 1 } else { len };
         let mut cur = self.remaining.load(Relaxed);
@@ -382,9 +382,10 @@ pub trait StreamHook: Send {
         true
     }
     /// UDP receivers: called for each data datagram `d` with its arrival
-    /// time (wall clock, ns) and its transit time (arrival − the sender's
-    /// timestamp, ns).
-    fn on_datagram(&mut self, _d: &[u8], _rx_ns: i64, _transit_ns: i64) {}
+    /// time (wall clock, ns), its transit time (arrival − the sender's
+    /// timestamp, ns) and the TOS byte or traffic class it arrived with
+    /// (`None` where the platform does not say).
+    fn on_datagram(&mut self, _d: &[u8], _rx_ns: i64, _transit_ns: i64, _tos: Option<u8>) {}
     /// UDP receivers: called after each batch of datagrams (a place to
     /// publish what `on_datagram` gathered, once per batch, not per datagram).
     fn after_batch(&mut self) {}

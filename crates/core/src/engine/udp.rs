@@ -51,6 +51,12 @@ pub trait DatagramFormat: Send + Sync + 'static {
     fn fin(&self, _buf: &[u8]) -> Option<u64> {
         None
     }
+    /// Whether the end marker's ECN field counts with the data's (false
+    /// for a sender that sends it unmarked whatever its data carried:
+    /// iperf 2.2.1's L4S sender).
+    fn fin_ecn(&self) -> bool {
+        true
+    }
     /// Isochronous senders: the shortest datagram that carries a frame's
     /// fields.
     fn frame_min_len(&self) -> usize {
@@ -89,6 +95,10 @@ impl DatagramFormat for std::sync::Arc<dyn DatagramFormat> {
     #[inline]
     fn fin(&self, buf: &[u8]) -> Option<u64> {
         (**self).fin(buf)
+    }
+
+    fn fin_ecn(&self) -> bool {
+        (**self).fin_ecn()
     }
 
     fn frame_min_len(&self) -> usize {
@@ -213,6 +223,44 @@ pub(crate) fn spawn_udp_with<F: DatagramFormat>(
             };
             if let Err(e) = res {
                 control.fail(e);
+            }
+            control.finished.fetch_add(1, Relaxed);
+            control.wake();
+        })
+        .map_err(|e| Error::io(Code::PTHREADCREATE, &e))?;
+    Ok(super::handle_from(join, fd, Some(keep)))
+}
+
+/// How a sending loop that a dialect supplies stopped: at its own
+/// deadline (`Some`, the stream's time runs to it) or from outside, and
+/// the control clock's ns of its last datagram.
+pub type SendEnd = (Option<Instant>, u64);
+
+/// Starts a UDP sending stream whose loop a dialect supplies (iperf 2's
+/// L4S sender, paced by its receiver's acks): `run` sends until the test
+/// stops, `opts.until` or the budget, and counts what it sends in the
+/// task's counters (bytes, blocks, packets); the stream's end time is set
+/// from what it returns, as the engine's own senders set theirs.
+pub fn spawn_udp_sender<R>(sock: UdpSocket, task: StreamTask, opts: UdpOptions, run: R) -> Result<StreamHandle, Error>
+where
+    R: FnOnce(&UdpSocket, &StreamTask, &UdpOptions) -> Result<SendEnd, Error> + Send + 'static,
+{
+    let fd = sock.raw_sock();
+    let keep = socket2::Socket::from(sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e))?);
+    let join = std::thread::Builder::new()
+        .name(format!("ws-udp-{}", task.id))
+        .spawn(move || {
+            let control = task.control.clone();
+            super::pin_stream_thread(&task);
+            match run(&sock, &task, &opts) {
+                Ok((ended, last_send)) => {
+                    let end_ns = match ended {
+                        Some(t) => ns_since(&control, t),
+                        None => stream_end(&control, last_send, opts.nominal_end),
+                    };
+                    task.counters.ended_ns.store(end_ns.max(1), Relaxed);
+                }
+                Err(e) => control.fail(e),
             }
             control.finished.fetch_add(1, Relaxed);
             control.wake();
@@ -530,10 +578,10 @@ struct RecvState<'a, 'h, F: DatagramFormat> {
 }
 
 impl<F: DatagramFormat> RecvState<'_, '_, F> {
-    /// Counts one datagram that arrived at `rx` (wall clock, ns); returns
-    /// its bytes if it was data.
+    /// Counts one datagram that arrived at `rx` (wall clock, ns) with TOS
+    /// byte `tos`; returns its bytes if it was data.
     #[inline]
-    fn datagram(&mut self, d: &[u8], rx: i64) -> Option<u64> {
+    fn datagram(&mut self, d: &[u8], rx: i64, tos: Option<u8>) -> Option<u64> {
         // Shorter than a header: a stray handshake, not data.
         if d.len() < self.header || self.fin {
             return None;
@@ -559,7 +607,7 @@ impl<F: DatagramFormat> RecvState<'_, '_, F> {
             let transit = rx.wrapping_sub(sent_ns as i64);
             self.acc.on_datagram(seq, transit);
             if let Some(h) = self.hook.as_mut() {
-                h.on_datagram(d, rx, transit);
+                h.on_datagram(d, rx, transit, tos);
             }
         }
         Some(d.len() as u64)
@@ -612,10 +660,13 @@ fn recv_loop<F: DatagramFormat>(
     if !opts.prefeed.is_empty() {
         let (mut bytes, mut datagrams) = (0u64, 0u64);
         for (d, rx, tos) in &opts.prefeed {
-            if let Some(n) = st.datagram(d, *rx) {
+            let was_fin = st.fin;
+            if let Some(n) = st.datagram(d, *rx, *tos) {
                 bytes += n;
                 datagrams += 1;
-                if let Some(t) = tos {
+                if let Some(t) = tos
+                    && (was_fin || !st.fin || fmt.fin_ecn())
+                {
                     ecn[usize::from(t & 3)] += 1;
                 }
             }
@@ -680,16 +731,19 @@ fn recv_loop<F: DatagramFormat>(
                     let rx = m.rx_time_ns.unwrap_or(fallback);
                     let seg = m.segment.unwrap_or(m.data.len()).max(1);
                     let counted = datagrams;
+                    let was_fin = st.fin;
                     for d in m.data.chunks(seg) {
-                        if let Some(n) = st.datagram(d, rx) {
+                        if let Some(n) = st.datagram(d, rx, m.tos) {
                             bytes += n;
                             datagrams += 1;
                         }
                     }
+                    // The end marker, where its field is not the data's.
+                    let unmarked_fin = u64::from(!was_fin && st.fin && !fmt.fin_ecn());
                     // One control message speaks for every segment of a
                     // GRO buffer: each data datagram counts once.
                     if let Some(tos) = m.tos {
-                        ecn[usize::from(tos & 3)] += datagrams - counted;
+                        ecn[usize::from(tos & 3)] += (datagrams - counted).saturating_sub(unmarked_fin);
                     }
                 }
                 pre = Some((bytes, datagrams, before));

@@ -171,6 +171,8 @@ pub struct ConnInfo {
     pub mode: Option<String>,
     /// UDP without the FIN/report exchange: `(no-udp-fin)`.
     pub no_udp_fin: bool,
+    /// iperf 2.2.1's UDP L4S exchange (`--udp-l4s`): `(l4s)`.
+    pub l4s: bool,
     /// A server's `--tcp-rx-window-clamp`: `(clamp=N)`.
     pub clamp: Option<u32>,
     /// `--tcp-write-prefetch`: `(prefetch=N)`.

@@ -13,6 +13,9 @@ pub struct EcnSample {
     /// Datagrams per codepoint: what a receiver saw arrive, what a sender
     /// sent.
     pub counts: EcnCounts,
+    /// The stream runs iperf 2.2.1's L4S exchange: iperf 2's text shows
+    /// the CE count of each interval.
+    pub l4s: bool,
 }
 
 /// What a TCP connection's kernel says of ECN (TCP_INFO), present only

@@ -42,6 +42,8 @@ pub struct StreamMeta {
     /// TCP: this host opened the connection asking for ECN (its
     /// `net.ipv4.tcp_ecn` is 1), so a refusal is worth saying.
     pub tcp_ecn_asked: bool,
+    /// UDP: the stream runs iperf 2.2.1's L4S exchange (`--udp-l4s`).
+    pub l4s: bool,
 }
 
 /// A stream as the reporter sees it.
@@ -149,7 +151,11 @@ impl StreamStats {
             StreamRole::Send => EcnCounts::all(sent.unwrap_or(Ecn::NotEct), (now.packets - then.packets).max(0) as u64),
             StreamRole::Recv => arrived.minus(&EcnCounts::from_field(then.ecn)),
         };
-        Some(EcnSample { sent, counts })
+        Some(EcnSample {
+            sent,
+            counts,
+            l4s: self.meta.l4s,
+        })
     }
 
     /// This stream's sample of the span `(start, end)`: who it is, its

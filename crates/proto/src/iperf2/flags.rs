@@ -51,8 +51,11 @@ pub mod upper {
     pub const FULLDUPLEX: u16 = 0x0800;
     /// --txstart-time present.
     pub const EPOCH_START: u16 = 0x1000;
-    /// --burst-period/--burst-size.
+    /// --burst-period/--burst-size (TCP headers).
     pub const PERIODICBURST: u16 = 0x2000;
+    /// --udp-l4s (2.2.1): the same bit in a UDP datagram's settings, with
+    /// `UDPTESTS` (`l4s.rs`).
+    pub const UDPL4S: u16 = 0x2000;
     /// --tcp-write-prefetch present.
     pub const WRITEPREFETCH: u16 = 0x4000;
     /// --tcp-quickack.

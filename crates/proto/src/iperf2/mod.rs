@@ -14,6 +14,7 @@ pub mod burst;
 pub mod defaults;
 pub mod flags;
 pub mod header;
+pub mod l4s;
 pub mod udp;
 
 pub use ack::ClientAck;

@@ -445,6 +445,7 @@ mod tests {
                         ce: 7,
                         ..ev::EcnCounts::default()
                     },
+                    l4s: false,
                 }),
                 ..ev::UdpSample::default()
             }),

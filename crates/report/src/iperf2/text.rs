@@ -65,6 +65,8 @@ pub(crate) struct Iperf2Text {
     fin_tries: u32,
     /// `-M`: the MSS asked for, which the banner names.
     mss_req: Option<u32>,
+    /// A `--udp-l4s` client: its banner says `UDP L4S`, as 2.2.1's does.
+    l4s: bool,
     /// `-W`: the window advice after a TCP sender's final report.
     window_advice: bool,
     /// `--omit` (iperf 2 master), seconds: added to the times after it.
@@ -244,6 +246,7 @@ impl Iperf2Text {
             hide_ips: cfg.iperf2.hide_ips,
             print_mss: cfg.output.print_mss,
             mss_req: cfg.params.mss,
+            l4s: cfg.iperf2.udp_l4s,
             fin_tries: match cfg.params.end {
                 wirespeed_core::config::EndCondition::Time(_) => 10,
                 _ => 1,
@@ -325,7 +328,10 @@ impl Iperf2Text {
 
     fn connecting(&self, c: &Connecting) -> String {
         let b = &c.settings;
-        let proto = b.protocol.name();
+        let proto = match b.protocol.name() {
+            "UDP" if self.l4s => "UDP L4S",
+            n => n,
+        };
         let mut s = String::from(RULE);
         s.push_str(&format!(
             "Client connecting to {}, {proto} port {}",
@@ -440,6 +446,9 @@ impl Iperf2Text {
         if c.no_udp_fin {
             s.push_str(" (no-udp-fin)");
         }
+        if c.l4s {
+            s.push_str(" (l4s)");
+        }
         if c.fq {
             s.push_str(" (fq)");
         }
@@ -537,6 +546,26 @@ impl Iperf2Text {
     }
 
     fn flow_line(&self, tag: &str, l: &StreamSample, kind: Kind, sum: bool) -> String {
+        let mut s = self.flow_line_of(tag, l, kind, sum);
+        // An L4S receiver (`--udp-l4s`) says how many of the interval's
+        // datagrams arrived CE-marked (wirespeed's; 2.2.1 prints none).
+        if let Some(e) = l.udp.and_then(|u| u.ecn).filter(|e| e.l4s && !sum)
+            && matches!(kind, Kind::UdpRecv | Kind::UdpRecvE | Kind::UdpRecvFrames)
+            && s.ends_with('\n')
+        {
+            let n = e.counts.total();
+            let pct = if n > 0 {
+                100.0 * e.counts.ce as f64 / n as f64
+            } else {
+                0.0
+            };
+            s.pop();
+            s.push_str(&format!(" CE {}/{n} ({pct:.2}%)\n", e.counts.ce));
+        }
+        s
+    }
+
+    fn flow_line_of(&self, tag: &str, l: &StreamSample, kind: Kind, sum: bool) -> String {
         let base = self.base(tag, l);
         let e = &l.extras;
         let retr = l.retransmits.unwrap_or(0);

@@ -247,6 +247,12 @@ pub fn fq_rate(s: &mut ParseState, o: &Occurrence<Opt>) -> Result {
     Ok(())
 }
 
+/// `--udp-l4s` (iperf 2.2.1's).
+pub fn udp_l4s(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
+    s.common.cfg.iperf2.udp_l4s = true;
+    Ok(())
+}
+
 /// `--no-udp-fin`.
 pub fn no_udp_fin(s: &mut ParseState, _: &Occurrence<Opt>) -> Result {
     s.common.cfg.iperf2.no_udp_fin = true;

@@ -176,6 +176,7 @@ pub(crate) struct UdpRecvHook {
     counters: Arc<DetailCounters>,
     batch: Welford,
     frames: Option<FrameTracker>,
+    l4s: Option<super::l4s::L4sAcker>,
 }
 
 impl UdpRecvHook {
@@ -185,7 +186,14 @@ impl UdpRecvHook {
             counters,
             batch: Welford::default(),
             frames: None,
+            l4s: None,
         }
+    }
+
+    /// Also acks an L4S sender (`--udp-l4s`) after each batch.
+    pub(crate) fn with_l4s(mut self, acker: super::l4s::L4sAcker) -> UdpRecvHook {
+        self.l4s = Some(acker);
+        self
     }
 
     /// Also follows the frames of an isochronous sender.
@@ -277,7 +285,10 @@ impl FrameTracker {
 }
 
 impl StreamHook for UdpRecvHook {
-    fn on_datagram(&mut self, d: &[u8], rx_ns: i64, transit_ns: i64) {
+    fn on_datagram(&mut self, d: &[u8], rx_ns: i64, transit_ns: i64, tos: Option<u8>) {
+        if let Some(a) = self.l4s.as_mut() {
+            a.on_datagram(d, tos);
+        }
         let secs = transit_ns as f64 * 1e-9;
         self.batch.add(secs, 0);
         if let Some(h) = &self.counters.histogram {
@@ -289,6 +300,9 @@ impl StreamHook for UdpRecvHook {
     }
 
     fn after_batch(&mut self) {
+        if let Some(a) = self.l4s.as_mut() {
+            a.ack();
+        }
         self.counters.latency.merge(&self.batch);
         self.batch = Welford::default();
         if let Some(f) = self.frames.as_mut() {

@@ -8,6 +8,7 @@ pub mod bounceback;
 pub mod client;
 mod connect_only;
 pub mod hooks;
+mod l4s;
 mod pacing_step;
 pub mod runner;
 pub mod server;

@@ -58,6 +58,8 @@ pub(crate) struct Iperf2Format {
     /// a client's datagrams carry theirs (bytes 112..120), which the
     /// receiving 2.x client reads from the first datagram.
     start: Option<(u32, u32)>,
+    /// A receiver of an L4S sender (`--udp-l4s`).
+    l4s: bool,
 }
 
 impl Iperf2Format {
@@ -71,6 +73,7 @@ impl Iperf2Format {
             wall_offset_ns: wall_ns() - mono_ns(),
             seq64: true,
             start: None,
+            l4s: false,
         }
     }
 
@@ -88,7 +91,14 @@ impl Iperf2Format {
             wall_offset_ns: 0,
             seq64,
             start: None,
+            l4s: false,
         }
+    }
+
+    /// A receiver of an L4S sender, whose FIN is not marked as its data.
+    pub(crate) fn l4s(mut self) -> Iperf2Format {
+        self.l4s = true;
+        self
     }
 
     /// Writes datagram `seq` sent now (wall clock) into `buf`.
@@ -176,6 +186,11 @@ impl DatagramFormat for Iperf2Format {
         DatagramHeader::read(buf, self.seq64)
             .filter(|h| h.is_fin())
             .map(|h| h.seq.unsigned_abs())
+    }
+
+    /// 2.2.1's L4S sender writes its FIN without the ECT(1) of its data.
+    fn fin_ecn(&self) -> bool {
+        !self.l4s
     }
 }
 

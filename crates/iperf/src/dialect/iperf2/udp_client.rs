@@ -38,8 +38,15 @@ pub(crate) fn udp_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
         (Some(pps), _) => pps,
         (None, r) => r,
     };
+    if cfg.iperf2.udp_l4s {
+        // 2.2.1's --udp-l4s: UDPTESTS and the upper flag (docs/protocols.md).
+        h.flags |= flags::UDPTESTS | flags::EXTEND;
+    }
     if let Some(e) = h.ext.as_mut() {
         e.rate = rate;
+        if cfg.iperf2.udp_l4s {
+            e.upper |= flags::upper::UDPL4S;
+        }
         // The server sends the frames: the settings block says which.
         if p.frames.is_some() && server_sends {
             e.upper |= flags::upper::ISOCH_SETTINGS;
@@ -56,6 +63,8 @@ pub(crate) fn udp_header(cfg: &TestConfig, start: (u32, u32)) -> ClientHeader {
 fn ipg_us(cfg: &TestConfig) -> f64 {
     let p = &cfg.params;
     match (p.pps, p.rate) {
+        // The acks set an L4S sender's rate (2.2.1 announces no gap).
+        _ if cfg.iperf2.udp_l4s => 0.0,
         (Some(pps), _) if pps > 0 => 1e6 / pps as f64,
         (_, r) if r > 0 => p.block_len_or_default() as f64 * 8.0 / r as f64 * 1e6,
         _ => 0.0,
@@ -126,6 +135,8 @@ pub(super) struct Udp {
     hellos: Vec<UdpSocket>,
     /// Our senders' FINs expect the receiver's report.
     expect_report: bool,
+    /// `--udp-l4s`: what each sender learned from its acks.
+    l4s: Vec<(u32, Arc<super::l4s::SenderLog>)>,
 }
 
 /// The UDP client for `cfg`, or why the test cannot run (multicast
@@ -161,6 +172,7 @@ pub(super) fn transport(cfg: &TestConfig, host: &str) -> Result<Box<dyn ClientTr
         fins: Vec::new(),
         hellos: Vec::new(),
         expect_report: !no_fin,
+        l4s: Vec::new(),
     }))
 }
 
@@ -220,6 +232,7 @@ impl ClientTransport for Udp {
                 _ => None,
             };
             line.no_udp_fin = p.direction == Direction::FullDuplex || cfg.iperf2.no_udp_fin;
+            line.l4s = cfg.iperf2.udp_l4s;
             reporter.emit(Event::StreamConnected(Box::new(line)));
             let take = || sock.try_clone().map_err(|e| Error::io(Code::INITSTREAM, &e));
             if receives {
@@ -258,6 +271,24 @@ impl ClientTransport for Udp {
             } else {
                 shared.clone()
             };
+            // --udp-l4s: a sender of our own, paced by the acks.
+            let format = if cfg.iperf2.udp_l4s {
+                let log = Arc::new(super::l4s::SenderLog::default());
+                self.l4s.push((id, log.clone()));
+                let max_rate = match (p.pps, p.rate) {
+                    (None, r) if r > 0 => r as f64 / 8.0,
+                    _ => 12.5e9,
+                };
+                Arc::new(super::l4s::L4sSender {
+                    fmt: self.fmt.clone(),
+                    template: self.template.clone(),
+                    max_rate,
+                    dscp: p.tos & !3,
+                    log,
+                }) as Arc<dyn wirespeed_core::engine::udp::UdpStart>
+            } else {
+                format
+            };
             let slot = Arc::new(Mutex::new(None));
             let s2 = slot.clone();
             let mut f = Flow::new(
@@ -294,6 +325,9 @@ impl ClientTransport for Udp {
     }
 
     fn after_run(&mut self, reporter: &mut Reporter, signal: &Arc<AtomicUsize>) {
+        for (id, log) in std::mem::take(&mut self.l4s) {
+            super::l4s::say(id, &log, reporter);
+        }
         let fins = std::mem::take(&mut self.fins);
         finish(
             fins,

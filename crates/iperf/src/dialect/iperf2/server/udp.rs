@@ -29,7 +29,7 @@ use wirespeed_core::net;
 use wirespeed_core::stats::histogram::{HistogramSpec, LatencyHistogram};
 use wirespeed_core::stats::{DetailCounters, FrameCounters, StreamMeta, StreamRole};
 use wirespeed_proto::iperf2::header::Amount;
-use wirespeed_proto::iperf2::{ClientHeader, DatagramHeader, IsochPayload, flags, version_string};
+use wirespeed_proto::iperf2::{ClientHeader, DatagramHeader, IsochPayload, flags, l4s, version_string};
 use wirespeed_report::Reporter;
 
 /// How long a group waits for the rest of a client's `-P` flows after the
@@ -209,9 +209,10 @@ fn header_of(ctx: &ServerCtx, d: &[u8]) -> Option<Option<ClientHeader>> {
     let h = ClientHeader::decode_udp(d);
     let valid = h.as_ref().is_some_and(|h| {
         // iperf 2's own major version, so junk that happens to set the
-        // extension bit is not taken for a test.
+        // extension bit is not taken for a test. An L4S sender's
+        // datagrams carry its timestamps where the version would be.
         h.flags & flags::EXTEND != 0 && h.version().is_some_and(|(u, l)| u >> 16 == 2 && l != 0)
-    });
+    }) || l4s::announces(d);
     // On a shared port anything else is someone else's (or junk).
     if ctx.strict && !valid {
         return None;
@@ -276,8 +277,18 @@ fn print_connection(ctx: &ServerCtx, m: &Member) {
     if !line.no_udp_fin && m.upper() & flags::upper::NOUDPFIN != 0 {
         line.no_udp_fin = true;
     }
-    line.peer_version = m.header.version().and_then(|(u, l)| version_string(u, l));
+    if is_l4s(m) {
+        line.l4s = true;
+    } else {
+        line.peer_version = m.header.version().and_then(|(u, l)| version_string(u, l));
+    }
     super::groups::announce(ctx, m, line);
+}
+
+/// An iperf 2.2.1 `--udp-l4s` sender: the settings of its datagrams say
+/// so (docs/protocols.md, "iperf 2 UDP L4S").
+fn is_l4s(m: &Member) -> bool {
+    m.has_header && m.header.flags & flags::UDPTESTS != 0 && m.upper() & flags::upper::UDPL4S != 0
 }
 
 /// Receivers answering their senders' FINs: (stream id, whether the
@@ -327,7 +338,10 @@ impl GroupTransport for Udp {
         self.served.push(m.peer);
         let DataSock::Udp(s) = &m.sock else { return None };
         let sock = s.try_clone().ok()?;
-        let block = Udp::block_len(ctx, &m.header) as usize;
+        let l4s = is_l4s(m);
+        // An L4S sender's datagrams grow to its length plus the IP and
+        // UDP headers (2.2.1 sizes them as whole packets).
+        let block = Udp::block_len(ctx, &m.header) as usize + if l4s { 48 } else { 0 };
         let histogram = match (&ctx.cfg.output.histograms, m.trip) {
             (Some(h), true) => Some(LatencyHistogram::new(
                 HistogramSpec::parse(Some(h)).unwrap_or_default(),
@@ -350,23 +364,43 @@ impl GroupTransport for Udp {
             let at = IsochPayload::offset_for(m.header.version().map_or(0, |v| v.0));
             hook = hook.with_frames(FrameTracker::new(at, m.trip, f.clone()));
         }
+        if l4s {
+            // The acks go out ECT(1), as 2.2.1's do.
+            let tos = u32::from((ctx.flow_cfg.params.tos & !3) | 1);
+            let r = SockRef::from(s);
+            if m.local.is_ipv6() {
+                let _ = wirespeed_sys::socket::set_tclass(&r, tos);
+            }
+            let _ = r.set_tos_v4(tos);
+            hook = hook.with_l4s(crate::dialect::iperf2::l4s::L4sAcker::new(s.try_clone().ok()?));
+        }
         let mut flow = Flow::new(
             DataStream::new(m.id, StreamRole::Recv, DataSock::Udp(sock), m.local, m.peer),
             StreamExtras {
                 hook: Some(Box::new(hook)),
-                udp_format: Some(Arc::new(Iperf2Format::receiver(m.seq64))),
+                udp_format: Some(Arc::new(if l4s {
+                    Iperf2Format::receiver(m.seq64).l4s()
+                } else {
+                    Iperf2Format::receiver(m.seq64)
+                })),
                 udp_prefeed: prefeed,
                 meta: StreamMeta {
                     detail: Some(counters.clone()),
                     frames,
                     // A client's -d/-r listener: the server's flows back.
                     connect_back: matches!(ctx.mode, Mode::ConnectBack { .. }),
-                    // The client's header says the TOS byte it sends with.
-                    ecn_sent: m
-                        .header
-                        .ext
-                        .filter(|_| m.has_header)
-                        .map(|e| wirespeed_core::events::Ecn::of_tos(e.tos as u8)),
+                    // The client's header says the TOS byte it sends with;
+                    // an L4S sender's carries its sequence number there and
+                    // sends ECT(1).
+                    ecn_sent: if l4s {
+                        Some(wirespeed_core::events::Ecn::Ect1)
+                    } else {
+                        m.header
+                            .ext
+                            .filter(|_| m.has_header)
+                            .map(|e| wirespeed_core::events::Ecn::of_tos(e.tos as u8))
+                    },
+                    l4s,
                     ..StreamMeta::default()
                 },
                 ..StreamExtras::default()
