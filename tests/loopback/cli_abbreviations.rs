@@ -97,7 +97,7 @@ const IPERF2_EXTRAS: &[&str] = &[
     "db", "rpm-listen", "tls-cert", "tls-key", "ecn",
     // iperf 2.2's and master's.
     "tcp-tx-delay", "send-delay", "fq-rate-step", "fq-rate-step-interval", "working-load-cca", "omit",
-    "set-rand-seed",
+    "set-rand-seed", "udp-l4s",
 ];
 
 /// wirespeed's own long options in the iperf3 dialect.
