@@ -15,6 +15,11 @@ What the receiver counted is set beside what the emulator says it did to
 the packets of that direction: marked CE, bleached, remarked. "exact"
 holds when the count that the case is about equals the emulator's.
 
+With WIRESPEED_IPERF2_L4S naming an iperf 2.2.1 built with
+--enable-udp-l4s, our --udp-l4s sender also runs against its server on the
+L4S marking and the bleaching paths, and its acks' counts are set beside
+the emulator's.
+
 Writes the ECN section of BENCHMARKS-PATHS.md (between its markers) and
 bench/ecn-results.json. Needs root and the release builds (cargo build
 --release --bin wirespeed --example pathemu). Traffic stays inside the
@@ -25,6 +30,7 @@ pid.
 import argparse
 import json
 import os
+import re
 import sys
 import time
 
@@ -57,6 +63,9 @@ RUNS = [
     ("iperf 2 dialect -R", ["--iperf2", "-R"], True, 0),
 ]
 LOAD = ["-u", "-b", "30M", "-l", "1200", "-t", "3"]
+# iperf 2.2.1 built with --enable-udp-l4s (its server acks our --udp-l4s
+# sender with its own CE counts), when named.
+IPERF2_L4S = os.environ.get("WIRESPEED_IPERF2_L4S")
 
 
 def wait_listening(pe, port, timeout=10.0):
@@ -134,6 +143,50 @@ def one(case, run):
     }
 
 
+def l4s_against_2_2_1(case):
+    """Our --udp-l4s sender against the real 2.2.1 server across the
+    case's path: 2.2.1's last ack (its cumulative received and CE counts,
+    which our client prints) against the emulator."""
+    name, settings, sent, counter, ours = case
+    with PathEmu(lifetime=120, a2b=settings, b2a="delay=5ms") as pe:
+        srv = pe.popen_b([IPERF2_L4S, "-s", "-u", "-p", "5201"])
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                r = pe.run_b(["ss", "-lunH"], timeout=5)
+                if ":5201 " in (r.stdout or ""):
+                    break
+                time.sleep(0.05)
+            before = pe.stats()
+            r = pe.run_a([WIRESPEED, "--iperf2", "-c", pe.addr_b, "-p", "5201", "-u", "--udp-l4s",
+                          "-b", "100M", "-l", "1200", "-t", "3"], timeout=40)
+            after = pe.stats()
+        finally:
+            stop(srv)
+    line = next((l for l in r.stdout.splitlines() if "L4S acks" in l), None)
+    if not line:
+        return {"error": f"no L4S acks line: {r.stdout[-300:]} {r.stderr[-200:]}"}
+    m = re.search(r"received (\d+), CE (\d+)", line)
+    rx, ce = int(m.group(1)), int(m.group(2))
+    emu = {k: after["a2b"]["udp"]["ecn"][k] - before["a2b"]["udp"]["ecn"][k] for k in ("marked", "bleached", "remarked")}
+    delivered = after["a2b"]["udp"]["delivered"]["packets"] - before["a2b"]["udp"]["delivered"]["packets"]
+    counts = {"not_ect": None, "ect0": None, "ect1": rx - ce, "ce": ce}
+    if counter == "marked":
+        # The last ack covers what 2.2.1 had read when it was sent: the
+        # marks among the datagrams after it are the emulator's, not yet
+        # the ack's.
+        late = delivered - rx
+        exact = ce <= emu["marked"] <= ce + late
+        compared = [f"ce (2.2.1's last ack) <= marked <= ce + {late} (delivered after that ack)", ""]
+    else:
+        # Bleached: 2.2.1 sets the ack's flag and our sender turns ECT(1)
+        # off; what it counts as CE is none.
+        exact = ce == 0 and emu["bleached"] > 0 and "arrived neither ECT(1) nor CE" in line
+        compared = ["2.2.1's ack flagged the field, ce 0, bleached > 0", ""]
+    return {"case": name, "run": "--udp-l4s to iperf 2.2.1", "sent": sent, "ours": counts, "emulator": emu,
+            "delivered": delivered, "arrived": rx, "compared": compared, "exact": exact, "ack": line.strip()}
+
+
 def render(results):
     lines = [BEGIN, "", "## ECN: our counts against the emulator's", "",
              f"`python3 bench/ecn.py`, {results['when']}. A UDP test of 3 s at 30 Mbit/s "
@@ -155,11 +208,22 @@ def render(results):
             lines.append(f"| {r.get('case', '?')} | {r.get('run', '?')} | | error: {r['error'][:120]} | | | | no |")
             continue
         o, e = r["ours"], r["emulator"]
+        n = lambda v: "-" if v is None else v  # noqa: E731
         lines.append(
             f"| {r['case']} | {r['run']} | {r['sent'].upper().replace('ECT', 'ECT(').replace('(0', '(0)').replace('(1', '(1)')} "
-            f"| {o['not_ect']} / {o['ect0']} / {o['ect1']} / {o['ce']} "
+            f"| {n(o['not_ect'])} / {n(o['ect0'])} / {n(o['ect1'])} / {n(o['ce'])} "
             f"| {e['marked']} / {e['bleached']} / {e['remarked']} | {r['delivered']} "
-            f"| {r['compared'][0]} = {r['compared'][1]} | {'yes' if r['exact'] else '**no**'} |")
+            f"| {' = '.join(c for c in r['compared'] if c)} | {'yes' if r['exact'] else '**no**'} |")
+    if any(r.get("run") == "--udp-l4s to iperf 2.2.1" for r in results["rows"]):
+        lines += ["", "`--udp-l4s to iperf 2.2.1`: our L4S sender (offered 100 Mbit/s, paced by the "
+                  "acks) against a real iperf 2.2.1 server built with `--enable-udp-l4s` "
+                  "(`WIRESPEED_IPERF2_L4S`); the counts are 2.2.1's own, from the last ack it sent "
+                  "(cumulative received and CE; it has no per-codepoint counts, so ECT(1) is received "
+                  "less CE), which our client prints. That ack covers what 2.2.1 had read when it sent "
+                  "it: the datagrams delivered after it (and 2.2.1's uncounted first one) are not in "
+                  "it, so its CE count is held between the marks before and all the marks. On the "
+                  "bleaching path 2.2.1 flags the field in its acks and our sender turns ECT(1) off "
+                  "(the emulator bleached only what crossed before that)."]
     lines += ["", END]
     return "\n".join(lines)
 
@@ -189,6 +253,12 @@ def main():
             r = one(case, run)
             r.setdefault("case", case[0])
             r.setdefault("run", run[0])
+            print(json.dumps(r), flush=True)
+            rows.append(r)
+        if IPERF2_L4S and case[2] == "ect1" and case[3] in ("marked", "bleached"):
+            r = l4s_against_2_2_1(case)
+            r.setdefault("case", case[0])
+            r.setdefault("run", "--udp-l4s to iperf 2.2.1")
             print(json.dumps(r), flush=True)
             rows.append(r)
     results = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
