@@ -172,7 +172,10 @@ fn our_client_against_our_server() {
         .lines()
         .find(|l| l.contains("L4S acks"))
         .unwrap_or_else(|| panic!("{}", r.stdout));
-    assert!(acks.contains(", CE 0 (0.00%), lost 0"), "{}", r.stdout);
+    // Loopback marks nothing; it loses nothing unless a starved receiver's
+    // socket buffer overflows (a loaded machine), which the server's
+    // report then says too.
+    assert!(acks.contains(", CE 0 (0.00%), lost "), "{}", r.stdout);
     let received: u64 = acks
         .split("received ")
         .nth(1)
@@ -184,10 +187,15 @@ fn our_client_against_our_server() {
         .nth(1)
         .and_then(|t| t.split_whitespace().next()?.parse().ok())
         .unwrap();
-    // Every data datagram acked (the FIN is counted in "Sent"; the very
-    // last ones may not have been read before the end).
+    let ack_lost: u64 = acks
+        .rsplit("lost ")
+        .next()
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .unwrap();
+    // Every data datagram acked, as received or lost (the FIN is counted
+    // in "Sent"; the very last ones may not have been read before the end).
     assert!(
-        received < sent && received + 20 >= sent,
+        received < sent && received + ack_lost + 20 >= sent,
         "{received} of {sent}: {}",
         r.stdout
     );
@@ -196,14 +204,20 @@ fn our_client_against_our_server() {
         srv.out().contains("ECN:").then_some(())
     });
     let out = stop_server(srv);
+    // The client has our report: lost/total, total what it sent.
+    let total = format!("/{sent} (");
+    let lost: u64 = r
+        .stdout
+        .lines()
+        .find_map(|l| {
+            let at = l.find(&total)?;
+            l[..at].rsplit(' ').next()?.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("the client has no report of our server's: {}", r.stdout));
+    assert!(lost * 100 <= sent, "{lost} of {sent} lost on loopback: {}", r.stdout);
     let ecn = out.lines().find(|l| l.contains("ECN:")).unwrap();
     assert!(
-        ecn.contains(&format!("ECT(1) {}, CE 0: the path kept ECT(1)", sent - 1)),
+        ecn.contains(&format!("ECT(1) {}, CE 0: the path kept ECT(1)", sent - 1 - lost)),
         "{out}"
-    );
-    assert!(
-        r.stdout.contains(&format!("0/{sent} (0%)")),
-        "the client has our report: {}",
-        r.stdout
     );
 }
