@@ -187,6 +187,46 @@ def l4s_against_2_2_1(case):
             "delivered": delivered, "arrived": rx, "compared": compared, "exact": exact, "ack": line.strip()}
 
 
+def l4s_from_2_2_1(case):
+    """The real 2.2.1 --udp-l4s client against our server across the
+    case's path: what our server counted (its ECN line), which is what its
+    acks told 2.2.1, against the emulator."""
+    name, settings, sent, counter, ours = case
+    with PathEmu(lifetime=120, a2b=settings, b2a="delay=5ms") as pe:
+        srv = pe.popen_b([WIRESPEED, "-s", "-p", "5201"])
+        try:
+            if not wait_listening(pe, "5201"):
+                return {"error": "the server did not listen"}
+            before = pe.stats()
+            r = pe.run_a([IPERF2_L4S, "-c", pe.addr_b, "-p", "5201", "-u", "--udp-l4s", "-b", "30M",
+                          "-l", "1200", "-t", "3"], timeout=40)
+            after = pe.stats()
+        finally:
+            stop(srv)
+            out, _ = srv.communicate(timeout=10)
+    line = next((l for l in out.splitlines() if "ECN:" in l), None)
+    if not line:
+        return {"error": f"no ECN line from our server: {out[-300:]} / client: {r.stdout[-200:]}"}
+    m = re.search(r"arrived Not-ECT (\d+), ECT\(0\) (\d+), ECT\(1\) (\d+), CE (\d+)", line)
+    if not m:
+        return {"error": f"no counts in {line}"}
+    counts = dict(zip(("not_ect", "ect0", "ect1", "ce"), map(int, m.groups())))
+    emu = {k: after["a2b"]["udp"]["ecn"][k] - before["a2b"]["udp"]["ecn"][k] for k in ("marked", "bleached", "remarked")}
+    delivered = after["a2b"]["udp"]["delivered"]["packets"] - before["a2b"]["udp"]["delivered"]["packets"]
+    arrived = sum(counts.values())
+    late = delivered - arrived
+    if counter == "marked":
+        # The client's FIN datagrams (and their repeats) are not counted;
+        # the queue may mark them too.
+        exact = counts["ce"] <= emu["marked"] <= counts["ce"] + late
+        compared = [f"ce <= marked <= ce + {late} (its FIN datagrams)", ""]
+    else:
+        exact = emu["bleached"] > 0 and counts["not_ect"] > 0 and counts["ce"] == 0 and "sender's own" in line
+        compared = ["bleached > 0, then the sender's Not-ECT: all arrived Not-ECT, said so", ""]
+    return {"case": name, "run": "iperf 2.2.1 --udp-l4s to ours", "sent": sent, "ours": counts, "emulator": emu,
+            "delivered": delivered, "arrived": arrived, "compared": compared, "exact": exact, "ecn_line": line.strip()}
+
+
 def render(results):
     lines = [BEGIN, "", "## ECN: our counts against the emulator's", "",
              f"`python3 bench/ecn.py`, {results['when']}. A UDP test of 3 s at 30 Mbit/s "
@@ -214,7 +254,7 @@ def render(results):
             f"| {n(o['not_ect'])} / {n(o['ect0'])} / {n(o['ect1'])} / {n(o['ce'])} "
             f"| {e['marked']} / {e['bleached']} / {e['remarked']} | {r['delivered']} "
             f"| {' = '.join(c for c in r['compared'] if c)} | {'yes' if r['exact'] else '**no**'} |")
-    if any(r.get("run") == "--udp-l4s to iperf 2.2.1" for r in results["rows"]):
+    if any("2.2.1" in r.get("run", "") for r in results["rows"]):
         lines += ["", "`--udp-l4s to iperf 2.2.1`: our L4S sender (offered 100 Mbit/s, paced by the "
                   "acks) against a real iperf 2.2.1 server built with `--enable-udp-l4s` "
                   "(`WIRESPEED_IPERF2_L4S`); the counts are 2.2.1's own, from the last ack it sent "
@@ -223,7 +263,13 @@ def render(results):
                   "it: the datagrams delivered after it (and 2.2.1's uncounted first one) are not in "
                   "it, so its CE count is held between the marks before and all the marks. On the "
                   "bleaching path 2.2.1 flags the field in its acks and our sender turns ECT(1) off "
-                  "(the emulator bleached only what crossed before that)."]
+                  "(the emulator bleached only what crossed before that). The other way the same holds: "
+                  "2.2.1's sender goes Not-ECT once our acks flag the field, so our server's count of "
+                  "Not-ECT arrivals holds the path's few and the sender's own, as its ECN line says. "
+                  "`iperf 2.2.1 --udp-l4s to "
+                  "ours`: the real 2.2.1 L4S client (offered 30 Mbit/s) against our server, whose "
+                  "counts (its ECN line) are what its acks told the client; its FIN datagrams, which "
+                  "the queue may mark too, are not counted."]
     lines += ["", END]
     return "\n".join(lines)
 
@@ -256,11 +302,13 @@ def main():
             print(json.dumps(r), flush=True)
             rows.append(r)
         if IPERF2_L4S and case[2] == "ect1" and case[3] in ("marked", "bleached"):
-            r = l4s_against_2_2_1(case)
-            r.setdefault("case", case[0])
-            r.setdefault("run", "--udp-l4s to iperf 2.2.1")
-            print(json.dumps(r), flush=True)
-            rows.append(r)
+            for f, label in ((l4s_against_2_2_1, "--udp-l4s to iperf 2.2.1"),
+                             (l4s_from_2_2_1, "iperf 2.2.1 --udp-l4s to ours")):
+                r = f(case)
+                r.setdefault("case", case[0])
+                r.setdefault("run", label)
+                print(json.dumps(r), flush=True)
+                rows.append(r)
     results = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
     with open(RESULTS, "w") as f:
         json.dump(results, f, indent=1)

@@ -57,7 +57,7 @@ pub fn line(e: &EcnTotals) -> String {
     s.push_str(&format!(", arrived {}", counts(a)));
     if let Some(v) = &e.verdict {
         s.push_str(": ");
-        s.push_str(&verdict(e.sent.unwrap_or(Ecn::NotEct), v));
+        s.push_str(&verdict(e.sent.unwrap_or(Ecn::NotEct), v, e.l4s));
     }
     s
 }
@@ -73,7 +73,7 @@ fn counts(c: &EcnCounts) -> String {
 
 /// What the path did: `kept`, or any of CE-marked, bleached and remarked,
 /// each with how many of how many.
-fn verdict(sent: Ecn, v: &EcnVerdict) -> String {
+fn verdict(sent: Ecn, v: &EcnVerdict, l4s: bool) -> String {
     if v.kept_all() {
         return format!("the path kept {}", sent.label());
     }
@@ -82,7 +82,14 @@ fn verdict(sent: Ecn, v: &EcnVerdict) -> String {
     if v.ce > 0 {
         parts.push(format!("CE-marked {} of {n} ({:.2}%)", v.ce, v.ce_percent));
     }
-    if v.bleached > 0 {
+    if v.bleached > 0 && l4s {
+        // Once told (the acks' flag), an L4S sender sends Not-ECT: this
+        // end cannot tell those from bleached ones.
+        parts.push(format!(
+            "bleached the field: {} of {n} arrived Not-ECT (the path's, and the L4S sender's own once the acks told it)",
+            v.bleached
+        ));
+    } else if v.bleached > 0 {
         parts.push(format!("bleached {} of {n} (arrived Not-ECT)", v.bleached));
     }
     if v.remarked > 0 {
@@ -129,6 +136,7 @@ mod tests {
             arrived: Some(arrived),
             verdict: Some(EcnVerdict::judge(sent, &arrived)),
             impossible: None,
+            l4s: false,
         }
     }
 
@@ -151,6 +159,17 @@ mod tests {
         assert!(line(&totals(Ecn::Ect0, c(100, 0, 0, 0))).ends_with("the path bleached 100 of 100 (arrived Not-ECT)"));
         assert!(
             line(&totals(Ecn::Ect0, c(0, 0, 100, 0))).ends_with("the path remarked 100 of 100 (ECT(0) arrived ECT(1))")
+        );
+        let l4s = EcnTotals {
+            l4s: true,
+            ..totals(Ecn::Ect1, c(100, 0, 0, 0))
+        };
+        assert!(
+            line(&l4s).ends_with(
+                "the path bleached the field: 100 of 100 arrived Not-ECT (the path's, and the L4S sender's own once the acks told it)"
+            ),
+            "{}",
+            line(&l4s)
         );
         let bogus = EcnTotals {
             sent: Some(Ecn::Ect1),

@@ -81,6 +81,10 @@ pub struct EcnTotals {
     /// The peer claimed counts that cannot be (more arrived than were
     /// sent): they are not used, and said so.
     pub impossible: Option<EcnCounts>,
+    /// The stream ran iperf 2.2.1's L4S exchange, whose sender stops
+    /// setting ECT(1) once an ack says the field arrived bleached: what
+    /// arrives Not-ECT after that is the sender's, not the path's doing.
+    pub l4s: bool,
 }
 
 /// What the path did to the ECN field of the datagrams that arrived.

@@ -422,6 +422,7 @@ fn sender_ecn(s: &StreamStats, snap: &Snapshot, pr: Option<&StreamResult>) -> Op
         arrived,
         verdict: sent.zip(arrived).map(|(e, a)| EcnVerdict::judge(e, &a)),
         impossible,
+        l4s: s.meta.l4s,
     })
 }
 
@@ -441,6 +442,7 @@ fn receiver_ecn(s: &StreamStats, snap: &Snapshot, pr: Option<&StreamResult>, sen
         arrived: Some(arrived),
         verdict: sent.map(|e| EcnVerdict::judge(e, &arrived)),
         impossible: None,
+        l4s: s.meta.l4s,
     })
 }
 
@@ -463,6 +465,7 @@ fn sum_ecn_totals<'a>(each: impl Iterator<Item = Option<&'a EcnTotals>>) -> Opti
         arrived,
         verdict: sent.zip(arrived).map(|(e, a)| EcnVerdict::judge(e, &a)),
         impossible,
+        l4s: all.iter().any(|e| e.l4s),
     })
 }
 

@@ -548,6 +548,7 @@ mod tests {
                             ce: 500,
                             ..ev::EcnCounts::default()
                         }),
+                        l4s: false,
                     }
                 }),
             }),
