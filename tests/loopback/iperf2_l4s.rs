@@ -133,7 +133,13 @@ fn our_server_flags_a_bleached_field() {
         srv.out().contains("ECN:").then_some(())
     });
     let out = stop_server(srv);
-    assert!(out.contains("bleached 1 of 2"), "{out}");
+    // (An L4S sender goes Not-ECT once told: the line says so.)
+    assert!(
+        out.contains(
+            "bleached the field: 1 of 2 arrived Not-ECT (the path's, and the L4S sender's own once the acks told it)"
+        ),
+        "{out}"
+    );
 }
 
 /// Our client against our server: the acks come back and pace it, the
