@@ -116,23 +116,13 @@ fn our_l4s_client_against_the_real_server() {
     let srv = Proc::spawn(&iperf, &["-s", "-u", "-p", &port.to_string(), "-i", "1"]);
     common::wait_bound_udp(port);
     let t0 = Instant::now();
-    let ran = common::run(
-        &common::wirespeed(),
-        &[
-            "--iperf2",
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-u",
-            "--udp-l4s",
-            "-t",
-            "3",
-            "-b",
-            "5M",
-        ],
+    let ran = common::iperf2_client(
+        common::Iperf2::Ours,
+        port,
+        "-u --udp-l4s -t 3 -b 5M",
         Duration::from_secs(20),
-    );
+    )
+    .expect("ours always runs");
     let took = t0.elapsed();
     // The real server prints its whole-test line when the flow ends.
     let out = wait::stdout_has(&srv, "] 0.00-3.", wait::LONG);
@@ -183,21 +173,8 @@ fn our_l4s_client_against_a_server_without_l4s() {
         return;
     };
     let t0 = Instant::now();
-    let ran = common::run(
-        &common::wirespeed(),
-        &[
-            "--iperf2",
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-u",
-            "--udp-l4s",
-            "-t",
-            "2",
-        ],
-        Duration::from_secs(20),
-    );
+    let ran = common::iperf2_client(common::Iperf2::Ours, port, "-u --udp-l4s -t 2", Duration::from_secs(20))
+        .expect("ours always runs");
     let took = t0.elapsed();
     let srv_out = common::stop_server(srv);
     let both = format!("client:\n{}{}\nserver:\n{srv_out}", ran.stdout, ran.stderr);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use socket2::SockRef;
 use wirespeed::proto::iperf2::l4s::{ACK_LEN, Ack, Forward};
 
-use crate::common::{Proc, free_port, run, stop_server, wait, wait_bound_udp, wirespeed};
+use crate::common::{Iperf2, Proc, free_port, iperf2_client, stop_server, wait, wait_bound_udp, wirespeed};
 
 /// An L4S datagram as 2.2.1's sender lays it out (200 bytes): iperf 2
 /// sequence `seq`, settings with UDPTESTS | EXTEND and upper flag 0x2000,
@@ -149,23 +149,8 @@ fn our_client_against_our_server() {
     let port = free_port();
     let srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-u", "-p", &port.to_string()]);
     wait_bound_udp(port);
-    let r = run(
-        &wirespeed(),
-        &[
-            "--iperf2",
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-u",
-            "--udp-l4s",
-            "-t",
-            "2",
-            "-b",
-            "5M",
-        ],
-        Duration::from_secs(20),
-    );
+    let r = iperf2_client(Iperf2::Ours, port, "-u --udp-l4s -t 2 -b 5M", Duration::from_secs(20))
+        .expect("ours always runs");
     assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
     assert!(
         r.stdout.contains("Client connecting to 127.0.0.1, UDP L4S port"),
