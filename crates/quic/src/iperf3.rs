@@ -426,8 +426,14 @@ fn not_quic(server: SocketAddr) -> Error {
 struct Watched {
     inner: Arc<dyn AsyncUdpSocket>,
     first: Mutex<Option<(Vec<u8>, SocketAddr)>>,
+    /// Whether `first` still holds it (every receive after looks at this
+    /// alone).
+    first_pending: std::sync::atomic::AtomicBool,
     /// A handle on the client's socket while its errors are watched.
     watch: Mutex<Option<UdpSocket>>,
+    /// Whether they are: every send and receive looks at this alone once
+    /// the connection is up (and on the server, always).
+    watching: std::sync::atomic::AtomicBool,
     refused: std::sync::atomic::AtomicBool,
 }
 
@@ -441,7 +447,9 @@ impl Watched {
         let watch = if first.is_none() { Some(sock.try_clone()?) } else { None };
         Ok(Arc::new(Watched {
             inner: quinn::TokioRuntime.wrap_udp_socket(sock)?,
+            first_pending: std::sync::atomic::AtomicBool::new(first.is_some()),
             first: Mutex::new(first),
+            watching: std::sync::atomic::AtomicBool::new(watch.is_some()),
             watch: Mutex::new(watch),
             refused: Default::default(),
         }))
@@ -454,11 +462,15 @@ impl Watched {
 
     /// The connection is up: errors are quinn's alone from now on.
     fn unwatch(&self) {
+        self.watching.store(false, std::sync::atomic::Ordering::Relaxed);
         self.watch.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 
     /// Takes the socket's pending error while watched.
     fn look(&self) {
+        if !self.watching.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let g = self.watch.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(s) = g.as_ref()
             && let Ok(Some(e)) = s.take_error()
@@ -485,7 +497,11 @@ impl AsyncUdpSocket for Watched {
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> Poll<io::Result<usize>> {
-        let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let first = if self.first_pending.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            self.first.lock().unwrap_or_else(|p| p.into_inner()).take()
+        } else {
+            None
+        };
         if let Some((d, from)) = first
             && let (Some(buf), Some(m)) = (bufs.first_mut(), meta.first_mut())
             && d.len() <= buf.len()
