@@ -477,6 +477,12 @@ fn our_sync_transfer_id_client() {
     }
 }
 
+/// The end of the last `[ *1] 0.0000-END sec` line: the whole test's span.
+fn whole_span(out: &str) -> Option<f64> {
+    let line = out.lines().rfind(|l| l.starts_with("[ *1] 0.0000-"))?;
+    line["[ *1] 0.0000-".len()..].split_whitespace().next()?.parse().ok()
+}
+
 #[test]
 fn isochronous_frames_from_the_server_both_ways() {
     if peer("iperf").is_none() {
@@ -506,13 +512,16 @@ fn isochronous_frames_from_the_server_both_ways() {
     // 2.1.8 counts one frame more than it completed.
     assert!((30..=62).contains(&got[0]) && got[1] == 0, "{}", r.stdout);
     assert!(lat.is_some_and(|l| l > 1.0 && l < 60.0), "{}", r.stdout);
-    let last = r.stdout.lines().rfind(|l| l.starts_with("[ *1] 0.0000-")).unwrap_or("");
-    assert!(last.starts_with("[ *1] 0.0000-2.0"), "{}", r.stdout);
-    // Plain -R --trip-times too: the report spans the test, not the epoch.
+    // The report spans the test (2.1.8 takes its start from our
+    // datagrams), not the epoch; a loaded host moves its ends by some ms.
+    let span = whole_span(&r.stdout);
+    assert!(span.is_some_and(|s| (1.9..2.2).contains(&s)), "{}", r.stdout);
+    // Plain -R --trip-times too.
     let r = iperf2_client(Iperf2::Real, port, "-u -R --trip-times -t 1 -e", T).unwrap();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(!r.stdout.contains("ignore --trip-times"), "{}", r.stdout);
-    assert!(r.stdout.contains("[ *1] 0.0000-1.0"), "{}", r.stdout);
+    let span = whole_span(&r.stdout);
+    assert!(span.is_some_and(|s| (0.9..1.2).contains(&s)), "{}", r.stdout);
     let out = stop_server(srv);
     assert!(out.contains("isoch:tx/miss/slip"), "{out}");
     // TCP: each frame a burst of 4 Mbit/s / 20 = 25,000 bytes.
