@@ -97,6 +97,59 @@ fn bytes_and_blocks_end_the_test_exactly() {
 }
 
 #[test]
+fn congestion_control_runs_on_both_ends_of_the_connection() {
+    // The server prints a JSON document per test, which the client asks
+    // for: both ends' `quic.congestion`, in each direction.
+    let port = free_port();
+    let _srv = wirespeed_server(port, &["-J"]);
+    for (c, name) in [("cubic", "cubic"), ("reno", "newreno"), ("BBR", "bbr")] {
+        for dir in [&[][..], &["-R"][..]] {
+            let mut a = vec!["-n", "4M", "-C", c, "--get-server-output"];
+            a.extend_from_slice(dir);
+            let doc = quic_json(port, &a);
+            assert_eq!(assert_exact(&doc, 1), 4 << 20);
+            let theirs = &doc["server_output_json"]["end"]["streams"][0]["quic"];
+            assert_eq!(
+                doc["end"]["streams"][0]["quic"]["congestion"], name,
+                "{c} {dir:?}: {doc:#}"
+            );
+            assert_eq!(theirs["congestion"], name, "{c} {dir:?}: {doc:#}");
+        }
+    }
+    // Without -C: quinn's default, CUBIC; -V says which.
+    let r = quic(port, &["-n", "1M", "-V"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("\nquic_congestion cubic\n"), "{}", r.stdout);
+    // A controller QUIC does not have: one line, before any connection.
+    let r = quic(port, &["-C", "vegas"]);
+    assert_eq!(r.code, Some(1), "{}", r.stdout);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("--quic has no congestion control 'vegas': -C takes cubic, reno (newreno) or bbr"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_window_holds_the_sender_to_it() {
+    // -w is each stream's flow-control window: the receiver never lets
+    // more than it be in flight, and the sender holds no more unsent.
+    // On loopback the bytes still cross; the windows show in the ends'
+    // numbers (the path test holds the rate to window / RTT).
+    let port = free_port();
+    let _srv = wirespeed_server(port, &[]);
+    for dir in [&[][..], &["-R"][..], &["-P", "3"][..]] {
+        let mut a = vec!["-n", "8M", "-w", "64K"];
+        a.extend_from_slice(dir);
+        let doc = quic_json(port, &a);
+        let streams = doc["end"]["streams"].as_array().unwrap().len();
+        assert_eq!(assert_exact(&doc, streams), 8 << 20, "{dir:?}");
+    }
+}
+
+#[test]
 fn omit_intervals_text_and_json_stream() {
     let port = free_port();
     let _srv = wirespeed_server(port, &[]);
@@ -144,9 +197,7 @@ fn a_tcp_test_runs_on_the_same_server_between_quic_tests() {
 fn options_quic_cannot_honour_are_refused_in_one_line() {
     for (opt, spelled) in [
         (&["-u"][..], "-u"),
-        (&["-w", "1M"][..], "-w"),
         (&["-Z"][..], "-Z"),
-        (&["-C", "cubic"][..], "-C"),
         (&["--rpm"][..], "--rpm"),
         (&["--latency"][..], "--latency"),
         (&["-M", "1000"][..], "-M"),

@@ -201,3 +201,47 @@ fn quic_timed_tests_across_a_long_lossy_path_end_in_time_and_count_what_the_path
         }
     }
 }
+
+/// `-w` is each stream's flow-control window: the receiver lets no more
+/// than it be in flight, so a stream carries at most a window per round
+/// trip, as a TCP stream with that buffer does. On a clean 100 ms path,
+/// 64 KiB is some 5 Mbit/s, where the path and QUIC without `-w` carry far
+/// more. Both directions: in `-R` the client's receiver grants it.
+#[test]
+fn quic_window_holds_each_stream_to_a_window_per_round_trip() {
+    let _t = common::path_turn();
+    let Some(p) = Path::start(&PathSpec::new().both("delay=50ms,rate=100M,queue=2000").lifetime(200)) else {
+        return;
+    };
+    const W: f64 = 65536.0;
+    let carried = |args: &[&str]| {
+        let (code, doc, _, server) = quic_test(&p, args);
+        assert_eq!(code, Some(0), "{args:?}: {doc}\nserver: {server}");
+        let end = &doc["end"];
+        assert_eq!(
+            end["sum_sent"]["bytes"], end["sum_received"]["bytes"],
+            "{args:?}: {end}"
+        );
+        let secs = end["sum_received"]["seconds"].as_f64().unwrap();
+        (end["sum_received"]["bytes"].as_f64().unwrap(), secs, doc)
+    };
+    for dir in [&[][..], &["-R"][..]] {
+        let mut a = vec!["-t", "3", "-w", "64K"];
+        a.extend_from_slice(dir);
+        let (bytes, secs, doc) = carried(&a);
+        // A window per 100 ms round trip, and one more for the first and
+        // last (the path's RTT is its floor: queueing only lengthens it).
+        let most = W * (secs / 0.1 + 2.0);
+        eprintln!("-q -w 64K {dir:?}: {bytes} bytes in {secs} s; at most {most}");
+        assert!(
+            bytes <= most,
+            "{dir:?}: {bytes} bytes in {secs} s, a 64K window allows {most}: {doc}"
+        );
+        assert!(bytes > 0.0, "{dir:?}: {doc}");
+    }
+    // Without it, the same path carries several times that: the bound
+    // above is the window's, not the path's.
+    let (bytes, secs, doc) = carried(&["-t", "3"]);
+    eprintln!("-q (no -w): {bytes} bytes in {secs} s");
+    assert!(bytes > 3.0 * W * (secs / 0.1 + 2.0), "{bytes} bytes in {secs} s: {doc}");
+}

@@ -35,7 +35,7 @@ use crate::tls;
 use wirespeed_core::engine::pipe::{ByteStream, PipeSock};
 use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::QuicTotals;
-use wirespeed_iperf::dialect::iperf3::quic::{QuicConn, QuicData};
+use wirespeed_iperf::dialect::iperf3::quic::{Controller, QuicConn, QuicData, Tuning};
 
 /// The ALPN both ends offer.
 pub const ALPN: &[u8] = b"wirespeed-iperf3";
@@ -74,18 +74,43 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
         .map_err(|e| Error::io(Code::PTHREADCREATE, &e))
 }
 
-/// Both ends' transport: `streams` streams may be opened by the peer.
-fn transport(streams: usize) -> quinn::TransportConfig {
+/// Both ends' transport: `peer_opens` streams may be opened by the peer,
+/// and the test has `streams` in all.
+fn transport(peer_opens: usize, streams: usize, tuning: Tuning) -> quinn::TransportConfig {
     let mut t = quinn::TransportConfig::default();
-    t.max_concurrent_bidi_streams(VarInt::from_u32(streams.min(u32::MAX as usize) as u32));
+    let streams = streams.max(1) as u64;
+    t.max_concurrent_bidi_streams(VarInt::from_u32(peer_opens.min(u32::MAX as usize) as u32));
     t.max_concurrent_uni_streams(VarInt::from_u32(0));
     t.max_idle_timeout(Some(IDLE.try_into().expect("idle timeout fits")));
     t.keep_alive_interval(Some(KEEP_ALIVE));
-    t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW));
-    t.receive_window(VarInt::from_u32(CONNECTION_WINDOW));
-    t.send_window(crate::net::SEND_WINDOW);
+    match tuning.window {
+        // -w: each stream's window, and the connection's for all of them.
+        Some(w) => {
+            t.stream_receive_window(VarInt::from_u32(w));
+            t.receive_window(VarInt::from_u64(u64::from(w) * streams).unwrap_or(VarInt::MAX));
+        }
+        None => {
+            t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW));
+            t.receive_window(VarInt::from_u32(CONNECTION_WINDOW));
+        }
+    }
+    t.send_window(send_cap(tuning, streams));
     t.datagram_receive_buffer_size(None);
+    match tuning.controller {
+        Controller::Cubic => t.congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default())),
+        Controller::NewReno => t.congestion_controller_factory(Arc::new(quinn::congestion::NewRenoConfig::default())),
+        Controller::Bbr => t.congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default())),
+    };
     t
+}
+
+/// The most a sender lets quinn hold: `-w` per stream when given (so a
+/// small window holds a sender to it, as a small socket buffer holds a TCP
+/// sender), else the default ceiling.
+fn send_cap(tuning: Tuning, streams: u64) -> u64 {
+    tuning
+        .window
+        .map_or(crate::net::SEND_WINDOW, |w| u64::from(w).saturating_mul(streams))
 }
 
 /// The server's TLS, made once (a self-signed certificate for
@@ -142,6 +167,7 @@ impl QuicData for Quic {
         server: SocketAddr,
         cookie: &[u8],
         client_sends: &[bool],
+        tuning: Tuning,
         deadline: Instant,
     ) -> Result<Box<dyn QuicConn>, Error> {
         let rt = runtime()?;
@@ -163,7 +189,7 @@ impl QuicData for Quic {
             .map_err(|e| Error::io(Code::STREAMCONNECT, &e))?
         };
         let mut client = quinn::ClientConfig::new(Arc::new(tls::client_crypto_for(ALPN, WHAT)?));
-        client.transport_config(Arc::new(transport(0)));
+        client.transport_config(Arc::new(transport(0, client_sends.len(), tuning)));
         endpoint.set_default_client_config(client);
         let name = server.ip().to_string();
         let opened = rt.block_on(bounded(
@@ -194,7 +220,15 @@ impl QuicData for Quic {
                 return Err(e);
             }
         };
-        Conn::boxed(rt, endpoint, conn, streams, &keep, server, client_sends)
+        Conn::boxed(
+            rt,
+            endpoint,
+            conn,
+            streams.into_iter().zip(client_sends.iter().copied()),
+            &keep,
+            server,
+            tuning,
+        )
     }
 
     fn accept(
@@ -204,6 +238,7 @@ impl QuicData for Quic {
         from: SocketAddr,
         cookie: &[u8],
         server_sends: &[bool],
+        tuning: Tuning,
         deadline: Instant,
         stop: &dyn Fn() -> bool,
     ) -> Result<Box<dyn QuicConn>, Error> {
@@ -217,7 +252,7 @@ impl QuicData for Quic {
         }
         let keep = sock.try_clone().map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
         let mut config = quinn::ServerConfig::with_crypto(server_crypto()?);
-        config.transport_config(Arc::new(transport(server_sends.len())));
+        config.transport_config(Arc::new(transport(server_sends.len(), server_sends.len(), tuning)));
         let endpoint = {
             let _in = rt.enter();
             let socket = Watched::new(&rt, sock, Some((first, from))).map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
@@ -270,7 +305,15 @@ impl QuicData for Quic {
                 let _ = s.finish();
             }
         }
-        Conn::boxed(rt, endpoint, conn, streams, &keep, from, server_sends)
+        Conn::boxed(
+            rt,
+            endpoint,
+            conn,
+            streams.into_iter().zip(server_sends.iter().copied()),
+            &keep,
+            from,
+            tuning,
+        )
     }
 }
 
@@ -282,6 +325,8 @@ struct Conn {
     conn: quinn::Connection,
     streams: Vec<PipeSock>,
     closed: bool,
+    /// The controller it runs (`-C`).
+    controller: Controller,
 }
 
 impl Conn {
@@ -289,16 +334,18 @@ impl Conn {
         rt: tokio::runtime::Runtime,
         endpoint: quinn::Endpoint,
         conn: quinn::Connection,
-        opened: Vec<(quinn::SendStream, quinn::RecvStream)>,
+        opened: impl ExactSizeIterator<Item = ((quinn::SendStream, quinn::RecvStream), bool)>,
         sock: &UdpSocket,
         peer: SocketAddr,
-        sends: &[bool],
+        tuning: Tuning,
     ) -> Result<Box<dyn QuicConn>, Error> {
+        let cap = send_cap(tuning, opened.len().max(1) as u64);
         let mut streams = Vec::with_capacity(opened.len());
-        for ((s, r), &sends) in opened.into_iter().zip(sends) {
+        for ((s, r), sends) in opened {
             let io = Arc::new(Stream {
                 rt: rt.handle().clone(),
                 conn: conn.clone(),
+                cap,
                 send: Mutex::new(sends.then_some(s)),
                 recv: Mutex::new((!sends).then_some(r)),
             });
@@ -314,6 +361,7 @@ impl Conn {
             conn,
             streams,
             closed: false,
+            controller: tuning.controller,
         }))
     }
 }
@@ -333,6 +381,7 @@ impl QuicConn for Conn {
             lost_packets: p.lost_packets,
             lost_bytes: p.lost_bytes,
             congestion_events: p.congestion_events,
+            congestion: self.controller.name().to_string(),
         }
     }
 
@@ -364,8 +413,9 @@ impl Drop for Conn {
 /// the test's bytes.
 struct Stream {
     rt: tokio::runtime::Handle,
-    /// The connection, whose send buffer each write sizes.
+    /// The connection, whose send buffer each write sizes, up to `cap`.
     conn: quinn::Connection,
+    cap: u64,
     send: Mutex<Option<quinn::SendStream>>,
     recv: Mutex<Option<quinn::RecvStream>>,
 }
@@ -380,7 +430,7 @@ impl ByteStream for Stream {
     fn write(&self, buf: &[u8], wait: Duration) -> io::Result<usize> {
         let mut g = self.send.lock().unwrap_or_else(|p| p.into_inner());
         let s = g.as_mut().ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
-        crate::net::hold_send_window(&self.conn);
+        crate::net::hold_send_window(&self.conn, self.cap);
         match self.rt.block_on(async { timeout(wait, s.write(buf)).await }) {
             Ok(Ok(n)) => Ok(n),
             Ok(Err(e)) => Err(io::Error::other(e)),

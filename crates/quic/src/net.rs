@@ -30,19 +30,20 @@ const SEND_WINDOW_MIN: u64 = 64 << 10;
 /// What a sender may hold when the congestion window is `cwnd`: twice it
 /// (one window in flight and one ready behind it, so the sender never runs
 /// dry and the controller keeps growing the window), within
-/// [`SEND_WINDOW_MIN`] and [`SEND_WINDOW`]. A sender counts bytes as sent
+/// [`SEND_WINDOW_MIN`] and `cap` ([`SEND_WINDOW`], or what `-w` asks). A sender counts bytes as sent
 /// when quinn takes them; held so, what a stopped sender has counted
 /// crosses in about two round trips, not in the seconds a fixed 8 MiB
 /// takes on a slow path (where it also showed a first second of
 /// "67 Mbit/s" through a path that carried 0.9).
-pub(crate) fn send_window_for(cwnd: u64) -> u64 {
-    cwnd.saturating_mul(2).clamp(SEND_WINDOW_MIN, SEND_WINDOW)
+pub(crate) fn send_window_for(cwnd: u64, cap: u64) -> u64 {
+    let cap = cap.max(1);
+    cwnd.saturating_mul(2).clamp(SEND_WINDOW_MIN.min(cap), cap)
 }
 
-/// Sizes `conn`'s send buffer to its congestion window now
+/// Sizes `conn`'s send buffer to its congestion window now, at most `cap`
 /// ([`send_window_for`]); a sender calls it before each write.
-pub(crate) fn hold_send_window(conn: &quinn::Connection) {
-    conn.set_send_window(send_window_for(conn.stats().path.cwnd));
+pub(crate) fn hold_send_window(conn: &quinn::Connection, cap: u64) {
+    conn.set_send_window(send_window_for(conn.stats().path.cwnd, cap));
 }
 
 /// How long a close lets the endpoint run: long enough for its
@@ -62,9 +63,13 @@ mod tests {
     #[test]
     fn the_send_window_follows_the_congestion_window_within_bounds() {
         // quinn's first window (some 12 kB) keeps the floor.
-        assert_eq!(send_window_for(12_000), SEND_WINDOW_MIN);
-        assert_eq!(send_window_for(1 << 20), 2 << 20);
-        assert_eq!(send_window_for(100 << 20), SEND_WINDOW);
-        assert_eq!(send_window_for(u64::MAX), SEND_WINDOW);
+        assert_eq!(send_window_for(12_000, SEND_WINDOW), SEND_WINDOW_MIN);
+        assert_eq!(send_window_for(1 << 20, SEND_WINDOW), 2 << 20);
+        assert_eq!(send_window_for(100 << 20, SEND_WINDOW), SEND_WINDOW);
+        assert_eq!(send_window_for(u64::MAX, SEND_WINDOW), SEND_WINDOW);
+        // -w: its window holds the sender, even under the floor.
+        assert_eq!(send_window_for(1 << 20, 256 << 10), 256 << 10);
+        assert_eq!(send_window_for(12_000, 16 << 10), 16 << 10);
+        assert_eq!(send_window_for(100 << 20, 32 << 20), 32 << 20);
     }
 }

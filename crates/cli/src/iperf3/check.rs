@@ -173,10 +173,11 @@ fn quic_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     Ok(())
 }
 
-/// The options an iperf3 test over QUIC (`-q`/`--quic`) honours; any
-/// other (`-u`, `-w`, `-C`, `-Z`, `-M`, `-N`, `-S`, `-F`, `--rpm`,
-/// `--latency`, ...: socket and TCP settings a QUIC stream has no place
-/// for, and modes of their own) is refused, never ignored.
+/// The options an iperf3 test over QUIC (`-q`/`--quic`) honours (`-C`
+/// picks QUIC's congestion controller, `-w` its flow-control windows);
+/// any other (`-u`, `-Z`, `-M`, `-N`, `-S`, `-F`, `--rpm`, `--latency`,
+/// ...: socket and TCP settings a QUIC stream has no place for, and modes
+/// of their own) is refused, never ignored.
 const QUIC_DATA_OPTIONS: &[Opt] = &[
     Opt::Quic,
     Opt::Client,
@@ -191,6 +192,8 @@ const QUIC_DATA_OPTIONS: &[Opt] = &[
     Opt::Bitrate,
     Opt::Omit,
     Opt::Interval,
+    Opt::Congestion,
+    Opt::Window,
     Opt::Format,
     Opt::Verbose,
     Opt::Json,
@@ -224,6 +227,11 @@ fn quic_data_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
             Code::NONE,
             format!("--quic cannot be used with {}", o.spelled),
         ));
+    }
+    if let Some(name) = s.common.cfg.params.congestion.as_deref()
+        && wirespeed_iperf::dialect::iperf3::quic::Controller::parse(name).is_none()
+    {
+        return Err(wirespeed_iperf::dialect::iperf3::quic::unknown_controller(name));
     }
     Ok(())
 }

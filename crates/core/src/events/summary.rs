@@ -371,7 +371,7 @@ pub struct Summary {
 
 /// QUIC's own numbers for a test's connection, as this end's QUIC stack
 /// counted them (quinn's connection statistics at the end of the test).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct QuicTotals {
     /// Smoothed round-trip time (µs).
     pub rtt_us: u64,
@@ -387,4 +387,6 @@ pub struct QuicTotals {
     pub lost_bytes: u64,
     /// Congestion events (window reductions).
     pub congestion_events: u64,
+    /// The congestion controller this end ran (`cubic`, `newreno`, `bbr`).
+    pub congestion: String,
 }

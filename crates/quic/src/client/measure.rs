@@ -558,7 +558,7 @@ async fn upload(
     let mut left = quota.unwrap_or(u64::MAX);
     while left > 0 && !*stop.borrow() {
         let n = left.min(block as u64) as usize;
-        crate::net::hold_send_window(&conn);
+        crate::net::hold_send_window(&conn, crate::net::SEND_WINDOW);
         tokio::select! {
             biased;
             _ = stop.changed() => break,

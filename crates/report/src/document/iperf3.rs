@@ -1281,6 +1281,9 @@ pub struct Quic {
     /// Congestion events.
     #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
     pub congestion_events: Option<i64>,
+    /// The congestion controller (`-C`: cubic, newreno, bbr).
+    #[serde(deserialize_with = "de::string", skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
     /// Keys not named above.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -269,6 +269,11 @@ impl TextSink {
                     self.print(&format!("rcv_tcp_congestion {c}\n"));
                 }
             }
+            // A QUIC test's controller (`-C`), as this end ran it (both
+            // ends run the test's).
+            if let Some(q) = sum.quic.as_ref().filter(|q| !q.congestion.is_empty()) {
+                self.print(&format!("quic_congestion {}\n", q.congestion));
+            }
             if let Some(a) = &sum.advice {
                 for line in &a.text {
                     self.print(&format!("{line}\n"));

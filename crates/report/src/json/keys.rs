@@ -307,6 +307,7 @@ fn quic(q: &wirespeed_core::events::QuicTotals) -> doc::Quic {
         lost_packets: int(q.lost_packets),
         lost_bytes: int(q.lost_bytes),
         congestion_events: int(q.congestion_events),
+        congestion: (!q.congestion.is_empty()).then(|| q.congestion.clone()),
         ..doc::Quic::default()
     }
 }

@@ -270,10 +270,12 @@ impl Client<'_> {
             .map(|r| *r == wirespeed_core::stats::StreamRole::Send)
             .collect();
         let wait = self.cfg.net.connect_timeout.unwrap_or(SETUP_WAIT);
+        let tuning = crate::dialect::iperf3::quic::Tuning::of(params)?;
         let mut conn = crate::dialect::iperf3::quic::installed()?.connect(
             server,
             &cookie.to_wire(),
             &sends,
+            tuning,
             Instant::now() + wait,
         )?;
         let pipes = conn.take_streams();

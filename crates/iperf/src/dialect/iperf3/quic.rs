@@ -11,20 +11,97 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use wirespeed_core::config::TestParams;
 use wirespeed_core::engine::pipe::PipeSock;
 use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::QuicTotals;
+
+/// The congestion controllers a `--quic` test can run (`-C`), as quinn
+/// has them. Only the sender's matters; both ends take the test's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Controller {
+    /// CUBIC (RFC 9438), quinn's default.
+    #[default]
+    Cubic,
+    /// NewReno (RFC 9002's own).
+    NewReno,
+    /// BBR (version 1; quinn calls its BBR experimental).
+    Bbr,
+}
+
+impl Controller {
+    /// The names `-C` takes with `--quic`.
+    pub const NAMES: &'static str = "cubic, reno (newreno) or bbr";
+
+    /// `-C`'s name (any case), if QUIC has it.
+    pub fn parse(name: &str) -> Option<Controller> {
+        match name.to_ascii_lowercase().as_str() {
+            "cubic" => Some(Controller::Cubic),
+            "reno" | "newreno" | "new_reno" => Some(Controller::NewReno),
+            "bbr" => Some(Controller::Bbr),
+            _ => None,
+        }
+    }
+
+    /// How reports name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Controller::Cubic => "cubic",
+            Controller::NewReno => "newreno",
+            Controller::Bbr => "bbr",
+        }
+    }
+}
+
+/// What a test asks of its QUIC connection beyond the streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tuning {
+    /// `-C`.
+    pub controller: Controller,
+    /// `-w`: what a receiver lets the sender have in flight on each stream
+    /// (the connection's window is this times the streams), and what a
+    /// sender holds unsent; `None`: the defaults.
+    pub window: Option<u32>,
+}
+
+impl Tuning {
+    /// The test's: an unknown `-C` (a client checks it when parsing; a
+    /// server may meet one from another build) is refused in one line.
+    pub fn of(params: &TestParams) -> Result<Tuning, Error> {
+        let controller = match params.congestion.as_deref() {
+            None => Controller::default(),
+            Some(name) => Controller::parse(name).ok_or_else(|| unknown_controller(name))?,
+        };
+        Ok(Tuning {
+            controller,
+            window: params.window.filter(|w| *w > 0),
+        })
+    }
+}
+
+/// The refusal of a `-C` QUIC has no controller for.
+pub fn unknown_controller(name: &str) -> Error {
+    Error::param_msg(
+        Code::NONE,
+        format!(
+            "--quic has no congestion control '{name}': -C takes {}",
+            Controller::NAMES
+        ),
+    )
+}
 
 /// Both ends of the data connection.
 pub trait QuicData: Send + Sync {
     /// Client: connects to `server` (UDP), from `bind`'s address when
     /// given, and opens one stream per entry of `client_sends` (true: the
-    /// client sends on it), each starting with `cookie`.
+    /// client sends on it), each starting with `cookie`; `tuning` from the
+    /// test's parameters.
     fn connect(
         &self,
         server: SocketAddr,
         cookie: &[u8],
         client_sends: &[bool],
+        tuning: Tuning,
         deadline: Instant,
     ) -> Result<Box<dyn QuicConn>, Error>;
 
@@ -41,6 +118,7 @@ pub trait QuicData: Send + Sync {
         from: SocketAddr,
         cookie: &[u8],
         server_sends: &[bool],
+        tuning: Tuning,
         deadline: Instant,
         stop: &dyn Fn() -> bool,
     ) -> Result<Box<dyn QuicConn>, Error>;

@@ -393,6 +393,7 @@ impl ServerTest<'_> {
     /// stream per iperf3 stream, each opened with the test's cookie.
     fn collect_quic(&mut self) -> Result<Vec<DataStream>, Error> {
         let quic = super::quic::installed()?;
+        let tuning = super::quic::Tuning::of(&self.params)?;
         let roles = stream_roles(self.params.direction, self.params.streams, Side::Server);
         let (tx, rx) = mpsc::sync_channel(1);
         // No UDP stream of iperf3's is taken for this test: its hellos
@@ -407,9 +408,16 @@ impl ServerTest<'_> {
             .map(|r| *r == wirespeed_core::stats::StreamRole::Send)
             .collect();
         let stop = &self.ctx.stop;
-        let accepted = quic.accept(sock, first, from, &self.cookie.to_wire(), &sends, deadline, &|| {
-            stop.load(Relaxed)
-        });
+        let accepted = quic.accept(
+            sock,
+            first,
+            from,
+            &self.cookie.to_wire(),
+            &sends,
+            tuning,
+            deadline,
+            &|| stop.load(Relaxed),
+        );
         // The slot stays while the handshake runs: a repeated Initial that
         // reached the port meanwhile is dropped, not taken for iperf 2's.
         if let Ok(mut u) = self.ctx.registry.udp.lock() {
