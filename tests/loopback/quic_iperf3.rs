@@ -150,6 +150,33 @@ fn a_window_holds_the_sender_to_it() {
 }
 
 #[test]
+fn latency_probes_run_beside_a_quic_load() {
+    // --latency's probes (their own TCP connection to the same port, as
+    // for any test) measure the path the QUIC load is using: ten on the
+    // idle path, then about ten a second, each interval with its own.
+    let port = free_port();
+    let _srv = wirespeed_server(port, &[]);
+    for dir in [&[][..], &["-R"][..]] {
+        let mut a = vec!["-t", "2", "--latency"];
+        a.extend_from_slice(dir);
+        let doc = quic_json(port, &a);
+        assert!(assert_exact(&doc, 1) > 0);
+        let lat = &doc["end"]["latency"];
+        assert_eq!(lat["idle"]["probes"], 10, "{dir:?}: {lat:#}");
+        let loaded = lat["loaded"]["probes"].as_u64().unwrap_or(0);
+        assert!(loaded >= 5, "{dir:?}: {lat:#}");
+        assert!(lat["loaded"]["p50_ms"].as_f64().unwrap() > 0.0, "{dir:?}: {lat:#}");
+        let per_interval: u64 = doc["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["latency"]["probes"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(per_interval, loaded, "{dir:?}: {doc:#}");
+    }
+}
+
+#[test]
 fn omit_intervals_text_and_json_stream() {
     let port = free_port();
     let _srv = wirespeed_server(port, &[]);
@@ -199,7 +226,6 @@ fn options_quic_cannot_honour_are_refused_in_one_line() {
         (&["-u"][..], "-u"),
         (&["-Z"][..], "-Z"),
         (&["--rpm"][..], "--rpm"),
-        (&["--latency"][..], "--latency"),
         (&["-M", "1000"][..], "-M"),
         (&["-S", "16"][..], "-S"),
     ] {

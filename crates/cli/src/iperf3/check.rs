@@ -174,10 +174,11 @@ fn quic_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
 }
 
 /// The options an iperf3 test over QUIC (`-q`/`--quic`) honours (`-C`
-/// picks QUIC's congestion controller, `-w` its flow-control windows);
-/// any other (`-u`, `-Z`, `-M`, `-N`, `-S`, `-F`, `--rpm`, `--latency`,
-/// ...: socket and TCP settings a QUIC stream has no place for, and modes
-/// of their own) is refused, never ignored.
+/// picks QUIC's congestion controller, `-w` its flow-control windows;
+/// `--latency`'s probes run on their own connection, as for any test);
+/// any other (`-u`, `-Z`, `-M`, `-N`, `-S`, `-F`, `--rpm`, ...: socket and
+/// TCP settings a QUIC stream has no place for, and modes of their own)
+/// is refused, never ignored.
 const QUIC_DATA_OPTIONS: &[Opt] = &[
     Opt::Quic,
     Opt::Client,
@@ -194,6 +195,7 @@ const QUIC_DATA_OPTIONS: &[Opt] = &[
     Opt::Interval,
     Opt::Congestion,
     Opt::Window,
+    Opt::Latency,
     Opt::Format,
     Opt::Verbose,
     Opt::Json,
