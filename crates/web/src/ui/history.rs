@@ -396,16 +396,35 @@ impl History {
         self.trouble.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Records `why` as the history's trouble.
+    /// Records `why` as the history's trouble; the page shows it, and
+    /// standard error has it once (not once a failed write: a full disk
+    /// fails every event of every run).
     pub(crate) fn complain(&self, why: String) {
-        *self.trouble.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("history: {why}"));
+        let line = format!("history: {why}");
+        let mut t = self.trouble.lock().unwrap_or_else(|p| p.into_inner());
+        if t.as_deref() != Some(line.as_str()) {
+            eprintln!("wirespeed: {line}");
+        }
+        *t = Some(line);
+    }
+
+    /// What a failed write says: a full disk in plain words.
+    pub(crate) fn write_error(&self, e: &rusqlite::Error) -> String {
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+            format!(
+                "cannot write to {}: the disk is full (tests still run, but are not recorded until there is room)",
+                self.path
+            )
+        } else {
+            format!("cannot write to {}: {e}", self.path)
+        }
     }
 
     fn note<T>(&self, r: rusqlite::Result<T>) -> Option<T> {
         match r {
             Ok(v) => Some(v),
             Err(e) => {
-                *self.trouble.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("history: {e}"));
+                self.complain(self.write_error(&e));
                 None
             }
         }
@@ -445,7 +464,7 @@ impl History {
                 std::thread::sleep(HEARTBEAT);
                 let Some(h) = weak.upgrade() else { return };
                 if let Err(e) = h.reap() {
-                    h.complain(e.to_string());
+                    h.complain(h.write_error(&e));
                 }
             }
         });
@@ -467,7 +486,7 @@ impl History {
                 r.dialect
             ],
         )
-        .map_err(text)?;
+        .map_err(|e| self.write_error(&e))?;
         Ok(c.last_insert_rowid() as u64)
     }
 
