@@ -260,7 +260,7 @@ mod tests {
                 rtt_ms: Some(1.5),
                 ..Default::default()
             };
-            h.finish(id, "done", None, 3, &hl);
+            h.finish(id, "done", None, &hl);
         }
         let runs = h
             .list(&Query {
