@@ -420,9 +420,12 @@ fn a_full_disk_is_one_line_and_the_run_goes_on() {
     );
     let h = ui.get("/api/history");
     assert!(h["trouble"].as_str().unwrap_or("").contains("the disk is full"), "{h}");
+    let listed = intervals(&r);
     // The file stays whole, and what it holds is there.
-    check_disk_file(&there, &dir.join("copy"), id);
-    // Room again: the next run is recorded whole.
+    let stored = check_disk_file(&there, &dir.join("copy"), id);
+    assert!(stored < listed, "{stored} of {listed} intervals stored on a full disk");
+    // Room again: the end that could not be written is (before the next
+    // run starts), and the next run is recorded whole.
     std::fs::remove_file(there.join("fill")).unwrap();
     let next = ui.post_run(&json!({"host": "127.0.0.1", "port": sport.to_string(), "time": "0.6",
                                    "interval": "0.1", "bitrate": "20M"}));
@@ -441,6 +444,25 @@ fn a_full_disk_is_one_line_and_the_run_goes_on() {
         ("done", r["intervals"].clone()),
         "{row}"
     );
+    let first = (exported["runs"].as_array().unwrap().iter())
+        .find(|x| x["id"] == id)
+        .unwrap()
+        .clone();
+    // It ended; it says what the history missed; it counts what it kept.
+    assert_eq!(state(&first), "done", "{first}");
+    assert!(first["headline"]["received_bps"].as_f64().unwrap() > 0.0, "{first}");
+    assert!(
+        first["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the history could not store"),
+        "{first}"
+    );
+    assert_eq!(intervals(&first), stored, "{first}");
+    eprintln!(
+        "ui_crash: full disk: {stored} of {listed} intervals stored; said: {}; the run's error: {}",
+        lines[0], first["error"]
+    );
     assert_eq!(
         ui.p.err().lines().filter(|l| l.contains("history:")).count(),
         1,
@@ -454,8 +476,9 @@ fn a_full_disk_is_one_line_and_the_run_goes_on() {
 
 /// The full disk's file, copied out of the UI's namespace with its log
 /// (SQLite resolves `/proc/PID/root`, a link to `/`, into this
-/// namespace's file system): whole, and run `id`'s first events in it.
-fn check_disk_file(there: &std::path::Path, copy: &std::path::Path, id: u64) {
+/// namespace's file system): whole, and run `id`'s first events in it;
+/// the intervals it holds of run `id`.
+fn check_disk_file(there: &std::path::Path, copy: &std::path::Path, id: u64) -> u64 {
     std::fs::create_dir_all(copy).unwrap();
     for f in ["h.db", "h.db-wal"] {
         std::fs::copy(there.join(f), copy.join(f)).unwrap();
@@ -467,4 +490,10 @@ fn check_disk_file(there: &std::path::Path, copy: &std::path::Path, id: u64) {
         .query_row("SELECT count(*) FROM events WHERE run = ?1", [id as i64], |r| r.get(0))
         .unwrap();
     assert!(n >= 3, "{n} events stored");
+    c.query_row(
+        "SELECT count(*) FROM events WHERE run = ?1 AND json_extract(line, '$.event') = 'interval'",
+        [id as i64],
+        |r| r.get::<_, i64>(0),
+    )
+    .unwrap() as u64
 }
