@@ -262,8 +262,8 @@ fn the_ui_killed_100_times_leaves_a_whole_history_that_says_what_it_stored() {
                    "time": t, "interval": "0.1", "bitrate": "20M"})
         };
         let mut ids = vec![ui.post_run(&form(RUN, "iperf3"))];
-        // Every fourth cycle a second run beside it (iperf 2's dialect,
-        // which the server runs alongside).
+        // Every fourth cycle a second run beside it, in iperf 2's dialect
+        // (which the server serves beside an iperf3 test).
         if i % 4 == 3 {
             ids.push(ui.post_run(&form(RUN, "iperf2")));
         }
@@ -316,8 +316,9 @@ fn the_ui_killed_100_times_leaves_a_whole_history_that_says_what_it_stored() {
             }
         }
         ui.kill(server);
+        // The next start checks each of this cycle's runs against its
+        // files and the exports (one that ended before the kill too).
         for id in ids {
-            // A run that ended before the kill is checked as ended.
             let r = &runs[&id];
             if state(r) == "running" {
                 cut_at.insert(id, intervals(r) as usize);
