@@ -100,6 +100,8 @@ pub struct Run {
     pub stderr: String,
     child: Option<Arc<Mutex<Child>>>,
     stop_asked: bool,
+    /// Events the history could not store (a full disk).
+    unstored: usize,
 }
 
 impl Run {
@@ -226,6 +228,7 @@ impl Board {
             stderr: stored.stderr.clone(),
             child: None,
             stop_asked: false,
+            unstored: 0,
         });
         true
     }
@@ -289,6 +292,7 @@ impl Board {
             stderr: String::new(),
             child,
             stop_asked: false,
+            unstored: 0,
         });
         self.changed.notify_all();
         id
@@ -308,8 +312,19 @@ impl Board {
                     _ => "failed",
                 };
                 let doc = r.document();
-                self.history
-                    .finish(id, stored, r.state.why(), r.intervals(), &Headline::of(&doc));
+                // A run the history missed events of says so.
+                let missed = (r.unstored > 0).then(|| {
+                    format!(
+                        "the history could not store {} of its {} events",
+                        r.unstored,
+                        r.events.len()
+                    )
+                });
+                let error = match (r.state.why(), missed) {
+                    (Some(why), Some(m)) => Some(format!("{why}; {m}")),
+                    (why, m) => why.map(String::from).or(m),
+                };
+                self.history.finish(id, stored, error.as_deref(), &Headline::of(&doc));
             }
         }
         self.changed.notify_all();
@@ -319,7 +334,9 @@ impl Board {
         self.update(id, |r| {
             let name = StreamEvent::name_of(&ev).unwrap_or("");
             if r.events.len() < MAX_EVENTS || matches!(name, "end" | "error") {
-                self.history.event(id, r.events.len(), &ev);
+                if !self.history.event(id, r.events.len(), &ev) {
+                    r.unstored += 1;
+                }
                 r.events.push(ev);
             }
         });
@@ -579,6 +596,7 @@ mod tests {
             stderr: String::new(),
             child: None,
             stop_asked: false,
+            unstored: 0,
         };
         // One direction: the one document.
         assert_eq!(run.documents(), vec![run.document()]);

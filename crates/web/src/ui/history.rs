@@ -27,14 +27,31 @@ const HEARTBEAT: Duration = Duration::from_secs(10);
 const BUSY_WAIT: Duration = Duration::from_secs(3);
 /// Most rows one listing returns.
 pub(crate) const MAX_LIST: usize = 5_000;
+/// The intervals a run (`runs.id`) stored: its row's count is always
+/// what its events hold, whatever its process counted.
+macro_rules! stored_intervals {
+    () => {
+        "(SELECT count(*) FROM events WHERE events.run = runs.id \
+         AND CASE WHEN json_valid(line) THEN json_extract(line, '$.event') END = 'interval')"
+    };
+}
 /// Marks owner ?1's running runs interrupted at ?2 (unless they had an
-/// end), with the intervals they stored (the count a finished run gets
-/// from its process, counted here from its events).
-const INTERRUPT: &str = "UPDATE runs SET state = 'interrupted', ended_ms = COALESCE(ended_ms, ?2), \
-     error = 'the process recording it ended before the run did', \
-     intervals = (SELECT count(*) FROM events WHERE events.run = runs.id \
-       AND CASE WHEN json_valid(line) THEN json_extract(line, '$.event') END = 'interval') \
-     WHERE owner = ?1 AND state = 'running'";
+/// end), with the intervals they stored.
+const INTERRUPT: &str = concat!(
+    "UPDATE runs SET state = 'interrupted', ended_ms = COALESCE(ended_ms, ?2), \
+     error = 'the process recording it ended before the run did', intervals = ",
+    stored_intervals!(),
+    " WHERE owner = ?1 AND state = 'running'"
+);
+/// Writes run ?1's end: its state, error, end time and numbers, and the
+/// intervals it stored.
+const FINISH: &str = concat!(
+    "UPDATE runs SET state = ?2, error = ?3, ended_ms = ?4, sent_bps = ?5, received_bps = ?6, \
+     retransmits = ?7, rtt_ms = ?8, jitter_ms = ?9, lost_percent = ?10, idle_ms = ?11, loaded_ms = ?12, \
+     rpm = ?13, intervals = ",
+    stored_intervals!(),
+    " WHERE id = ?1"
+);
 
 /// Most points one chart draws.
 pub(crate) const MAX_POINTS: usize = 20_000;
@@ -296,6 +313,42 @@ pub struct History {
     path: String,
     /// The last write that failed, for the page to show.
     trouble: Mutex<Option<String>>,
+    /// Ends of runs that could not be written yet (a full disk): written
+    /// before the next run's start or end, at each heartbeat, and at exit.
+    pending: Mutex<Vec<Ending>>,
+}
+
+/// A run's end, as [`FINISH`] writes it.
+struct Ending {
+    id: u64,
+    state: String,
+    error: Option<String>,
+    ended_ms: i64,
+    h: Headline,
+}
+
+impl Ending {
+    fn write(&self, c: &Connection) -> rusqlite::Result<usize> {
+        let h = &self.h;
+        c.execute(
+            FINISH,
+            params![
+                self.id as i64,
+                self.state,
+                self.error,
+                self.ended_ms,
+                h.sent_bps,
+                h.received_bps,
+                h.retransmits,
+                h.rtt_ms,
+                h.jitter_ms,
+                h.lost_percent,
+                h.idle_ms,
+                h.loaded_ms,
+                h.rpm
+            ],
+        )
+    }
 }
 
 fn now_ms() -> i64 {
@@ -375,6 +428,7 @@ impl History {
             owner,
             path: path.to_string(),
             trouble: Mutex::new(None),
+            pending: Mutex::new(Vec::new()),
         };
         h.reap()
             .map_err(|e| format!("cannot use the history database {path}: {e}"))?;
@@ -396,16 +450,35 @@ impl History {
         self.trouble.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Records `why` as the history's trouble.
+    /// Records `why` as the history's trouble; the page shows it, and
+    /// standard error has it once (not once a failed write: a full disk
+    /// fails every event of every run).
     pub(crate) fn complain(&self, why: String) {
-        *self.trouble.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("history: {why}"));
+        let line = format!("history: {why}");
+        let mut t = self.trouble.lock().unwrap_or_else(|p| p.into_inner());
+        if t.as_deref() != Some(line.as_str()) {
+            eprintln!("wirespeed: {line}");
+        }
+        *t = Some(line);
+    }
+
+    /// What a failed write says: a full disk in plain words.
+    pub(crate) fn write_error(&self, e: &rusqlite::Error) -> String {
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+            format!(
+                "cannot write to {}: the disk is full (tests still run, but are not recorded until there is room)",
+                self.path
+            )
+        } else {
+            format!("cannot write to {}: {e}", self.path)
+        }
     }
 
     fn note<T>(&self, r: rusqlite::Result<T>) -> Option<T> {
         match r {
             Ok(v) => Some(v),
             Err(e) => {
-                *self.trouble.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("history: {e}"));
+                self.complain(self.write_error(&e));
                 None
             }
         }
@@ -415,6 +488,7 @@ impl History {
     /// owners that are not (call now and then).
     pub fn reap(&self) -> rusqlite::Result<usize> {
         let mut c = self.conn();
+        self.write_pending(&c);
         let now = now_ms();
         let tx = c.transaction()?;
         tx.execute("UPDATE owners SET seen_ms = ?1 WHERE id = ?2", params![now, self.owner])?;
@@ -445,7 +519,7 @@ impl History {
                 std::thread::sleep(HEARTBEAT);
                 let Some(h) = weak.upgrade() else { return };
                 if let Err(e) = h.reap() {
-                    h.complain(e.to_string());
+                    h.complain(h.write_error(&e));
                 }
             }
         });
@@ -454,6 +528,7 @@ impl History {
     /// Records a run's start; its number.
     pub fn begin(&self, r: &NewRun) -> Result<u64, String> {
         let c = self.conn();
+        self.write_pending(&c);
         c.execute(
             "INSERT INTO runs(owner, kind, schedule, started_ms, title, target, dialect, state) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running')",
@@ -467,7 +542,7 @@ impl History {
                 r.dialect
             ],
         )
-        .map_err(text)?;
+        .map_err(|e| self.write_error(&e))?;
         Ok(c.last_insert_rowid() as u64)
     }
 
@@ -493,13 +568,13 @@ impl History {
         Ok(c.last_insert_rowid() as u64)
     }
 
-    /// Appends event number `seq` of run `id`.
-    pub fn event(&self, id: u64, seq: usize, ev: &Value) {
+    /// Appends event number `seq` of run `id`; whether the file took it.
+    pub fn event(&self, id: u64, seq: usize, ev: &Value) -> bool {
         let r = self.conn().execute(
             "INSERT OR REPLACE INTO events(run, seq, line) VALUES (?1, ?2, ?3)",
             params![id as i64, seq as i64, ev.to_string()],
         );
-        self.note(r);
+        self.note(r).is_some()
     }
 
     /// Records what run `id`'s process printed on standard error.
@@ -510,30 +585,30 @@ impl History {
         self.note(r);
     }
 
-    /// Records run `id`'s end.
-    pub fn finish(&self, id: u64, state: &str, error: Option<&str>, intervals: usize, h: &Headline) {
-        let r = self.conn().execute(
-            "UPDATE runs SET state = ?2, error = ?3, ended_ms = ?4, intervals = ?5, sent_bps = ?6, \
-             received_bps = ?7, retransmits = ?8, rtt_ms = ?9, jitter_ms = ?10, lost_percent = ?11, \
-             idle_ms = ?12, loaded_ms = ?13, rpm = ?14 WHERE id = ?1",
-            params![
-                id as i64,
-                state,
-                error,
-                now_ms(),
-                intervals as i64,
-                h.sent_bps,
-                h.received_bps,
-                h.retransmits,
-                h.rtt_ms,
-                h.jitter_ms,
-                h.lost_percent,
-                h.idle_ms,
-                h.loaded_ms,
-                h.rpm
-            ],
-        );
-        self.note(r);
+    /// Records run `id`'s end (its interval count is what its events
+    /// hold). An end the file refuses is kept and written later.
+    pub fn finish(&self, id: u64, state: &str, error: Option<&str>, h: &Headline) {
+        let end = Ending {
+            id,
+            state: state.to_string(),
+            error: error.map(String::from),
+            ended_ms: now_ms(),
+            h: h.clone(),
+        };
+        let c = self.conn();
+        self.write_pending(&c);
+        if let Err(e) = end.write(&c) {
+            self.pending.lock().unwrap_or_else(|p| p.into_inner()).push(end);
+            drop(c);
+            self.complain(self.write_error(&e));
+        }
+    }
+
+    /// Writes the ends that could not be written before (oldest first),
+    /// keeping those that still cannot.
+    fn write_pending(&self, c: &Connection) {
+        let mut p = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        p.retain(|end| end.write(c).is_err());
     }
 
     const COLUMNS: &str = "id, kind, schedule, started_ms, ended_ms, title, target, dialect, state, error, \
@@ -740,6 +815,7 @@ impl Drop for History {
     fn drop(&mut self) {
         // A clean exit: this owner's rows are no longer anyone's.
         let c = self.conn();
+        self.write_pending(&c);
         let _ = c.execute(INTERRUPT, params![self.owner, now_ms()]);
         let _ = c.execute("DELETE FROM owners WHERE id = ?1", [self.owner]);
     }
@@ -782,7 +858,7 @@ mod tests {
             ),
             (Some(8e6), Some(7e6), Some(3), Some(3.0), Some(0.5), Some(9.0))
         );
-        h.finish(a, "done", None, 1, &hl);
+        h.finish(a, "done", None, &hl);
         assert_eq!(h.events(a).len(), 2);
         let all = h
             .list(&Query {

@@ -44,8 +44,11 @@ pub fn query(board: &Board, req: &Request, default_limit: usize, cap: usize) -> 
 /// The runs `q` finds, each as the page lists it; a run this board holds
 /// in memory shows its state as of now.
 pub fn list(board: &Board, q: &Query) -> Result<Value, String> {
-    let stored = board.history.list(q)?;
+    // The board first: a run's end is written to the file under its lock,
+    // so the rows read now agree with the states laid over them (read
+    // before it, a run could be listed done without its numbers).
     let runs = board.runs();
+    let stored = board.history.list(q)?;
     Ok(Value::Array(
         stored
             .iter()
@@ -80,18 +83,19 @@ fn csv_text(s: &str) -> String {
     }
 }
 
-/// The runs as CSV: one row each, its headline numbers in plain units.
+/// The runs as CSV: one row each, its headline numbers in plain units,
+/// and last the intervals it stored (an interrupted run's too).
 pub fn csv(runs: &[Stored]) -> String {
     let mut o = String::from(
         "id,started_utc,started_epoch,ended_epoch,kind,schedule,target,dialect,state,error,title,\
          sent_bits_per_second,received_bits_per_second,retransmits,rtt_ms,jitter_ms,lost_percent,\
-         latency_idle_p50_ms,latency_loaded_p50_ms,rpm\n",
+         latency_idle_p50_ms,latency_loaded_p50_ms,rpm,intervals\n",
     );
     for r in runs {
         let h = &r.headline;
         let _ = writeln!(
             o,
-            "{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.id,
             utc(r.started_ms),
             r.started_ms as f64 / 1000.0,
@@ -113,6 +117,7 @@ pub fn csv(runs: &[Stored]) -> String {
             cell(h.idle_ms),
             cell(h.loaded_ms),
             cell(h.rpm),
+            r.intervals,
         );
     }
     o
@@ -255,7 +260,7 @@ mod tests {
                 rtt_ms: Some(1.5),
                 ..Default::default()
             };
-            h.finish(id, "done", None, 3, &hl);
+            h.finish(id, "done", None, &hl);
         }
         let runs = h
             .list(&Query {

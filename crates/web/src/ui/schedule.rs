@@ -355,7 +355,7 @@ mod tests {
             rtt_ms: Some(2.0),
             ..Default::default()
         };
-        h.finish(run, "done", None, 5, &hl);
+        h.finish(run, "done", None, &hl);
         h.missed(&new_run(&s), "target down").unwrap();
         let text = metrics(&h);
         let l = format!("schedule=\"{id}\",target=\"10.0.0.1\",dialect=\"iperf3\"");
