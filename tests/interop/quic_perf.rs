@@ -89,6 +89,14 @@ fn quic_perf_client_against_our_server() {
     assert!(q["rtt_us"].as_u64().is_some_and(|r| r > 0), "{d}");
     assert!(q["sent_packets"].as_u64().is_some_and(|n| n > 14_000), "{d}");
     assert_eq!(d["start"]["connected"].as_array().map(Vec::len), Some(1), "{d}");
+    assert_eq!(q["congestion"], "cubic", "{d}");
+
+    // -C: the client's controller (it matters on an upload).
+    for (c, name) in [("reno", "newreno"), ("bbr", "bbr")] {
+        let d = json_of(&[], &["--quic-perf", t, "-n", "5M", "-C", c, "-J"]);
+        assert_eq!(totals(&d), (5 << 20, 5 << 20), "{d}");
+        assert_eq!(d["end"]["quic"]["congestion"], name, "{d}");
+    }
 
     // Download of -n bytes.
     let d = json_of(&[], &["--quic-perf", t, "-R", "-n", "30M", "-J"]);
@@ -197,6 +205,10 @@ fn quic_perf_refuses_what_it_does_not_honour() {
             "--quic-perf cannot be used with -b",
         ),
         (&["--quic-perf", "127.0.0.1:1", "-c", "h"], "do not give -c"),
+        (
+            &["--quic-perf", "127.0.0.1:1", "-C", "vegas"],
+            "--quic-perf has no congestion control 'vegas'",
+        ),
         (&["--quic-perf", "127.0.0.1:1", "-P", "101"], "at most 100 streams"),
         (&["--quic-perf", "127.0.0.1"], "--quic-perf wants HOST:PORT"),
         (

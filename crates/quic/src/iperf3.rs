@@ -96,11 +96,7 @@ fn transport(peer_opens: usize, streams: usize, tuning: Tuning) -> quinn::Transp
     }
     t.send_window(send_cap(tuning, streams));
     t.datagram_receive_buffer_size(None);
-    match tuning.controller {
-        Controller::Cubic => t.congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default())),
-        Controller::NewReno => t.congestion_controller_factory(Arc::new(quinn::congestion::NewRenoConfig::default())),
-        Controller::Bbr => t.congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default())),
-    };
+    t.congestion_controller_factory(crate::net::controller(tuning.controller));
     t
 }
 

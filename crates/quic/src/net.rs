@@ -46,6 +46,19 @@ pub(crate) fn hold_send_window(conn: &quinn::Connection, cap: u64) {
     conn.set_send_window(send_window_for(conn.stats().path.cwnd, cap));
 }
 
+/// quinn's factory for the congestion controller `c` (`-C`).
+pub(crate) fn controller(
+    c: wirespeed_iperf::dialect::iperf3::quic::Controller,
+) -> std::sync::Arc<dyn quinn::congestion::ControllerFactory + Send + Sync> {
+    use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
+    use wirespeed_iperf::dialect::iperf3::quic::Controller;
+    match c {
+        Controller::Cubic => std::sync::Arc::new(CubicConfig::default()),
+        Controller::NewReno => std::sync::Arc::new(NewRenoConfig::default()),
+        Controller::Bbr => std::sync::Arc::new(BbrConfig::default()),
+    }
+}
+
 /// How long a close lets the endpoint run: long enough for its
 /// CONNECTION_CLOSE to be sent (its driver sends it on its next turn), not
 /// the draining period (three probe timeouts) that `wait_idle` would see

@@ -129,6 +129,7 @@ fn nq_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
 /// refused, never ignored.
 const QUIC_OPTIONS: &[Opt] = &[
     Opt::QuicPerf,
+    Opt::Congestion,
     Opt::Time,
     Opt::Bytes,
     Opt::Reverse,
@@ -161,6 +162,14 @@ fn quic_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     }
     if let Some(o) = opts.iter().find(|o| !QUIC_OPTIONS.contains(&o.key)) {
         return refuse(format!("--quic-perf cannot be used with {}", o.spelled));
+    }
+    if let Some(name) = s.common.cfg.params.congestion.as_deref()
+        && wirespeed_iperf::dialect::iperf3::quic::Controller::parse(name).is_none()
+    {
+        return Err(wirespeed_iperf::dialect::iperf3::quic::unknown_controller(
+            "--quic-perf",
+            name,
+        ));
     }
     // Servers let a client open about this many streams at once (quic-go's
     // 100 by default); more would wait for ever.
@@ -233,7 +242,9 @@ fn quic_data_rules(s: &mut ParseState, opts: &[Occurrence<Opt>]) -> Result {
     if let Some(name) = s.common.cfg.params.congestion.as_deref()
         && wirespeed_iperf::dialect::iperf3::quic::Controller::parse(name).is_none()
     {
-        return Err(wirespeed_iperf::dialect::iperf3::quic::unknown_controller(name));
+        return Err(wirespeed_iperf::dialect::iperf3::quic::unknown_controller(
+            "--quic", name,
+        ));
     }
     Ok(())
 }

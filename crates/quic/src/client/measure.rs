@@ -20,6 +20,7 @@ use wirespeed_core::config::{Direction, EndCondition, Protocol, TestConfig};
 use wirespeed_core::error::{Code, Error, Kind};
 use wirespeed_core::events::*;
 use wirespeed_core::stats::{StreamCounters, StreamRole, StreamStats, TestStats};
+use wirespeed_iperf::dialect::iperf3::quic::{Controller, Tuning};
 use wirespeed_report::{Output, Reporter};
 
 /// What a stream writes at a time, unless `-l` says.
@@ -153,7 +154,8 @@ async fn measure(
     )
     .map_err(|e| Error::io(Code::CONNECT, &e))?;
     let mut client = quinn::ClientConfig::new(Arc::new(tls::client_crypto()?));
-    client.transport_config(Arc::new(transport()));
+    let controller = Tuning::of(&cfg.params)?.controller;
+    client.transport_config(Arc::new(transport(controller)));
     endpoint.set_default_client_config(client);
     let timestamp = wirespeed_core::clock::timestamp_now();
     reporter.emit(Event::Connecting(Box::new(connecting(
@@ -203,9 +205,15 @@ fn local_ip_for(remote: SocketAddr) -> IpAddr {
         .unwrap_or(any)
 }
 
-/// The client's transport (see the constants).
-fn transport() -> quinn::TransportConfig {
+/// The controller `-C` names (checked when the options were read).
+fn controller_of(cfg: &TestConfig) -> Controller {
+    Tuning::of(&cfg.params).map(|t| t.controller).unwrap_or_default()
+}
+
+/// The client's transport (see the constants), running `controller`.
+fn transport(controller: Controller) -> quinn::TransportConfig {
     let mut t = quinn::TransportConfig::default();
+    t.congestion_controller_factory(crate::net::controller(controller));
     t.max_concurrent_bidi_streams(VarInt::from_u32(0));
     t.max_concurrent_uni_streams(VarInt::from_u32(0));
     t.max_idle_timeout(Some(IDLE.try_into().expect("idle timeout fits")));
@@ -398,7 +406,8 @@ async fn test(
     let peer = peer_results(&stats, last, plan, confirmed);
     let mut summary = stats.summary(last, Some(&peer), None);
     add_path_totals(&mut summary, &path, &watch, plan);
-    *quic.lock().unwrap_or_else(|p| p.into_inner()) = Some(quic_object(&path, &watch, conn, confirmed));
+    *quic.lock().unwrap_or_else(|p| p.into_inner()) =
+        Some(quic_object(&path, &watch, conn, confirmed, controller_of(cfg)));
     reporter.emit(Event::End(Box::new(summary)));
     if let Some(sig) = interrupted {
         return Err(Error::interrupted(Code::CLIENTTERM, "client", sig));
@@ -509,7 +518,13 @@ fn add_path_totals(sum: &mut Summary, s: &quinn::ConnectionStats, w: &PathWatch,
 }
 
 /// `end.quic`: what quinn says of the connection.
-fn quic_object(s: &quinn::ConnectionStats, w: &PathWatch, conn: &quinn::Connection, confirmed: bool) -> Value {
+fn quic_object(
+    s: &quinn::ConnectionStats,
+    w: &PathWatch,
+    conn: &quinn::Connection,
+    confirmed: bool,
+    controller: Controller,
+) -> Value {
     let mut m = Map::new();
     let us = |d: Duration| Value::from(d.as_micros() as u64);
     m.insert("alpn".into(), Value::from("perf"));
@@ -522,6 +537,7 @@ fn quic_object(s: &quinn::ConnectionStats, w: &PathWatch, conn: &quinn::Connecti
     m.insert("cwnd".into(), Value::from(s.path.cwnd));
     m.insert("max_cwnd".into(), Value::from(w.cwnd_max));
     m.insert("congestion_events".into(), Value::from(s.path.congestion_events));
+    m.insert("congestion".into(), Value::from(controller.name()));
     m.insert("sent_packets".into(), Value::from(s.path.sent_packets));
     m.insert("lost_packets".into(), Value::from(s.path.lost_packets));
     m.insert("lost_bytes".into(), Value::from(s.path.lost_bytes));

@@ -70,7 +70,7 @@ impl Tuning {
     pub fn of(params: &TestParams) -> Result<Tuning, Error> {
         let controller = match params.congestion.as_deref() {
             None => Controller::default(),
-            Some(name) => Controller::parse(name).ok_or_else(|| unknown_controller(name))?,
+            Some(name) => Controller::parse(name).ok_or_else(|| unknown_controller("--quic", name))?,
         };
         Ok(Tuning {
             controller,
@@ -79,12 +79,13 @@ impl Tuning {
     }
 }
 
-/// The refusal of a `-C` QUIC has no controller for.
-pub fn unknown_controller(name: &str) -> Error {
+/// The refusal of a `-C` QUIC has no controller for (`option`: `--quic`
+/// or `--quic-perf`).
+pub fn unknown_controller(option: &str, name: &str) -> Error {
     Error::param_msg(
         Code::NONE,
         format!(
-            "--quic has no congestion control '{name}': -C takes {}",
+            "{option} has no congestion control '{name}': -C takes {}",
             Controller::NAMES
         ),
     )
