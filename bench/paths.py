@@ -91,6 +91,9 @@ DROPS = ("loss", "queue", "outage", "limit", "write_error")
 KINDS = ("tcp", "udp", "quic")
 QUIC_BEGIN = "<!-- paths.py quic section: begin -->"
 QUIC_END = "<!-- paths.py quic section: end -->"
+# Sections of BENCHMARKS-PATHS.md that other runs write (bench/ecn.py's; a
+# `--section quic` run's): a whole rewrite keeps them unless it has its own.
+KEPT = (("<!-- ecn begin -->", "<!-- ecn end -->"), (QUIC_BEGIN, QUIC_END))
 
 
 # ---------------------------------------------------------------- paths
@@ -1288,6 +1291,22 @@ def render_quic(res, standalone):
     return "\n".join(L)
 
 
+def with_kept_sections(out, text):
+    """`text` (a whole new file) followed by the sections of the old file at
+    `out` that `text` does not have (see KEPT)."""
+    try:
+        with open(out) as fh:
+            old = fh.read()
+    except FileNotFoundError:
+        return text
+    extra = []
+    for a, b in KEPT:
+        i, j = old.find(a), old.find(b)
+        if a not in text and i >= 0 and j > i:
+            extra.append(old[i:j + len(b)])
+    return text.rstrip("\n") + "".join("\n\n" + e for e in extra) + "\n"
+
+
 def write_section(out, text):
     """Puts `text` (a section between its markers) into the Markdown file
     `out` in place of the one there, or at its end."""
@@ -1462,8 +1481,9 @@ def main():
         if a.section:
             write_section(a.out, render_quic(res, standalone=True))
         else:
+            text = with_kept_sections(a.out, render(res))
             with open(a.out, "w") as fh:
-                fh.write(render(res))
+                fh.write(text)
 
     if a.render:
         with open(a.json) as fh:
