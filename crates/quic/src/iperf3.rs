@@ -422,6 +422,28 @@ fn timed_out() -> io::Error {
     io::ErrorKind::TimedOut.into()
 }
 
+/// A stream's failure as the engine reports it. quinn's own words for a
+/// lost connection are "connection lost", whatever lost it; the
+/// connection's error says why (the peer's close and its reason, a
+/// timeout, our own close), so it is added.
+fn lost(e: quinn::ConnectionError) -> io::Error {
+    io::Error::other(format!("connection lost: {e}"))
+}
+
+fn write_failed(e: quinn::WriteError) -> io::Error {
+    match e {
+        quinn::WriteError::ConnectionLost(c) => lost(c),
+        e => io::Error::other(e),
+    }
+}
+
+fn read_failed(e: quinn::ReadError) -> io::Error {
+    match e {
+        quinn::ReadError::ConnectionLost(c) => lost(c),
+        e => io::Error::other(e),
+    }
+}
+
 impl ByteStream for Stream {
     fn write(&self, buf: &[u8], wait: Duration) -> io::Result<usize> {
         let mut g = self.send.lock().unwrap_or_else(|p| p.into_inner());
@@ -429,7 +451,7 @@ impl ByteStream for Stream {
         crate::net::hold_send_window(&self.conn, self.cap);
         match self.rt.block_on(async { timeout(wait, s.write(buf)).await }) {
             Ok(Ok(n)) => Ok(n),
-            Ok(Err(e)) => Err(io::Error::other(e)),
+            Ok(Err(e)) => Err(write_failed(e)),
             Err(_) => Err(timed_out()),
         }
     }
@@ -440,7 +462,7 @@ impl ByteStream for Stream {
         match self.rt.block_on(async { timeout(wait, r.read(buf)).await }) {
             Ok(Ok(Some(n))) => Ok(n),
             Ok(Ok(None)) => Ok(0),
-            Ok(Err(e)) => Err(io::Error::other(e)),
+            Ok(Err(e)) => Err(read_failed(e)),
             Err(_) => Err(timed_out()),
         }
     }
@@ -580,5 +602,33 @@ impl AsyncUdpSocket for Watched {
 
     fn may_fragment(&self) -> bool {
         self.inner.may_fragment()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lost connection says why: seen across a 200 ms path whose queue
+    /// overflowed in slow start, the receiver closed the connection
+    /// ("too many gaps in stream buffer") and both ends said only
+    /// "connection lost".
+    #[test]
+    fn a_lost_connection_says_why() {
+        let closed = || {
+            quinn::ConnectionError::ConnectionClosed(quinn::ConnectionClose {
+                error_code: quinn::TransportErrorCode::INTERNAL_ERROR,
+                frame_type: None,
+                reason: bytes::Bytes::from_static(b"too many gaps in stream buffer"),
+            })
+        };
+        let w = write_failed(quinn::WriteError::ConnectionLost(closed())).to_string();
+        assert!(w.starts_with("connection lost: aborted by peer: "), "{w}");
+        assert!(w.ends_with(": too many gaps in stream buffer"), "{w}");
+        let r = read_failed(quinn::ReadError::ConnectionLost(quinn::ConnectionError::TimedOut)).to_string();
+        assert_eq!(r, "connection lost: timed out");
+        // Other failures keep quinn's words.
+        let reset = read_failed(quinn::ReadError::Reset(VarInt::from_u32(7))).to_string();
+        assert_eq!(reset, quinn::ReadError::Reset(VarInt::from_u32(7)).to_string());
     }
 }
