@@ -37,6 +37,40 @@ pub struct TcpEcn {
     pub acked_under_ece: Option<u64>,
 }
 
+/// The TCP ECN of several streams (a sum's): how many were in play, how
+/// many negotiated and saw ECT, and their segments acked under ECE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpEcnSum {
+    /// Streams whose kernel view is known and has ECN in play.
+    pub streams: u32,
+    /// Of those, the ones that negotiated ECN.
+    pub negotiated: u32,
+    /// Of those, the ones that saw ECT or CE arrive.
+    pub seen: u32,
+    /// The negotiated senders' segments acked under ECE, added up; `None`
+    /// unless every negotiated stream's kernel gave a count (receivers
+    /// count none), so a part is never shown as the whole.
+    pub acked_under_ece: Option<u64>,
+}
+
+impl TcpEcnSum {
+    /// The sum of the views given, `None` when there are none.
+    pub fn of<'a>(views: impl IntoIterator<Item = &'a TcpEcn>) -> Option<TcpEcnSum> {
+        let mut s = TcpEcnSum::default();
+        let mut counts: Option<u64> = Some(0);
+        for e in views {
+            s.streams += 1;
+            if e.negotiated {
+                s.negotiated += 1;
+                counts = counts.zip(e.acked_under_ece).map(|(a, b)| a.saturating_add(b));
+            }
+            s.seen += u32::from(e.seen);
+        }
+        s.acked_under_ece = counts.filter(|_| s.negotiated > 0);
+        (s.streams > 0).then_some(s)
+    }
+}
+
 /// TCP_INFO numbers of one sending stream.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct TcpSample {
@@ -239,6 +273,9 @@ pub struct StreamSample {
     pub tcp: Option<TcpSample>,
     /// Retransmits during the span (TCP senders with TCP_INFO; sums).
     pub retransmits: Option<i64>,
+    /// A sum's TCP ECN over the span, when in play on any of its streams
+    /// (a stream's own is `tcp.ecn`).
+    pub tcp_ecn_sum: Option<TcpEcnSum>,
     /// UDP numbers.
     pub udp: Option<UdpSample>,
     /// iperf 2's enhanced numbers.

@@ -8,7 +8,8 @@ use super::stream::{StreamRole, StreamStats};
 use super::{TestStats, pct, rate};
 use crate::config::Protocol;
 use crate::events::{
-    BouncebackSample, Ecn, EcnSample, Enhanced, IntervalReport, LatencyStats, RoleTag, StreamSample, UdpSample,
+    BouncebackSample, Ecn, EcnSample, Enhanced, IntervalReport, LatencyStats, RoleTag, StreamSample, TcpEcnSum,
+    UdpSample,
 };
 
 impl TestStats {
@@ -329,6 +330,7 @@ pub(super) fn sum_samples(streams: &[&StreamSample], id: u32, start: f64, end: f
         omitted: false,
         tcp: None,
         retransmits,
+        tcp_ecn_sum: TcpEcnSum::of(streams.iter().filter_map(|s| s.tcp.as_ref()?.ecn.as_ref())),
         udp,
         extras: Enhanced {
             calls: streams.iter().map(|s| s.extras.calls).sum(),

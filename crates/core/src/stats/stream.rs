@@ -186,6 +186,7 @@ impl StreamStats {
             omitted: false,
             retransmits: tcp.map(|t| t.retransmits),
             tcp,
+            tcp_ecn_sum: None,
             udp,
             extras,
             addrs: self.meta.addrs.clone(),

@@ -10,7 +10,7 @@ use super::stream::{StreamRole, StreamStats};
 use super::{TestStats, advice, pct, rate};
 use crate::config::Protocol;
 use crate::events::*;
-use wirespeed_proto::iperf3::{Results, StreamResult};
+use wirespeed_proto::iperf3::{Results, StreamResult, TcpEcnResult};
 
 impl TestStats {
     /// This host's results for the exchange.
@@ -54,6 +54,14 @@ impl TestStats {
                         .then(|| s.ecn_sample(&snap, &s.base))
                         .flatten()
                         .map(|e| (e.sent, e.counts)),
+                    tcp_ecn: (self.protocol == Protocol::Tcp)
+                        .then(|| s.tcp_ecn_total())
+                        .flatten()
+                        .map(|e| TcpEcnResult {
+                            negotiated: e.negotiated,
+                            seen: e.seen,
+                            acked_under_ece: e.acked_under_ece,
+                        }),
                 }
             })
             .collect();
@@ -171,6 +179,9 @@ impl TestStats {
             tcp: s.tcp_totals(),
             udp,
             tcp_ecn: s.tcp_ecn_total(),
+            peer_tcp_ecn: (self.protocol == Protocol::Tcp)
+                .then(|| pr.and_then(|r| peer_tcp_ecn(r, local_sender)))
+                .flatten(),
             peer_known: peer.is_some(),
             connect_back: s.meta.connect_back,
         }
@@ -318,6 +329,19 @@ impl TestStats {
         };
         advice::advise(&input)
     }
+}
+
+/// The peer's kernel's view of a TCP stream, from its results. A count of
+/// segments acked under ECE is the sender's alone, and no more than the
+/// bytes it sent (a segment carries at least one): otherwise it is not
+/// believed, and left out as unknown.
+fn peer_tcp_ecn(r: &StreamResult, local_sender: bool) -> Option<TcpEcn> {
+    let e = r.tcp_ecn?;
+    Some(TcpEcn {
+        negotiated: e.negotiated,
+        seen: e.seen,
+        acked_under_ece: e.acked_under_ece.filter(|n| !local_sender && *n <= r.bytes),
+    })
 }
 
 /// A stream's (local, remote) ports, when its addresses are known.
@@ -515,10 +539,17 @@ fn direction_sums(streams: &[&StreamSummary], protocol: Protocol) -> DirectionSu
             ecn: sum_ecn_totals(us.iter().map(|u| u.ecn.as_ref())),
         }
     });
+    let tcp = protocol == Protocol::Tcp;
     DirectionSums {
         role: streams.first().and_then(|s| s.role),
         sent,
         received,
         udp,
+        tcp_ecn_sent: tcp
+            .then(|| TcpEcnSum::of(streams.iter().filter_map(|s| s.sender_tcp_ecn())))
+            .flatten(),
+        tcp_ecn_received: tcp
+            .then(|| TcpEcnSum::of(streams.iter().filter_map(|s| s.receiver_tcp_ecn())))
+            .flatten(),
     }
 }

@@ -1232,10 +1232,13 @@ pub struct Ecn {
 }
 
 /// `tcp_ecn` (wirespeed's): what a TCP connection's kernel says of ECN
-/// (TCP_INFO), in a sender's intervals and on this host's side of
-/// `end.streams[]`, only when ECN is in play (negotiated, or asked for by
-/// this host and refused). What the kernel does not count is absent, never
-/// a zero.
+/// (TCP_INFO), in a sender's intervals and on `end.streams[]`'s sides
+/// (this host's, and the peer's when a wirespeed peer said it in the
+/// results exchange), only when ECN is in play (negotiated, or asked for by
+/// the connecting host and refused). In the sums (`intervals[].sum`,
+/// `end.sum_sent`, `end.sum_received`) it adds up the streams: `streams`,
+/// `negotiated_streams`, `seen_streams` and `acked_under_ece`. What the
+/// kernel does not count is absent, never a zero.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TcpEcn {
@@ -1250,6 +1253,15 @@ pub struct TcpEcn {
     /// does not count.
     #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
     pub acked_under_ece: Option<i64>,
+    /// A sum: the streams whose kernel's view is known, with ECN in play.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub streams: Option<i64>,
+    /// A sum: of those, the streams that negotiated ECN.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub negotiated_streams: Option<i64>,
+    /// A sum: of those, the streams on which ECT or CE arrived.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub seen_streams: Option<i64>,
     /// Keys not named above.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -292,6 +292,10 @@ mod tests {
                 .flat_map(|s| &s.tcp_ecn)
                 .for_each(|e| add("intervals.streams.tcp_ecn", &e.extra));
             iv.sum.iter().for_each(|s| add("intervals.sum", &s.extra));
+            iv.sum
+                .iter()
+                .flat_map(|s| &s.tcp_ecn)
+                .for_each(|e| add("intervals.sum.tcp_ecn", &e.extra));
             iv.latency.iter().for_each(|s| add("intervals.latency", &s.extra));
         }
         if let Some(e) = &d.end {
@@ -317,6 +321,7 @@ mod tests {
             .flatten()
             {
                 add("end.sum*", &t.extra);
+                t.tcp_ecn.iter().for_each(|e| add("end.sum*.tcp_ecn", &e.extra));
             }
             e.cpu_utilization_percent.iter().for_each(|c| add("end.cpu", &c.extra));
             e.latency.iter().for_each(|l| add("end.latency", &l.extra));
@@ -449,6 +454,13 @@ mod tests {
                 }),
                 ..ev::UdpSample::default()
             }),
+            // As a sum carries it (a stream's own is `tcp.ecn`).
+            tcp_ecn_sum: tcp.then_some(ev::TcpEcnSum {
+                streams: 2,
+                negotiated: 2,
+                seen: 0,
+                acked_under_ece: Some(40),
+            }),
             ..ev::StreamSample::default()
         }
     }
@@ -557,6 +569,12 @@ mod tests {
                 seen: !local_sender,
                 acked_under_ece: local_sender.then_some(179),
             }),
+            // A wirespeed peer's view of its kernel, from its results.
+            peer_tcp_ecn: tcp.then_some(ev::TcpEcn {
+                negotiated: true,
+                seen: local_sender,
+                acked_under_ece: (!local_sender).then_some(212),
+            }),
             peer_known: true,
             ..ev::StreamSummary::default()
         };
@@ -568,6 +586,18 @@ mod tests {
                 lost: Some(3),
                 packets: 100,
                 ..ev::UdpTotals::default()
+            }),
+            tcp_ecn_sent: tcp.then_some(ev::TcpEcnSum {
+                streams: 2,
+                negotiated: 2,
+                seen: 0,
+                acked_under_ece: Some(391),
+            }),
+            tcp_ecn_received: tcp.then_some(ev::TcpEcnSum {
+                streams: 2,
+                negotiated: 2,
+                seen: 2,
+                acked_under_ece: None,
             }),
             ..ev::DirectionSums::default()
         };

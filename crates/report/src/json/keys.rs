@@ -219,9 +219,23 @@ fn tcp_ecn(e: &TcpEcn) -> doc::TcpEcn {
     }
 }
 
+/// A sum's `tcp_ecn` object: how many streams, and the count only where
+/// every negotiated stream's kernel gave one.
+fn tcp_ecn_sum(e: &TcpEcnSum) -> doc::TcpEcn {
+    doc::TcpEcn {
+        streams: Some(i64::from(e.streams)),
+        negotiated_streams: Some(i64::from(e.negotiated)),
+        seen_streams: Some(i64::from(e.seen)),
+        acked_under_ece: e.acked_under_ece.and_then(int),
+        ..doc::TcpEcn::default()
+    }
+}
+
 fn sum_interval(s: &StreamSample) -> doc::Sample {
     let mut m = doc::Sample {
         retransmits: s.retransmits,
+        // Not in iperf3: the streams' ECN, only when in play.
+        tcp_ecn: s.tcp_ecn_sum.as_ref().map(tcp_ecn_sum),
         ..sample_head(s)
     };
     if let Some(u) = &s.udp {
@@ -355,10 +369,11 @@ pub fn end(s: &Summary) -> doc::End {
                 // TCP_INFO is the sending host's: a stream this host
                 // only received has zeros there, as iperf3 writes.
                 let tcp = st.tcp.map(|t| if st.local_sender { t } else { TcpTotals::default() });
-                // Not in iperf3: ECN as this host's kernel saw it, on
-                // this host's side, only when in play.
-                let ecn = st.tcp_ecn.as_ref().map(tcp_ecn);
-                let (snd_ecn, rcv_ecn) = if st.local_sender { (ecn, None) } else { (None, ecn) };
+                // Not in iperf3: ECN as each end's kernel saw it, on its
+                // side (the peer's when a wirespeed peer said), only when
+                // in play.
+                let snd_ecn = st.sender_tcp_ecn().map(tcp_ecn);
+                let rcv_ecn = st.receiver_tcp_ecn().map(tcp_ecn);
                 doc::EndStream {
                     sender: Some(doc::Totals {
                         tcp_ecn: snd_ecn,
@@ -409,13 +424,14 @@ pub fn end(s: &Summary) -> doc::End {
             // sent, or after the results exchange.
             _ => (
                 None,
-                Some(totals(
-                    None,
-                    &d.sent,
-                    None,
-                    s.has_retransmits && (d.sent.sender || peer_known),
-                )),
-                Some(totals(None, &d.received, None, false)),
+                Some(doc::Totals {
+                    tcp_ecn: d.tcp_ecn_sent.as_ref().map(tcp_ecn_sum),
+                    ..totals(None, &d.sent, None, s.has_retransmits && (d.sent.sender || peer_known))
+                }),
+                Some(doc::Totals {
+                    tcp_ecn: d.tcp_ecn_received.as_ref().map(tcp_ecn_sum),
+                    ..totals(None, &d.received, None, false)
+                }),
             ),
         }
     };
