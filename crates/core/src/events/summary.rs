@@ -63,6 +63,9 @@ pub struct UdpTotals {
     pub duplicates: i64,
     /// The ECN field, when in play.
     pub ecn: Option<EcnTotals>,
+    /// iperf 2.2.1's L4S exchange as this side knew it at the end, on a
+    /// stream that runs it.
+    pub l4s: Option<super::L4sSample>,
 }
 
 /// What the path did to a UDP stream's ECN field over the whole test.

@@ -142,6 +142,7 @@ fn stream_interval(
     };
     let udp = udp.then(|| UdpSample {
         ecn: s.ecn_sample(&snap, &s.last),
+        l4s: s.l4s_sample(),
         ..udp_sample(s.role, &snap, &s.last, s.counters.jitter(), secs, extras.latency.take())
     });
     if let Some(bb) = s.meta.bounceback.clone() {
@@ -203,6 +204,7 @@ pub(super) fn udp_sample(
         in_flight,
         sent: None,
         ecn: None,
+        l4s: None,
     }
 }
 
@@ -304,6 +306,7 @@ pub(super) fn sum_samples(streams: &[&StreamSample], id: u32, start: f64, end: f
             pps: us.iter().map(|u| u.pps).sum(),
             sent,
             ecn: sum_ecn(us.iter().map(|u| u.ecn.as_ref())),
+            l4s: crate::events::L4sSample::sum(us.iter().filter_map(|u| u.l4s.as_ref())),
             ..UdpSample::default()
         }
     });

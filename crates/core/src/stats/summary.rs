@@ -239,6 +239,7 @@ impl TestStats {
             let lat = extras.latency.take();
             let mut u = udp_sample(s.role, &snap, &s.base, s.counters.jitter(), dur, lat);
             u.ecn = s.ecn_sample(&snap, &s.base);
+            u.l4s = s.l4s_sample();
             if s.role == StreamRole::Send {
                 let sent = snap.packets - s.base.packets;
                 u.sent = Some(sent);
@@ -393,6 +394,7 @@ fn udp_totals(s: &StreamStats, peer: Option<&Results>, pr: Option<&StreamResult>
             out_of_order: pr.and_then(|r| r.out_of_order).unwrap_or(0),
             duplicates: pr.and_then(|r| r.duplicates).unwrap_or(0),
             ecn: sender_ecn(s, &snap, pr),
+            l4s: s.l4s_sample(),
         };
     }
     let mut packets = snap.packets - s.base.packets;
@@ -420,6 +422,7 @@ fn udp_totals(s: &StreamStats, peer: Option<&Results>, pr: Option<&StreamResult>
         out_of_order: snap.ooo - s.base.ooo,
         duplicates: snap.dups - s.base.dups,
         ecn: receiver_ecn(s, &snap, pr, sent),
+        l4s: s.l4s_sample(),
     }
 }
 
@@ -537,6 +540,7 @@ fn direction_sums(streams: &[&StreamSummary], protocol: Protocol) -> DirectionSu
             out_of_order: us.iter().map(|u| u.out_of_order).sum(),
             duplicates: us.iter().map(|u| u.duplicates).sum(),
             ecn: sum_ecn_totals(us.iter().map(|u| u.ecn.as_ref())),
+            l4s: L4sSample::sum(us.iter().filter_map(|u| u.l4s.as_ref())),
         }
     });
     let tcp = protocol == Protocol::Tcp;

@@ -456,6 +456,10 @@ pub struct Sample {
     /// UDP: the ECN field, when in play (wirespeed).
     #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
     pub ecn: Option<Ecn>,
+    /// UDP: iperf 2.2.1's L4S exchange (`--udp-l4s`), on a stream that
+    /// runs it (wirespeed).
+    #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
+    pub l4s: Option<L4s>,
     /// In the `-O` warm-up.
     #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
     pub omitted: Option<bool>,
@@ -683,6 +687,10 @@ pub struct Totals {
     /// UDP: the ECN field, when in play (wirespeed).
     #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
     pub ecn: Option<Ecn>,
+    /// UDP: iperf 2.2.1's L4S exchange (`--udp-l4s`), on a stream that
+    /// runs it (wirespeed).
+    #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
+    pub l4s: Option<L4s>,
     /// iperf 2 sender: these are its receiver's report.
     #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
     pub from_peer_report: Option<bool>,
@@ -1226,6 +1234,44 @@ pub struct Ecn {
     /// End: counts a peer claimed that cannot be, not used.
     #[serde(deserialize_with = "de::boxed", skip_serializing_if = "Option::is_none")]
     pub impossible_peer_counts: Option<Box<Ecn>>,
+    /// Keys not named above.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `l4s` (wirespeed's, the iperf 2 dialect's `--udp-l4s`): one side of the
+/// L4S exchange up to the sample's end, beside `ecn`. The counts are the
+/// newest ack's, cumulative since the flow began; absent before the first
+/// ack, never a zero for an ack that did not come.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct L4s {
+    /// `"sender"` (it took the acks) or `"receiver"` (it sent them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Acks taken or sent.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub acks: Option<i64>,
+    /// The newest ack: datagrams the receiver counted.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub received: Option<i64>,
+    /// The newest ack: of those, arrived CE.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub ce: Option<i64>,
+    /// The newest ack: missing from the sequence.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub lost: Option<i64>,
+    /// An ack said a datagram arrived neither ECT(1) nor CE (bleached or
+    /// remarked): the sender sent Not-ECT from then on.
+    #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
+    pub ecn_error: Option<bool>,
+    /// A sender's rate controller: its rate, bits/s (a sum: the flows'
+    /// rates added up).
+    #[serde(deserialize_with = "de::f64", skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<f64>,
+    /// A sender's controller's alpha, the smoothed CE share (not in sums).
+    #[serde(deserialize_with = "de::f64", skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
     /// Keys not named above.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

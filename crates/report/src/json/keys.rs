@@ -127,8 +127,25 @@ fn udp_interval_keys(m: &mut doc::Sample, u: &UdpSample, sender: bool) {
         m.lost_percent = Some(u.lost_percent);
     }
     m.packets = Some(u.packets);
-    // Not in iperf3: the ECN field, only when in play.
+    // Not in iperf3: the ECN field, only when in play, and the L4S
+    // exchange where it runs.
     m.ecn = u.ecn.as_ref().map(|e| ecn_counts(e.sent, &e.counts));
+    m.l4s = u.l4s.as_ref().map(l4s);
+}
+
+/// The `l4s` object: one side of iperf 2.2.1's L4S exchange.
+pub(crate) fn l4s(s: &L4sSample) -> doc::L4s {
+    doc::L4s {
+        role: Some(if s.sender { "sender" } else { "receiver" }.to_string()),
+        acks: int(s.acks),
+        received: s.last.and_then(|c| int(c.received)),
+        ce: s.last.and_then(|c| int(c.ce)),
+        lost: s.last.and_then(|c| int(c.lost)),
+        ecn_error: Some(s.ecn_error),
+        rate_bps: s.rate_bps,
+        alpha: s.alpha,
+        ..doc::L4s::default()
+    }
 }
 
 /// The `ecn` object of an interval: the codepoint sent and the datagrams
@@ -305,8 +322,10 @@ fn udp_totals(socket: Option<i32>, t: &Totals, u: &UdpTotals, sender: bool, ooo:
         // Not in iperf3: datagrams that arrived more than once.
         duplicates: ooo.then_some(u.duplicates),
         sender: Some(sender),
-        // Not in iperf3: the ECN field, only when in play.
+        // Not in iperf3: the ECN field, only when in play, and the L4S
+        // exchange where it runs.
         ecn: u.ecn.as_ref().map(ecn_totals),
+        l4s: u.l4s.as_ref().map(l4s),
         ..totals_head(socket, t)
     }
 }
@@ -409,6 +428,7 @@ pub fn end(s: &Summary) -> doc::End {
                     lost: Some(0),
                     lost_percent: 0.0,
                     ecn: None,
+                    l4s: None,
                     ..*u
                 };
                 let sent_packets = if d.sent.sender || peer_known { u.sent_packets } else { 0 };
