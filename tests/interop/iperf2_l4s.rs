@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::common::{self, Proc, wait};
+use wirespeed::report::document::TestDoc;
 
 /// iperf 2.2.1 built with L4S, or `None` with a notice.
 fn iperf2_l4s() -> Option<PathBuf> {
@@ -183,4 +184,64 @@ fn our_l4s_client_against_a_server_without_l4s() {
     assert_eq!(ran.stderr.matches("no L4S acks came back").count(), 1, "{both}");
     // Its report still comes back.
     assert!(ran.stdout.contains("Server Report:"), "{both}");
+}
+
+/// Our client's `-J` carries the L4S exchange (`l4s` beside `ecn`): what
+/// a real 2.2.1 server's acks said, and against a server that sends none
+/// (2.1.8) only that none came, with no counts or rate claimed.
+#[test]
+fn our_l4s_client_json_against_the_real_servers() {
+    let l4s_of = |out: &str| {
+        let d: TestDoc = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let end = d.end.unwrap_or_else(|| panic!("no end: {out}"));
+        let st = end.streams.into_iter().next().and_then(|s| s.udp);
+        st.and_then(|u| u.l4s).unwrap_or_else(|| panic!("no l4s: {out}"))
+    };
+    if let Some(iperf) = iperf2_l4s() {
+        let port = common::free_port();
+        let srv = Proc::spawn(&iperf, &["-s", "-u", "-p", &port.to_string()]);
+        common::wait_bound_udp(port);
+        let ran = common::iperf2_client(
+            common::Iperf2::Ours,
+            port,
+            "-u --udp-l4s -t 2 -b 5M -J",
+            Duration::from_secs(20),
+        )
+        .expect("ours always runs");
+        let srv_out = common::stop_server(srv);
+        assert_eq!(ran.code, Some(0), "{}{}\nserver:\n{srv_out}", ran.stdout, ran.stderr);
+        let l = l4s_of(&ran.stdout);
+        assert_eq!(l.role.as_deref(), Some("sender"), "{}", ran.stdout);
+        assert!(l.acks.is_some_and(|a| a > 10), "{}", ran.stdout);
+        assert!(
+            l.received.is_some_and(|n| n > 300),
+            "paced up by the acks: {}",
+            ran.stdout
+        );
+        assert_eq!((l.ce, l.ecn_error), (Some(0), Some(false)), "{}", ran.stdout);
+        // 2.2.1's listener keeps the flow's first datagram from its counts.
+        assert!(l.lost.is_some_and(|n| n <= 1), "{}", ran.stdout);
+        assert!(
+            l.rate_bps.is_some_and(|r| r > 0.0) && l.alpha.is_some(),
+            "{}",
+            ran.stdout
+        );
+    }
+    let port = common::free_port();
+    let Some(srv) = common::iperf2_server(common::Iperf2::Real, port, &["-u"]) else {
+        return;
+    };
+    let ran = common::iperf2_client(
+        common::Iperf2::Ours,
+        port,
+        "-u --udp-l4s -t 1 -J",
+        Duration::from_secs(20),
+    )
+    .expect("ours always runs");
+    let srv_out = common::stop_server(srv);
+    assert_eq!(ran.code, Some(0), "{}{}\nserver:\n{srv_out}", ran.stdout, ran.stderr);
+    let l = l4s_of(&ran.stdout);
+    assert_eq!(l.acks, Some(0), "{}", ran.stdout);
+    assert_eq!((l.received, l.ce, l.lost), (None, None, None), "{}", ran.stdout);
+    assert_eq!((l.rate_bps, l.alpha), (None, None), "{}", ran.stdout);
 }

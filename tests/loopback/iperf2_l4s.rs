@@ -1,13 +1,15 @@
 //! `--udp-l4s` on loopback (docs/protocols.md "iperf 2 UDP L4S"): our
 //! server's acks held to what a hand-made sender sent (CE forced through
 //! the sender's TOS byte, a gap in the sequence, a bleached field), and
-//! our client against our server.
+//! our client against our server, and the exchange's numbers in both
+//! ends' `-J` and `--json-stream`.
 
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 use wirespeed::proto::iperf2::l4s::{ACK_LEN, Ack, Forward};
+use wirespeed::report::document::TestDoc;
 
 use crate::common::{Iperf2, Proc, free_port, iperf2_client, stop_server, wait, wait_bound_udp, wirespeed};
 
@@ -211,4 +213,92 @@ fn our_client_against_our_server() {
         ecn.contains(&format!("ECT(1) {}, CE 0: the path kept ECT(1)", sent - 1 - lost)),
         "{out}"
     );
+}
+
+/// A test's `-J` through the typed document every reader uses.
+fn test_doc(text: &str) -> TestDoc {
+    // A server's log may hold more: its first document is this test's.
+    let v = serde_json::Deserializer::from_str(text)
+        .into_iter::<serde_json::Value>()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("no JSON: {text}"));
+    serde_json::from_value::<TestDoc>(v).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// `-J` and `--json-stream` carry the L4S exchange beside `ecn`: the
+/// client's view from its acks (the newest ack's counts, the bleached
+/// flag, the controller's rate and alpha) in each interval and at the end,
+/// and the server's (the acks it sent) in its own document.
+#[test]
+fn the_l4s_exchange_is_in_json_on_both_ends() {
+    let port = free_port();
+    let srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-u", "-J", "-p", &port.to_string()]);
+    wait_bound_udp(port);
+    let r = iperf2_client(
+        Iperf2::Ours,
+        port,
+        "-u --udp-l4s -t 2 -i 1 -b 5M -J",
+        Duration::from_secs(20),
+    )
+    .expect("ours always runs");
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    let d = test_doc(&r.stdout);
+    let end = d.end.as_ref().expect("an end");
+    let u = end.streams[0].udp.as_ref().expect("a UDP stream");
+    let l = u.l4s.as_ref().unwrap_or_else(|| panic!("no l4s: {}", r.stdout));
+    assert_eq!(l.role.as_deref(), Some("sender"));
+    let acks = l.acks.unwrap();
+    assert!(acks > 10, "{}", r.stdout);
+    let received = l.received.unwrap();
+    assert!(received > 300, "{}", r.stdout);
+    // Loopback marks nothing and keeps the field.
+    assert_eq!((l.ce, l.ecn_error), (Some(0), Some(false)), "{}", r.stdout);
+    assert!(l.lost.is_some(), "{}", r.stdout);
+    assert!(l.rate_bps.is_some_and(|r| r > 0.0), "{}", r.stdout);
+    assert!(l.alpha.is_some_and(|a| (0.0..=1.0).contains(&a)), "{}", r.stdout);
+    // The whole test's sum: the one flow's, without an alpha.
+    let sum = end.sum.as_ref().and_then(|s| s.l4s.as_ref()).expect("end.sum.l4s");
+    assert_eq!((sum.acks, sum.received, sum.alpha), (Some(acks), Some(received), None));
+    // Each interval, cumulative: never more than the end's.
+    let seen: Vec<i64> = d
+        .intervals()
+        .iter()
+        .map(|iv| iv.streams[0].l4s.as_ref().and_then(|l| l.acks).expect("interval l4s"))
+        .collect();
+    assert!(!seen.is_empty() && seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert!(seen.iter().all(|a| *a <= acks), "{seen:?} against {acks}");
+
+    // The server's document: the acks it sent, no controller.
+    let out = stop_server(srv);
+    let sd = test_doc(&out);
+    let s = sd.end.as_ref().unwrap().streams[0]
+        .udp
+        .as_ref()
+        .and_then(|u| u.l4s.clone())
+        .unwrap_or_else(|| panic!("no l4s on the server: {out}"));
+    assert_eq!(s.role.as_deref(), Some("receiver"));
+    assert!(s.acks.is_some_and(|a| a >= acks), "{out}");
+    assert!(s.received.is_some_and(|n| n >= received), "{out}");
+    assert_eq!((s.rate_bps, s.alpha), (None, None), "{out}");
+
+    // --json-stream: each interval event's streams carry it.
+    let srv = Proc::spawn(&wirespeed(), &["--iperf2", "-s", "-u", "-p", &port.to_string()]);
+    wait_bound_udp(port);
+    let r = iperf2_client(
+        Iperf2::Ours,
+        port,
+        "-u --udp-l4s -t 2 -i 1 -b 5M --json-stream",
+        Duration::from_secs(20),
+    )
+    .expect("ours always runs");
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    let with_l4s = r
+        .stdout
+        .lines()
+        .filter(|l| l.contains("\"event\":\"interval\""))
+        .filter(|l| l.contains("\"l4s\":{\"role\":\"sender\""))
+        .count();
+    assert!(with_l4s >= 1, "{}", r.stdout);
+    drop(stop_server(srv));
 }

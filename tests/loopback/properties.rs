@@ -441,6 +441,12 @@ fn results() -> impl Strategy<Value = Results> {
             ports: (packets >= 0).then_some(((packets & 0xffff) as u16, (op & 0xffff) as u16)),
             omitted_bytes: ob,
             ecn: None,
+            // Negotiated (with a count) on some streams, absent on others.
+            tcp_ecn: (rt >= 0).then_some(wirespeed::proto::iperf3::TcpEcnResult {
+                negotiated: true,
+                seen: rt % 2 == 0,
+                acked_under_ece: Some(rt as u64 / 7),
+            }),
         });
     (
         prop::collection::vec(stream, 0..20),

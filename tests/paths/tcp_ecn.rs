@@ -40,9 +40,11 @@ fn client(path: &Path, args: &[&str]) -> String {
     r.stdout
 }
 
-/// The lines of `out` holding `ECN:`.
+/// The lines of `out` holding `ECN:` or the peer's `ECN at the sender`.
 fn ecn_lines(out: &str) -> Vec<&str> {
-    out.lines().filter(|l| l.contains("ECN:")).collect()
+    out.lines()
+        .filter(|l| l.contains("ECN:") || l.contains("ECN at the sender"))
+        .collect()
 }
 
 #[test]
@@ -69,8 +71,12 @@ fn negotiated_ecn_and_the_acks_under_ece_of_a_marking_path() {
     assert!(acked > 0, "{marks} marks, nothing acked under ECE: {e}");
     // No marks claimed: the kernel has none to give.
     assert!(e.get("ce").is_none() && e.get("marks").is_none(), "{e}");
-    // The receiver's side of the document is the peer's: nothing there.
-    assert!(doc["end"]["streams"][0]["receiver"].get("tcp_ecn").is_none());
+    // The receiver's side is the server's kernel, as it said in the
+    // results: negotiated, the data arrived ECT, and no count (a receiver
+    // keeps none).
+    let r = &doc["end"]["streams"][0]["receiver"]["tcp_ecn"];
+    assert_eq!((&r["negotiated"], &r["seen"]), (&true.into(), &true.into()), "{r}");
+    assert!(r.get("acked_under_ece").is_none(), "{r}");
     // Every interval's share, and they add up to at most the end's (acks
     // still arrive after the last interval).
     let intervals: Vec<u64> = doc["intervals"]
@@ -100,14 +106,45 @@ fn negotiated_ecn_and_the_acks_under_ece_of_a_marking_path() {
     eprintln!("text (the emulator marked {marks}):\n{out}");
 
     // -R: the client receives; its kernel says the data arrived ECT, and
-    // counts nothing.
+    // counts nothing. The sender's kernel is the server's: our server says
+    // what it counted in the results, and the client shows it as the
+    // sender's.
     let out = client(&path, &["-t", "1", "-R", "-C", "cubic"]);
     let lines = ecn_lines(&out);
-    assert_eq!(lines.len(), 1, "{out}");
+    assert_eq!(lines.len(), 2, "{out}");
     assert!(
         lines[0].contains("ECN: negotiated, the sender's segments arrived ECT"),
         "{out}"
     );
+    assert!(
+        lines[1].contains("ECN at the sender (the peer's kernel): negotiated, ")
+            && lines[1].contains("acked under ECE"),
+        "{out}"
+    );
+    // The data B-to-A needs the marking queue that way: -R through the
+    // same path marks nothing, so -J -R is run on the path turned round.
+    path.set("b2a", MARKING);
+    path.set("a2b", "rate=unlimited,ecn=off");
+    let before = path.stats()["b2a"]["tcp"]["ecn"]["marked"].as_u64().unwrap_or(0);
+    let doc = json(&client(&path, &["-J", "-t", "3", "-R", "-C", "cubic"]));
+    let marks = path.stats()["b2a"]["tcp"]["ecn"]["marked"].as_u64().unwrap_or(0) - before;
+    let st = &doc["end"]["streams"][0];
+    eprintln!(
+        "-J -R: sender {}; receiver {}; the emulator marked {marks}",
+        st["sender"]["tcp_ecn"], st["receiver"]["tcp_ecn"]
+    );
+    assert!(marks > 0, "the queue marked nothing: {}", path.stats());
+    let acked = st["sender"]["tcp_ecn"]["acked_under_ece"].as_u64().unwrap_or(0);
+    assert!(acked > 0, "{marks} marks, the server's kernel counted none: {st}");
+    assert_eq!(st["receiver"]["tcp_ecn"]["seen"], true, "{st}");
+    assert_eq!(
+        doc["end"]["sum_sent"]["tcp_ecn"]["acked_under_ece"].as_u64(),
+        Some(acked),
+        "{}",
+        doc["end"]
+    );
+    path.set("a2b", MARKING);
+    path.set("b2a", "rate=unlimited,queue=1000,ecn=off");
 
     // The iperf 2 dialect prints the same line.
     let ws = wirespeed();

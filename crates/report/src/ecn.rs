@@ -3,7 +3,7 @@
 //! the field; for TCP, what the connection's kernel says (negotiated, and
 //! a sender's segments acked under ECE), named for what it is.
 
-use wirespeed_core::events::{Ecn, EcnCounts, EcnTotals, EcnVerdict, TcpEcn};
+use wirespeed_core::events::{Ecn, EcnCounts, EcnTotals, EcnVerdict, TcpEcn, TcpEcnSum};
 
 /// A TCP connection's ECN line (without a newline), from this host's
 /// kernel: `sender` when this host sent on it. A kernel without AccECN
@@ -28,6 +28,43 @@ pub fn tcp_line(e: &TcpEcn, sender: bool) -> String {
                 .to_string()
         }
         (false, _) => "ECN: negotiated, but no segment arrived with ECT or CE (the path cleared the field?)".to_string(),
+    }
+}
+
+/// The sending peer's kernel's view of a TCP connection (a wirespeed peer
+/// says it in the results exchange): the line [`tcp_line`] gives a sender,
+/// naming whose kernel it is.
+pub fn peer_sender_line(e: &TcpEcn) -> String {
+    let own = tcp_line(e, true);
+    let rest = own.strip_prefix("ECN:").unwrap_or(&own);
+    format!("ECN at the sender (the peer's kernel):{rest}")
+}
+
+/// Said once where this host received with ECN in play and the sending
+/// peer's results carried no view of its own kernel (iperf3 sends none).
+pub const PEER_SENDER_UNKNOWN: &str =
+    "ECN at the sender: not known (the peer's results carry no TCP ECN; only a wirespeed peer sends it)";
+
+/// The `[SUM]` line of several TCP streams' ECN (without a newline): the
+/// sending ends' kernels (`sender`) or the receiving ends'.
+pub fn tcp_sum_line(e: &TcpEcnSum, sender: bool) -> String {
+    let n = e.streams;
+    if e.negotiated == 0 {
+        return format!("ECN: asked for but negotiated on none of {n} streams; nothing to count");
+    }
+    let head = format!("ECN: negotiated on {} of {n} streams", e.negotiated);
+    match (sender, e.acked_under_ece) {
+        (true, Some(a)) => format!(
+            "{head}, {a} {} acked under ECE (the kernels cannot count CE marks without AccECN)",
+            if a == 1 { "segment" } else { "segments" }
+        ),
+        (true, None) => format!(
+            "{head}; not every sender's kernel counts segments acked under ECE (tcpi_delivered_ce, Linux 4.18), so no total"
+        ),
+        (false, _) => format!(
+            "{head}, the sender's segments arrived ECT on {} (a receiver's kernel counts no CE marks without AccECN)",
+            e.seen
+        ),
     }
 }
 

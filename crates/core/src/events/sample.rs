@@ -37,6 +37,40 @@ pub struct TcpEcn {
     pub acked_under_ece: Option<u64>,
 }
 
+/// The TCP ECN of several streams (a sum's): how many were in play, how
+/// many negotiated and saw ECT, and their segments acked under ECE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpEcnSum {
+    /// Streams whose kernel view is known and has ECN in play.
+    pub streams: u32,
+    /// Of those, the ones that negotiated ECN.
+    pub negotiated: u32,
+    /// Of those, the ones that saw ECT or CE arrive.
+    pub seen: u32,
+    /// The negotiated senders' segments acked under ECE, added up; `None`
+    /// unless every negotiated stream's kernel gave a count (receivers
+    /// count none), so a part is never shown as the whole.
+    pub acked_under_ece: Option<u64>,
+}
+
+impl TcpEcnSum {
+    /// The sum of the views given, `None` when there are none.
+    pub fn of<'a>(views: impl IntoIterator<Item = &'a TcpEcn>) -> Option<TcpEcnSum> {
+        let mut s = TcpEcnSum::default();
+        let mut counts: Option<u64> = Some(0);
+        for e in views {
+            s.streams += 1;
+            if e.negotiated {
+                s.negotiated += 1;
+                counts = counts.zip(e.acked_under_ece).map(|(a, b)| a.saturating_add(b));
+            }
+            s.seen += u32::from(e.seen);
+        }
+        s.acked_under_ece = counts.filter(|_| s.negotiated > 0);
+        (s.streams > 0).then_some(s)
+    }
+}
+
 /// TCP_INFO numbers of one sending stream.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct TcpSample {
@@ -75,6 +109,65 @@ pub struct LatencyStats {
     pub stdev: f64,
 }
 
+/// An L4S ack's counts, cumulative since the flow began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct L4sCounts {
+    /// Datagrams the receiver counted.
+    pub received: u64,
+    /// Of those, arrived CE.
+    pub ce: u64,
+    /// Missing from the sequence.
+    pub lost: u64,
+}
+
+/// One side of iperf 2.2.1's UDP L4S exchange (`--udp-l4s`) up to now.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct L4sSample {
+    /// This side sent the data and took the acks (else it received and
+    /// sent them).
+    pub sender: bool,
+    /// Acks taken or sent.
+    pub acks: u64,
+    /// The newest ack's counts; `None` before the first.
+    pub last: Option<L4sCounts>,
+    /// An ack said a datagram arrived neither ECT(1) nor CE (the field was
+    /// bleached or remarked); the sender sends Not-ECT from then on.
+    pub ecn_error: bool,
+    /// A sender's rate controller now: its rate, bits/s; `None` before
+    /// the first ack and on a receiver.
+    pub rate_bps: Option<f64>,
+    /// A sender's controller's alpha (the smoothed CE share), as
+    /// `rate_bps`; a sum has none.
+    pub alpha: Option<f64>,
+}
+
+impl L4sSample {
+    /// Several streams' exchanges added up: acks, the counts (only when
+    /// every stream has had an ack) and the rates; any stream's flag. A
+    /// sum has no alpha. `None` when no stream runs the exchange.
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a L4sSample>) -> Option<L4sSample> {
+        let all: Vec<&L4sSample> = all.into_iter().collect();
+        let first = all.first()?;
+        let last = all
+            .iter()
+            .map(|s| s.last)
+            .collect::<Option<Vec<_>>>()
+            .map(|c| L4sCounts {
+                received: c.iter().map(|c| c.received).sum(),
+                ce: c.iter().map(|c| c.ce).sum(),
+                lost: c.iter().map(|c| c.lost).sum(),
+            });
+        Some(L4sSample {
+            sender: first.sender,
+            acks: all.iter().map(|s| s.acks).sum(),
+            last,
+            ecn_error: all.iter().any(|s| s.ecn_error),
+            rate_bps: all.iter().map(|s| s.rate_bps).sum(),
+            alpha: None,
+        })
+    }
+}
+
 /// UDP numbers of one stream (or a sum) over a span.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct UdpSample {
@@ -104,6 +197,9 @@ pub struct UdpSample {
     pub sent: Option<i64>,
     /// The ECN field, when in play.
     pub ecn: Option<EcnSample>,
+    /// iperf 2.2.1's L4S exchange as this side knows it at the span's end
+    /// (the acks' counts are cumulative), on a stream that runs it.
+    pub l4s: Option<L4sSample>,
 }
 
 /// One latency histogram (`T8-PDF:`, `F8(f)-PDF:`, `BB8(f)-PDF:`).
@@ -239,6 +335,9 @@ pub struct StreamSample {
     pub tcp: Option<TcpSample>,
     /// Retransmits during the span (TCP senders with TCP_INFO; sums).
     pub retransmits: Option<i64>,
+    /// A sum's TCP ECN over the span, when in play on any of its streams
+    /// (a stream's own is `tcp.ecn`).
+    pub tcp_ecn_sum: Option<TcpEcnSum>,
     /// UDP numbers.
     pub udp: Option<UdpSample>,
     /// iperf 2's enhanced numbers.

@@ -63,6 +63,9 @@ pub struct UdpTotals {
     pub duplicates: i64,
     /// The ECN field, when in play.
     pub ecn: Option<EcnTotals>,
+    /// iperf 2.2.1's L4S exchange as this side knew it at the end, on a
+    /// stream that runs it.
+    pub l4s: Option<super::L4sSample>,
 }
 
 /// What the path did to a UDP stream's ECN field over the whole test.
@@ -163,6 +166,9 @@ pub struct StreamSummary {
     /// TCP: ECN as this host's kernel saw the connection over the test,
     /// when in play (wirespeed's).
     pub tcp_ecn: Option<super::TcpEcn>,
+    /// TCP: ECN as the peer's kernel saw the connection, when a wirespeed
+    /// peer said so in its results (wirespeed's; never from iperf3).
+    pub peer_tcp_ecn: Option<super::TcpEcn>,
     /// The local side has numbers for the peer (false on a server before
     /// the exchange, and in iperf 2, which exchanges none).
     pub peer_known: bool,
@@ -170,6 +176,26 @@ pub struct StreamSummary {
     /// summed as the reverse direction, as iperf3's `--bidir` sums its
     /// server-to-client streams.
     pub connect_back: bool,
+}
+
+impl StreamSummary {
+    /// ECN as the sending end's kernel saw the connection, where known.
+    pub fn sender_tcp_ecn(&self) -> Option<&super::TcpEcn> {
+        if self.local_sender {
+            self.tcp_ecn.as_ref()
+        } else {
+            self.peer_tcp_ecn.as_ref()
+        }
+    }
+
+    /// ECN as the receiving end's kernel saw the connection, where known.
+    pub fn receiver_tcp_ecn(&self) -> Option<&super::TcpEcn> {
+        if self.local_sender {
+            self.peer_tcp_ecn.as_ref()
+        } else {
+            self.tcp_ecn.as_ref()
+        }
+    }
 }
 
 /// Sums of one direction.
@@ -183,6 +209,11 @@ pub struct DirectionSums {
     pub received: Totals,
     /// UDP sums: receiver's mean jitter, lost and total; sender's count.
     pub udp: Option<UdpTotals>,
+    /// TCP: the sending ends' kernels' ECN over the streams, where known
+    /// (this host's when it sent, the peer's from its results otherwise).
+    pub tcp_ecn_sent: Option<super::TcpEcnSum>,
+    /// TCP: the receiving ends' kernels' ECN over the streams, where known.
+    pub tcp_ecn_received: Option<super::TcpEcnSum>,
 }
 
 /// CPU utilisation of both ends.

@@ -8,7 +8,8 @@ use super::stream::{StreamRole, StreamStats};
 use super::{TestStats, pct, rate};
 use crate::config::Protocol;
 use crate::events::{
-    BouncebackSample, Ecn, EcnSample, Enhanced, IntervalReport, LatencyStats, RoleTag, StreamSample, UdpSample,
+    BouncebackSample, Ecn, EcnSample, Enhanced, IntervalReport, LatencyStats, RoleTag, StreamSample, TcpEcnSum,
+    UdpSample,
 };
 
 impl TestStats {
@@ -141,6 +142,7 @@ fn stream_interval(
     };
     let udp = udp.then(|| UdpSample {
         ecn: s.ecn_sample(&snap, &s.last),
+        l4s: s.l4s_sample(),
         ..udp_sample(s.role, &snap, &s.last, s.counters.jitter(), secs, extras.latency.take())
     });
     if let Some(bb) = s.meta.bounceback.clone() {
@@ -202,6 +204,7 @@ pub(super) fn udp_sample(
         in_flight,
         sent: None,
         ecn: None,
+        l4s: None,
     }
 }
 
@@ -303,6 +306,7 @@ pub(super) fn sum_samples(streams: &[&StreamSample], id: u32, start: f64, end: f
             pps: us.iter().map(|u| u.pps).sum(),
             sent,
             ecn: sum_ecn(us.iter().map(|u| u.ecn.as_ref())),
+            l4s: crate::events::L4sSample::sum(us.iter().filter_map(|u| u.l4s.as_ref())),
             ..UdpSample::default()
         }
     });
@@ -329,6 +333,7 @@ pub(super) fn sum_samples(streams: &[&StreamSample], id: u32, start: f64, end: f
         omitted: false,
         tcp: None,
         retransmits,
+        tcp_ecn_sum: TcpEcnSum::of(streams.iter().filter_map(|s| s.tcp.as_ref()?.ecn.as_ref())),
         udp,
         extras: Enhanced {
             calls: streams.iter().map(|s| s.extras.calls).sum(),

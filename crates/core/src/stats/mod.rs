@@ -11,6 +11,7 @@ pub mod counters;
 pub mod cpu;
 pub mod histogram;
 mod interval;
+pub mod l4s;
 mod stream;
 mod summary;
 #[cfg(test)]
@@ -21,6 +22,7 @@ use std::time::{Duration, Instant};
 
 pub use counters::{BouncebackCounters, DetailCounters, FrameCounters, LatencyCounter, StreamCounters, Welford};
 pub use interval::ChartSampler;
+pub use l4s::L4sLog;
 pub use stream::{StreamMeta, StreamRole, StreamStats};
 
 use crate::config::Protocol;

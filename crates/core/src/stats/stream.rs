@@ -44,6 +44,9 @@ pub struct StreamMeta {
     pub tcp_ecn_asked: bool,
     /// UDP: the stream runs iperf 2.2.1's L4S exchange (`--udp-l4s`).
     pub l4s: bool,
+    /// UDP L4S: the acks this side took (a sender) or sent (a receiver),
+    /// which its dialect's data thread writes.
+    pub l4s_log: Option<Arc<super::L4sLog>>,
 }
 
 /// A stream as the reporter sees it.
@@ -186,6 +189,7 @@ impl StreamStats {
             omitted: false,
             retransmits: tcp.map(|t| t.retransmits),
             tcp,
+            tcp_ecn_sum: None,
             udp,
             extras,
             addrs: self.meta.addrs.clone(),
@@ -296,6 +300,12 @@ impl StreamStats {
         let mut s = tcp_sample(&info, self.retransmits_total().unwrap_or(0));
         s.ecn = tcp_ecn(&info, self.meta.tcp_ecn_asked, true, self.base_ce);
         Some(s)
+    }
+
+    /// The L4S exchange as this side knows it now, on a stream that runs it.
+    pub(super) fn l4s_sample(&self) -> Option<crate::events::L4sSample> {
+        let log = self.meta.l4s_log.as_ref()?;
+        Some(log.sample(self.role == StreamRole::Send))
     }
 
     /// ECN over the whole test as this host's kernel saw the connection,

@@ -10,7 +10,7 @@ use super::stream::{StreamRole, StreamStats};
 use super::{TestStats, advice, pct, rate};
 use crate::config::Protocol;
 use crate::events::*;
-use wirespeed_proto::iperf3::{Results, StreamResult};
+use wirespeed_proto::iperf3::{Results, StreamResult, TcpEcnResult};
 
 impl TestStats {
     /// This host's results for the exchange.
@@ -54,6 +54,14 @@ impl TestStats {
                         .then(|| s.ecn_sample(&snap, &s.base))
                         .flatten()
                         .map(|e| (e.sent, e.counts)),
+                    tcp_ecn: (self.protocol == Protocol::Tcp)
+                        .then(|| s.tcp_ecn_total())
+                        .flatten()
+                        .map(|e| TcpEcnResult {
+                            negotiated: e.negotiated,
+                            seen: e.seen,
+                            acked_under_ece: e.acked_under_ece,
+                        }),
                 }
             })
             .collect();
@@ -171,6 +179,9 @@ impl TestStats {
             tcp: s.tcp_totals(),
             udp,
             tcp_ecn: s.tcp_ecn_total(),
+            peer_tcp_ecn: (self.protocol == Protocol::Tcp)
+                .then(|| pr.and_then(|r| peer_tcp_ecn(r, local_sender)))
+                .flatten(),
             peer_known: peer.is_some(),
             connect_back: s.meta.connect_back,
         }
@@ -228,6 +239,7 @@ impl TestStats {
             let lat = extras.latency.take();
             let mut u = udp_sample(s.role, &snap, &s.base, s.counters.jitter(), dur, lat);
             u.ecn = s.ecn_sample(&snap, &s.base);
+            u.l4s = s.l4s_sample();
             if s.role == StreamRole::Send {
                 let sent = snap.packets - s.base.packets;
                 u.sent = Some(sent);
@@ -320,6 +332,19 @@ impl TestStats {
     }
 }
 
+/// The peer's kernel's view of a TCP stream, from its results. A count of
+/// segments acked under ECE is the sender's alone, and no more than the
+/// bytes it sent (a segment carries at least one): otherwise it is not
+/// believed, and left out as unknown.
+fn peer_tcp_ecn(r: &StreamResult, local_sender: bool) -> Option<TcpEcn> {
+    let e = r.tcp_ecn?;
+    Some(TcpEcn {
+        negotiated: e.negotiated,
+        seen: e.seen,
+        acked_under_ece: e.acked_under_ece.filter(|n| !local_sender && *n <= r.bytes),
+    })
+}
+
 /// A stream's (local, remote) ports, when its addresses are known.
 fn stream_ports(s: &StreamStats) -> Option<(u16, u16)> {
     s.meta.addrs.as_ref().map(|((_, l), (_, r))| (*l, *r))
@@ -369,6 +394,7 @@ fn udp_totals(s: &StreamStats, peer: Option<&Results>, pr: Option<&StreamResult>
             out_of_order: pr.and_then(|r| r.out_of_order).unwrap_or(0),
             duplicates: pr.and_then(|r| r.duplicates).unwrap_or(0),
             ecn: sender_ecn(s, &snap, pr),
+            l4s: s.l4s_sample(),
         };
     }
     let mut packets = snap.packets - s.base.packets;
@@ -396,6 +422,7 @@ fn udp_totals(s: &StreamStats, peer: Option<&Results>, pr: Option<&StreamResult>
         out_of_order: snap.ooo - s.base.ooo,
         duplicates: snap.dups - s.base.dups,
         ecn: receiver_ecn(s, &snap, pr, sent),
+        l4s: s.l4s_sample(),
     }
 }
 
@@ -513,12 +540,20 @@ fn direction_sums(streams: &[&StreamSummary], protocol: Protocol) -> DirectionSu
             out_of_order: us.iter().map(|u| u.out_of_order).sum(),
             duplicates: us.iter().map(|u| u.duplicates).sum(),
             ecn: sum_ecn_totals(us.iter().map(|u| u.ecn.as_ref())),
+            l4s: L4sSample::sum(us.iter().filter_map(|u| u.l4s.as_ref())),
         }
     });
+    let tcp = protocol == Protocol::Tcp;
     DirectionSums {
         role: streams.first().and_then(|s| s.role),
         sent,
         received,
         udp,
+        tcp_ecn_sent: tcp
+            .then(|| TcpEcnSum::of(streams.iter().filter_map(|s| s.sender_tcp_ecn())))
+            .flatten(),
+        tcp_ecn_received: tcp
+            .then(|| TcpEcnSum::of(streams.iter().filter_map(|s| s.receiver_tcp_ecn())))
+            .flatten(),
     }
 }

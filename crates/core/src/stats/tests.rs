@@ -102,6 +102,7 @@ fn summary_pairs_local_and_peer_numbers() {
             ports: None,
             omitted_bytes: None,
             ecn: None,
+            tcp_ecn: None,
         }],
         ..Results::default()
     };
@@ -152,6 +153,7 @@ fn peer_result(packets: i64, errors: i64, drained: bool) -> Results {
             ports: None,
             omitted_bytes: None,
             ecn: None,
+            tcp_ecn: None,
         }],
         receiver_drained: drained,
         ..Results::default()

@@ -12,7 +12,7 @@ pub mod udp;
 pub use cookie::{COOKIE_LEN, Cookie};
 pub use framing::Framer;
 pub use params::{ParamsIn, encode_params};
-pub use results::{Results, StreamResult};
+pub use results::{Results, StreamResult, TcpEcnResult};
 pub use state::State;
 
 /// Largest parameter JSON a server accepts (iperf3 3.18+).

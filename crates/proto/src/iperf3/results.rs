@@ -49,6 +49,25 @@ pub struct StreamResult {
     /// period: what a sender sent, what a receiver saw arrive. Present only
     /// when ECN is in play; C peers ignore the key and never send it.
     pub ecn: Option<(Option<Ecn>, EcnCounts)>,
+    /// wirespeed extension (`"tcp_ecn"`, TCP): ECN as this side's kernel
+    /// saw the connection (TCP_INFO), present only when in play there, so
+    /// the other end can show the sender's view in `-R` (its kernel is the
+    /// one that counts). C peers ignore the key and never send it.
+    pub tcp_ecn: Option<TcpEcnResult>,
+}
+
+/// One TCP connection's ECN as one end's kernel saw it (`"tcp_ecn"`):
+/// `{"negotiated":true,"seen":false,"acked_under_ece":N}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpEcnResult {
+    /// The handshake negotiated ECN (`TCPI_OPT_ECN`).
+    pub negotiated: bool,
+    /// A segment from the other end arrived ECT or CE (`TCPI_OPT_ECN_SEEN`).
+    pub seen: bool,
+    /// A sender's segments acknowledged under ECE (`tcpi_delivered_ce`
+    /// since the omit period); absent where its kernel keeps no count, on
+    /// a receiver and when not negotiated.
+    pub acked_under_ece: Option<u64>,
 }
 
 /// One side's results.
@@ -144,6 +163,9 @@ impl Results {
                 if let Some((sent, c)) = &s.ecn {
                     o.insert("ecn".into(), ecn_value(*sent, c));
                 }
+                if let Some(e) = &s.tcp_ecn {
+                    o.insert("tcp_ecn".into(), tcp_ecn_value(e));
+                }
                 Value::Object(o)
             })
             .collect();
@@ -216,6 +238,7 @@ impl Results {
                 },
                 omitted_bytes: o.get("omitted_bytes").and_then(Value::as_u64),
                 ecn: o.get("ecn").and_then(ecn_of),
+                tcp_ecn: o.get("tcp_ecn").and_then(tcp_ecn_of),
             });
         }
         Ok(r)
@@ -249,6 +272,33 @@ fn ecn_of(v: &Value) -> Option<(Option<Ecn>, EcnCounts)> {
     };
     let sent = o.get("sent").and_then(Value::as_str).and_then(Ecn::from_key);
     Some((sent, counts))
+}
+
+/// The `"tcp_ecn"` object (`acked_under_ece` only when counted).
+pub fn tcp_ecn_value(e: &TcpEcnResult) -> Value {
+    let mut o = Map::new();
+    o.insert("negotiated".into(), Value::Bool(e.negotiated));
+    o.insert("seen".into(), Value::Bool(e.seen));
+    if let Some(n) = e.acked_under_ece {
+        o.insert("acked_under_ece".into(), Value::from(n));
+    }
+    Value::Object(o)
+}
+
+/// Reads a `"tcp_ecn"` object leniently: without both flags as booleans
+/// it is absent (an extension; the rest of the results stand); a count
+/// that is not a whole number is left out, as unknown. A count claimed
+/// without negotiation is not believed.
+fn tcp_ecn_of(v: &Value) -> Option<TcpEcnResult> {
+    let o = v.as_object()?;
+    let negotiated = o.get("negotiated")?.as_bool()?;
+    let seen = o.get("seen")?.as_bool()?;
+    let acked_under_ece = o.get("acked_under_ece").and_then(Value::as_u64).filter(|_| negotiated);
+    Some(TcpEcnResult {
+        negotiated,
+        seen,
+        acked_under_ece,
+    })
 }
 
 #[cfg(test)]
@@ -285,6 +335,7 @@ mod tests {
                 ports: None,
                 omitted_bytes: Some(4096),
                 ecn: None,
+                tcp_ecn: None,
             }],
             ..Results::default()
         };
@@ -330,6 +381,7 @@ mod tests {
                 duplicates: Some(1),
                 ports: Some((5201, 41234)),
                 omitted_bytes: None,
+                tcp_ecn: None,
                 ecn: Some((
                     Some(Ecn::Ect1),
                     EcnCounts {
@@ -345,6 +397,35 @@ mod tests {
             receiver_drained: true,
         };
         assert_eq!(Results::decode(r.encode().as_bytes()).unwrap(), r);
+    }
+
+    /// The TCP ECN key travels both ways, is absent unless in play, and a
+    /// broken one is dropped alone; a count without negotiation is not
+    /// believed.
+    #[test]
+    fn tcp_ecn_round_trips_and_is_read_leniently() {
+        let mut r = Results::decode(
+            br#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":1,"streams":[{"id":1,"bytes":9,"retransmits":0,"jitter":0,"errors":0,"packets":0,"tcp_ecn":{"negotiated":true,"seen":false,"acked_under_ece":212}},{"id":3,"bytes":9,"retransmits":0,"jitter":0,"errors":0,"packets":0,"tcp_ecn":{"negotiated":"yes","seen":false}},{"id":4,"bytes":9,"retransmits":0,"jitter":0,"errors":0,"packets":0,"tcp_ecn":{"negotiated":false,"seen":false,"acked_under_ece":5}},{"id":5,"bytes":9,"retransmits":0,"jitter":0,"errors":0,"packets":0,"tcp_ecn":{"negotiated":true,"seen":true,"acked_under_ece":-3}}]}"#,
+        )
+        .unwrap();
+        let e = |a, b, n| {
+            Some(TcpEcnResult {
+                negotiated: a,
+                seen: b,
+                acked_under_ece: n,
+            })
+        };
+        assert_eq!(r.streams[0].tcp_ecn, e(true, false, Some(212)));
+        assert_eq!(r.streams[1].tcp_ecn, None);
+        assert_eq!(r.streams[2].tcp_ecn, e(false, false, None));
+        assert_eq!(r.streams[3].tcp_ecn, e(true, true, None));
+        let back = Results::decode(r.encode().as_bytes()).unwrap();
+        let ecn = |r: &Results| r.streams.iter().map(|s| s.tcp_ecn).collect::<Vec<_>>();
+        assert_eq!(ecn(&back), ecn(&r));
+        for st in &mut r.streams {
+            st.tcp_ecn = None;
+        }
+        assert!(!r.encode().contains("ecn"));
     }
 
     /// The ECN key is an extension: absent unless in play, and a broken
@@ -390,6 +471,7 @@ mod tests {
             ports,
             omitted_bytes: None,
             ecn: None,
+            tcp_ecn: None,
         };
         // The server saw our stream 1 (port 40001) connect second.
         let theirs = Results {

@@ -456,6 +456,10 @@ pub struct Sample {
     /// UDP: the ECN field, when in play (wirespeed).
     #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
     pub ecn: Option<Ecn>,
+    /// UDP: iperf 2.2.1's L4S exchange (`--udp-l4s`), on a stream that
+    /// runs it (wirespeed).
+    #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
+    pub l4s: Option<L4s>,
     /// In the `-O` warm-up.
     #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
     pub omitted: Option<bool>,
@@ -683,6 +687,10 @@ pub struct Totals {
     /// UDP: the ECN field, when in play (wirespeed).
     #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
     pub ecn: Option<Ecn>,
+    /// UDP: iperf 2.2.1's L4S exchange (`--udp-l4s`), on a stream that
+    /// runs it (wirespeed).
+    #[serde(deserialize_with = "de::part", skip_serializing_if = "Option::is_none")]
+    pub l4s: Option<L4s>,
     /// iperf 2 sender: these are its receiver's report.
     #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
     pub from_peer_report: Option<bool>,
@@ -1231,11 +1239,52 @@ pub struct Ecn {
     pub extra: Map<String, Value>,
 }
 
+/// `l4s` (wirespeed's, the iperf 2 dialect's `--udp-l4s`): one side of the
+/// L4S exchange up to the sample's end, beside `ecn`. The counts are the
+/// newest ack's, cumulative since the flow began; absent before the first
+/// ack, never a zero for an ack that did not come.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct L4s {
+    /// `"sender"` (it took the acks) or `"receiver"` (it sent them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Acks taken or sent.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub acks: Option<i64>,
+    /// The newest ack: datagrams the receiver counted.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub received: Option<i64>,
+    /// The newest ack: of those, arrived CE.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub ce: Option<i64>,
+    /// The newest ack: missing from the sequence.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub lost: Option<i64>,
+    /// An ack said a datagram arrived neither ECT(1) nor CE (bleached or
+    /// remarked): the sender sent Not-ECT from then on.
+    #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
+    pub ecn_error: Option<bool>,
+    /// A sender's rate controller: its rate, bits/s (a sum: the flows'
+    /// rates added up).
+    #[serde(deserialize_with = "de::f64", skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<f64>,
+    /// A sender's controller's alpha, the smoothed CE share (not in sums).
+    #[serde(deserialize_with = "de::f64", skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// Keys not named above.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
 /// `tcp_ecn` (wirespeed's): what a TCP connection's kernel says of ECN
-/// (TCP_INFO), in a sender's intervals and on this host's side of
-/// `end.streams[]`, only when ECN is in play (negotiated, or asked for by
-/// this host and refused). What the kernel does not count is absent, never
-/// a zero.
+/// (TCP_INFO), in a sender's intervals and on `end.streams[]`'s sides
+/// (this host's, and the peer's when a wirespeed peer said it in the
+/// results exchange), only when ECN is in play (negotiated, or asked for by
+/// the connecting host and refused). In the sums (`intervals[].sum`,
+/// `end.sum_sent`, `end.sum_received`) it adds up the streams: `streams`,
+/// `negotiated_streams`, `seen_streams` and `acked_under_ece`. What the
+/// kernel does not count is absent, never a zero.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TcpEcn {
@@ -1250,6 +1299,15 @@ pub struct TcpEcn {
     /// does not count.
     #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
     pub acked_under_ece: Option<i64>,
+    /// A sum: the streams whose kernel's view is known, with ECN in play.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub streams: Option<i64>,
+    /// A sum: of those, the streams that negotiated ECN.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub negotiated_streams: Option<i64>,
+    /// A sum: of those, the streams on which ECT or CE arrived.
+    #[serde(deserialize_with = "de::i64", skip_serializing_if = "Option::is_none")]
+    pub seen_streams: Option<i64>,
     /// Keys not named above.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 
 pub use iperf3::{
     Advice, Bounceback, Buffers, Connected, Cpu, Ecn, End, EndStream, Histogram, HostPort, Interval, Iperf2,
-    Isochronous, Latency, OneWay, Quic, Rtt, Sample, Spread, Start, TcpEcn, TestDoc, TestStart, Timestamp, Totals,
+    Isochronous, L4s, Latency, OneWay, Quic, Rtt, Sample, Spread, Start, TcpEcn, TestDoc, TestStart, Timestamp, Totals,
 };
 pub use modes::{
     LossFloor, NqDoc, NqLatency, NqProbes, NqSecond, NqWay, RpmDoc, RpmEnd, RpmInterval, RpmProbes, RpmStart, Search,
@@ -291,7 +291,16 @@ mod tests {
                 .iter()
                 .flat_map(|s| &s.tcp_ecn)
                 .for_each(|e| add("intervals.streams.tcp_ecn", &e.extra));
+            iv.streams
+                .iter()
+                .chain(&iv.sum)
+                .flat_map(|s| &s.l4s)
+                .for_each(|e| add("intervals.*.l4s", &e.extra));
             iv.sum.iter().for_each(|s| add("intervals.sum", &s.extra));
+            iv.sum
+                .iter()
+                .flat_map(|s| &s.tcp_ecn)
+                .for_each(|e| add("intervals.sum.tcp_ecn", &e.extra));
             iv.latency.iter().for_each(|s| add("intervals.latency", &s.extra));
         }
         if let Some(e) = &d.end {
@@ -304,6 +313,7 @@ mod tests {
                 {
                     add("end.streams.*", &t.extra);
                     t.tcp_ecn.iter().for_each(|e| add("end.streams.*.tcp_ecn", &e.extra));
+                    t.l4s.iter().for_each(|e| add("end.streams.*.l4s", &e.extra));
                 }
             }
             for t in [
@@ -317,6 +327,8 @@ mod tests {
             .flatten()
             {
                 add("end.sum*", &t.extra);
+                t.tcp_ecn.iter().for_each(|e| add("end.sum*.tcp_ecn", &e.extra));
+                t.l4s.iter().for_each(|e| add("end.sum*.l4s", &e.extra));
             }
             e.cpu_utilization_percent.iter().for_each(|c| add("end.cpu", &c.extra));
             e.latency.iter().for_each(|l| add("end.latency", &l.extra));
@@ -447,9 +459,32 @@ mod tests {
                     },
                     l4s: false,
                 }),
+                l4s: Some(l4s_sample()),
                 ..ev::UdpSample::default()
             }),
+            // As a sum carries it (a stream's own is `tcp.ecn`).
+            tcp_ecn_sum: tcp.then_some(ev::TcpEcnSum {
+                streams: 2,
+                negotiated: 2,
+                seen: 0,
+                acked_under_ece: Some(40),
+            }),
             ..ev::StreamSample::default()
+        }
+    }
+
+    fn l4s_sample() -> ev::L4sSample {
+        ev::L4sSample {
+            sender: true,
+            acks: 120,
+            last: Some(ev::L4sCounts {
+                received: 1000,
+                ce: 80,
+                lost: 2,
+            }),
+            ecn_error: false,
+            rate_bps: Some(16e6),
+            alpha: Some(0.08),
         }
     }
 
@@ -551,11 +586,18 @@ mod tests {
                         l4s: false,
                     }
                 }),
+                l4s: Some(l4s_sample()),
             }),
             tcp_ecn: tcp.then_some(ev::TcpEcn {
                 negotiated: true,
                 seen: !local_sender,
                 acked_under_ece: local_sender.then_some(179),
+            }),
+            // A wirespeed peer's view of its kernel, from its results.
+            peer_tcp_ecn: tcp.then_some(ev::TcpEcn {
+                negotiated: true,
+                seen: local_sender,
+                acked_under_ece: (!local_sender).then_some(212),
             }),
             peer_known: true,
             ..ev::StreamSummary::default()
@@ -568,6 +610,18 @@ mod tests {
                 lost: Some(3),
                 packets: 100,
                 ..ev::UdpTotals::default()
+            }),
+            tcp_ecn_sent: tcp.then_some(ev::TcpEcnSum {
+                streams: 2,
+                negotiated: 2,
+                seen: 0,
+                acked_under_ece: Some(391),
+            }),
+            tcp_ecn_received: tcp.then_some(ev::TcpEcnSum {
+                streams: 2,
+                negotiated: 2,
+                seen: 2,
+                acked_under_ece: None,
             }),
             ..ev::DirectionSums::default()
         };

@@ -818,9 +818,10 @@ impl Iperf2Text {
         if self.excluded('D') {
             return;
         }
-        let mut n = 0;
+        let (mut n, mut tcp) = (0, 0);
         for st in &s.streams {
             if let Some(e) = &st.tcp_ecn {
+                tcp += 1;
                 let reversed = s.local.streams.iter().any(|l| l.id == st.id && l.reversed);
                 self.out.write(&format!(
                     "{}{}\n",
@@ -839,6 +840,20 @@ impl Iperf2Text {
             for d in std::iter::once(&s.forward).chain(s.reverse.as_ref()) {
                 if let Some(e) = d.udp.as_ref().and_then(|u| u.ecn.as_ref()) {
                     self.out.write(&format!("[SUM] {}\n", crate::ecn::line(e)));
+                }
+            }
+        }
+        // TCP: each direction's streams added up (iperf 2 exchanges no
+        // results, so these are this host's kernel's alone).
+        if tcp > 1 {
+            for d in std::iter::once(&s.forward).chain(s.reverse.as_ref()) {
+                if let Some(e) = &d.tcp_ecn_sent {
+                    self.out
+                        .write(&format!("[SUM] {}\n", crate::ecn::tcp_sum_line(e, true)));
+                }
+                if let Some(e) = &d.tcp_ecn_received {
+                    self.out
+                        .write(&format!("[SUM] {}\n", crate::ecn::tcp_sum_line(e, false)));
                 }
             }
         }

@@ -245,6 +245,16 @@ impl TextSink {
                 self.direction_summary(d, &group, sum.protocol);
             }
         }
+        // Once: this host received with ECN in play, and the sending
+        // peer's results held no view of its kernel.
+        if sum.protocol == Protocol::Tcp
+            && sum
+                .streams
+                .iter()
+                .any(|s| !s.local_sender && s.peer_known && s.tcp_ecn.is_some() && s.peer_tcp_ecn.is_none())
+        {
+            self.print(&format!("{}\n", crate::ecn::PEER_SENDER_UNKNOWN));
+        }
         if let Some(l) = &sum.latency {
             self.print(&crate::latency::end_lines(l));
         }
@@ -342,9 +352,16 @@ impl TextSink {
                 } else if self.verbose {
                     self.print(&format!("[{:>3}] (receiver statistics not available)\n", s.socket));
                 }
-                // wirespeed's: ECN as this host's kernel saw the connection.
+                // wirespeed's: ECN as this host's kernel saw the connection,
+                // and, where the peer sent, as its kernel did (a wirespeed
+                // peer says so in its results).
                 if let Some(e) = &s.tcp_ecn {
                     self.print(&format!("{id} {}\n", crate::ecn::tcp_line(e, s.local_sender)));
+                }
+                if !s.local_sender
+                    && let Some(e) = &s.peer_tcp_ecn
+                {
+                    self.print(&format!("{id} {}\n", crate::ecn::peer_sender_line(e)));
                 }
             }
         }
@@ -389,6 +406,14 @@ impl TextSink {
                     self.print(&self.totals_line("[SUM]", d.role, &d.received, "receiver", true));
                 } else if self.verbose {
                     self.print("[SUM] (receiver statistics not available)\n");
+                }
+                // wirespeed's: the streams' ECN lines added up (the
+                // sending kernels', and this host's as a receiver).
+                if let Some(e) = &d.tcp_ecn_sent {
+                    self.print(&format!("[SUM] {}\n", crate::ecn::tcp_sum_line(e, true)));
+                }
+                if !local_sender && let Some(e) = &d.tcp_ecn_received {
+                    self.print(&format!("[SUM] {}\n", crate::ecn::tcp_sum_line(e, false)));
                 }
             }
         }
@@ -730,6 +755,7 @@ mod tests {
             tcp: None,
             udp: None,
             tcp_ecn: None,
+            peer_tcp_ecn: None,
             peer_known: true,
             connect_back: false,
         };
@@ -741,6 +767,8 @@ mod tests {
                 sent: tot(104_857_600, 31.5e9, Some(0)),
                 received: tot(104_857_600, 31.5e9, None),
                 udp: None,
+                tcp_ecn_sent: None,
+                tcp_ecn_received: None,
             },
             reverse: None,
             cpu: CpuUtil::default(),

@@ -289,6 +289,7 @@ pub fn sample(s: &StreamSample, reversed: Option<bool>) -> doc::Sample {
         ecn: u
             .and_then(|u| u.ecn.as_ref())
             .map(|e| super::keys::ecn_counts(e.sent, &e.counts)),
+        l4s: u.and_then(|u| u.l4s.as_ref()).map(super::keys::l4s),
         iperf2: Some(stream_extras(s, reversed)),
         ..doc::Sample::default()
     }

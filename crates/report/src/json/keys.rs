@@ -127,8 +127,25 @@ fn udp_interval_keys(m: &mut doc::Sample, u: &UdpSample, sender: bool) {
         m.lost_percent = Some(u.lost_percent);
     }
     m.packets = Some(u.packets);
-    // Not in iperf3: the ECN field, only when in play.
+    // Not in iperf3: the ECN field, only when in play, and the L4S
+    // exchange where it runs.
     m.ecn = u.ecn.as_ref().map(|e| ecn_counts(e.sent, &e.counts));
+    m.l4s = u.l4s.as_ref().map(l4s);
+}
+
+/// The `l4s` object: one side of iperf 2.2.1's L4S exchange.
+pub(crate) fn l4s(s: &L4sSample) -> doc::L4s {
+    doc::L4s {
+        role: Some(if s.sender { "sender" } else { "receiver" }.to_string()),
+        acks: int(s.acks),
+        received: s.last.and_then(|c| int(c.received)),
+        ce: s.last.and_then(|c| int(c.ce)),
+        lost: s.last.and_then(|c| int(c.lost)),
+        ecn_error: Some(s.ecn_error),
+        rate_bps: s.rate_bps,
+        alpha: s.alpha,
+        ..doc::L4s::default()
+    }
 }
 
 /// The `ecn` object of an interval: the codepoint sent and the datagrams
@@ -219,9 +236,23 @@ fn tcp_ecn(e: &TcpEcn) -> doc::TcpEcn {
     }
 }
 
+/// A sum's `tcp_ecn` object: how many streams, and the count only where
+/// every negotiated stream's kernel gave one.
+fn tcp_ecn_sum(e: &TcpEcnSum) -> doc::TcpEcn {
+    doc::TcpEcn {
+        streams: Some(i64::from(e.streams)),
+        negotiated_streams: Some(i64::from(e.negotiated)),
+        seen_streams: Some(i64::from(e.seen)),
+        acked_under_ece: e.acked_under_ece.and_then(int),
+        ..doc::TcpEcn::default()
+    }
+}
+
 fn sum_interval(s: &StreamSample) -> doc::Sample {
     let mut m = doc::Sample {
         retransmits: s.retransmits,
+        // Not in iperf3: the streams' ECN, only when in play.
+        tcp_ecn: s.tcp_ecn_sum.as_ref().map(tcp_ecn_sum),
         ..sample_head(s)
     };
     if let Some(u) = &s.udp {
@@ -291,8 +322,10 @@ fn udp_totals(socket: Option<i32>, t: &Totals, u: &UdpTotals, sender: bool, ooo:
         // Not in iperf3: datagrams that arrived more than once.
         duplicates: ooo.then_some(u.duplicates),
         sender: Some(sender),
-        // Not in iperf3: the ECN field, only when in play.
+        // Not in iperf3: the ECN field, only when in play, and the L4S
+        // exchange where it runs.
         ecn: u.ecn.as_ref().map(ecn_totals),
+        l4s: u.l4s.as_ref().map(l4s),
         ..totals_head(socket, t)
     }
 }
@@ -356,10 +389,11 @@ pub fn end(s: &Summary) -> doc::End {
                 // TCP_INFO is the sending host's: a stream this host
                 // only received has zeros there, as iperf3 writes.
                 let tcp = st.tcp.map(|t| if st.local_sender { t } else { TcpTotals::default() });
-                // Not in iperf3: ECN as this host's kernel saw it, on
-                // this host's side, only when in play.
-                let ecn = st.tcp_ecn.as_ref().map(tcp_ecn);
-                let (snd_ecn, rcv_ecn) = if st.local_sender { (ecn, None) } else { (None, ecn) };
+                // Not in iperf3: ECN as each end's kernel saw it, on its
+                // side (the peer's when a wirespeed peer said), only when
+                // in play.
+                let snd_ecn = st.sender_tcp_ecn().map(tcp_ecn);
+                let rcv_ecn = st.receiver_tcp_ecn().map(tcp_ecn);
                 doc::EndStream {
                     sender: Some(doc::Totals {
                         tcp_ecn: snd_ecn,
@@ -395,6 +429,7 @@ pub fn end(s: &Summary) -> doc::End {
                     lost: Some(0),
                     lost_percent: 0.0,
                     ecn: None,
+                    l4s: None,
                     ..*u
                 };
                 let sent_packets = if d.sent.sender || peer_known { u.sent_packets } else { 0 };
@@ -410,13 +445,14 @@ pub fn end(s: &Summary) -> doc::End {
             // sent, or after the results exchange.
             _ => (
                 None,
-                Some(totals(
-                    None,
-                    &d.sent,
-                    None,
-                    s.has_retransmits && (d.sent.sender || peer_known),
-                )),
-                Some(totals(None, &d.received, None, false)),
+                Some(doc::Totals {
+                    tcp_ecn: d.tcp_ecn_sent.as_ref().map(tcp_ecn_sum),
+                    ..totals(None, &d.sent, None, s.has_retransmits && (d.sent.sender || peer_known))
+                }),
+                Some(doc::Totals {
+                    tcp_ecn: d.tcp_ecn_received.as_ref().map(tcp_ecn_sum),
+                    ..totals(None, &d.received, None, false)
+                }),
             ),
         }
     };

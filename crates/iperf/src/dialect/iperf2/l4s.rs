@@ -5,7 +5,7 @@
 
 use std::net::UdpSocket;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use socket2::SockRef;
@@ -15,6 +15,7 @@ use wirespeed_core::clock::mono_ns;
 use wirespeed_core::engine::udp::{SendEnd, UdpOptions, UdpStart, spawn_udp_sender};
 use wirespeed_core::engine::{StreamHandle, StreamHook, StreamTask};
 use wirespeed_core::error::{Code, Error};
+use wirespeed_core::stats::L4sLog;
 use wirespeed_proto::iperf2::DatagramHeader;
 use wirespeed_proto::iperf2::l4s::{Ack, FORWARD_LEN, Forward, Prague, Receiver};
 
@@ -29,15 +30,19 @@ pub(crate) struct L4sAcker {
     rx: Receiver,
     /// Datagrams counted since the last ack.
     unacked: bool,
+    /// The acks sent, for the reports.
+    log: Arc<L4sLog>,
 }
 
 impl L4sAcker {
-    /// Acks go out on `sock` (connected to the sender).
-    pub fn new(sock: UdpSocket) -> L4sAcker {
+    /// Acks go out on `sock` (connected to the sender); `log` keeps what
+    /// they said.
+    pub fn new(sock: UdpSocket, log: Arc<L4sLog>) -> L4sAcker {
         L4sAcker {
             sock,
             rx: Receiver::default(),
             unacked: false,
+            log,
         }
     }
 
@@ -59,22 +64,12 @@ impl L4sAcker {
     pub fn ack(&mut self) {
         if std::mem::take(&mut self.unacked) {
             // A lost ack is made good by the next: the counts are cumulative.
-            let _ = self.sock.send(&self.rx.ack(now_us()).encode());
+            let a = self.rx.ack(now_us());
+            if self.sock.send(&a.encode()).is_ok() {
+                self.log.on_ack(a.received, a.ce, a.lost, a.ecn_error);
+            }
         }
     }
-}
-
-/// What a sender learned from its acks, for the lines at the end.
-#[derive(Debug, Default)]
-pub(crate) struct SenderLog {
-    /// Acks taken.
-    pub acks: AtomicU64,
-    /// The newest ack's counts: received, CE, lost.
-    pub received: AtomicU64,
-    pub ce: AtomicU64,
-    pub lost: AtomicU64,
-    /// The receiver said a datagram arrived neither ECT(1) nor CE.
-    pub ecn_error: AtomicBool,
 }
 
 /// A `--udp-l4s` sender: iperf 2 datagrams of `-l` bytes carrying the L4S
@@ -90,7 +85,8 @@ pub(crate) struct L4sSender {
     pub max_rate: f64,
     /// The TOS byte's DSCP bits.
     pub dscp: u8,
-    pub log: Arc<SenderLog>,
+    /// What the acks said, for the reports.
+    pub log: Arc<L4sLog>,
 }
 
 /// 2.2.1's floor and first rate (100 kbit/s), bytes/s.
@@ -120,13 +116,8 @@ impl L4sSender {
                 && cc.on_ack(&a, now_us())
             {
                 got = true;
-                self.log.acks.fetch_add(1, Relaxed);
-                self.log.received.store(u64::from(a.received), Relaxed);
-                self.log.ce.store(u64::from(a.ce), Relaxed);
-                self.log.lost.store(u64::from(a.lost), Relaxed);
-                if a.ecn_error {
-                    self.log.ecn_error.store(true, Relaxed);
-                }
+                self.log.on_ack(a.received, a.ce, a.lost, a.ecn_error);
+                self.log.on_controller(cc.rate(), cc.alpha());
             }
         }
         got
@@ -263,19 +254,19 @@ impl UdpStart for L4sSender {
 
 /// The line a sender's acks leave at the end: what the receiver counted,
 /// or (none came) that the server does not speak L4S.
-pub(crate) fn say(id: u32, log: &SenderLog, reporter: &mut wirespeed_report::Reporter) {
+pub(crate) fn say(id: u32, log: &L4sLog, reporter: &mut wirespeed_report::Reporter) {
     use wirespeed_core::events::Event;
-    let acks = log.acks.load(Relaxed);
-    if acks == 0 {
+    let now = log.sample(true);
+    let (acks, Some(last)) = (now.acks, now.last) else {
         reporter.emit(Event::Warning(format!(
             "[{id:>3}] WARNING: no L4S acks came back: the server does not answer --udp-l4s (iperf 2.2.1 built with --enable-udp-l4s, or wirespeed, does); the flow stayed near its floor rate"
         )));
         return;
-    }
-    let (rx, ce, lost) = (log.received.load(Relaxed), log.ce.load(Relaxed), log.lost.load(Relaxed));
+    };
+    let (rx, ce, lost) = (last.received, last.ce, last.lost);
     let pct = if rx > 0 { 100.0 * ce as f64 / rx as f64 } else { 0.0 };
     let mut s = format!("[{id:>3}] L4S acks {acks}: received {rx}, CE {ce} ({pct:.2}%), lost {lost}");
-    if log.ecn_error.load(Relaxed) {
+    if now.ecn_error {
         s.push_str("; the ECN field arrived neither ECT(1) nor CE (bleached or remarked): sent Not-ECT since");
     }
     reporter.emit(Event::Notice(s));

@@ -136,7 +136,7 @@ pub(super) struct Udp {
     /// Our senders' FINs expect the receiver's report.
     expect_report: bool,
     /// `--udp-l4s`: what each sender learned from its acks.
-    l4s: Vec<(u32, Arc<super::l4s::SenderLog>)>,
+    l4s: Vec<(u32, Arc<wirespeed_core::stats::L4sLog>)>,
 }
 
 /// The UDP client for `cfg`, or why the test cannot run (multicast
@@ -272,8 +272,12 @@ impl ClientTransport for Udp {
                 shared.clone()
             };
             // --udp-l4s: a sender of our own, paced by the acks.
-            let format = if cfg.iperf2.udp_l4s {
-                let log = Arc::new(super::l4s::SenderLog::default());
+            let l4s_log = cfg
+                .iperf2
+                .udp_l4s
+                .then(|| Arc::new(wirespeed_core::stats::L4sLog::default()));
+            let format = if let Some(log) = &l4s_log {
+                let log = log.clone();
                 self.l4s.push((id, log.clone()));
                 let max_rate = match (p.pps, p.rate) {
                     (None, r) if r > 0 => r as f64 / 8.0,
@@ -298,6 +302,11 @@ impl ClientTransport for Udp {
                     budget: match p.end {
                         EndCondition::Bytes(n) => Some(n),
                         _ => None,
+                    },
+                    meta: StreamMeta {
+                        l4s: l4s_log.is_some(),
+                        l4s_log,
+                        ..StreamMeta::default()
                     },
                     ..StreamExtras::default()
                 },

@@ -364,7 +364,8 @@ impl GroupTransport for Udp {
             let at = IsochPayload::offset_for(m.header.version().map_or(0, |v| v.0));
             hook = hook.with_frames(FrameTracker::new(at, m.trip, f.clone()));
         }
-        if l4s {
+        let l4s_log = l4s.then(|| Arc::new(wirespeed_core::stats::L4sLog::default()));
+        if let Some(log) = &l4s_log {
             // The acks go out ECT(1), as 2.2.1's do.
             let tos = u32::from((ctx.flow_cfg.params.tos & !3) | 1);
             let r = SockRef::from(s);
@@ -372,7 +373,10 @@ impl GroupTransport for Udp {
                 let _ = wirespeed_sys::socket::set_tclass(&r, tos);
             }
             let _ = r.set_tos_v4(tos);
-            hook = hook.with_l4s(crate::dialect::iperf2::l4s::L4sAcker::new(s.try_clone().ok()?));
+            hook = hook.with_l4s(crate::dialect::iperf2::l4s::L4sAcker::new(
+                s.try_clone().ok()?,
+                log.clone(),
+            ));
         }
         let mut flow = Flow::new(
             DataStream::new(m.id, StreamRole::Recv, DataSock::Udp(sock), m.local, m.peer),
@@ -401,6 +405,7 @@ impl GroupTransport for Udp {
                             .map(|e| wirespeed_core::events::Ecn::of_tos(e.tos as u8))
                     },
                     l4s,
+                    l4s_log,
                     ..StreamMeta::default()
                 },
                 ..StreamExtras::default()
