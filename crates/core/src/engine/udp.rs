@@ -65,12 +65,21 @@ pub trait DatagramFormat: Send + Sync + 'static {
     /// Isochronous senders: writes datagram `buf`'s frame fields (`frame`,
     /// with `remaining` bytes of it left including this datagram).
     fn stamp_frame(&self, _buf: &mut [u8], _frame: &Frame, _remaining: u32) {}
+    /// Whether a received datagram is the peer's handshake, repeated
+    /// because our answer was lost, and the answer to send back: a
+    /// receiver answers it and does not count it.
+    fn answer(&self, _buf: &[u8]) -> Option<&'static [u8]> {
+        None
+    }
 }
 
 /// A format chosen at run time (the iperf 2 dialect's, through the session).
 impl DatagramFormat for std::sync::Arc<dyn DatagramFormat> {
     fn header_len(&self) -> usize {
         (**self).header_len()
+    }
+    fn answer(&self, buf: &[u8]) -> Option<&'static [u8]> {
+        (**self).answer(buf)
     }
 
     #[inline]
@@ -575,6 +584,8 @@ struct RecvState<'a, 'h, F: DatagramFormat> {
     hook: Option<&'h mut dyn StreamHook>,
     /// The stream's end marker arrived.
     fin: bool,
+    /// A repeated handshake arrived: the answer to send.
+    answer: Option<&'static [u8]>,
 }
 
 impl<F: DatagramFormat> RecvState<'_, '_, F> {
@@ -582,6 +593,10 @@ impl<F: DatagramFormat> RecvState<'_, '_, F> {
     /// byte `tos`; returns its bytes if it was data.
     #[inline]
     fn datagram(&mut self, d: &[u8], rx: i64, tos: Option<u8>) -> Option<u64> {
+        if let Some(a) = self.fmt.answer(d) {
+            self.answer = Some(a);
+            return None;
+        }
         // Shorter than a header: a stray handshake, not data.
         if d.len() < self.header || self.fin {
             return None;
@@ -645,6 +660,7 @@ fn recv_loop<F: DatagramFormat>(
         narrow: fmt.narrow(),
         hook,
         fin: false,
+        answer: None,
     };
     let control = &task.control;
     let c = &task.counters;
@@ -674,6 +690,11 @@ fn recv_loop<F: DatagramFormat>(
         pre = Some((bytes, datagrams, 0));
     }
     loop {
+        if let Some(a) = st.answer.take() {
+            // The peer still waits for its handshake's answer (ours was
+            // lost): once more, from this stream's connected socket.
+            let _ = sock.send(a);
+        }
         if let Some((bytes, datagrams, before)) = pre.take() {
             if let Some(h) = st.hook.as_mut() {
                 h.after_batch();

@@ -634,10 +634,11 @@ fn server_error(ctrl: &mut Ctrl) -> Error {
 
 /// Opens a UDP stream: "9876" to the server (followed by the cookie,
 /// which C servers do not read), "6789" back from the stream's own server
-/// socket. The hello is repeated every second in case the network lost it.
-/// Datagrams other than the reply are a reverse test's first data, which
-/// a reordering path can deliver before the reply: they are returned (with
-/// their arrival times) for the stream to count, up to [`EARLY_DATA`].
+/// socket. The hello is repeated every second in case the network lost it
+/// (a wirespeed server answers a repeat on the stream's socket too). A
+/// datagram other than the reply is a reverse test's first data (the reply
+/// was lost, or a reordering path delivered the data first): it ends the
+/// wait, and is returned (with its arrival time) for the stream to count.
 type Early = Vec<(Vec<u8>, i64, Option<u8>)>;
 
 fn udp_hello(sock: &std::net::UdpSocket, hello: &[u8], deadline: Instant) -> Result<Early, Error> {
@@ -671,19 +672,20 @@ fn udp_hello(sock: &std::net::UdpSocket, hello: &[u8], deadline: Instant) -> Res
                 return Ok(early);
             }
             Ok((n, _, tos)) => {
-                if early.len() < EARLY_DATA {
-                    early.push((buf[..n].to_vec(), wirespeed_core::clock::wall_ns(), tos));
-                }
+                early.push((buf[..n].to_vec(), wirespeed_core::clock::wall_ns(), tos));
+                // Data from the server's stream socket (the socket is
+                // connected to it): the server has the stream and its test
+                // has started, so the reply was lost (or is still behind
+                // the data on a reordering path, and nothing needs it).
+                // Waiting for it would wait out the setup time.
+                sock.set_read_timeout(None).map_err(|e| err(&e))?;
+                return Ok(early);
             }
             Err(e) if wirespeed_core::engine::is_timeout(&e) => {}
             Err(e) => return Err(err(&e)),
         }
     }
 }
-
-/// The most datagrams a reverse UDP stream keeps that arrived before its
-/// hello reply.
-const EARLY_DATA: usize = 4096;
 
 fn interrupt_error(sig: usize) -> Error {
     Error::interrupted(Code::CLIENTTERM, "client", sig)

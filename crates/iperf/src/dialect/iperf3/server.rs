@@ -96,6 +96,28 @@ pub(crate) fn udp_hello(ctx: &ServerCtx, hello: Hello, from: SocketAddr) {
     }
 }
 
+/// A client whose hello reply was lost sends the hello again, and the
+/// kernel now gives it to the stream's connected socket, which no one
+/// reads until the test starts: it waits for the reply and the server for
+/// its next stream. Until the test starts nothing else arrives there (a
+/// client sends data only once the test runs), so each datagram waiting
+/// on a collected UDP stream is a repeat, answered from that socket.
+fn answer_repeated_hellos(streams: &[DataStream]) {
+    let mut buf = [0u8; 64];
+    for ds in streams {
+        let DataSock::Udp(s) = &ds.sock else { continue };
+        if s.set_nonblocking(true).is_err() {
+            continue;
+        }
+        while let Ok(n) = s.recv(&mut buf) {
+            if wirespeed_proto::iperf3::udp::parse_hello(&buf[..n]).is_some() {
+                let _ = s.send(&HELLO_REPLY);
+            }
+        }
+        let _ = s.set_nonblocking(false);
+    }
+}
+
 /// A QUIC Initial on the UDP port: when a `--quic` test from the
 /// sender's address waits for its connection, the test gets a socket of
 /// its own (bound to the port, connected to the sender, so the kernel
@@ -331,7 +353,7 @@ impl ServerTest<'_> {
         let mut out = Vec::with_capacity(roles.len());
         let mut warnings = Vec::new();
         for (i, role) in roles.into_iter().enumerate() {
-            let sock = self.await_stream(&rx, deadline, "Connection timed out")?;
+            let sock = self.await_stream(&rx, deadline, "Connection timed out", &|| answer_repeated_hellos(&out))?;
             let sr = socket2::SockRef::from(&sock);
             let remote = sock.peer_addr().ok();
             net::apply_data_options(&sr, &self.params, !udp, remote, &mut warnings)?;
@@ -360,7 +382,13 @@ impl ServerTest<'_> {
     /// QUIC connection's first datagram), until `deadline`; the server's
     /// stop and a client that gave up (its control connection closed) end
     /// the wait. `why` says what did not come in the timeout's error.
-    fn await_stream<T>(&mut self, rx: &mpsc::Receiver<T>, deadline: Instant, why: &str) -> Result<T, Error> {
+    fn await_stream<T>(
+        &mut self,
+        rx: &mpsc::Receiver<T>,
+        deadline: Instant,
+        why: &str,
+        tick: &dyn Fn(),
+    ) -> Result<T, Error> {
         loop {
             if self.ctx.stop.load(Relaxed) {
                 return Err(Error::new(Code::SERVERTERM));
@@ -368,6 +396,7 @@ impl ServerTest<'_> {
             match rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(got) => return Ok(got),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
+                    tick();
                     if Instant::now() >= deadline {
                         return Err(Error::msg(
                             Code::STREAMACCEPT,
@@ -402,7 +431,7 @@ impl ServerTest<'_> {
         let deadline = Instant::now() + WHOLE_MSG;
         self.claim_udp_slot(none, Some(tx), deadline)?;
         self.ctrl.send_state(State::CreateStreams)?;
-        let (sock, first, from) = self.await_stream(&rx, deadline, "no QUIC connection from the client")?;
+        let (sock, first, from) = self.await_stream(&rx, deadline, "no QUIC connection from the client", &|| {})?;
         let sends: Vec<bool> = roles
             .iter()
             .map(|r| *r == wirespeed_core::stats::StreamRole::Send)
