@@ -390,9 +390,14 @@ mod tests {
         assert_eq!(p.command_line(), "wirespeed -c 127.0.0.1 -t 2 -P 2 -q -R");
         let e = plan(&json!({"dialect": "iperf2", "host": "127.0.0.1", "protocol": "quic"})).unwrap_err();
         assert!(e.contains("QUIC is the iperf3 dialect's"), "{e}");
-        // The parser's own refusal, in its words.
-        let e = plan(&json!({"host": "127.0.0.1", "protocol": "quic", "window": "1M"})).unwrap_err();
-        assert!(e.contains("--quic cannot be used with -w"), "{e}");
+        // -w and -C are QUIC's windows and controller.
+        let p = plan(&json!({"host": "127.0.0.1", "protocol": "quic", "window": "1M", "congestion": "bbr"})).unwrap();
+        assert_eq!(p.command_line(), "wirespeed -c 127.0.0.1 -w 1M -C bbr -q");
+        // The parser's own refusals, in its words.
+        let e = plan(&json!({"host": "127.0.0.1", "protocol": "quic", "mode": "rpm"})).unwrap_err();
+        assert!(e.contains("--quic cannot be used with --rpm"), "{e}");
+        let e = plan(&json!({"host": "127.0.0.1", "protocol": "quic", "congestion": "vegas"})).unwrap_err();
+        assert!(e.contains("--quic has no congestion control 'vegas'"), "{e}");
     }
 
     #[test]
