@@ -152,7 +152,7 @@ fn turns(
             Turn::Go => {}
             t => return Ok(t),
         }
-        if let Some(e) = session.stream_error() {
+        if let Some(e) = session.stream_error().or_else(|| session.peer_gone()) {
             match steer.stream_failed(e)? {
                 Turn::Go => {}
                 t => return Ok(t),

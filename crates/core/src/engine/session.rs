@@ -226,6 +226,8 @@ struct Launch {
     stats: Vec<StreamStats>,
     connected: Vec<ConnInfo>,
     socks: Vec<DataSock>,
+    /// Of `socks`, the UDP senders a refusal ends (`DatagramFormat::refusal_ends`).
+    refusal_ends: Vec<usize>,
     mux_send: Vec<(Arc<TcpStream>, StreamTask)>,
     mux_recv: Vec<(Arc<TcpStream>, StreamTask)>,
     mux_socks: Vec<Arc<TcpStream>>,
@@ -304,6 +306,9 @@ impl Launch {
                 let format = extras.udp_format.ok_or_else(|| {
                     Error::msg(Code::INITSTREAM, "a UDP stream was started without its datagram format")
                 })?;
+                if ds.role == StreamRole::Send && format.refusal_ends() {
+                    self.refusal_ends.push(self.socks.len());
+                }
                 format.start(sock, task, opts, extras.hook)?
             }
             DataSock::Pipe(pipe) => super::pipe::spawn(pipe, task)?,
@@ -375,6 +380,8 @@ pub struct Session {
     pub started: Instant,
     /// Streams kept open for TCP_INFO and shutdown.
     socks: Vec<DataSock>,
+    /// Of `socks`, the UDP senders a refusal ends.
+    refusal_ends: Vec<usize>,
     /// UDP: how long every receiving stream must be quiet before a receive
     /// goal (-n/-k) counts as reached though datagrams were lost.
     udp_quiet: Duration,
@@ -441,8 +448,23 @@ impl Session {
             budget: plan.budget,
             started: now,
             socks: launch.socks,
+            refusal_ends: launch.refusal_ends,
             udp_quiet,
             samples,
+        })
+    }
+
+    /// A UDP sender a refusal ends whose peer refused a datagram (ICMP
+    /// port unreachable, pending on its socket): the sender itself learns
+    /// it only at its next send, which a slow one (a frame a minute) makes
+    /// late.
+    pub(crate) fn peer_gone(&self) -> Option<Error> {
+        self.refusal_ends.iter().find_map(|&i| match self.socks.get(i) {
+            Some(DataSock::Udp(s)) => match s.take_error() {
+                Ok(Some(e)) if e.raw_os_error() == Some(libc::ECONNREFUSED) => Some(super::udp::peer_gone()),
+                _ => None,
+            },
+            _ => None,
         })
     }
 

@@ -71,6 +71,21 @@ pub trait DatagramFormat: Send + Sync + 'static {
     fn answer(&self, _buf: &[u8]) -> Option<&'static [u8]> {
         None
     }
+    /// Whether a sender ends when the peer's host refuses its datagrams
+    /// (ICMP port unreachable on the connected socket): the peer's socket
+    /// is gone. For a server sending on the socket its client's first
+    /// datagram came from, which existed before that datagram.
+    fn refusal_ends(&self) -> bool {
+        false
+    }
+}
+
+/// The error of a sender whose peer's port refused its datagrams.
+pub(crate) fn peer_gone() -> Error {
+    Error::msg(
+        Code::STREAMWRITE,
+        "the client's port refused our datagrams (ICMP port unreachable): the client has gone",
+    )
 }
 
 /// A format chosen at run time (the iperf 2 dialect's, through the session).
@@ -80,6 +95,9 @@ impl DatagramFormat for std::sync::Arc<dyn DatagramFormat> {
     }
     fn answer(&self, buf: &[u8]) -> Option<&'static [u8]> {
         (**self).answer(buf)
+    }
+    fn refusal_ends(&self) -> bool {
+        (**self).refusal_ends()
     }
 
     #[inline]
@@ -132,6 +150,12 @@ pub trait UdpStart: Send + Sync {
         opts: UdpOptions,
         hook: Option<Box<dyn StreamHook>>,
     ) -> Result<StreamHandle, Error>;
+
+    /// A sender of this layout ends when its peer refuses its datagrams
+    /// (`DatagramFormat::refusal_ends`).
+    fn refusal_ends(&self) -> bool {
+        false
+    }
 }
 
 impl<F: DatagramFormat + Clone> UdpStart for F {
@@ -143,6 +167,10 @@ impl<F: DatagramFormat + Clone> UdpStart for F {
         hook: Option<Box<dyn StreamHook>>,
     ) -> Result<StreamHandle, Error> {
         spawn_udp_with(sock, task, self.clone(), opts, hook)
+    }
+
+    fn refusal_ends(&self) -> bool {
+        DatagramFormat::refusal_ends(self)
     }
 }
 
@@ -382,7 +410,7 @@ fn send_loop<F: DatagramFormat>(sock: &UdpSocket, task: &StreamTask, fmt: &F, op
         for (k, d) in buf[..n * len].chunks_mut(len).enumerate() {
             fmt.stamp(d, seq + k as u64, stamp);
         }
-        let sent = send_datagrams(sock, &buf[..n * len], len, &mut per_send, task)?;
+        let sent = send_datagrams(sock, &buf[..n * len], len, &mut per_send, task, fmt.refusal_ends())?;
         if sent > 0 {
             last_send = control.now_ns();
             seq += sent as u64;
@@ -481,6 +509,7 @@ fn send_frames<F: DatagramFormat>(
                 }
                 Err(e) if is_timeout(&e) => {}
                 Err(e) => match e.raw_os_error() {
+                    Some(libc::ECONNREFUSED) if fmt.refusal_ends() => return Err(peer_gone()),
                     Some(libc::ENOBUFS) | Some(libc::ECONNREFUSED) => {
                         c.errors.fetch_add(1, Relaxed);
                         std::thread::sleep(Duration::from_micros(100));
@@ -526,6 +555,7 @@ fn send_datagrams(
     len: usize,
     per_send: &mut usize,
     task: &StreamTask,
+    refusal_ends: bool,
 ) -> Result<usize, Error> {
     let total = data.len() / len;
     let control = &task.control;
@@ -554,6 +584,7 @@ fn send_datagrams(
                         task.counters.errors.fetch_add(1, Relaxed);
                         std::thread::sleep(Duration::from_micros(50));
                     }
+                    Some(libc::ECONNREFUSED) if refusal_ends => return Err(peer_gone()),
                     Some(libc::ECONNREFUSED) => {
                         task.counters.errors.fetch_add(1, Relaxed);
                         std::thread::sleep(Duration::from_millis(1));

@@ -60,6 +60,9 @@ pub(crate) struct Iperf2Format {
     start: Option<(u32, u32)>,
     /// A receiver of an L4S sender (`--udp-l4s`).
     l4s: bool,
+    /// A server's sender on its client's own socket: a refusal (the
+    /// client's port is closed) ends it.
+    refusal_ends: bool,
 }
 
 impl Iperf2Format {
@@ -74,6 +77,7 @@ impl Iperf2Format {
             seq64: true,
             start: None,
             l4s: false,
+            refusal_ends: false,
         }
     }
 
@@ -92,7 +96,17 @@ impl Iperf2Format {
             seq64,
             start: None,
             l4s: false,
+            refusal_ends: false,
         }
+    }
+
+    /// A server's sender on the socket its client's first datagram came
+    /// from (`-R`, `--full-duplex`): that socket existed before, so a
+    /// refusal means it is gone (a junk or spoofed first datagram, a
+    /// client killed), and the flow ends instead of sending on.
+    pub(crate) fn ending_on_refusal(mut self) -> Iperf2Format {
+        self.refusal_ends = true;
+        self
     }
 
     /// A receiver of an L4S sender, whose FIN is not marked as its data.
@@ -191,6 +205,10 @@ impl DatagramFormat for Iperf2Format {
     /// 2.2.1's L4S sender writes its FIN without the ECT(1) of its data.
     fn fin_ecn(&self) -> bool {
         !self.l4s
+    }
+
+    fn refusal_ends(&self) -> bool {
+        self.refusal_ends
     }
 }
 

@@ -475,9 +475,16 @@ impl GroupTransport for Udp {
                 budget: m.bytes(),
                 // A receiving --trip-times client takes our start time
                 // from the first datagram.
-                udp_format: Some(Arc::new(
-                    Iperf2Format::sender(None).with_start(m.trip.then(wirespeed_core::clock::wall_clock)),
-                )),
+                udp_format: Some(Arc::new({
+                    let f = Iperf2Format::sender(None).with_start(m.trip.then(wirespeed_core::clock::wall_clock));
+                    // On the client's own socket (not a connection back to
+                    // a port it listens on, which may not be up yet).
+                    if why == Sending::ConnectBack {
+                        f
+                    } else {
+                        f.ending_on_refusal()
+                    }
+                })),
                 meta: StreamMeta {
                     reversed: starred,
                     connect_back: why == Sending::ConnectBack,
