@@ -726,11 +726,9 @@ def common(r, out):
     out["server_tail"] = (r.get("server_out") or "")[-700:]
 
 
-def summarise_tcp(tool, path, r):
-    out = {"secs": path.tcp_secs}
-    if "client_out" in r:
-        out.update(tool.parse_tcp(r, path.tcp_secs))
-    common(r, out)
+def stream_figures(path, out):
+    """What a TCP or QUIC test's figures say against the path: goodput
+    ratios, sender minus receiver bytes, time past -t."""
     if out.get("rx_bps"):
         out["ratio"] = out["rx_bps"] / path.ideal_bps
     if out.get("steady_bps"):
@@ -739,6 +737,14 @@ def summarise_tcp(tool, path, r):
         out["tx_minus_rx"] = out["tx_bytes"] - out["rx_bytes"]
     if "wall" in out:
         out["time_to_end"] = out["wall"] - path.tcp_secs
+
+
+def summarise_tcp(tool, path, r):
+    out = {"secs": path.tcp_secs}
+    if "client_out" in r:
+        out.update(tool.parse_tcp(r, path.tcp_secs))
+    common(r, out)
+    stream_figures(path, out)
     if out.get("rx_seconds") is not None:
         out["rx_over_t"] = out["rx_seconds"] - path.tcp_secs
     return out
@@ -752,14 +758,7 @@ def summarise_quic(tool, path, r):
     if "client_out" in r:
         out.update(tool.parse_quic(r, path.tcp_secs))
     common(r, out)
-    if out.get("rx_bps"):
-        out["ratio"] = out["rx_bps"] / path.ideal_bps
-    if out.get("steady_bps"):
-        out["steady_ratio"] = out["steady_bps"] / path.ideal_bps
-    if out.get("tx_bytes") is not None and out.get("rx_bytes") is not None:
-        out["tx_minus_rx"] = out["tx_bytes"] - out["rx_bytes"]
-    if "wall" in out:
-        out["time_to_end"] = out["wall"] - path.tcp_secs
+    stream_figures(path, out)
     q = out.get("quic_client") or {}
     emu = out.get("emu")
     if emu:
