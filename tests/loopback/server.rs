@@ -110,44 +110,41 @@ fn a_killed_client_frees_its_test() {
 /// flow also ends when its receiving half has been quiet for 3 s.)
 #[test]
 fn a_killed_iperf2_udp_client_ends_the_flow_that_sends_to_it() {
-    let mode = "-R";
-    {
-        let port = free_port();
-        let srv = wirespeed_server(port, &[]);
-        let p = port.to_string();
-        let mut c = Proc::spawn(
-            &wirespeed(),
-            &[
-                "--iperf2",
-                "-c",
-                "127.0.0.1",
-                "-p",
-                &p,
-                "-u",
-                "-b",
-                "2M",
-                "-t",
-                "60",
-                "-i",
-                "1",
-                mode,
-            ],
-        );
-        wait::stdout_has(&srv, " connected with ", wait::LONG);
-        assert!(c.wait_for_line(" 0.00", Duration::from_secs(10)), "{mode}: {}", c.out());
-        c.signal(9);
-        c.wait(Duration::from_secs(5));
-        // A refusal comes back for the next datagram: a second, not 60.
-        let said = wait::within(Duration::from_secs(10), || {
-            let e = srv.err();
-            e.contains("the client has gone").then_some(e)
-        })
-        .unwrap_or_else(|| panic!("{mode}: the server did not end the flow:\n{}\n{}", srv.out(), srv.err()));
-        assert!(
-            said.contains("the client's port refused our datagrams (ICMP port unreachable)"),
-            "{mode}: {said}"
-        );
-    }
+    let port = free_port();
+    let srv = wirespeed_server(port, &[]);
+    let p = port.to_string();
+    let mut c = Proc::spawn(
+        &wirespeed(),
+        &[
+            "--iperf2",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-u",
+            "-b",
+            "2M",
+            "-t",
+            "60",
+            "-i",
+            "1",
+            "-R",
+        ],
+    );
+    wait::stdout_has(&srv, " connected with ", wait::LONG);
+    assert!(c.wait_for_line(" 0.00", Duration::from_secs(10)), "{}", c.out());
+    c.signal(9);
+    c.wait(Duration::from_secs(5));
+    // A refusal comes back for the next datagram: a second, not 60.
+    let said = wait::within(Duration::from_secs(10), || {
+        let e = srv.err();
+        e.contains("the client has gone").then_some(e)
+    })
+    .unwrap_or_else(|| panic!("the server did not end the flow:\n{}\n{}", srv.out(), srv.err()));
+    assert!(
+        said.contains("the client's port refused our datagrams (ICMP port unreachable)"),
+        "{said}"
+    );
 }
 
 #[test]
