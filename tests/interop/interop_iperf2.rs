@@ -241,10 +241,14 @@ fn tradeoff_connects_back_after_the_client_is_done() {
             .parse()
             .unwrap();
         assert!(end >= 0.9, "{s:?} <- {c:?}: {line}\n{}", r.stdout);
-        // The client's own report comes first, as soon as its second ends.
-        let own = r.stdout.find("[  1] 0.0000-").expect("client report");
-        let accepted = r.stdout.find("[  2] local").expect("connect-back accepted");
-        assert!(own < accepted, "{}", r.stdout);
+        // Our client's own report comes first, as soon as its second ends.
+        // (2.1.8's reporter thread prints its report and the connect-back's
+        // accept line in either order: 2 of 60 runs here put it first.)
+        if c == Iperf2::Ours {
+            let own = r.stdout.find("[  1] 0.0000-").expect("client report");
+            let accepted = r.stdout.find("[  2] local").expect("connect-back accepted");
+            assert!(own < accepted, "{s:?} <- {c:?}:\n{}", r.stdout);
+        }
     }
 }
 
