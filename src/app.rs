@@ -421,8 +421,12 @@ fn run_client(
             reporter.emit(Event::Warning(w.clone()));
         }
     }
-    // Idle round trips first, before the test's own connections.
-    if let Some(rate) = cfg.latency {
+    // Idle round trips first, before the test's own connections (a
+    // `--quic` test's ride its own connection: the client starts them).
+    if let Some(rate) = cfg
+        .latency
+        .filter(|_| cfg.params.protocol != wirespeed_core::config::Protocol::Quic)
+    {
         match wirespeed_iperf::modes::latency::Prober::connect(cfg, host, rate) {
             Ok(p) => reporter.set_stage(Box::new(p.stage())),
             Err(e) => {

@@ -150,18 +150,20 @@ fn a_window_holds_the_sender_to_it() {
 }
 
 #[test]
-fn latency_probes_run_beside_a_quic_load() {
-    // --latency's probes (their own TCP connection to the same port, as
-    // for any test) measure the path the QUIC load is using: ten on the
-    // idle path, then about ten a second, each interval with its own.
+fn latency_probes_ride_the_quic_connection() {
+    // --latency's probes ride a stream of the test's own QUIC connection,
+    // which the server echoes: ten on the idle connection, then about ten
+    // a second beside the load, each interval with its own.
     let port = free_port();
     let _srv = wirespeed_server(port, &[]);
-    for dir in [&[][..], &["-R"][..]] {
+    for dir in [&[][..], &["-R"][..], &["--bidir", "-P", "2"][..]] {
         let mut a = vec!["-t", "2", "--latency"];
         a.extend_from_slice(dir);
         let doc = quic_json(port, &a);
-        assert!(assert_exact(&doc, 1) > 0);
+        let streams = doc["end"]["streams"].as_array().unwrap().len();
+        assert!(assert_exact(&doc, streams) > 0);
         let lat = &doc["end"]["latency"];
+        assert_eq!(lat["in_test_connection"], true, "{dir:?}: {lat:#}");
         assert_eq!(lat["idle"]["probes"], 10, "{dir:?}: {lat:#}");
         let loaded = lat["loaded"]["probes"].as_u64().unwrap_or(0);
         assert!(loaded >= 5, "{dir:?}: {lat:#}");
@@ -173,6 +175,15 @@ fn latency_probes_run_beside_a_quic_load() {
             .map(|i| i["latency"]["probes"].as_u64().unwrap_or(0))
             .sum();
         assert_eq!(per_interval, loaded, "{dir:?}: {doc:#}");
+    }
+    let text = quic(port, &["-t", "1", "--latency"]);
+    assert_eq!(text.code, Some(0), "{}", text.stderr);
+    for line in [
+        "[LAT] idle ",
+        "[LAT] loaded ",
+        "[LAT] the probes rode a stream of the test's own QUIC connection",
+    ] {
+        assert!(text.stdout.contains(line), "{line}: {}", text.stdout);
     }
 }
 

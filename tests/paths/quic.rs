@@ -267,3 +267,42 @@ fn quic_survives_a_slow_start_that_overfills_a_deep_queue() {
         );
     }
 }
+
+/// `--latency` with `-q`: the probes ride a stream of the loaded QUIC
+/// connection, so they wait in the path's queue behind the test's own
+/// packets. On a 40 ms path with a deep queue (300 packets, 180 ms at 20
+/// Mbit/s) the idle round trips are the path's, and the loaded ones carry
+/// the queue the load built.
+#[test]
+fn quic_latency_probes_see_the_paths_delay_and_the_queue_the_load_builds() {
+    let _t = common::path_turn();
+    let Some(p) = Path::start(&PathSpec::new().both("delay=20ms,rate=20M,queue=300").lifetime(200)) else {
+        return;
+    };
+    for dir in [&[][..], &["-R"][..]] {
+        let mut a = vec!["-t", "4", "--latency=20"];
+        a.extend_from_slice(dir);
+        let (code, doc, _, server) = quic_test(&p, &a);
+        assert_eq!(code, Some(0), "{a:?}: {doc}\nserver: {server}");
+        let end = &doc["end"];
+        assert_eq!(end["sum_sent"]["bytes"], end["sum_received"]["bytes"], "{a:?}: {end}");
+        let lat = &end["latency"];
+        assert_eq!(lat["in_test_connection"], true, "{a:?}: {lat:#}");
+        let ms = |phase: &str, k: &str| lat[phase][k].as_f64().unwrap_or(f64::NAN);
+        eprintln!(
+            "-q --latency {dir:?}: idle p50 {:.1} ms, loaded p50 {:.1} p90 {:.1} ms ({} probes)",
+            ms("idle", "p50_ms"),
+            ms("loaded", "p50_ms"),
+            ms("loaded", "p90_ms"),
+            lat["loaded"]["probes"]
+        );
+        // The path's round trip is the floor of every probe; idle, little
+        // more (a busy host answers late, it never answers early).
+        assert!(ms("idle", "min_ms") >= 40.0, "{a:?}: {lat:#}");
+        assert!(ms("idle", "p50_ms") < 60.0, "{a:?}: {lat:#}");
+        assert!(ms("loaded", "min_ms") >= 40.0, "{a:?}: {lat:#}");
+        // The load fills the queue: most probes wait in it (20 ms is a
+        // ninth of it).
+        assert!(ms("loaded", "p50_ms") > ms("idle", "p50_ms") + 20.0, "{a:?}: {lat:#}");
+    }
+}

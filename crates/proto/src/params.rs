@@ -144,6 +144,10 @@ pub struct TestParams {
     pub server_affinity: Option<usize>,
     /// iperf2 `--trip-times`: send timestamps for one-way latency.
     pub trip_times: bool,
+    /// A `--quic` test with `--latency`: the client opens one more QUIC
+    /// stream on the test's connection, after the data streams, and the
+    /// server echoes on it the round-trip probes sent over it.
+    pub quic_probes: bool,
 }
 
 /// Isochronous traffic (iperf 2's `--isochronous fps:mean,stdev` and
@@ -217,6 +221,7 @@ impl Default for TestParams {
             get_server_output: false,
             server_affinity: None,
             trip_times: false,
+            quic_probes: false,
         }
     }
 }

@@ -202,21 +202,32 @@ impl QuicData for Quic {
                     }
                     streams.push((s, r));
                 }
-                Ok((conn, streams))
+                // The probe stream, opened last: the server knows it by
+                // its place.
+                let probe = match tuning.probes {
+                    true => {
+                        let (mut s, r) = conn.open_bi().await.map_err(failed)?;
+                        let _ = s.set_priority(PROBE_PRIORITY);
+                        s.write_all(cookie).await.map_err(failed)?;
+                        Some((s, r))
+                    }
+                    false => None,
+                };
+                Ok((conn, streams, probe))
             },
             deadline,
             "no connection and streams within the setup time (the path may drop UDP, or the server not take --quic)",
             &|| socket.refused().then(|| not_quic(server)),
         ));
         socket.unwatch();
-        let (conn, streams) = match opened {
+        let (conn, streams, probe) = match opened {
             Ok(v) => v,
             Err(e) => {
                 endpoint.close(VarInt::from_u32(DONE), b"setup failed");
                 return Err(e);
             }
         };
-        Conn::boxed(
+        let mut c = Conn::new(
             rt,
             endpoint,
             conn,
@@ -224,7 +235,18 @@ impl QuicData for Quic {
             &keep,
             server,
             tuning,
-        )
+        )?;
+        if let Some((s, r)) = probe {
+            c.probe = Some(Arc::new(Stream {
+                rt: c.handle(),
+                conn: c.conn.clone(),
+                cap: send_cap(tuning, client_sends.len().max(1) as u64),
+                ordered: true,
+                send: Mutex::new(Some(s)),
+                recv: Mutex::new(Some(r)),
+            }));
+        }
+        Ok(Box::new(c))
     }
 
     fn accept(
@@ -248,7 +270,10 @@ impl QuicData for Quic {
         }
         let keep = sock.try_clone().map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
         let mut config = quinn::ServerConfig::with_crypto(server_crypto()?);
-        config.transport_config(Arc::new(transport(server_sends.len(), server_sends.len(), tuning)));
+        let n = server_sends.len();
+        // The probe stream is the client's last (`Tuning::probes`).
+        let opens = n + usize::from(tuning.probes);
+        config.transport_config(Arc::new(transport(opens, n, tuning)));
         let endpoint = {
             let _in = rt.enter();
             let socket = Watched::new(&rt, sock, Some((first, from))).map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
@@ -260,19 +285,19 @@ impl QuicData for Quic {
             )
             .map_err(|e| Error::io(Code::STREAMACCEPT, &e))?
         };
-        let n = server_sends.len();
         let accepted = rt.block_on(bounded(
             async {
                 let incoming = endpoint.accept().await.ok_or_else(|| failed("the endpoint closed"))?;
                 let conn = incoming.await.map_err(failed)?;
-                let mut slots: Vec<Option<(quinn::SendStream, quinn::RecvStream)>> = (0..n).map(|_| None).collect();
-                for _ in 0..n {
+                let mut slots: Vec<Option<(quinn::SendStream, quinn::RecvStream)>> = (0..opens).map(|_| None).collect();
+                for _ in 0..opens {
                     let (s, mut r) = conn.accept_bi().await.map_err(failed)?;
                     // Streams are taken in the order the client opened
-                    // them: the i-th is the test's i-th stream.
+                    // them: the i-th is the test's i-th stream (and the
+                    // one after them the probes').
                     let i = s.id().index() as usize;
-                    if i >= n || slots[i].is_some() {
-                        return Err(failed(format!("stream {i} is not one of the test's {n}")));
+                    if i >= opens || slots[i].is_some() {
+                        return Err(failed(format!("stream {i} is not one of the test's {opens}")));
                     }
                     let mut got = vec![0u8; cookie.len()];
                     r.read_exact(&mut got).await.map_err(failed)?;
@@ -281,14 +306,15 @@ impl QuicData for Quic {
                     }
                     slots[i] = Some((s, r));
                 }
-                let streams: Vec<_> = slots.into_iter().flatten().collect();
-                Ok((conn, streams))
+                let mut streams: Vec<_> = slots.into_iter().flatten().collect();
+                let probe = if tuning.probes { streams.pop() } else { None };
+                Ok((conn, streams, probe))
             },
             deadline,
             "no connection and streams within the setup time",
             &|| stop().then(|| Error::new(Code::SERVERTERM)),
         ));
-        let (conn, mut streams) = match accepted {
+        let (conn, mut streams, probe) = match accepted {
             Ok(v) => v,
             Err(e) => {
                 endpoint.close(VarInt::from_u32(DONE), b"setup failed");
@@ -301,7 +327,12 @@ impl QuicData for Quic {
                 let _ = s.finish();
             }
         }
-        Conn::boxed(
+        if let Some((s, r)) = probe {
+            // Ends with the stream, or with the runtime when the test's
+            // connection is dropped.
+            rt.spawn(echo(s, r));
+        }
+        Conn::new(
             rt,
             endpoint,
             conn,
@@ -310,7 +341,29 @@ impl QuicData for Quic {
             from,
             tuning,
         )
+        .map(|c| Box::new(c) as Box<dyn QuicConn>)
     }
+}
+
+/// What a probe stream's echo holds at a time.
+const ECHO_BUF: usize = 4096;
+/// The probe stream goes before the data streams (quinn's default is 0):
+/// a probe waits behind the path's queue, not behind our own send buffer.
+const PROBE_PRIORITY: i32 = 1;
+
+/// The server's end of the probe stream: every byte back, in order, as it
+/// comes (a probe is a bounceback message; the client reads its own
+/// message back). One buffer of [`ECHO_BUF`]: a client that does not read
+/// its echoes stops its own probes, through QUIC's flow control.
+async fn echo(mut s: quinn::SendStream, mut r: quinn::RecvStream) {
+    let _ = s.set_priority(PROBE_PRIORITY);
+    let mut buf = vec![0u8; ECHO_BUF];
+    while let Ok(Some(n)) = r.read(&mut buf).await {
+        if s.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+    let _ = s.finish();
 }
 
 /// One test's connection.
@@ -320,13 +373,15 @@ struct Conn {
     endpoint: quinn::Endpoint,
     conn: quinn::Connection,
     streams: Vec<PipeSock>,
+    /// The client's end of the probe stream.
+    probe: Option<Arc<dyn ByteStream>>,
     closed: bool,
     /// The controller it runs (`-C`).
     controller: Controller,
 }
 
 impl Conn {
-    fn boxed(
+    fn new(
         rt: tokio::runtime::Runtime,
         endpoint: quinn::Endpoint,
         conn: quinn::Connection,
@@ -334,7 +389,7 @@ impl Conn {
         sock: &UdpSocket,
         peer: SocketAddr,
         tuning: Tuning,
-    ) -> Result<Box<dyn QuicConn>, Error> {
+    ) -> Result<Conn, Error> {
         let cap = send_cap(tuning, opened.len().max(1) as u64);
         let mut streams = Vec::with_capacity(opened.len());
         for ((s, r), sends) in opened {
@@ -342,6 +397,7 @@ impl Conn {
                 rt: rt.handle().clone(),
                 conn: conn.clone(),
                 cap,
+                ordered: false,
                 send: Mutex::new(sends.then_some(s)),
                 recv: Mutex::new((!sends).then_some(r)),
             });
@@ -351,20 +407,30 @@ impl Conn {
                 peer,
             });
         }
-        Ok(Box::new(Conn {
+        Ok(Conn {
             rt: Some(rt),
             endpoint,
             conn,
             streams,
+            probe: None,
             closed: false,
             controller: tuning.controller,
-        }))
+        })
+    }
+
+    /// The runtime the connection runs on.
+    fn handle(&self) -> tokio::runtime::Handle {
+        self.rt.as_ref().expect("runtime until dropped").handle().clone()
     }
 }
 
 impl QuicConn for Conn {
     fn take_streams(&mut self) -> Vec<PipeSock> {
         std::mem::take(&mut self.streams)
+    }
+
+    fn take_probe(&mut self) -> Option<Arc<dyn ByteStream>> {
+        self.probe.take()
     }
 
     fn totals(&self) -> QuicTotals {
@@ -412,6 +478,9 @@ struct Stream {
     /// The connection, whose send buffer each write sizes, up to `cap`.
     conn: quinn::Connection,
     cap: u64,
+    /// Reads in the stream's order (the probe stream) or in any order (a
+    /// data stream, below).
+    ordered: bool,
     send: Mutex<Option<quinn::SendStream>>,
     recv: Mutex<Option<quinn::RecvStream>>,
 }
@@ -467,7 +536,7 @@ impl ByteStream for Stream {
         // deep queue on a 200 ms path ended the test.
         match self
             .rt
-            .block_on(async { timeout(wait, r.read_chunk(buf.len(), false)).await })
+            .block_on(async { timeout(wait, r.read_chunk(buf.len(), self.ordered)).await })
         {
             Ok(Ok(Some(c))) => {
                 let n = c.bytes.len().min(buf.len());

@@ -50,6 +50,9 @@ pub(crate) fn end_lines(l: &LatencySummary) -> String {
             });
         }
     }
+    if l.in_test_connection {
+        t.push_str("[LAT] the probes rode a stream of the test's own QUIC connection\n");
+    }
     if let Some(n) = &l.note {
         t.push_str(&format!("[LAT] {n}\n"));
     }
@@ -91,6 +94,7 @@ pub(crate) fn summary(l: &LatencySummary) -> doc::Latency {
         idle: Some(rtt(&l.idle)),
         loaded: Some(rtt(&l.loaded)),
         note: l.note.clone(),
+        in_test_connection: l.in_test_connection.then_some(true),
         ..doc::Latency::default()
     }
 }
@@ -131,9 +135,22 @@ mod tests {
                 ..Default::default()
             },
             note: None,
+            in_test_connection: false,
         };
         let t = end_lines(&l);
         assert!(t.contains("[LAT] idle "), "{t}");
+        assert!(!t.contains("QUIC"), "{t}");
+        let quic = LatencySummary {
+            in_test_connection: true,
+            ..l.clone()
+        };
+        let t = end_lines(&quic);
+        assert!(
+            t.contains("[LAT] the probes rode a stream of the test's own QUIC connection\n"),
+            "{t}"
+        );
+        assert_eq!(summary(&quic).in_test_connection, Some(true));
+        assert_eq!(summary(&l).in_test_connection, None);
         assert!(t.contains("(20 probes, 10/s)"), "{t}");
         assert!(t.contains("added 0.200 ms to the median round trip (5.0x idle)"), "{t}");
         // Round trips longer than the gap between probes slow them down.
@@ -163,6 +180,7 @@ mod tests {
                 idle: rtt(idle, 10),
                 loaded: rtt(loaded, 20),
                 note: None,
+                in_test_connection: false,
             })
         };
         // The report that found this: 0.4x idle, "added -0.046 ms".

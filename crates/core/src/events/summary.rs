@@ -363,6 +363,9 @@ pub struct LatencySummary {
     pub loaded: RttStats,
     /// Why probing stopped early, if it did.
     pub note: Option<String>,
+    /// The probes rode a stream of the test's own QUIC connection (a
+    /// `--quic` test), not a TCP connection of their own.
+    pub in_test_connection: bool,
 }
 
 /// The end-of-test report.

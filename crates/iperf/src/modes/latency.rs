@@ -2,7 +2,9 @@
 //! connection of their own. The probes are iperf 2 bounceback messages
 //! (`docs/protocols.md`, iperf 2: bounceback), so a wirespeed server on either dialect's port
 //! and a real iperf 2 server answer them; an iperf3 server does not, and
-//! the client says so before the test starts.
+//! the client says so before the test starts. A `--quic` test's probes
+//! ride a stream of the test's own QUIC connection instead, which the
+//! server echoes ([`Link::Stream`]).
 //!
 //! First a few probes on the idle path give the idle RTT; from the test's
 //! start a thread sends one probe every `1/N` s (the next only once the
@@ -22,6 +24,7 @@ use socket2::SockRef;
 
 use wirespeed_core::clock::wall_clock;
 use wirespeed_core::config::TestConfig;
+use wirespeed_core::engine::pipe::ByteStream;
 use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::{Event, LatencySummary, RttStats};
 use wirespeed_proto::iperf2::bounceback::{
@@ -54,9 +57,97 @@ struct Shared {
     failed: Option<String>,
 }
 
+/// How long one read of a probe stream waits before looking at `stop`.
+const STREAM_POLL: Duration = Duration::from_millis(100);
+
+/// Where the probes travel.
+pub enum Link {
+    /// A TCP connection of their own to the test's server and port.
+    Tcp(TcpStream),
+    /// A stream of the test's own QUIC connection (`--quic`): the server
+    /// sends back every byte, in order.
+    Stream(Arc<dyn ByteStream>),
+}
+
+impl Link {
+    fn try_clone(&self) -> std::io::Result<Link> {
+        Ok(match self {
+            Link::Tcp(s) => Link::Tcp(s.try_clone()?),
+            Link::Stream(s) => Link::Stream(s.clone()),
+        })
+    }
+
+    /// Writes all of `msg` by `deadline` (a stream's writes look at
+    /// `stop` between waits).
+    fn send(&self, msg: &[u8], deadline: Instant, stop: &AtomicBool) -> Result<(), String> {
+        match self {
+            Link::Tcp(s) => (&*s).write_all(msg).map_err(|e| wirespeed_core::error::errno_text(&e)),
+            Link::Stream(s) => {
+                let mut off = 0;
+                while off < msg.len() && !stop.load(Relaxed) {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err("the probe could not be sent in time".into());
+                    }
+                    match s.write(&msg[off..], left.min(STREAM_POLL)) {
+                        Ok(0) => return Err("the probe stream closed".into()),
+                        Ok(n) => off += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Fills `buf` by `deadline`: false at the end, an error, the deadline
+    /// or `stop`.
+    fn recv(&self, buf: &mut [u8], deadline: Instant, stop: &AtomicBool) -> bool {
+        match self {
+            Link::Tcp(s) => crate::dialect::iperf2::bounceback::read_by(s, buf, deadline, stop),
+            Link::Stream(s) => {
+                let mut got = 0;
+                while got < buf.len() {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() || stop.load(Relaxed) {
+                        return false;
+                    }
+                    match s.read(&mut buf[got..], left.min(STREAM_POLL)) {
+                        Ok(0) => return false,
+                        Ok(n) => got += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(_) => return false,
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    /// After a reply: a TCP probe connection acks at once again.
+    fn replied(&self) {
+        if let Link::Tcp(s) = self {
+            let _ = wirespeed_sys::socket::set_quickack(&SockRef::from(s));
+        }
+    }
+
+    /// Ends the probes' connection (a TCP one at once, which also wakes a
+    /// blocked write) or, once no probe is under way, our half of the
+    /// stream.
+    fn close(&self) {
+        match self {
+            Link::Tcp(s) => {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+            Link::Stream(s) => s.finish(),
+        }
+    }
+}
+
 /// The probes of one client test.
 pub struct Prober {
-    sock: TcpStream,
+    link: Link,
     rate: u32,
     idle: Vec<f64>,
     shared: Arc<Mutex<Shared>>,
@@ -70,7 +161,7 @@ pub struct Prober {
 /// it, `previous`), read it back; its round trip in seconds, or `None`
 /// when `stop` was raised.
 pub fn probe(
-    sock: &TcpStream,
+    link: &Link,
     id: u32,
     previous: Option<PreviousRtt>,
     wait: Duration,
@@ -90,18 +181,16 @@ pub fn probe(
         p.put(&mut msg);
     }
     let sent = Instant::now();
-    (&*sock)
-        .write_all(&msg)
-        .map_err(|e| wirespeed_core::error::errno_text(&e))?;
+    link.send(&msg, sent + wait, stop)?;
     let mut reply = vec![0u8; msg.len()];
-    if !crate::dialect::iperf2::bounceback::read_by(sock, &mut reply, sent + wait, stop) {
+    if !link.recv(&mut reply, sent + wait, stop) {
         if stop.load(Relaxed) {
             return Ok(None);
         }
         return Err("no echo came back".into());
     }
     let rtt = sent.elapsed().as_secs_f64();
-    let _ = wirespeed_sys::socket::set_quickack(&SockRef::from(sock));
+    link.replied();
     // An echo carries our message back (the server stamps its times).
     match BbHeader::decode(&reply) {
         Ok(r) if r.id == id && r.size == BB_DEFAULT_SIZE => Ok(Some(rtt)),
@@ -117,29 +206,43 @@ impl Prober {
         let _ = sock.set_nodelay(true);
         let _ = wirespeed_sys::socket::set_quickack(&SockRef::from(&sock));
         let _ = sock.set_write_timeout(Some(LOADED_WAIT));
+        Prober::idle(Link::Tcp(sock), rate).map_err(|why| {
+            Error::msg(
+                Code::CONNECT,
+                format!(
+                    "--latency: the server at {host} port {} does not answer round-trip probes ({why}); \
+                     a wirespeed or iperf 2 server does, an iperf3 server cannot",
+                    cfg.port
+                ),
+            )
+        })
+    }
+
+    /// Measures the idle round trip on a `--quic` test's probe stream
+    /// (before the test starts: the connection carries nothing else yet).
+    pub fn over_stream(stream: Arc<dyn ByteStream>, rate: u32) -> Result<Prober, Error> {
+        Prober::idle(Link::Stream(stream), rate).map_err(|why| {
+            Error::msg(
+                Code::STREAMCONNECT,
+                format!("--latency: no echo of the round-trip probes on the QUIC connection ({why})"),
+            )
+        })
+    }
+
+    /// The idle probes on `link`; why they failed, if one did.
+    fn idle(link: Link, rate: u32) -> Result<Prober, String> {
         let never = AtomicBool::new(false);
         let gap = Duration::from_secs_f64(1.0 / f64::from(rate.max(1))).min(IDLE_GAP);
         let mut idle: Vec<f64> = Vec::with_capacity(IDLE_PROBES);
         for i in 0..IDLE_PROBES {
             let previous = idle.last().map(|r| micros(*r, false));
-            match probe(&sock, i as u32 + 1, previous, IDLE_WAIT, &never) {
-                Ok(Some(rtt)) => idle.push(rtt),
-                Ok(None) => {}
-                Err(why) => {
-                    return Err(Error::msg(
-                        Code::CONNECT,
-                        format!(
-                            "--latency: the server at {host} port {} does not answer round-trip probes ({why}); \
-                             a wirespeed or iperf 2 server does, an iperf3 server cannot",
-                            cfg.port
-                        ),
-                    ));
-                }
+            if let Some(rtt) = probe(&link, i as u32 + 1, previous, IDLE_WAIT, &never)? {
+                idle.push(rtt);
             }
             std::thread::sleep(gap);
         }
         Ok(Prober {
-            sock,
+            link,
             rate,
             idle,
             shared: Arc::new(Mutex::new(Shared::default())),
@@ -154,7 +257,7 @@ impl Prober {
         if self.thread.is_some() {
             return;
         }
-        let Ok(sock) = self.sock.try_clone() else {
+        let Ok(link) = self.link.try_clone() else {
             self.note("the probe connection could not be shared".into());
             return;
         };
@@ -163,7 +266,7 @@ impl Prober {
         let last_idle = self.idle.last().map(|r| micros(*r, false));
         let spawned = std::thread::Builder::new()
             .name("ws-latency".into())
-            .spawn(move || loaded_loop(&sock, period, last_idle, &shared, &stop));
+            .spawn(move || loaded_loop(&link, period, last_idle, &shared, &stop));
         match spawned {
             Ok(t) => {
                 self.thread = Some(t);
@@ -192,9 +295,14 @@ impl Prober {
     /// Ends the probing thread and the connection.
     fn stop(&mut self) {
         self.stop.store(true, Relaxed);
-        let _ = self.sock.shutdown(std::net::Shutdown::Both);
+        if let Link::Tcp(_) = self.link {
+            self.link.close();
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        if let Link::Stream(_) = self.link {
+            self.link.close();
         }
     }
 
@@ -214,6 +322,7 @@ impl Prober {
             idle: RttStats::of(&mut idle),
             loaded: RttStats::of(&mut all),
             note: failed,
+            in_test_connection: matches!(self.link, Link::Stream(_)),
         }
     }
 
@@ -250,7 +359,7 @@ fn micros(rtt: f64, loaded: bool) -> PreviousRtt {
 }
 
 fn loaded_loop(
-    sock: &TcpStream,
+    link: &Link,
     period: Duration,
     mut previous: Option<PreviousRtt>,
     shared: &Mutex<Shared>,
@@ -260,7 +369,7 @@ fn loaded_loop(
     let mut id = IDLE_PROBES as u32;
     while !stop.load(Relaxed) {
         id = id.wrapping_add(1);
-        match probe(sock, id, previous, LOADED_WAIT, stop) {
+        match probe(link, id, previous, LOADED_WAIT, stop) {
             Ok(Some(rtt)) => {
                 previous = Some(micros(rtt, true));
                 if let Ok(mut s) = shared.lock() {

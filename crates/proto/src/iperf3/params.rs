@@ -113,6 +113,10 @@ pub fn encode_params(p: &TestParams, extras: &ParamsExtras) -> String {
     if p.mptcp {
         m.insert("mptcp".into(), Value::Bool(true));
     }
+    if p.quic_probes && p.protocol == Protocol::Quic {
+        // wirespeed's key: one more QUIC stream echoes round-trip probes.
+        m.insert("quic_probes".into(), Value::Bool(true));
+    }
     if let Some(w) = p.window.filter(|w| *w > 0) {
         m.insert("window".into(), Value::from(w));
     }
@@ -314,6 +318,10 @@ pub fn decode_params(bytes: &[u8]) -> Result<ParamsIn, Error> {
     p.server_affinity = (raw.server_affinity >= 0).then_some(raw.server_affinity as usize);
     p.nodelay = get_bool(&m, "nodelay")?;
     p.mptcp = get_bool(&m, "mptcp")?;
+    p.quic_probes = get_bool(&m, "quic_probes")?;
+    if p.quic_probes && !quic {
+        return Err(bad("parameter 'quic_probes' needs 'quic'"));
+    }
     let reverse = get_bool(&m, "reverse")?;
     let bidir = get_bool(&m, "bidirectional")?;
     p.direction = match (reverse, bidir) {
@@ -581,5 +589,18 @@ mod tests {
         let n = decode_params(br#"{"quic":1,"parallel":2}"#).unwrap();
         assert_eq!(n.params.protocol, Protocol::Quic);
         assert!(decode_params(br#"{"quic":true,"udp":true}"#).is_err());
+        // The probe stream of --latency goes with QUIC alone.
+        let mut p = TestParams {
+            protocol: Protocol::Quic,
+            quic_probes: true,
+            ..TestParams::default()
+        };
+        let json = encode_params(&p, &ParamsExtras::default());
+        assert!(json.contains(r#""quic_probes":true"#), "{json}");
+        assert!(decode_params(json.as_bytes()).unwrap().params.quic_probes);
+        p.protocol = Protocol::Tcp;
+        let json = encode_params(&p, &ParamsExtras::default());
+        assert!(!json.contains("quic_probes"), "{json}");
+        assert!(decode_params(br#"{"tcp":true,"quic_probes":true}"#).is_err());
     }
 }

@@ -930,6 +930,10 @@ pub struct Latency {
     /// Why the numbers may mislead.
     #[serde(deserialize_with = "de::string", skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `true` when the probes rode a stream of the test's own QUIC
+    /// connection (absent: a TCP connection of their own).
+    #[serde(deserialize_with = "de::flag", skip_serializing_if = "Option::is_none")]
+    pub in_test_connection: Option<bool>,
     /// Keys not named above.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

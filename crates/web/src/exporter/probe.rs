@@ -216,8 +216,6 @@ pub fn parse(req: &Request) -> Result<Spec, String> {
         Some("udp_mode")
     } else if dialect == Dialect::Iperf2 {
         Some("dialect=iperf2 (QUIC is the iperf3 dialect's -q)")
-    } else if latency {
-        Some("latency")
     } else if rpm {
         Some("rpm")
     } else {
@@ -426,7 +424,9 @@ pub fn run(cfg: &TestConfig, host: &str, signal: &Arc<AtomicUsize>, until: Insta
     let mut shortened = None;
     let own;
     let mut cfg = cfg;
-    if let Some(rate) = cfg.latency {
+    // (A QUIC test's probes ride its own connection: the client takes the
+    // idle round trips once it is up.)
+    if let Some(rate) = cfg.latency.filter(|_| cfg.params.protocol != Protocol::Quic) {
         // The idle round trips first, before the test's own connections
         // (as the client's --latency). A target that does not answer
         // them fails the probe, as the client refuses to go on: an iperf3
@@ -950,10 +950,17 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.params.protocol, Protocol::Quic);
         assert_eq!(cfg.params.direction, Direction::Reverse);
+        // --latency's probes ride the QUIC connection.
+        let cfg = config(
+            &parse(&req("target=h&quic_mode=1&latency=1")).unwrap(),
+            "127.0.0.1",
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert_eq!((cfg.params.protocol, cfg.latency.is_some()), (Protocol::Quic, true));
         for (bad, why) in [
             ("target=h&quic_mode=true&udp_mode=true", "udp_mode"),
             ("target=h&quic_mode=1&dialect=iperf2", "dialect=iperf2"),
-            ("target=h&quic_mode=1&latency=1", "latency"),
             ("target=h&quic_mode=1&rpm=1", "rpm"),
             ("target=h&quic_mode=yes", "wants true or false"),
         ] {
@@ -1007,6 +1014,7 @@ mod tests {
                 idle: rtt(10, 0.05),
                 loaded: rtt(19, 20.0),
                 note: None,
+                in_test_connection: false,
             }),
             ..Default::default()
         };

@@ -95,6 +95,8 @@ impl Client<'_> {
             wirespeed_core::engine::pin(cpu)?;
         }
         let mut params = cfg.params.clone();
+        // --latency with --quic: the probes ride the test's connection.
+        params.quic_probes = cfg.latency.is_some() && params.protocol == Protocol::Quic;
         // The password is asked for (if it must be) before connecting.
         let signal = self.signal.clone();
         let credentials = crate::auth::ClientCredentials::from_config(&cfg.auth, &|| signal.load(Relaxed) != 0)?;
@@ -279,6 +281,12 @@ impl Client<'_> {
             Instant::now() + wait,
         )?;
         let pipes = conn.take_streams();
+        // --latency: the idle round trips now, before the test's data
+        // (the stage then probes beside the load, as for any test).
+        if let (Some(rate), Some(stream)) = (self.cfg.latency, conn.take_probe()) {
+            let prober = crate::modes::latency::Prober::over_stream(stream, rate)?;
+            self.reporter.set_stage(Box::new(prober.stage()));
+        }
         self.quic = Some(conn);
         let mut out = Vec::with_capacity(roles.len());
         for (i, (role, pipe)) in roles.into_iter().zip(pipes).enumerate() {

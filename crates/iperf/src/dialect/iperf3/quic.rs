@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use wirespeed_core::config::TestParams;
-use wirespeed_core::engine::pipe::PipeSock;
+use wirespeed_core::engine::pipe::{ByteStream, PipeSock};
 use wirespeed_core::error::{Code, Error};
 use wirespeed_core::events::QuicTotals;
 
@@ -62,6 +62,10 @@ pub struct Tuning {
     /// (the connection's window is this times the streams), and what a
     /// sender holds unsent; `None`: the defaults.
     pub window: Option<u32>,
+    /// `--latency`: one more client-opened stream, after the test's,
+    /// whose bytes the server echoes (the round-trip probes ride the
+    /// loaded connection).
+    pub probes: bool,
 }
 
 impl Tuning {
@@ -75,6 +79,7 @@ impl Tuning {
         Ok(Tuning {
             controller,
             window: params.window.filter(|w| *w > 0),
+            probes: params.quic_probes,
         })
     }
 }
@@ -129,6 +134,9 @@ pub trait QuicData: Send + Sync {
 pub trait QuicConn: Send {
     /// The streams, in the test's stream order (each once).
     fn take_streams(&mut self) -> Vec<PipeSock>;
+    /// The client's end of the probe stream (`Tuning::probes`), once: what
+    /// it writes comes back in order. The server echoes on its own.
+    fn take_probe(&mut self) -> Option<Arc<dyn ByteStream>>;
     /// QUIC's own numbers now (this end's view).
     fn totals(&self) -> QuicTotals;
     /// Closes the connection (after the results exchange).
