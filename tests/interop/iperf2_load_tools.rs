@@ -421,9 +421,17 @@ fn isochronous_frames_and_gaps_between_our_ends() {
     // how much later depends on the machine's load.
     let lat = got["latency"]["min_ms"].as_f64().unwrap();
     assert!((24.0..1000.0).contains(&lat), "{got}");
-    // 13 datagrams a frame (12 of 1000 bytes, one of 500).
-    assert_eq!(client["end"]["streams"][0]["iperf2"]["writes"], frames * 13, "{client}");
-    assert_eq!(client["end"]["streams"][0]["udp"]["bytes"], frames * 12_500, "{client}");
+    // 13 datagrams a frame (12 of 1000 bytes, one of 500); the test's end
+    // may cut the last frame short (seen in CI: 519 writes of 520, the
+    // 500-byte datagram left unsent, when the sender ran 26 ms late).
+    let writes = client["end"]["streams"][0]["iperf2"]["writes"].as_u64().unwrap();
+    assert!(writes <= frames * 13 && writes > (frames - 1) * 13, "{client}");
+    let (whole, part) = (writes / 13, writes % 13);
+    assert_eq!(
+        client["end"]["streams"][0]["udp"]["bytes"],
+        whole * 12_500 + part * 1000,
+        "{client}"
+    );
 }
 
 #[test]
