@@ -165,6 +165,7 @@ impl QuicData for Quic {
         client_sends: &[bool],
         tuning: Tuning,
         deadline: Instant,
+        idle: &mut dyn FnMut(Arc<dyn ByteStream>) -> Result<(), Error>,
     ) -> Result<Box<dyn QuicConn>, Error> {
         let rt = runtime()?;
         let socket = crate::net::bind_udp(SocketAddr::new(local_ip_for(server), 0), false)
@@ -188,9 +189,56 @@ impl QuicData for Quic {
         client.transport_config(Arc::new(transport(0, client_sends.len(), tuning)));
         endpoint.set_default_client_config(client);
         let name = server.ip().to_string();
+        let late =
+            "no connection and streams within the setup time (the path may drop UDP, or the server not take --quic)";
+        let refused = || socket.refused().then(|| not_quic(server));
+        // First the connection and, with --latency, the probe stream
+        // (opened first: the server knows it by its place), whose idle
+        // round trips go before any data stream exists, so before the
+        // server (which starts sending in -R once it has them all) sends.
         let opened = rt.block_on(bounded(
             async {
                 let conn = endpoint.connect(server, &name).map_err(failed)?.await.map_err(failed)?;
+                let probe = match tuning.probes {
+                    true => {
+                        let (mut s, r) = conn.open_bi().await.map_err(failed)?;
+                        let _ = s.set_priority(PROBE_PRIORITY);
+                        s.write_all(cookie).await.map_err(failed)?;
+                        Some((s, r))
+                    }
+                    false => None,
+                };
+                Ok((conn, probe))
+            },
+            deadline,
+            late,
+            &refused,
+        ));
+        let (conn, probe) = match opened {
+            Ok(v) => v,
+            Err(e) => {
+                socket.unwatch();
+                endpoint.close(VarInt::from_u32(DONE), b"setup failed");
+                return Err(e);
+            }
+        };
+        if let Some((s, r)) = probe {
+            let stream: Arc<dyn ByteStream> = Arc::new(Stream {
+                rt: rt.handle().clone(),
+                conn: conn.clone(),
+                cap: send_cap(tuning, client_sends.len().max(1) as u64),
+                ordered: true,
+                send: Mutex::new(Some(s)),
+                recv: Mutex::new(Some(r)),
+            });
+            if let Err(e) = idle(stream) {
+                socket.unwatch();
+                endpoint.close(VarInt::from_u32(DONE), b"setup failed");
+                return Err(e);
+            }
+        }
+        let opened = rt.block_on(bounded(
+            async {
                 let mut streams = Vec::with_capacity(client_sends.len());
                 for &sends in client_sends {
                     let (mut s, r) = conn.open_bi().await.map_err(failed)?;
@@ -202,32 +250,21 @@ impl QuicData for Quic {
                     }
                     streams.push((s, r));
                 }
-                // The probe stream, opened last: the server knows it by
-                // its place.
-                let probe = match tuning.probes {
-                    true => {
-                        let (mut s, r) = conn.open_bi().await.map_err(failed)?;
-                        let _ = s.set_priority(PROBE_PRIORITY);
-                        s.write_all(cookie).await.map_err(failed)?;
-                        Some((s, r))
-                    }
-                    false => None,
-                };
-                Ok((conn, streams, probe))
+                Ok(streams)
             },
             deadline,
-            "no connection and streams within the setup time (the path may drop UDP, or the server not take --quic)",
-            &|| socket.refused().then(|| not_quic(server)),
+            late,
+            &refused,
         ));
         socket.unwatch();
-        let (conn, streams, probe) = match opened {
+        let streams = match opened {
             Ok(v) => v,
             Err(e) => {
                 endpoint.close(VarInt::from_u32(DONE), b"setup failed");
                 return Err(e);
             }
         };
-        let mut c = Conn::new(
+        Conn::new(
             rt,
             endpoint,
             conn,
@@ -235,18 +272,8 @@ impl QuicData for Quic {
             &keep,
             server,
             tuning,
-        )?;
-        if let Some((s, r)) = probe {
-            c.probe = Some(Arc::new(Stream {
-                rt: c.handle(),
-                conn: c.conn.clone(),
-                cap: send_cap(tuning, client_sends.len().max(1) as u64),
-                ordered: true,
-                send: Mutex::new(Some(s)),
-                recv: Mutex::new(Some(r)),
-            }));
-        }
-        Ok(Box::new(c))
+        )
+        .map(|c| Box::new(c) as Box<dyn QuicConn>)
     }
 
     fn accept(
@@ -293,8 +320,8 @@ impl QuicData for Quic {
                 for _ in 0..opens {
                     let (s, mut r) = conn.accept_bi().await.map_err(failed)?;
                     // Streams are taken in the order the client opened
-                    // them: the i-th is the test's i-th stream (and the
-                    // one after them the probes').
+                    // them: the i-th is the test's i-th stream (after the
+                    // probe stream, which comes first).
                     let i = s.id().index() as usize;
                     if i >= opens || slots[i].is_some() {
                         return Err(failed(format!("stream {i} is not one of the test's {opens}")));
@@ -304,17 +331,24 @@ impl QuicData for Quic {
                     if got != cookie {
                         return Err(failed("a stream did not start with the test's cookie"));
                     }
+                    if tuning.probes && i == 0 {
+                        // Echoed from now on: the client takes its idle
+                        // round trips before it opens the others. Ends
+                        // with the stream, or with the runtime when the
+                        // test's connection is dropped.
+                        tokio::spawn(echo(s, r));
+                        continue;
+                    }
                     slots[i] = Some((s, r));
                 }
-                let mut streams: Vec<_> = slots.into_iter().flatten().collect();
-                let probe = if tuning.probes { streams.pop() } else { None };
-                Ok((conn, streams, probe))
+                let streams: Vec<_> = slots.into_iter().flatten().collect();
+                Ok((conn, streams))
             },
             deadline,
             "no connection and streams within the setup time",
             &|| stop().then(|| Error::new(Code::SERVERTERM)),
         ));
-        let (conn, mut streams, probe) = match accepted {
+        let (conn, mut streams) = match accepted {
             Ok(v) => v,
             Err(e) => {
                 endpoint.close(VarInt::from_u32(DONE), b"setup failed");
@@ -326,11 +360,6 @@ impl QuicData for Quic {
                 // The client sends on this one: our half carries nothing.
                 let _ = s.finish();
             }
-        }
-        if let Some((s, r)) = probe {
-            // Ends with the stream, or with the runtime when the test's
-            // connection is dropped.
-            rt.spawn(echo(s, r));
         }
         Conn::new(
             rt,
@@ -373,8 +402,6 @@ struct Conn {
     endpoint: quinn::Endpoint,
     conn: quinn::Connection,
     streams: Vec<PipeSock>,
-    /// The client's end of the probe stream.
-    probe: Option<Arc<dyn ByteStream>>,
     closed: bool,
     /// The controller it runs (`-C`).
     controller: Controller,
@@ -412,25 +439,15 @@ impl Conn {
             endpoint,
             conn,
             streams,
-            probe: None,
             closed: false,
             controller: tuning.controller,
         })
-    }
-
-    /// The runtime the connection runs on.
-    fn handle(&self) -> tokio::runtime::Handle {
-        self.rt.as_ref().expect("runtime until dropped").handle().clone()
     }
 }
 
 impl QuicConn for Conn {
     fn take_streams(&mut self) -> Vec<PipeSock> {
         std::mem::take(&mut self.streams)
-    }
-
-    fn take_probe(&mut self) -> Option<Arc<dyn ByteStream>> {
-        self.probe.take()
     }
 
     fn totals(&self) -> QuicTotals {

@@ -273,20 +273,29 @@ impl Client<'_> {
             .collect();
         let wait = self.cfg.net.connect_timeout.unwrap_or(SETUP_WAIT);
         let tuning = crate::dialect::iperf3::quic::Tuning::of(params)?;
+        // --latency: the idle round trips on the probe stream, before the
+        // test's streams exist (the stage then probes beside the load, as
+        // for any test).
+        let mut prober = None;
+        let rate = self.cfg.latency;
+        let mut idle = |stream| {
+            if let Some(rate) = rate {
+                prober = Some(crate::modes::latency::Prober::over_stream(stream, rate)?);
+            }
+            Ok(())
+        };
         let mut conn = crate::dialect::iperf3::quic::installed()?.connect(
             server,
             &cookie.to_wire(),
             &sends,
             tuning,
             Instant::now() + wait,
+            &mut idle,
         )?;
-        let pipes = conn.take_streams();
-        // --latency: the idle round trips now, before the test's data
-        // (the stage then probes beside the load, as for any test).
-        if let (Some(rate), Some(stream)) = (self.cfg.latency, conn.take_probe()) {
-            let prober = crate::modes::latency::Prober::over_stream(stream, rate)?;
-            self.reporter.set_stage(Box::new(prober.stage()));
+        if let Some(p) = prober {
+            self.reporter.set_stage(Box::new(p.stage()));
         }
+        let pipes = conn.take_streams();
         self.quic = Some(conn);
         let mut out = Vec::with_capacity(roles.len());
         for (i, (role, pipe)) in roles.into_iter().zip(pipes).enumerate() {

@@ -62,7 +62,7 @@ pub struct Tuning {
     /// (the connection's window is this times the streams), and what a
     /// sender holds unsent; `None`: the defaults.
     pub window: Option<u32>,
-    /// `--latency`: one more client-opened stream, after the test's,
+    /// `--latency`: one more client-opened stream, before the test's,
     /// whose bytes the server echoes (the round-trip probes ride the
     /// loaded connection).
     pub probes: bool,
@@ -101,7 +101,9 @@ pub trait QuicData: Send + Sync {
     /// Client: connects to `server` (UDP), from `bind`'s address when
     /// given, and opens one stream per entry of `client_sends` (true: the
     /// client sends on it), each starting with `cookie`; `tuning` from the
-    /// test's parameters.
+    /// test's parameters. With `tuning.probes` it first opens the probe
+    /// stream (what it writes comes back in order) and hands it to `idle`
+    /// before any other stream exists (the idle round trips).
     fn connect(
         &self,
         server: SocketAddr,
@@ -109,6 +111,7 @@ pub trait QuicData: Send + Sync {
         client_sends: &[bool],
         tuning: Tuning,
         deadline: Instant,
+        idle: &mut dyn FnMut(Arc<dyn ByteStream>) -> Result<(), Error>,
     ) -> Result<Box<dyn QuicConn>, Error>;
 
     /// Server: takes the handshake on `sock` (bound to the test's port,
@@ -134,9 +137,6 @@ pub trait QuicData: Send + Sync {
 pub trait QuicConn: Send {
     /// The streams, in the test's stream order (each once).
     fn take_streams(&mut self) -> Vec<PipeSock>;
-    /// The client's end of the probe stream (`Tuning::probes`), once: what
-    /// it writes comes back in order. The server echoes on its own.
-    fn take_probe(&mut self) -> Option<Arc<dyn ByteStream>>;
     /// QUIC's own numbers now (this end's view).
     fn totals(&self) -> QuicTotals;
     /// Closes the connection (after the results exchange).
