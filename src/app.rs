@@ -427,7 +427,7 @@ fn run_client(
         .latency
         .filter(|_| cfg.params.protocol != wirespeed_core::config::Protocol::Quic)
     {
-        match wirespeed_iperf::modes::latency::Prober::connect(cfg, host, rate) {
+        match wirespeed_iperf::latency::Prober::connect(cfg, host, rate) {
             Ok(p) => reporter.set_stage(Box::new(p.stage())),
             Err(e) => {
                 reporter.emit(Event::Error(e.clone()));

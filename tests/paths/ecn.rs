@@ -325,3 +325,45 @@ fn a_bleaching_or_remarking_path_is_named_and_nothing_else_changes() {
     // Not-ECT traffic through a marking queue is never marked.
     assert_eq!(marked(&path.stats(), "a2b", "marked"), 0);
 }
+
+/// The loaded round trip of a test's `--latency` end lines (`[LAT] loaded
+/// RTT p50 X ms ...`), and the idle one, in ms.
+fn latency_p50s(out: &str) -> (f64, f64) {
+    let p50 = |phase: &str| -> f64 {
+        let line = line_with(out, &format!("[LAT] {phase}"));
+        line.split("p50 ")
+            .nth(1)
+            .and_then(|t| t.split(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no p50 in {line:?}"))
+    };
+    (p50("idle"), p50("loaded"))
+}
+
+/// What L4S is for, shown with `--latency` through the marking bottleneck
+/// (a 100-packet queue, some 49 ms at 20 Mbit/s; ECT(1) marked from 1 ms
+/// of queueing): an L4S sender offered five times the bottleneck slows to
+/// it on the marks and keeps the queue short, so the probes beside it see
+/// little more than the idle round trip; a Not-ECT sender at 1.5 times
+/// the bottleneck, which nothing slows, keeps the queue full, and the
+/// probes wait behind it.
+#[test]
+fn an_l4s_flow_keeps_the_queue_short_where_an_unresponsive_one_fills_it() {
+    let spec = PathSpec::new().both(MARKING).seed(11).realtime_endpoints();
+    let Some(path) = Path::start(&spec) else { return };
+    let l4s = ["-u", "--udp-l4s", "-b", "100M", "-l", "1200", "-t", "4", "--latency=20"];
+    let (client, server) = iperf2_test(&path, &l4s);
+    let (idle, loaded) = latency_p50s(&client);
+    let both = format!("client:\n{client}\nserver:\n{server}");
+    eprintln!("l4s: idle p50 {idle} ms, loaded p50 {loaded} ms");
+    assert!(loaded < idle + 10.0, "the L4S flow let the queue grow: {both}");
+    let plain = ["-u", "-b", "30M", "-l", "1200", "-t", "4", "--latency=20"];
+    let (client, server) = iperf2_test(&path, &plain);
+    let (idle2, full) = latency_p50s(&client);
+    let both = format!("client:\n{client}\nserver:\n{server}");
+    eprintln!("not-ect: idle p50 {idle2} ms, loaded p50 {full} ms");
+    assert!(
+        full > idle2 + 30.0,
+        "the unresponsive flow did not fill the queue: {both}"
+    );
+    assert!(full > 2.0 * loaded, "L4S {loaded} ms against Not-ECT {full} ms: {both}");
+}

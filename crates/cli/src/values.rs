@@ -58,9 +58,9 @@ pub fn max_loss(v: &str) -> Result<f64, String> {
 }
 
 /// `--latency[=N]`: probes per second (default 10, at most
-/// [`wirespeed_iperf::modes::latency::MAX_RATE`]); the error is the line to show.
+/// [`wirespeed_iperf::latency::MAX_RATE`]); the error is the line to show.
 pub fn latency_rate(v: Option<&str>) -> Result<u32, String> {
-    let max = wirespeed_iperf::modes::latency::MAX_RATE;
+    let max = wirespeed_iperf::latency::MAX_RATE;
     match v {
         None => Ok(10),
         Some(t) => t

@@ -473,6 +473,59 @@ pub(crate) fn buffers_of(s: &impl wirespeed_sys::AsSock) -> (u64, u64) {
     )
 }
 
+/// An `io::Error` that only means "try again" for a socket with a timeout.
+pub fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+/// How long a blocked read in [`read_exact_by`] waits before it looks at
+/// the stop flag again.
+pub const POLL_STOP: Duration = Duration::from_millis(100);
+
+/// Reads exactly `buf.len()` bytes from `s` by `deadline`: false on EOF,
+/// an error, the deadline or `stop`. Each read waits at most
+/// [`POLL_STOP`]. `armed`: the socket's read timeout is already
+/// `POLL_STOP` (a hot loop sets it once), so it is changed only near the
+/// deadline, and set back after.
+pub fn read_exact_by(
+    s: &TcpStream,
+    buf: &mut [u8],
+    deadline: std::time::Instant,
+    stop: &std::sync::atomic::AtomicBool,
+    armed: bool,
+) -> bool {
+    use std::io::Read;
+    let mut got = 0;
+    let mut shortened = false;
+    let done = loop {
+        if got == buf.len() {
+            break true;
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline || stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break false;
+        }
+        let left = deadline - now;
+        if !armed || left < POLL_STOP {
+            let _ = s.set_read_timeout(Some(left.min(POLL_STOP)));
+            shortened = armed;
+        }
+        match (&*s).read(&mut buf[got..]) {
+            Ok(0) => break false,
+            Ok(n) => got += n,
+            Err(e) if is_timeout(&e) => {}
+            Err(_) => break false,
+        }
+    };
+    if shortened {
+        let _ = s.set_read_timeout(Some(POLL_STOP));
+    }
+    done
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

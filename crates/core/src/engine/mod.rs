@@ -23,7 +23,6 @@ pub use session::{LocalOpts, Session};
 pub use streams::{DataSock, DataStream, StreamExtras, stream_id, stream_roles};
 
 use std::fs::File;
-use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -464,13 +463,7 @@ pub(crate) fn handle_from(join: JoinHandle<()>, fd: RawSock, keep: Option<socket
     }
 }
 
-/// An `io::Error` that only means "try again" for a socket with a timeout.
-pub fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
-}
+pub use crate::net::is_timeout;
 
 /// `-A`: a stream's thread runs on the CPU asked for; one that cannot be
 /// pinned fails the test.

@@ -149,8 +149,8 @@ fn foreign_probe(cfg: &TestConfig, host: &str, stop: &AtomicBool) -> Result<Prob
     let sock: TcpStream = wirespeed_core::net::connect_client(&cfg.net, host, cfg.port).map_err(|e| e.text())?;
     let tcp_ms = t0.elapsed().as_secs_f64() * 1e3;
     let _ = sock.set_nodelay(true);
-    let link = crate::modes::latency::Link::Tcp(sock);
-    let rr = crate::modes::latency::probe(&link, 1, None, PROBE_WAIT, stop)?.ok_or("stopped")?;
+    let link = crate::latency::Link::Tcp(sock);
+    let rr = crate::latency::probe(&link, 1, None, PROBE_WAIT, stop)?.ok_or("stopped")?;
     Ok(Probe {
         at: Instant::now(),
         tcp_ms,

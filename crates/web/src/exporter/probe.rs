@@ -433,7 +433,7 @@ pub fn run(cfg: &TestConfig, host: &str, signal: &Arc<AtomicUsize>, until: Insta
         // server, handed a connection that is not a test, closes and
         // reopens its listener, so a test right after it would be
         // refused as often as not.
-        match wirespeed_iperf::modes::latency::Prober::connect(cfg, host, rate) {
+        match wirespeed_iperf::latency::Prober::connect(cfg, host, rate) {
             Ok(p) => reporter.set_stage(Box::new(p.stage())),
             Err(e) => {
                 return Outcome {

@@ -95,12 +95,12 @@ fn set_quickack(s: &TcpStream) {
 }
 
 /// How long a blocked read waits before it looks at the stop flag again.
-const POLL_STOP: Duration = Duration::from_millis(100);
+const POLL_STOP: Duration = wirespeed_core::net::POLL_STOP;
 
 /// Reads exactly `buf.len()` bytes by `deadline`; false on EOF, error,
 /// timeout, or `stop`.
 pub fn read_by(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBool) -> bool {
-    read_within(s, buf, deadline, stop, false)
+    wirespeed_core::net::read_exact_by(s, buf, deadline, stop, false)
 }
 
 /// Sets the read timeout [`read_by_armed`] expects.
@@ -111,7 +111,7 @@ fn arm(s: &TcpStream) {
 /// [`read_by`] on a socket [`arm`]ed once: the hot loops' reads cost no
 /// timeout change each, except near the deadline.
 fn read_by_armed(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBool) -> bool {
-    read_within(s, buf, deadline, stop, true)
+    wirespeed_core::net::read_exact_by(s, buf, deadline, stop, true)
 }
 
 /// Reads at least `min` bytes into `buf` (as many as arrive, up to its
@@ -132,36 +132,6 @@ fn read_at_least(s: &TcpStream, buf: &mut [u8], min: usize, deadline: Instant, s
         }
     }
     Some(got)
-}
-
-fn read_within(s: &TcpStream, buf: &mut [u8], deadline: Instant, stop: &AtomicBool, armed: bool) -> bool {
-    let mut got = 0;
-    let mut shortened = false;
-    let done = loop {
-        if got == buf.len() {
-            break true;
-        }
-        let now = Instant::now();
-        if now >= deadline || stop.load(Relaxed) {
-            break false;
-        }
-        // Wake at least every tenth of a second to see a stop.
-        let left = deadline - now;
-        if !armed || left < POLL_STOP {
-            let _ = s.set_read_timeout(Some(left.min(POLL_STOP)));
-            shortened = armed;
-        }
-        match (&*s).read(&mut buf[got..]) {
-            Ok(0) => break false,
-            Ok(n) => got += n,
-            Err(e) if wirespeed_core::engine::is_timeout(&e) => {}
-            Err(_) => break false,
-        }
-    };
-    if shortened {
-        arm(s);
-    }
-    done
 }
 
 impl wirespeed_core::engine::ExchangeLoop for BouncebackSpec {

@@ -280,7 +280,7 @@ impl Client<'_> {
         let rate = self.cfg.latency;
         let mut idle = |stream| {
             if let Some(rate) = rate {
-                prober = Some(crate::modes::latency::Prober::over_stream(stream, rate)?);
+                prober = Some(crate::latency::Prober::over_stream(stream, rate)?);
             }
             Ok(())
         };

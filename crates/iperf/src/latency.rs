@@ -105,7 +105,7 @@ impl Link {
     /// or `stop`.
     fn recv(&self, buf: &mut [u8], deadline: Instant, stop: &AtomicBool) -> bool {
         match self {
-            Link::Tcp(s) => crate::dialect::iperf2::bounceback::read_by(s, buf, deadline, stop),
+            Link::Tcp(s) => wirespeed_core::net::read_exact_by(s, buf, deadline, stop, false),
             Link::Stream(s) => {
                 let mut got = 0;
                 while got < buf.len() {
