@@ -121,13 +121,17 @@ fn closed_before_start(params: &TestParams, session: &Session, e: &Error, at: In
     let early = at.saturating_duration_since(session.started) < refusal_window(session.path_timing());
     let nothing_back = session.stats.total_bytes(wirespeed_core::stats::StreamRole::Recv) == 0;
     (params.protocol == wirespeed_core::config::Protocol::Tcp && by_peer && early && nothing_back).then(|| {
-        Error::msg(
+        let mut refused = Error::msg(
             e.code,
             format!(
                 "the server closed the connection before the test started ({}): it may have refused this client",
                 e.why()
             ),
-        )
+        );
+        // Kept, so a caller can tell a refusal from other failures
+        // (`--rpm` tries a refused load flow once more).
+        refused.errno = e.errno;
+        refused
     })
 }
 
