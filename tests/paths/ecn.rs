@@ -343,7 +343,7 @@ fn latency_p50s(out: &str) -> (f64, f64) {
 /// (a 100-packet queue, some 49 ms at 20 Mbit/s; ECT(1) marked from 1 ms
 /// of queueing): an L4S sender offered five times the bottleneck slows to
 /// it on the marks and keeps the queue short, so the probes beside it see
-/// little more than the idle round trip; a Not-ECT sender a tenth over
+/// little more than the idle round trip; a Not-ECT sender a little over
 /// the bottleneck, which nothing slows, keeps the queue full, and the
 /// probes wait behind it. (At 1.5 times the bottleneck the full queue
 /// drops a third of what comes, probes too, and a probe lost waits for
@@ -368,12 +368,21 @@ fn an_l4s_flow_keeps_the_queue_short_where_an_unresponsive_one_fills_it() {
     let (idle, loaded) = latency_p50s(&client);
     eprintln!("l4s: idle p50 {idle} ms, loaded p50 {loaded} ms");
     assert!(loaded < idle + 10.0, "the L4S flow let the queue grow: {client}");
-    let client = run(&["-u", "-b", "22M", "-l", "1200", "-t", "4", "--latency=20"]);
-    let (idle2, full) = latency_p50s(&client);
+    let client = run(&["-u", "-b", "21M", "-l", "1200", "-t", "4", "--latency=20"]);
+    let (idle2, _) = latency_p50s(&client);
+    // The full queue drops what overflows it, probes too, and a lost probe
+    // waits for TCP's retransmission, so fewer come back than were asked
+    // (7 in 4 s in one CI run, whose median was one from before the queue
+    // filled): the p90 is judged, which a lost probe only raises.
+    let full: f64 = line_with(&client, "[LAT] loaded")
+        .split("p90 ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no p90 in {client}"));
     srv.signal(libc::SIGTERM);
     srv.wait(Duration::from_secs(10));
     let both = format!("client:\n{client}\nserver:\n{}", srv.out());
-    eprintln!("not-ect: idle p50 {idle2} ms, loaded p50 {full} ms");
+    eprintln!("not-ect: idle p50 {idle2} ms, loaded p90 {full} ms");
     assert!(
         full > idle2 + 30.0,
         "the unresponsive flow did not fill the queue: {both}"
