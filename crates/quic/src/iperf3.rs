@@ -298,7 +298,7 @@ impl QuicData for Quic {
         let keep = sock.try_clone().map_err(|e| Error::io(Code::STREAMACCEPT, &e))?;
         let mut config = quinn::ServerConfig::with_crypto(server_crypto()?);
         let n = server_sends.len();
-        // The probe stream is the client's last (`Tuning::probes`).
+        // The probe stream (`Tuning::probes`) is the client's first.
         let opens = n + usize::from(tuning.probes);
         config.transport_config(Arc::new(transport(opens, n, tuning)));
         let endpoint = {
